@@ -1,0 +1,22 @@
+// Preset text files (topologies/, workloads/) compiled into the binary, looked up by name.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cs {
+
+struct EmbeddedFile {
+  std::string_view path;  // relative to the source root, e.g. "topologies/dgx-h100.textproto"
+  std::string_view text;
+};
+
+const std::vector<EmbeddedFile>& embedded_presets();
+
+// The text of preset `name` in `folder` ("topologies" or "workloads"), or nullptr if none.
+const EmbeddedFile* find_preset(std::string_view folder, std::string_view name);
+// Names (file stems) of the presets in `folder`, sorted.
+std::vector<std::string> preset_names(std::string_view folder);
+
+}  // namespace cs

@@ -1,0 +1,38 @@
+#include <algorithm>
+
+#include "sim/config/embedded_presets.h"
+
+namespace cs {
+
+namespace {
+constexpr std::string_view kSuffix = ".textproto";
+
+// "topologies/dgx-h100.textproto" -> folder "topologies", stem "dgx-h100".
+bool split(std::string_view path, std::string_view& folder, std::string_view& stem) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string_view::npos || !path.ends_with(kSuffix)) return false;
+  folder = path.substr(0, slash);
+  stem = path.substr(slash + 1, path.size() - slash - 1 - kSuffix.size());
+  return true;
+}
+}  // namespace
+
+const EmbeddedFile* find_preset(std::string_view folder, std::string_view name) {
+  for (const auto& f : embedded_presets()) {
+    std::string_view dir, stem;
+    if (split(f.path, dir, stem) && dir == folder && stem == name) return &f;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> preset_names(std::string_view folder) {
+  std::vector<std::string> names;
+  for (const auto& f : embedded_presets()) {
+    std::string_view dir, stem;
+    if (split(f.path, dir, stem) && dir == folder) names.emplace_back(stem);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace cs

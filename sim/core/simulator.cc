@@ -1,0 +1,31 @@
+#include "sim/core/simulator.h"
+
+#include <stdexcept>
+#include <string>
+
+namespace cs {
+
+EventId Simulator::schedule_at(Time at, Handler handler) {
+  if (at < now_) {
+    throw std::logic_error("event scheduled in the past: at " + std::to_string(at.count_ps()) +
+                           " ps, now " + std::to_string(now_.count_ps()) + " ps");
+  }
+  return queue_.push(at, std::move(handler));
+}
+
+uint64_t Simulator::run() { return run_until(Time::max()); }
+
+uint64_t Simulator::run_until(Time limit) {
+  stopped_ = false;
+  uint64_t handled = 0;
+  Handler handler;
+  while (!stopped_ && !queue_.empty() && queue_.next_time() <= limit) {
+    queue_.pop(now_, handler);
+    handler();
+    ++handled;
+  }
+  events_processed_ += handled;
+  return handled;
+}
+
+}  // namespace cs

@@ -1,0 +1,34 @@
+// What every transfer model offers the layers above: move bytes between two vertices over time.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string_view>
+
+#include "sim/core/units.h"
+#include "sim/net/topology.h"
+
+namespace cs::net {
+
+// Bytes and messages that crossed each class of link, counted once per message at its widest
+// class (a message that touches the network counts as network, NVLink-only as nvlink).
+struct TrafficStats {
+  std::array<Bytes, 3> bytes_by_class{};     // indexed by LinkClass
+  std::array<uint64_t, 3> messages_by_class{};
+  uint64_t messages = 0;
+};
+
+class Network {
+ public:
+  using Done = std::function<void()>;
+  virtual ~Network() = default;
+
+  // Starts moving `bytes` from `src` to `dst` now; `done` runs when the last byte has arrived.
+  // A message to oneself or of zero bytes still pays the path latency (zero for oneself).
+  virtual void send(VertexId src, VertexId dst, Bytes bytes, Done done) = 0;
+  virtual std::string_view name() const = 0;
+  virtual const TrafficStats& stats() const = 0;
+};
+
+}  // namespace cs::net

@@ -1,0 +1,65 @@
+// The cluster as a directed Boost.Graph of GPUs, NVSwitches, NICs and switches joined by links.
+#pragma once
+
+#include <boost/graph/adjacency_list.hpp>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "sim/core/units.h"
+
+namespace cs::net {
+
+using VertexId = uint32_t;
+using LinkId = uint32_t;
+
+enum class VertexKind : uint8_t { kGpu, kNvSwitch, kNic, kSwitch };
+// Which fabric a link belongs to; reports split communication volume by it.
+enum class LinkClass : uint8_t { kNvlink, kPcie, kNetwork };
+
+struct VertexInfo {
+  VertexKind kind = VertexKind::kGpu;
+  int32_t tier = -1;   // network tier of a switch (0 = leaf), -1 otherwise
+  int32_t node = -1;   // server index of a GPU, NVSwitch or NIC, -1 for network switches
+  int32_t index = -1;  // GPU index for GPUs, running index within its kind otherwise
+};
+
+struct LinkInfo {
+  LinkId id = 0;
+  Bandwidth bandwidth;
+  Time latency;
+  LinkClass link_class = LinkClass::kNetwork;
+};
+
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, LinkInfo>;
+
+// Owns the graph and indexes its GPUs and links by dense ids.
+class Topology {
+ public:
+  VertexId add_vertex(const VertexInfo& info);
+  LinkId add_link(VertexId from, VertexId to, Bandwidth bw, Time latency, LinkClass cls);
+  // Adds both directions with the same properties; returns the id of from->to (to->from is +1).
+  LinkId add_duplex_link(VertexId from, VertexId to, Bandwidth bw, Time latency, LinkClass cls);
+
+  const Graph& graph() const { return graph_; }
+  std::size_t num_vertices() const { return boost::num_vertices(graph_); }
+  std::size_t num_links() const { return links_.size(); }
+  std::size_t num_gpus() const { return gpus_.size(); }
+
+  // The vertex of GPU `index` (0-based, in rank order: GPUs of server 0 first).
+  VertexId gpu(int32_t index) const { return gpus_.at(static_cast<std::size_t>(index)); }
+  const VertexInfo& vertex(VertexId v) const { return graph_[v]; }
+  const LinkInfo& link(LinkId id) const { return graph_[links_[id]]; }
+  VertexId link_source(LinkId id) const { return static_cast<VertexId>(boost::source(links_[id], graph_)); }
+  VertexId link_target(LinkId id) const { return static_cast<VertexId>(boost::target(links_[id], graph_)); }
+
+  std::string name;
+  std::string gpu_type;
+
+ private:
+  Graph graph_;
+  std::vector<Graph::edge_descriptor> links_;
+  std::vector<VertexId> gpus_;
+};
+
+}  // namespace cs::net
