@@ -31,7 +31,7 @@ struct LinkInfo {
   LinkClass link_class = LinkClass::kNetwork;
 };
 
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, VertexInfo, LinkInfo>;
+using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexInfo, LinkInfo>;
 
 // Owns the graph and indexes its GPUs and links by dense ids.
 class Topology {
