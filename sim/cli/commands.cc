@@ -1,12 +1,58 @@
 #include "sim/cli/commands.h"
 
+#include <array>
+#include <exception>
 #include <iostream>
 
 namespace cs::cli {
 
-int run_main(int, char**) {
-  std::cout << "clustersim\n";
-  return 0;
+namespace {
+
+constexpr std::array kCommands = {
+    Command{"collective", "time one collective over a topology for several sizes, like nccl-tests",
+            &collective_command},
+};
+
+void print_help(std::ostream& out) {
+  out << "clustersim - discrete-event simulator of GPU clusters training large language models\n\n"
+         "usage: clustersim <command> [options]\n       clustersim <command> --help\n\ncommands:\n";
+  for (const auto& c : kCommands) {
+    out << "  " << c.name << std::string(14 - c.name.size(), ' ') << c.summary << '\n';
+  }
+}
+
+}  // namespace
+
+int run_main(int argc, char** argv) {
+  if (argc < 2) {
+    print_help(std::cerr);
+    return 2;
+  }
+  const std::string_view name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    if (name == "help" && argc > 2) {
+      const std::vector<std::string> args{"--help"};
+      for (const auto& c : kCommands)
+        if (c.name == argv[2]) return c.run(args);
+    }
+    print_help(std::cout);
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (c.name != name) continue;
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    try {
+      return c.run(args);
+    } catch (const UsageError& e) {
+      std::cerr << "clustersim " << name << ": " << e.what() << '\n';
+      return 2;
+    } catch (const std::exception& e) {
+      std::cerr << "clustersim " << name << ": error: " << e.what() << '\n';
+      return 1;
+    }
+  }
+  std::cerr << "clustersim: unknown command '" << name << "' (see clustersim --help)\n";
+  return 2;
 }
 
 }  // namespace cs::cli

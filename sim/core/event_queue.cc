@@ -58,7 +58,8 @@ bool EventQueue::refill() {
   for (Entry& e : source) buckets_[bucket_of(e.at)].push_back(std::move(e));
   source.clear();
   if (zero.size() > 1) {
-    std::sort(zero.begin(), zero.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
+    std::sort(zero.begin(), zero.end(),
+              [](const Entry& a, const Entry& b) { return a.key < b.key; });
   }
   return true;
 }

@@ -1,4 +1,5 @@
-// A monotone radix heap of timed callbacks, ordered by (time, insertion sequence), with lazy cancel.
+// A monotone radix heap of timed callbacks, ordered by (time, insertion sequence), with lazy
+// cancel.
 #pragma once
 
 #include <array>
@@ -60,7 +61,7 @@ class EventQueue {
   void skip_cancelled();
 
   std::array<std::vector<Entry>, 65> buckets_;
-  std::size_t front_ = 0;  // next unread entry of bucket 0
+  std::size_t front_ = 0;      // next unread entry of bucket 0
   uint64_t last_ = kSignFlip;  // time 0
 
   // A slot names a pending event for cancel(): it holds that event's seq, or 0 when free.

@@ -13,7 +13,9 @@ EventId Simulator::schedule_at(Time at, Handler handler) {
   return queue_.push(at, std::move(handler));
 }
 
-uint64_t Simulator::run() { return run_until(Time::max()); }
+uint64_t Simulator::run() {
+  return run_until(Time::max());
+}
 
 uint64_t Simulator::run_until(Time limit) {
   stopped_ = false;

@@ -1,4 +1,5 @@
-// The discrete-event loop: owns simulated time and the event queue; passed by reference, never global.
+// The discrete-event loop: owns simulated time and the event queue; passed by reference, never
+// global.
 #pragma once
 
 #include <cstdint>
@@ -16,7 +17,9 @@ class Simulator {
   Time now() const { return now_; }
   // Scheduling before now() is a logic error and throws std::logic_error.
   EventId schedule_at(Time at, Handler handler);
-  EventId schedule_in(Time delay, Handler handler) { return schedule_at(now_ + delay, std::move(handler)); }
+  EventId schedule_in(Time delay, Handler handler) {
+    return schedule_at(now_ + delay, std::move(handler));
+  }
   bool cancel(EventId id) { return queue_.cancel(id); }
 
   // Runs until no events remain or stop() is called. Returns the number of events handled.

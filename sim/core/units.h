@@ -71,7 +71,8 @@ class Bandwidth {
 
 // Time to push `bytes` through `bw`, rounded up to a whole picosecond so nothing finishes early.
 inline Time transfer_time(Bytes bytes, Bandwidth bw) {
-  return Time::ps(static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e12 / bw.in_bytes_per_s())));
+  return Time::ps(
+      static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e12 / bw.in_bytes_per_s())));
 }
 
 }  // namespace cs

@@ -14,7 +14,7 @@ namespace cs::net {
 // Bytes and messages that crossed each class of link, counted once per message at its widest
 // class (a message that touches the network counts as network, NVLink-only as nvlink).
 struct TrafficStats {
-  std::array<Bytes, 3> bytes_by_class{};     // indexed by LinkClass
+  std::array<Bytes, 3> bytes_by_class{};  // indexed by LinkClass
   std::array<uint64_t, 3> messages_by_class{};
   uint64_t messages = 0;
 };

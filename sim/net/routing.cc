@@ -1,12 +1,201 @@
 #include "sim/net/routing.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace cs::net {
+
+namespace {
+constexpr VertexId kNoVertex = std::numeric_limits<VertexId>::max();
+constexpr int32_t kNoSlot = -1;
+// Deeper fabrics than this are not tiered in practice; they fall back to BFS.
+constexpr std::size_t kMaxTiers = 16;
+
+uint64_t hop_hash(VertexId src, VertexId dst, VertexId hop) {
+  return mix_hash(static_cast<uint64_t>(src) << 40 ^ static_cast<uint64_t>(dst) << 16 ^ hop);
+}
+}  // namespace
+
+// The structure the tiered builder lays down, read back from the graph: each GPU's NVSwitch and
+// NIC ports, each switch's up-links and down-links, and which group sits above which. Building it
+// checks the structure (every switch of a group reaches every switch of its parent group), so a
+// graph that merely looks tiered falls back to BFS rather than getting wrong routes.
+namespace detail {
+
+struct TieredIndex {
+  struct Nic {
+    VertexId leaf = kNoVertex;
+    LinkId gpu_to_nic = 0, nic_to_leaf = 0, leaf_to_nic = 0, nic_to_gpu = 0;
+  };
+  struct Gpu {
+    VertexId nvswitch = kNoVertex;
+    LinkId to_nvswitch = 0, from_nvswitch = 0;
+    std::vector<Nic> nics;
+  };
+  struct Switch {
+    int32_t tier = 0;
+    int32_t group = 0;
+    std::vector<LinkId> up;
+    std::vector<std::pair<VertexId, LinkId>> down;  // to switches only, sorted by vertex
+  };
+
+  std::vector<int32_t> slot;  // vertex -> index into gpus or switches (by kind), or kNoSlot
+  std::vector<Gpu> gpus;
+  std::vector<Switch> switches;
+  std::vector<std::vector<int32_t>> parent_group;  // [tier][group] -> group at tier + 1, or -1
+  std::vector<std::vector<std::vector<VertexId>>> members;  // [tier][group] -> switches, sorted
+
+  const Switch& sw(VertexId v) const { return switches[static_cast<std::size_t>(slot[v])]; }
+};
+
+}  // namespace detail
+
+namespace {
+
+using Index = detail::TieredIndex;
+
+// Returns null when `topology` is not a well-formed tiered graph.
+std::shared_ptr<const Index> build_index(const Topology& topology) {
+  const Graph& g = topology.graph();
+  const std::size_t n = topology.num_vertices();
+  if (n == 0) return nullptr;
+  auto idx = std::make_shared<Index>();
+  idx->slot.assign(n, kNoSlot);
+  for (VertexId v = 0; v < n; ++v) {
+    const VertexInfo& info = g[v];
+    if (info.group < 0) return nullptr;
+    if (info.kind == VertexKind::kGpu) {
+      idx->slot[v] = static_cast<int32_t>(idx->gpus.size());
+      idx->gpus.emplace_back();
+    } else if (info.kind == VertexKind::kSwitch) {
+      if (info.tier < 0 || static_cast<std::size_t>(info.tier) >= kMaxTiers) return nullptr;
+      idx->slot[v] = static_cast<int32_t>(idx->switches.size());
+      idx->switches.push_back({info.tier, info.group, {}, {}});
+      const auto t = static_cast<std::size_t>(info.tier);
+      if (idx->members.size() <= t) idx->members.resize(t + 1);
+      auto& groups = idx->members[t];
+      if (groups.size() <= static_cast<std::size_t>(info.group)) groups.resize(info.group + 1);
+      groups[info.group].push_back(v);  // v grows, so each list stays sorted
+    }
+  }
+  const auto kind = [&](VertexId v) { return g[v].kind; };
+  const auto target = [&](auto e) { return static_cast<VertexId>(boost::target(e, g)); };
+  const auto source = [&](auto e) { return static_cast<VertexId>(boost::source(e, g)); };
+
+  for (VertexId v = 0; v < n; ++v) {
+    if (kind(v) != VertexKind::kGpu) continue;
+    Index::Gpu& gpu = idx->gpus[static_cast<std::size_t>(idx->slot[v])];
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      const VertexId w = target(*e);
+      if (kind(w) == VertexKind::kNvSwitch) {
+        if (gpu.nvswitch != kNoVertex) return nullptr;
+        gpu.nvswitch = w;
+        gpu.to_nvswitch = g[*e].id;
+      } else if (kind(w) == VertexKind::kNic) {
+        Index::Nic nic;
+        nic.gpu_to_nic = g[*e].id;
+        bool back = false;
+        for (auto [f, fend] = boost::out_edges(w, g); f != fend; ++f) {
+          const VertexId x = target(*f);
+          if (x == v) {
+            nic.nic_to_gpu = g[*f].id;
+            back = true;
+          } else if (kind(x) == VertexKind::kSwitch && g[x].tier == 0 && nic.leaf == kNoVertex) {
+            nic.leaf = x;
+            nic.nic_to_leaf = g[*f].id;
+          } else {
+            return nullptr;  // a NIC serves one GPU and one leaf
+          }
+        }
+        bool down = false;
+        for (auto [f, fend] = boost::in_edges(w, g); f != fend; ++f) {
+          if (source(*f) == nic.leaf) {
+            nic.leaf_to_nic = g[*f].id;
+            down = true;
+          }
+        }
+        if (!back || nic.leaf == kNoVertex || !down) return nullptr;
+        gpu.nics.push_back(nic);
+      } else {
+        return nullptr;
+      }
+    }
+    bool from_nvswitch = gpu.nvswitch == kNoVertex;
+    for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
+      if (source(*e) == gpu.nvswitch) {
+        gpu.from_nvswitch = g[*e].id;
+        from_nvswitch = true;
+      }
+    }
+    if (!from_nvswitch) return nullptr;
+  }
+
+  idx->parent_group.resize(idx->members.size());
+  for (std::size_t t = 0; t < idx->members.size(); ++t) {
+    idx->parent_group[t].assign(idx->members[t].size(), -1);
+  }
+  for (VertexId v = 0; v < n; ++v) {
+    if (kind(v) != VertexKind::kSwitch) continue;
+    Index::Switch& s = idx->switches[static_cast<std::size_t>(idx->slot[v])];
+    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+      const VertexId w = target(*e);
+      if (kind(w) == VertexKind::kNic && s.tier == 0) continue;
+      if (kind(w) != VertexKind::kSwitch) return nullptr;
+      if (g[w].tier == s.tier + 1) {
+        s.up.push_back(g[*e].id);
+        int32_t& parent = idx->parent_group[s.tier][s.group];
+        if (parent != -1 && parent != g[w].group) return nullptr;
+        parent = g[w].group;
+      } else if (g[w].tier == s.tier - 1) {
+        s.down.emplace_back(w, g[*e].id);
+      } else {
+        return nullptr;
+      }
+    }
+    std::sort(s.down.begin(), s.down.end());
+  }
+  // Up/down routing is only shortest and complete if each switch reaches every switch of its
+  // parent group, and back.
+  for (VertexId v = 0; v < n; ++v) {
+    if (kind(v) != VertexKind::kSwitch) continue;
+    const Index::Switch& s = idx->sw(v);
+    if (s.up.empty()) continue;
+    const auto parent = static_cast<std::size_t>(idx->parent_group[s.tier][s.group]);
+    if (s.up.size() != idx->members[s.tier + 1][parent].size()) return nullptr;
+    for (LinkId up : s.up) {
+      const auto& down = idx->sw(topology.link_target(up)).down;
+      const auto it = std::lower_bound(down.begin(), down.end(), std::make_pair(v, LinkId{0}));
+      if (it == down.end() || it->first != v) return nullptr;
+    }
+  }
+  return idx;
+}
+
+// Lowest tier holding a switch above both leaves (0: the same leaf), or -1 if none; fills
+// `dst_groups[t]` with the tier-t group above `dst_leaf` for 1 <= t < the returned tier.
+int common_tier(const Index& idx, VertexId src_leaf, VertexId dst_leaf,
+                std::array<int32_t, kMaxTiers>& dst_groups) {
+  if (src_leaf == dst_leaf) return 0;
+  int32_t a = idx.sw(src_leaf).group;
+  int32_t b = idx.sw(dst_leaf).group;
+  for (std::size_t t = 0; t + 1 < idx.parent_group.size(); ++t) {
+    a = idx.parent_group[t][a];
+    b = idx.parent_group[t][b];
+    if (a < 0 || b < 0) return -1;
+    dst_groups[t + 1] = b;
+    if (a == b) return static_cast<int>(t + 1);
+  }
+  return -1;
+}
+
+}  // namespace
+
+Routing::Routing(const Topology& topology) : topology_(topology), tiered_(build_index(topology)) {}
 
 const Route& Routing::route(VertexId src, VertexId dst) {
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
@@ -18,6 +207,76 @@ const Route& Routing::route(VertexId src, VertexId dst) {
 Route Routing::compute(VertexId src, VertexId dst) const {
   Route route;
   if (src == dst) return route;
+  if (!compute_tiered(src, dst, route)) compute_bfs(src, dst, route);
+  double bottleneck = std::numeric_limits<double>::infinity();
+  for (LinkId id : route.links) {
+    const LinkInfo& link = topology_.link(id);
+    route.latency += link.latency;
+    bottleneck = std::min(bottleneck, link.bandwidth.in_bytes_per_s());
+    route.link_class = std::max(route.link_class, link.link_class);
+  }
+  route.bottleneck = Bandwidth::bytes_per_s(bottleneck);
+  return route;
+}
+
+bool Routing::compute_tiered(VertexId src, VertexId dst, Route& route) const {
+  if (!tiered_) return false;
+  const Index& idx = *tiered_;
+  const Graph& g = topology_.graph();
+  if (g[src].kind != VertexKind::kGpu || g[dst].kind != VertexKind::kGpu) return false;
+  const Index::Gpu& a = idx.gpus[static_cast<std::size_t>(idx.slot[src])];
+  const Index::Gpu& b = idx.gpus[static_cast<std::size_t>(idx.slot[dst])];
+  if (a.nvswitch != kNoVertex && a.nvswitch == b.nvswitch) {
+    route.links = {a.to_nvswitch, b.from_nvswitch};
+    return true;
+  }
+  // With several NICs per GPU, only the NIC pairs that meet lowest are shortest; hash among them.
+  std::array<int32_t, kMaxTiers> groups{};
+  int best = std::numeric_limits<int>::max();
+  std::vector<std::pair<std::size_t, std::size_t>> ties;
+  for (std::size_t i = 0; i < a.nics.size(); ++i) {
+    for (std::size_t j = 0; j < b.nics.size(); ++j) {
+      const int k = common_tier(idx, a.nics[i].leaf, b.nics[j].leaf, groups);
+      if (k < 0 || k > best) continue;
+      if (k < best) {
+        best = k;
+        ties.clear();
+      }
+      ties.emplace_back(i, j);
+    }
+  }
+  if (ties.empty()) return false;
+  const auto [i, j] = ties[hop_hash(src, dst, src) % ties.size()];
+  const Index::Nic& out = a.nics[i];
+  const Index::Nic& in = b.nics[j];
+  common_tier(idx, out.leaf, in.leaf, groups);  // the groups on the way down to this pair's leaf
+  route.links.reserve(4 + 2 * static_cast<std::size_t>(best));
+  route.links.push_back(out.gpu_to_nic);
+  route.links.push_back(out.nic_to_leaf);
+  VertexId v = out.leaf;
+  for (int t = 0; t < best; ++t) {
+    const auto& up = idx.sw(v).up;
+    const LinkId chosen = up[hop_hash(src, dst, v) % up.size()];
+    route.links.push_back(chosen);
+    v = topology_.link_target(chosen);
+  }
+  for (int t = best - 1; t >= 0; --t) {
+    VertexId next = in.leaf;
+    if (t > 0) {
+      const auto& candidates = idx.members[static_cast<std::size_t>(t)][groups[t]];
+      next = candidates[hop_hash(src, dst, v) % candidates.size()];
+    }
+    const auto& down = idx.sw(v).down;
+    const auto it = std::lower_bound(down.begin(), down.end(), std::make_pair(next, LinkId{0}));
+    route.links.push_back(it->second);
+    v = next;
+  }
+  route.links.push_back(in.leaf_to_nic);
+  route.links.push_back(in.nic_to_gpu);
+  return true;
+}
+
+void Routing::compute_bfs(VertexId src, VertexId dst, Route& route) const {
   const Graph& g = topology_.graph();
   constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max();
   // Hop distance of every vertex to dst, over reversed links; GPUs other than the endpoints
@@ -40,7 +299,6 @@ Route Routing::compute(VertexId src, VertexId dst) const {
     throw std::runtime_error("no route from vertex " + std::to_string(src) + " to vertex " +
                              std::to_string(dst));
   }
-  double bottleneck = std::numeric_limits<double>::infinity();
   std::vector<LinkId> candidates;
   for (VertexId v = src; v != dst;) {
     candidates.clear();
@@ -50,17 +308,10 @@ Route Routing::compute(VertexId src, VertexId dst) const {
         candidates.push_back(g[*e].id);
       }
     }
-    const uint64_t h = mix_hash(static_cast<uint64_t>(src) << 40 ^ static_cast<uint64_t>(dst) << 16 ^ v);
-    const LinkId chosen = candidates[h % candidates.size()];
-    const LinkInfo& link = topology_.link(chosen);
+    const LinkId chosen = candidates[hop_hash(src, dst, v) % candidates.size()];
     route.links.push_back(chosen);
-    route.latency += link.latency;
-    bottleneck = std::min(bottleneck, link.bandwidth.in_bytes_per_s());
-    route.link_class = std::max(route.link_class, link.link_class);
     v = topology_.link_target(chosen);
   }
-  route.bottleneck = Bandwidth::bytes_per_s(bottleneck);
-  return route;
 }
 
 }  // namespace cs::net

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -9,6 +10,10 @@
 #include "sim/net/topology.h"
 
 namespace cs::net {
+
+namespace detail {
+struct TieredIndex;  // defined in routing.cc
+}  // namespace detail
 
 struct Route {
   std::vector<LinkId> links;  // in order from source to destination; empty for src == dst
@@ -20,18 +25,30 @@ struct Route {
 // Computes and caches one route per (source, destination) pair. Among equal-cost next hops the
 // choice is a hash of (source, destination, hop), so the same pair always takes the same path
 // and different pairs spread over the equal-cost links. GPUs never forward traffic.
+//
+// Graphs from the tiered builder (every vertex has VertexInfo::group set) route GPU pairs by
+// up/down routing on their structure in O(path length): up from the leaf to the lowest tier that
+// joins both ends, then down. Other graphs and other endpoints take a breadth-first search,
+// O(graph) per new pair. Both give shortest paths.
 class Routing {
  public:
-  explicit Routing(const Topology& topology) : topology_(topology) {}
+  // Indexes a tiered graph once, O(graph); `topology` must outlive `this`.
+  explicit Routing(const Topology& topology);
 
   // Throws std::runtime_error if no path exists. The reference stays valid while `this` lives.
   const Route& route(VertexId src, VertexId dst);
   std::size_t cached_routes() const { return cache_.size(); }
+  // Whether GPU-to-GPU routes take the O(path length) tiered fast path.
+  bool uses_tiered_routing() const { return tiered_ != nullptr; }
 
  private:
   Route compute(VertexId src, VertexId dst) const;
+  void compute_bfs(VertexId src, VertexId dst, Route& route) const;
+  bool compute_tiered(VertexId src, VertexId dst, Route& route) const;
 
   const Topology& topology_;
+  // Null when the graph has no tiered structure.
+  std::shared_ptr<const detail::TieredIndex> tiered_;
   std::unordered_map<uint64_t, Route> cache_;  // key: src << 32 | dst; node-based, so stable
 };
 

@@ -22,6 +22,10 @@ struct VertexInfo {
   int32_t tier = -1;   // network tier of a switch (0 = leaf), -1 otherwise
   int32_t node = -1;   // server index of a GPU, NVSwitch or NIC, -1 for network switches
   int32_t index = -1;  // GPU index for GPUs, running index within its kind otherwise
+  // Set only by the tiered builder, and what lets routing take its O(path) up/down fast path:
+  // a switch's group within its tier, the server of a GPU, NVSwitch or NIC. -1 (explicit
+  // graphs) means routing falls back to generic shortest paths.
+  int32_t group = -1;
 };
 
 struct LinkInfo {
@@ -31,7 +35,8 @@ struct LinkInfo {
   LinkClass link_class = LinkClass::kNetwork;
 };
 
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexInfo, LinkInfo>;
+using Graph =
+    boost::adjacency_list<boost::vecS, boost::vecS, boost::bidirectionalS, VertexInfo, LinkInfo>;
 
 // Owns the graph and indexes its GPUs and links by dense ids.
 class Topology {
@@ -50,8 +55,12 @@ class Topology {
   VertexId gpu(int32_t index) const { return gpus_.at(static_cast<std::size_t>(index)); }
   const VertexInfo& vertex(VertexId v) const { return graph_[v]; }
   const LinkInfo& link(LinkId id) const { return graph_[links_[id]]; }
-  VertexId link_source(LinkId id) const { return static_cast<VertexId>(boost::source(links_[id], graph_)); }
-  VertexId link_target(LinkId id) const { return static_cast<VertexId>(boost::target(links_[id], graph_)); }
+  VertexId link_source(LinkId id) const {
+    return static_cast<VertexId>(boost::source(links_[id], graph_));
+  }
+  VertexId link_target(LinkId id) const {
+    return static_cast<VertexId>(boost::target(links_[id], graph_));
+  }
 
   std::string name;
   std::string gpu_type;

@@ -37,7 +37,8 @@ void BM_HoldModel(benchmark::State& state) {
     Hold hold;
     hold.remaining = per_iteration;
     for (int64_t i = 0; i < pending; ++i)
-      hold.sim.schedule_at(Time::ps(static_cast<int64_t>(hold.rng.next() % 1'000'000)), [&hold] { hold.fire(); });
+      hold.sim.schedule_at(Time::ps(static_cast<int64_t>(hold.rng.next() % 1'000'000)),
+                           [&hold] { hold.fire(); });
     state.ResumeTiming();
     hold.sim.run();
     benchmark::DoNotOptimize(hold.sim.events_processed());

@@ -107,7 +107,8 @@ std::vector<int64_t> random_cascade(uint32_t seed) {
     trace.push_back(sim.now().count_ps() * 8 + depth);
     if (depth >= 6) return;
     for (int k = 0; k < 2; ++k) {
-      ids.push_back(sim.schedule_in(Time::ns(static_cast<int64_t>(rng() % 4)), [&, depth] { fire(depth + 1); }));
+      ids.push_back(sim.schedule_in(Time::ns(static_cast<int64_t>(rng() % 4)),
+                                    [&, depth] { fire(depth + 1); }));
     }
     if (rng() % 3 == 0) sim.cancel(ids[rng() % ids.size()]);
   };

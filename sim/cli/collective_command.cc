@@ -1,0 +1,219 @@
+// `clustersim collective`: nccl-tests for the simulated cluster.
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+
+#include "sim/cli/commands.h"
+#include "sim/cli/size_list.h"
+#include "sim/coll/algorithms.h"
+#include "sim/coll/collective.h"
+#include "sim/coll/runner.h"
+#include "sim/core/simulator.h"
+#include "sim/net/network_factory.h"
+#include "sim/net/routing.h"
+#include "sim/net/topology_builder.h"
+#include "sim/report/json_writer.h"
+
+namespace cs::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+struct Request {
+  std::string op = "all_reduce";
+  std::string algo = "auto";
+  int32_t gpus = 0;
+  int32_t group_size = 0;  // 0: all GPUs
+  int32_t group_stride = 1;
+  int32_t chunks = 1;
+  int32_t root = 0;
+  std::string topology = "dgx-h100";
+  std::string sizes = "1K,1M,1G";
+  std::string network = "congestion_aware";
+  std::string json;
+};
+
+struct SizeResult {
+  Bytes size = 0;
+  Time time;
+  double algbw_gbps = 0;
+  double busbw_gbps = 0;
+  uint64_t events = 0;
+  double wall_s = 0;
+};
+
+// The GPUs of group g: members j = 0..size-1 sit `stride` ranks apart, and consecutive groups
+// fill the gaps first (stride 128 and size 128 on 16,384 GPUs gives the 128 data-parallel
+// groups of TP 8 x PP 16 x DP 128).
+std::vector<net::VertexId> group_vertices(const net::Topology& topo, int32_t g, int32_t size,
+                                          int32_t stride) {
+  const int32_t block = g / stride, offset = g % stride;
+  std::vector<net::VertexId> v(static_cast<std::size_t>(size));
+  for (int32_t j = 0; j < size; ++j) v[j] = topo.gpu(block * size * stride + offset + j * stride);
+  return v;
+}
+
+// Group members that share a server, counted from the first member; must be uniform for the
+// hierarchical algorithm.
+int32_t members_per_node(const net::Topology& topo, const std::vector<net::VertexId>& group) {
+  int32_t local = 0;
+  while (local < static_cast<int32_t>(group.size()) &&
+         topo.vertex(group[local]).node == topo.vertex(group[0]).node)
+    ++local;
+  return local;
+}
+
+void write_json(const std::string& path, const Request& req, const net::Topology& topo,
+                std::string_view algo, int32_t groups, const std::vector<SizeResult>& results) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  report::JsonWriter w(out);
+  w.begin_object()
+      .field("op", req.op)
+      .field("algo", algo)
+      .field("gpus", req.gpus)
+      .field("group_size", req.group_size)
+      .field("groups", groups)
+      .field("topology", topo.name)
+      .field("gpu", topo.gpu_type)
+      .field("network", req.network);
+  w.key("results").begin_array();
+  for (const auto& r : results) {
+    w.begin_object()
+        .field("size_bytes", r.size)
+        .field("time_us", r.time.as_us())
+        .field("algbw_gbps", r.algbw_gbps)
+        .field("busbw_gbps", r.busbw_gbps)
+        .field("events", r.events)
+        .end_object();
+  }
+  w.end_array().end_object();
+}
+
+}  // namespace
+
+int collective_command(const std::vector<std::string>& args) {
+  Request req;
+  po::options_description opts(
+      "usage: clustersim collective --gpus N [options]\n\n"
+      "Times one collective on the simulated cluster for each size, like nccl-tests: simulated\n"
+      "time, algorithm bandwidth (size / time) and bus bandwidth (algbw x the op's factor).\n"
+      "With --group-size, the GPUs split into groups that all run the collective at once.\n\n"
+      "options");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("op", po::value(&req.op)->default_value(req.op),
+       "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | send_recv")
+      ("algo", po::value(&req.algo)->default_value(req.algo),
+       "ring | tree | hierarchical | direct | auto")
+      ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
+      ("topology", po::value(&req.topology)->default_value(req.topology),
+       "preset name (dgx-a100, dgx-h100, llama3-24k) or a .textproto file")
+      ("sizes", po::value(&req.sizes)->default_value(req.sizes),
+       "comma-separated sizes, K/M/G/T = 2^10/2^20/2^30/2^40 bytes")
+      ("network", po::value(&req.network)->default_value(req.network),
+       "congestion_aware | analytical | ideal")
+      ("group-size", po::value(&req.group_size), "GPUs per group (default: all)")
+      ("group-stride", po::value(&req.group_stride)->default_value(1),
+       "rank distance between members of a group")
+      ("chunks", po::value(&req.chunks)->default_value(1), "pipeline chunks per shard")
+      ("root", po::value(&req.root)->default_value(0), "broadcast root (group rank)")
+      ("json", po::value(&req.json), "also write the results as JSON to this file");
+  // clang-format on
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(opts).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << '\n';
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+
+  coll::ScheduleKey key;
+  std::vector<Bytes> sizes;
+  net::NetworkMode mode;
+  try {
+    key.op = coll::parse_op(req.op);
+    key.algo = coll::resolve(coll::parse_algorithm(req.algo), key.op);
+    sizes = parse_size_list(req.sizes);
+    mode = net::parse_network_mode(req.network);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  if (req.group_size == 0) req.group_size = req.gpus;
+  if (req.gpus < 1 || req.group_size < 1 || req.group_stride < 1)
+    throw UsageError("--gpus, --group-size and --group-stride must be positive");
+  if (req.gpus % (req.group_size * req.group_stride) != 0) {
+    throw UsageError(
+        "--gpus " + std::to_string(req.gpus) + " is not a multiple of group size x stride (" +
+        std::to_string(req.group_size) + " x " + std::to_string(req.group_stride) + ")");
+  }
+
+  const auto desc = net::resolve_topology(req.topology);
+  const net::Topology topo = net::build_topology(desc, req.gpus, req.topology);
+  net::Routing routing(topo);
+  const int32_t groups = req.gpus / req.group_size;
+  std::vector<std::vector<net::VertexId>> members;
+  for (int32_t g = 0; g < groups; ++g)
+    members.push_back(group_vertices(topo, g, req.group_size, req.group_stride));
+
+  key.n = req.group_size;
+  key.chunks = req.chunks;
+  key.root = req.root;
+  if (key.algo == coll::Algorithm::kHierarchical)
+    key.local_size = members_per_node(topo, members[0]);
+  std::shared_ptr<const coll::Schedule> schedule;
+  try {
+    schedule = coll::build_schedule(key);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  const double factor = coll::bus_bandwidth_factor(key.op, key.n);
+
+  std::cout << "# clustersim collective: " << req.op << " (" << coll::to_string(key.algo) << "), "
+            << groups << " group(s) of " << key.n << " GPUs on " << topo.name << " ("
+            << topo.gpu_type << ", " << topo.num_gpus() << " GPUs, " << topo.num_vertices()
+            << " vertices, " << topo.num_links() << " links), " << req.network << " network\n";
+  std::cout << "#" << std::setw(13) << "size" << std::setw(16) << "time(us)" << std::setw(14)
+            << "algbw(GB/s)" << std::setw(14) << "busbw(GB/s)" << std::setw(12) << "events"
+            << std::setw(10) << "wall(s)" << '\n';
+  std::vector<SizeResult> results;
+  for (const Bytes size : sizes) {
+    const auto wall_start = std::chrono::steady_clock::now();
+    Simulator sim;
+    auto network = net::make_network(mode, sim, topo, routing);
+    Time finish;
+    for (const auto& group : members) {
+      coll::run_collective(sim, *network, *schedule, group, size,
+                           [&](const coll::RunStats& s) { finish = std::max(finish, s.end); });
+    }
+    sim.run();
+    SizeResult r;
+    r.size = size;
+    r.time = finish;
+    const double seconds = finish.as_seconds();
+    r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
+    r.busbw_gbps = r.algbw_gbps * factor;
+    r.events = sim.events_processed();
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+    std::cout << std::setw(14) << format_size(size) << std::fixed << std::setprecision(3)
+              << std::setw(16) << r.time.as_us() << std::setprecision(2) << std::setw(14)
+              << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12) << r.events
+              << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
+    std::cout.unsetf(std::ios::fixed);
+    results.push_back(r);
+  }
+  if (!req.json.empty())
+    write_json(req.json, req, topo, coll::to_string(key.algo), groups, results);
+  return 0;
+}
+
+}  // namespace cs::cli

@@ -1,0 +1,337 @@
+#include "sim/coll/algorithms.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cs::coll {
+namespace {
+
+constexpr int64_t kNone = -1;
+
+// Messages after which a rank's data for the next phase is in place, indexed by group rank.
+using Ready = std::vector<std::vector<uint32_t>>;
+
+// One ring connection per position: sends leave each position in program order.
+struct Ring {
+  std::vector<uint32_t> ranks;  // group rank at each position; position p sends to p+1
+  std::vector<int64_t> last_send;
+
+  explicit Ring(std::vector<uint32_t> r) : ranks(std::move(r)), last_send(ranks.size(), kNone) {}
+  std::size_t size() const { return ranks.size(); }
+};
+
+// Unit offset of block b; blocks are `len` units long.
+using BlockUnit = std::function<uint32_t(std::size_t b)>;
+
+// Runs the L−1 steps of a ring reduce-scatter (reduce) or all-gather (!reduce) and returns,
+// per rank, the message after which its result is complete. Reduce-scatter: position p ends with
+// the sum of block p, sending block p−s−1 at step s. All-gather: position p starts with block p
+// and sends block p−s at step s. The first step also waits until sender and receiver are ready
+// (the receiver posts its receive only when it reaches this phase).
+Ready ring_steps(ScheduleBuilder& b, Ring& ring, bool reduce, const BlockUnit& block_unit,
+                 uint32_t len, const Ready& ready) {
+  const std::size_t l = ring.size();
+  Ready out = ready;
+  if (l < 2) return out;
+  std::vector<int64_t> received(l, kNone);  // what position p received in the previous step
+  std::vector<int64_t> now(l, kNone);
+  std::vector<uint32_t> deps;
+  for (std::size_t s = 0; s + 1 < l; ++s) {
+    for (std::size_t p = 0; p < l; ++p) {
+      const std::size_t next = (p + 1) % l;
+      const std::size_t block = (p + 2 * l - s - (reduce ? 1 : 0)) % l;
+      deps.clear();
+      if (ring.last_send[p] != kNone) deps.push_back(static_cast<uint32_t>(ring.last_send[p]));
+      if (s == 0) {
+        for (uint32_t d : ready[ring.ranks[p]]) deps.push_back(d);
+        for (uint32_t d : ready[ring.ranks[next]]) deps.push_back(d);
+      } else {
+        deps.push_back(static_cast<uint32_t>(received[p]));
+      }
+      const uint32_t unit = block_unit(block);
+      const uint32_t m = b.add(Message{ring.ranks[p], ring.ranks[next], unit, unit, len,
+                                       reduce ? Action::kReduce : Action::kCopy},
+                               deps);
+      ring.last_send[p] = m;
+      now[next] = m;
+    }
+    received.swap(now);
+  }
+  for (std::size_t p = 0; p < l; ++p) out[ring.ranks[p]] = {static_cast<uint32_t>(received[p])};
+  return out;
+}
+
+std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride = 1) {
+  std::vector<uint32_t> r(count);
+  for (uint32_t i = 0; i < count; ++i) r[i] = first + i * stride;
+  return r;
+}
+
+Schedule build_ring(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  // Shard-major layout (unit = shard·c + chunk), so that shard r is one contiguous block.
+  ScheduleBuilder b(key, n * c);
+  Ring ring(iota_ranks(0, n));
+  const Ready none(n);
+  for (uint32_t j = 0; j < c; ++j) {
+    const BlockUnit unit = [&](std::size_t shard) { return static_cast<uint32_t>(shard) * c + j; };
+    if (key.op == Op::kAllGather) {
+      ring_steps(b, ring, false, unit, 1, none);
+    } else {
+      const Ready reduced = ring_steps(b, ring, true, unit, 1, none);
+      if (key.op == Op::kAllReduce) ring_steps(b, ring, false, unit, 1, reduced);
+    }
+  }
+  return std::move(b).build();
+}
+
+Schedule build_hierarchical(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  const auto local = static_cast<uint32_t>(key.local_size);
+  const uint32_t nodes = n / local;
+  // unit = local_shard·(c·nodes) + chunk·nodes + inter_piece: a chunk of a local shard is one
+  // contiguous run of `nodes` units, which the inter-node ring splits one unit per node.
+  ScheduleBuilder b(key, n * c);
+  std::vector<Ring> intra_rs, intra_ag, inter;
+  for (uint32_t q = 0; q < nodes; ++q) {
+    intra_rs.emplace_back(iota_ranks(q * local, local));
+    intra_ag.emplace_back(iota_ranks(q * local, local));
+  }
+  for (uint32_t l = 0; l < local; ++l) inter.emplace_back(iota_ranks(l, nodes, local));
+  const Ready none(n);
+  for (uint32_t j = 0; j < c; ++j) {
+    const BlockUnit shard = [&](std::size_t l) {
+      return static_cast<uint32_t>(l) * c * nodes + j * nodes;
+    };
+    Ready ready = none;
+    for (uint32_t q = 0; q < nodes; ++q) {
+      const Ready r = ring_steps(b, intra_rs[q], true, shard, nodes, none);
+      for (uint32_t g : intra_rs[q].ranks) ready[g] = r[g];
+    }
+    Ready reduced = ready;
+    for (uint32_t l = 0; l < local; ++l) {
+      const BlockUnit piece = [&](std::size_t k) {
+        return static_cast<uint32_t>(l * c * nodes + j * nodes + k);
+      };
+      const Ready rs = ring_steps(b, inter[l], true, piece, 1, ready);
+      const Ready ag = ring_steps(b, inter[l], false, piece, 1, rs);
+      for (uint32_t g : inter[l].ranks) reduced[g] = ag[g];
+    }
+    for (uint32_t q = 0; q < nodes; ++q) ring_steps(b, intra_ag[q], false, shard, nodes, reduced);
+  }
+  return std::move(b).build();
+}
+
+Schedule build_tree(const ScheduleKey& key) {
+  const int32_t n = key.n;
+  const auto c = static_cast<uint32_t>(key.chunks);
+  ScheduleBuilder b(key, 2 * c);  // unit = tree·c + chunk: tree t owns half t
+  std::vector<uint32_t> deps;
+  for (int tree = 0; tree < 2 && n > 1; ++tree) {
+    std::vector<TreeNode> nodes(static_cast<std::size_t>(n));
+    int32_t root = -1;
+    for (int32_t r = 0; r < n; ++r) {
+      nodes[r] = double_binary_tree(n, tree, r);
+      if (nodes[r].parent < 0) root = r;
+    }
+    // Order ranks root first, by depth, so that children come after parents.
+    std::vector<int32_t> order{root};
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      for (int32_t ch : {nodes[order[i]].child0, nodes[order[i]].child1}) {
+        if (ch >= 0) order.push_back(ch);
+      }
+    }
+    if (order.size() != static_cast<std::size_t>(n)) throw std::logic_error("tree misses ranks");
+    std::vector<int64_t> up(n, kNone);        // up[r]: r's latest send to its parent
+    std::vector<int64_t> down(2 * n, kNone);  // down[2r+i]: r's latest send to child i
+    for (uint32_t j = 0; j < c; ++j) {
+      const uint32_t unit = static_cast<uint32_t>(tree) * c + j;
+      // Reduce towards the root, deepest ranks first, so up[child] already holds chunk j while
+      // up[r] still holds r's send of chunk j-1.
+      for (auto it = order.rbegin(); it != order.rend(); ++it) {
+        const int32_t r = *it;
+        if (r == root) continue;
+        deps.clear();
+        if (up[r] != kNone) deps.push_back(static_cast<uint32_t>(up[r]));
+        for (int32_t ch : {nodes[r].child0, nodes[r].child1}) {
+          if (ch >= 0) deps.push_back(static_cast<uint32_t>(up[ch]));
+        }
+        up[r] = b.add(Message{static_cast<uint32_t>(r), static_cast<uint32_t>(nodes[r].parent),
+                              unit, unit, 1, Action::kReduce},
+                      deps);
+      }
+      // Broadcast the sum down, root first.
+      std::vector<int64_t> got(n, kNone);  // the message that brought chunk j's sum to r
+      for (int32_t r : order) {
+        const TreeNode& node = nodes[r];
+        for (int i = 0; i < 2; ++i) {
+          const int32_t ch = i == 0 ? node.child0 : node.child1;
+          if (ch < 0) continue;
+          deps.clear();
+          if (down[2 * r + i] != kNone) deps.push_back(static_cast<uint32_t>(down[2 * r + i]));
+          if (r == root) {
+            for (int32_t k : {node.child0, node.child1}) {
+              if (k >= 0) deps.push_back(static_cast<uint32_t>(up[k]));
+            }
+          } else {
+            deps.push_back(static_cast<uint32_t>(got[r]));
+          }
+          const uint32_t m = b.add(Message{static_cast<uint32_t>(r), static_cast<uint32_t>(ch),
+                                           unit, unit, 1, Action::kCopy},
+                                   deps);
+          down[2 * r + i] = m;
+          got[ch] = m;
+        }
+      }
+    }
+  }
+  return std::move(b).build();
+}
+
+Schedule build_broadcast(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  ScheduleBuilder b(key, c);
+  std::vector<int64_t> last_send(n, kNone);
+  std::vector<int64_t> got(n, kNone);
+  std::vector<uint32_t> deps;
+  for (uint32_t j = 0; j < c; ++j) {
+    for (uint32_t p = 0; p + 1 < n; ++p) {
+      deps.clear();
+      if (last_send[p] != kNone) deps.push_back(static_cast<uint32_t>(last_send[p]));
+      if (p > 0) deps.push_back(static_cast<uint32_t>(got[p]));
+      const uint32_t src = (static_cast<uint32_t>(key.root) + p) % n;
+      const uint32_t m = b.add(Message{src, (src + 1) % n, j, j, 1, Action::kCopy}, deps);
+      last_send[p] = m;
+      got[p + 1] = m;
+    }
+  }
+  return std::move(b).build();
+}
+
+Schedule build_all_to_all(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  ScheduleBuilder b(key, 2 * n, 2);  // units [0, n): send blocks; [n, 2n): receive slots
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t o = 1; o <= n; ++o) {
+      const uint32_t d = (r + o) % n;
+      b.add(Message{r, d, d, n + r, 1, Action::kCopy});
+    }
+  }
+  return std::move(b).build();
+}
+
+Schedule build_send_recv(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  ScheduleBuilder b(key, 2, 2);  // unit 0: send buffer; unit 1: receive buffer
+  for (uint32_t r = 0; r < n; ++r) b.add(Message{r, (r + 1) % n, 0, 1, 1, Action::kCopy});
+  return std::move(b).build();
+}
+
+// NCCL's binary tree rooted at 0 (ncclGetBtree): the parent flips the lowest set bit off and the
+// next one on (or only off, past the end); children are rank ∓ half the lowest set bit, the
+// upper one shrinking while it lies past the end.
+TreeNode btree(int32_t n, int32_t rank) {
+  TreeNode node;
+  int32_t bit = 1;
+  while (bit < n && (bit & rank) == 0) bit <<= 1;
+  if (rank == 0) {
+    node.child1 = n > 1 ? bit >> 1 : -1;
+    return node;
+  }
+  const int32_t up = (rank ^ bit) | (bit << 1);
+  node.parent = up < n ? up : rank ^ bit;
+  for (int32_t low = bit >> 1; low > 0; low >>= 1) {
+    if (node.child0 < 0) node.child0 = rank - low;
+    if (rank + low < n) {
+      node.child1 = rank + low;
+      break;
+    }
+  }
+  return node;
+}
+
+}  // namespace
+
+TreeNode double_binary_tree(int32_t n, int tree, int32_t rank) {
+  if (tree == 0) return btree(n, rank);
+  const bool shift = n % 2 == 1;
+  const auto map = [&](int32_t r) {
+    if (r < 0) return -1;
+    return shift ? (r + 1) % n : n - 1 - r;
+  };
+  const TreeNode t = btree(n, shift ? (rank - 1 + n) % n : n - 1 - rank);
+  return TreeNode{map(t.parent), map(t.child0), map(t.child1)};
+}
+
+ScheduleKey normalize(ScheduleKey key) {
+  key.algo = resolve(key.algo, key.op);
+  if (!supports(key.algo, key.op)) {
+    throw std::invalid_argument("collective algorithm '" + std::string(to_string(key.algo)) +
+                                "' does not implement " + std::string(to_string(key.op)));
+  }
+  if (key.n < 1) throw std::invalid_argument("group size must be at least 1");
+  if (key.chunks < 1) throw std::invalid_argument("chunks must be at least 1");
+  if (key.algo == Algorithm::kDirect) key.chunks = 1;
+  if (static_cast<int64_t>(key.n) * key.chunks * 2 > std::numeric_limits<uint32_t>::max()) {
+    throw std::invalid_argument("group size times chunks is too large");
+  }
+  if (key.algo == Algorithm::kHierarchical) {
+    if (key.local_size < 1 || key.n % key.local_size != 0) {
+      throw std::invalid_argument(
+          "hierarchical all-reduce needs local_size >= 1 dividing the group size (n = " +
+          std::to_string(key.n) + ", local_size = " + std::to_string(key.local_size) + ")");
+    }
+  } else {
+    key.local_size = 0;
+  }
+  if (key.op == Op::kBroadcast) {
+    if (key.root < 0 || key.root >= key.n) {
+      throw std::invalid_argument("broadcast root " + std::to_string(key.root) +
+                                  " is outside the group");
+    }
+  } else {
+    key.root = 0;
+  }
+  return key;
+}
+
+std::shared_ptr<const Schedule> build_schedule(const ScheduleKey& raw) {
+  const ScheduleKey key = normalize(raw);
+  switch (key.algo) {
+    case Algorithm::kRing:
+      return std::make_shared<const Schedule>(key.op == Op::kBroadcast ? build_broadcast(key)
+                                                                       : build_ring(key));
+    case Algorithm::kTree:
+      return std::make_shared<const Schedule>(build_tree(key));
+    case Algorithm::kHierarchical:
+      return std::make_shared<const Schedule>(build_hierarchical(key));
+    case Algorithm::kDirect:
+      return std::make_shared<const Schedule>(key.op == Op::kAllToAll ? build_all_to_all(key)
+                                                                      : build_send_recv(key));
+    case Algorithm::kAuto:
+      break;
+  }
+  throw std::logic_error("unresolved collective algorithm");
+}
+
+std::shared_ptr<const Schedule> ScheduleCache::get(const ScheduleKey& key) {
+  const ScheduleKey k = normalize(key);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = schedules_.find(k);
+  if (it == schedules_.end()) it = schedules_.emplace(k, build_schedule(k)).first;
+  return it->second;
+}
+
+std::size_t ScheduleCache::size() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return schedules_.size();
+}
+
+}  // namespace cs::coll

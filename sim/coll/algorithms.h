@@ -1,0 +1,60 @@
+// Builds the message schedule of each collective algorithm and shares equal ones through a cache.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "sim/coll/schedule.h"
+
+namespace cs::coll {
+
+// Resolves kAuto, resets the fields the algorithm ignores (so equal shapes share a key) and
+// validates the rest. Throws std::invalid_argument for an unsupported (algorithm, op) pair, a
+// group size below 1, chunks below 1, a broadcast root outside the group, or a hierarchical
+// local_size that is below 1 or does not divide n (no silent fallback: the caller should pick
+// another algorithm, e.g. ring, for ragged groups).
+ScheduleKey normalize(ScheduleKey key);
+
+// Builds the schedule of normalize(key). Per algorithm (see collective.h for buffer semantics):
+// - ring all-reduce: n shards × `chunks`; per chunk, n−1 reduce-scatter steps then n−1
+//   all-gather steps around ranks 0→1→…→n−1→0. Each send waits for the step it forwards and for
+//   the sender's previous send (one connection, in order, as NCCL's ring primitives run).
+// - ring reduce-scatter / all-gather: the first / second half of that.
+// - tree all-reduce: NCCL's double binary tree; tree t carries half t in `chunks` pieces,
+//   reduced up to the root and broadcast down, each piece pipelined behind the previous one on
+//   every connection.
+// - hierarchical all-reduce: nodes of local_size consecutive ranks; per chunk an intra-node
+//   ring reduce-scatter, a ring all-reduce among the ranks with the same local index, and an
+//   intra-node ring all-gather, each phase starting per rank as soon as its data is ready.
+// - ring broadcast: a chain root, root+1, …, pipelined in `chunks` pieces.
+// - direct all-to-all: every rank sends block d to rank d at once (rank r starts with d = r+1,
+//   staggered as NCCL does), plus its own block as a local copy.
+// - direct send/recv: rank r sends its buffer to rank (r+1) mod n.
+std::shared_ptr<const Schedule> build_schedule(const ScheduleKey& key);
+
+// One node of one of the two binary trees of NCCL's double binary tree over n ranks
+// (ncclGetDtree): tree 0 is a binary tree rooted at rank 0 whose leaves are the odd ranks; tree 1
+// mirrors it (rank -> n-1-rank) for even n and shifts it by one rank for odd n, so that most
+// ranks are a leaf in one tree and an inner node in the other. -1 marks a missing neighbour.
+struct TreeNode {
+  int32_t parent = -1;
+  int32_t child0 = -1;
+  int32_t child1 = -1;
+};
+TreeNode double_binary_tree(int32_t n, int tree, int32_t rank);
+
+// Hands out one shared schedule per normalized key, so that many groups of the same shape (say
+// 128 data-parallel groups) hold one copy. Owned by whoever runs collectives; thread-safe.
+class ScheduleCache {
+ public:
+  std::shared_ptr<const Schedule> get(const ScheduleKey& key);
+  std::size_t size() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<ScheduleKey, std::shared_ptr<const Schedule>> schedules_;
+};
+
+}  // namespace cs::coll

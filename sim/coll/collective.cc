@@ -1,0 +1,102 @@
+#include "sim/coll/collective.h"
+
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace cs::coll {
+namespace {
+
+constexpr std::array<std::pair<Op, std::string_view>, 6> kOpNames{{
+    {Op::kAllReduce, "all_reduce"},
+    {Op::kAllGather, "all_gather"},
+    {Op::kReduceScatter, "reduce_scatter"},
+    {Op::kAllToAll, "all_to_all"},
+    {Op::kBroadcast, "broadcast"},
+    {Op::kSendRecv, "send_recv"},
+}};
+
+constexpr std::array<std::pair<Algorithm, std::string_view>, 5> kAlgoNames{{
+    {Algorithm::kRing, "ring"},
+    {Algorithm::kTree, "tree"},
+    {Algorithm::kHierarchical, "hierarchical"},
+    {Algorithm::kDirect, "direct"},
+    {Algorithm::kAuto, "auto"},
+}};
+
+template <typename E, std::size_t N>
+E parse(const std::array<std::pair<E, std::string_view>, N>& names, std::string_view text,
+        const char* what) {
+  std::string choices;
+  for (const auto& [value, name] : names) {
+    if (name == text) return value;
+    choices += choices.empty() ? "" : ", ";
+    choices += name;
+  }
+  throw std::invalid_argument("unknown " + std::string(what) + " '" + std::string(text) +
+                              "' (expected one of: " + choices + ")");
+}
+
+template <typename E, std::size_t N>
+std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& names, E value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
+  }
+  return "?";
+}
+
+}  // namespace
+
+Op parse_op(std::string_view text) {
+  return parse(kOpNames, text, "collective op");
+}
+Algorithm parse_algorithm(std::string_view text) {
+  return parse(kAlgoNames, text, "collective algorithm");
+}
+std::string_view to_string(Op op) {
+  return name_of(kOpNames, op);
+}
+std::string_view to_string(Algorithm algo) {
+  return name_of(kAlgoNames, algo);
+}
+
+Algorithm resolve(Algorithm algo, Op op) {
+  if (algo != Algorithm::kAuto) return algo;
+  return op == Op::kAllToAll || op == Op::kSendRecv ? Algorithm::kDirect : Algorithm::kRing;
+}
+
+bool supports(Algorithm algo, Op op) {
+  switch (resolve(algo, op)) {
+    case Algorithm::kRing:
+      return op == Op::kAllReduce || op == Op::kAllGather || op == Op::kReduceScatter ||
+             op == Op::kBroadcast;
+    case Algorithm::kTree:
+    case Algorithm::kHierarchical:
+      return op == Op::kAllReduce;
+    case Algorithm::kDirect:
+      return op == Op::kAllToAll || op == Op::kSendRecv;
+    case Algorithm::kAuto:
+      break;
+  }
+  return false;
+}
+
+double bus_bandwidth_factor(Op op, int n) {
+  if (n < 1) throw std::invalid_argument("group size must be at least 1");
+  const double nd = n;
+  switch (op) {
+    case Op::kAllReduce:
+      return 2.0 * (nd - 1) / nd;
+    case Op::kAllGather:
+    case Op::kReduceScatter:
+    case Op::kAllToAll:
+      return (nd - 1) / nd;
+    case Op::kBroadcast:
+    case Op::kSendRecv:
+      return 1.0;
+  }
+  return 1.0;
+}
+
+}  // namespace cs::coll

@@ -1,0 +1,48 @@
+// Contention-free transfer models for fast sweeps: analytical (alpha-beta per route) and ideal.
+#pragma once
+
+#include <string_view>
+
+#include "sim/core/simulator.h"
+#include "sim/net/network.h"
+#include "sim/net/routing.h"
+
+namespace cs::net {
+
+// Every message sees an otherwise empty network: it takes route.latency (latency x hops) plus
+// bytes / route.bottleneck, however many others share its links.
+class AnalyticalNetwork final : public Network {
+ public:
+  AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
+
+  void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
+  std::string_view name() const override { return "analytical"; }
+  const TrafficStats& stats() const override { return stats_; }
+
+ private:
+  Simulator& sim_;
+  Routing& routing_;
+  TrafficStats stats_;
+};
+
+// Communication is free: every message completes at the time it was sent (as a scheduled event,
+// so callers never re-enter themselves). Traffic is still counted by link class, which is why
+// it takes the routing.
+class IdealNetwork final : public Network {
+ public:
+  IdealNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
+
+  void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
+  std::string_view name() const override { return "ideal"; }
+  const TrafficStats& stats() const override { return stats_; }
+
+ private:
+  Simulator& sim_;
+  Routing& routing_;
+  TrafficStats stats_;
+};
+
+// Counts one message in `stats` at its route's link class (self-messages only in the total).
+void count_message(TrafficStats& stats, const Route* route, Bytes bytes);
+
+}  // namespace cs::net

@@ -1,0 +1,360 @@
+#include "sim/net/flow_network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <utility>
+
+#include "sim/net/analytical_network.h"
+
+namespace cs::net {
+namespace {
+
+// A flow with less than this left is done: it absorbs the rounding of rates and of
+// completion times to whole picoseconds.
+constexpr double kDoneBytes = 1e-3;
+// Rates that differ by less than this fraction are treated as unchanged, so floating noise from
+// a different filling order does not move a finish time.
+constexpr double kRateTolerance = 1e-12;
+
+}  // namespace
+
+FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing)
+    : sim_(sim), routing_(routing), links_(topology.num_links()) {
+  for (LinkId l = 0; l < links_.size(); ++l) {
+    links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
+  }
+}
+
+void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
+  if (src == dst) {
+    count_message(stats_, nullptr, bytes);
+    if (done) sim_.schedule_at(sim_.now(), std::move(done));
+    return;
+  }
+  const Route& route = routing_.route(src, dst);
+  count_message(stats_, &route, bytes);
+  if (bytes <= 0) {
+    if (done) sim_.schedule_in(route.latency, std::move(done));
+    return;
+  }
+  ensure_stride(route.links.size());
+  const uint32_t f = allocate_flow();
+  Flow& flow = flows_[f];
+  flow.remaining = static_cast<double>(bytes);
+  flow.rate = 0;
+  flow.last_update = sim_.now();
+  flow.finish = Time::max();
+  flow.latency = route.latency;
+  flow.done = std::move(done);
+  flow.seq = next_seq_++;
+  flow.src = src;
+  flow.dst = dst;
+  flow.num_hops = static_cast<uint32_t>(route.links.size());
+  Hop* hop = hops(f);
+  for (std::size_t h = 0; h < route.links.size(); ++h) hop[h].link = route.links[h];
+  attach(f);
+}
+
+std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
+  std::vector<FlowView> out;
+  out.reserve(active_);
+  for (const Flow& flow : flows_) {
+    if (flow.num_hops > 0) out.push_back({flow.src, flow.dst, flow.rate, flow.remaining});
+  }
+  return out;
+}
+
+uint32_t FlowNetwork::allocate_flow() {
+  ++active_;
+  if (free_head_ != kNone) {
+    const uint32_t f = free_head_;
+    free_head_ = flows_[f].next_free;
+    flows_[f].next_free = kNone;
+    return f;
+  }
+  flows_.emplace_back();
+  hops_.resize(flows_.size() * stride_);
+  new_rate_.resize(flows_.size());
+  return static_cast<uint32_t>(flows_.size() - 1);
+}
+
+void FlowNetwork::free_flow(uint32_t f) {
+  --active_;
+  Flow& flow = flows_[f];
+  flow.num_hops = 0;
+  flow.done = nullptr;
+  flow.next_free = free_head_;
+  free_head_ = f;
+}
+
+void FlowNetwork::ensure_stride(std::size_t num_hops) {
+  if (num_hops <= stride_) return;
+  const std::size_t stride = std::max(num_hops, stride_ * 2);
+  std::vector<Hop> wider(flows_.size() * stride);
+  for (std::size_t f = 0; f < flows_.size(); ++f) {
+    std::copy_n(hops_.begin() + static_cast<std::ptrdiff_t>(f * stride_), stride_,
+                wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
+  }
+  hops_ = std::move(wider);
+  stride_ = stride;
+}
+
+void FlowNetwork::attach(uint32_t f) {
+  Hop* hop = hops(f);
+  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+    LinkState& link = links_[hop[h].link];
+    hop[h].pos = static_cast<uint32_t>(link.flows.size());
+    link.flows.push_back({f, h});
+    if (!link.dirty) {
+      link.dirty = true;
+      dirty_links_.push_back(hop[h].link);
+    }
+  }
+  request_recompute();
+}
+
+void FlowNetwork::detach(uint32_t f, bool mark) {
+  const Hop* hop = hops(f);
+  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+    LinkState& link = links_[hop[h].link];
+    const LinkEntry moved = link.flows.back();
+    link.flows[hop[h].pos] = moved;
+    hops(moved.flow)[moved.hop].pos = hop[h].pos;
+    link.flows.pop_back();
+    if (mark && !link.dirty) {
+      link.dirty = true;
+      dirty_links_.push_back(hop[h].link);
+    }
+  }
+  if (mark) request_recompute();
+}
+
+void FlowNetwork::request_recompute() {
+  if (recompute_pending_) return;
+  recompute_pending_ = true;
+  sim_.schedule_at(sim_.now(), [this] { recompute(); });
+}
+
+void FlowNetwork::finish(uint32_t f) {
+  Flow& flow = flows_[f];
+  const Time latency = flow.latency;
+  Done done = std::move(flow.done);
+  free_flow(f);
+  // The last byte has left the sender; it arrives one route latency later.
+  if (done) sim_.schedule_in(latency, std::move(done));
+}
+
+bool FlowNetwork::finishes_before(uint32_t a, uint32_t b) const {
+  const Flow& x = flows_[a];
+  const Flow& y = flows_[b];
+  return x.finish < y.finish || (x.finish == y.finish && x.seq < y.seq);
+}
+
+void FlowNetwork::heap_place(std::size_t i, uint32_t f) {
+  finish_heap_[i] = f;
+  flows_[f].heap_pos = static_cast<uint32_t>(i);
+}
+
+void FlowNetwork::heap_sift_up(std::size_t i) {
+  const uint32_t f = finish_heap_[i];
+  while (i > 0) {
+    const std::size_t parent = (i - 1) / 2;
+    if (!finishes_before(f, finish_heap_[parent])) break;
+    heap_place(i, finish_heap_[parent]);
+    i = parent;
+  }
+  heap_place(i, f);
+}
+
+void FlowNetwork::heap_sift_down(std::size_t i) {
+  const uint32_t f = finish_heap_[i];
+  const std::size_t n = finish_heap_.size();
+  while (true) {
+    std::size_t child = 2 * i + 1;
+    if (child >= n) break;
+    if (child + 1 < n && finishes_before(finish_heap_[child + 1], finish_heap_[child])) ++child;
+    if (!finishes_before(finish_heap_[child], f)) break;
+    heap_place(i, finish_heap_[child]);
+    i = child;
+  }
+  heap_place(i, f);
+}
+
+void FlowNetwork::heap_update(uint32_t f) {
+  Flow& flow = flows_[f];
+  if (flow.finish == Time::max()) {
+    heap_remove(f);
+    return;
+  }
+  if (flow.heap_pos == kNone) {
+    finish_heap_.push_back(f);
+    flow.heap_pos = static_cast<uint32_t>(finish_heap_.size() - 1);
+  }
+  heap_sift_up(flow.heap_pos);
+  heap_sift_down(flows_[f].heap_pos);
+}
+
+void FlowNetwork::heap_remove(uint32_t f) {
+  const uint32_t pos = flows_[f].heap_pos;
+  if (pos == kNone) return;
+  flows_[f].heap_pos = kNone;
+  const uint32_t last = finish_heap_.back();
+  finish_heap_.pop_back();
+  if (last == f) return;
+  heap_place(pos, last);
+  heap_sift_up(pos);
+  heap_sift_down(flows_[last].heap_pos);
+}
+
+void FlowNetwork::arm_timer() {
+  const Time at = finish_heap_.empty() ? Time::max() : flows_[finish_heap_.front()].finish;
+  if (timer_.valid() && at == timer_at_) return;
+  sim_.cancel(timer_);
+  timer_ = EventId{};
+  if (at == Time::max()) return;
+  timer_at_ = at;
+  timer_ = sim_.schedule_at(at, [this] { on_timer(); });
+}
+
+void FlowNetwork::on_timer() {
+  timer_ = EventId{};
+  const Time now = sim_.now();
+  while (!finish_heap_.empty() && flows_[finish_heap_.front()].finish <= now) {
+    const uint32_t f = finish_heap_.front();
+    heap_remove(f);
+    detach(f, /*mark=*/true);
+    finish(f);
+  }
+  arm_timer();
+}
+
+void FlowNetwork::recompute() {
+  recompute_pending_ = false;
+  ++recomputes_;
+  if (++epoch_ == 0) {  // wrapped: old marks could alias the new epoch
+    for (Flow& flow : flows_) flow.mark = 0;
+    for (LinkState& link : links_) link.mark = 0;
+    epoch_ = 1;
+  }
+  collect_component();
+  recomputed_flows_ += comp_flows_.size();
+
+  // Bring every visited flow up to now at its old rate; those that are (numerically) done
+  // finish here rather than at an event a rounding picosecond later.
+  const Time now = sim_.now();
+  std::size_t kept = 0;
+  finished_.clear();
+  for (uint32_t f : comp_flows_) {
+    Flow& flow = flows_[f];
+    flow.remaining -= flow.rate * (now - flow.last_update).as_seconds();
+    flow.last_update = now;
+    if (flow.remaining < kDoneBytes) {
+      finished_.push_back(f);
+    } else {
+      comp_flows_[kept++] = f;
+    }
+  }
+  comp_flows_.resize(kept);
+  for (uint32_t f : finished_) {
+    heap_remove(f);
+    detach(f, /*mark=*/false);  // its links are all in this component already
+    finish(f);
+  }
+
+  water_fill();
+
+  for (uint32_t f : comp_flows_) {
+    const double old_rate = flows_[f].rate;
+    const double rate = new_rate_[f];
+    // Same rate: the finish time computed earlier still holds.
+    if (old_rate > 0 && std::abs(rate - old_rate) <= kRateTolerance * old_rate) continue;
+    set_rate(f, rate);
+  }
+  arm_timer();
+}
+
+void FlowNetwork::collect_component() {
+  comp_flows_.clear();
+  comp_links_.clear();
+  for (LinkId l : dirty_links_) {
+    links_[l].dirty = false;
+    if (links_[l].mark == epoch_) continue;
+    links_[l].mark = epoch_;
+    comp_links_.push_back(l);
+  }
+  dirty_links_.clear();
+  // Breadth-first over link -> flows -> links; comp_links_ doubles as the queue.
+  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+    for (const LinkEntry& entry : links_[comp_links_[i]].flows) {
+      Flow& flow = flows_[entry.flow];
+      if (flow.mark == epoch_) continue;
+      flow.mark = epoch_;
+      comp_flows_.push_back(entry.flow);
+      const Hop* hop = hops(entry.flow);
+      for (uint32_t h = 0; h < flow.num_hops; ++h) {
+        LinkState& link = links_[hop[h].link];
+        if (link.mark == epoch_) continue;
+        link.mark = epoch_;
+        comp_links_.push_back(hop[h].link);
+      }
+    }
+  }
+}
+
+void FlowNetwork::water_fill() {
+  // Progressive filling: repeatedly take the link with the smallest fair share of its residual
+  // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
+  // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
+  // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
+  using Entry = std::pair<double, LinkId>;
+  const auto cmp = std::greater<Entry>{};
+  heap_.clear();
+  for (LinkId l : comp_links_) {
+    LinkState& link = links_[l];
+    link.residual = link.capacity;
+    link.unfrozen = static_cast<uint32_t>(link.flows.size());
+    if (link.unfrozen > 0) heap_.emplace_back(link.residual / link.unfrozen, l);
+  }
+  for (uint32_t f : comp_flows_) new_rate_[f] = -1;
+  std::make_heap(heap_.begin(), heap_.end(), cmp);
+
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), cmp);
+    const auto [key, l] = heap_.back();
+    heap_.pop_back();
+    LinkState& bottleneck = links_[l];
+    if (bottleneck.unfrozen == 0) continue;
+    const double share = std::max(bottleneck.residual, 0.0) / bottleneck.unfrozen;
+    if (share > key) {
+      heap_.emplace_back(share, l);
+      std::push_heap(heap_.begin(), heap_.end(), cmp);
+      continue;
+    }
+    for (const LinkEntry& entry : bottleneck.flows) {
+      if (new_rate_[entry.flow] >= 0) continue;
+      new_rate_[entry.flow] = share;
+      const Hop* hop = hops(entry.flow);
+      for (uint32_t h = 0; h < flows_[entry.flow].num_hops; ++h) {
+        LinkState& link = links_[hop[h].link];
+        link.residual -= share;
+        --link.unfrozen;
+      }
+    }
+  }
+}
+
+void FlowNetwork::set_rate(uint32_t f, double rate) {
+  Flow& flow = flows_[f];
+  flow.rate = rate;
+  if (rate <= 0) {
+    flow.finish = Time::max();  // starved: only a later recompute can move it
+  } else {
+    // Rounded up like transfer_time, so a lone flow matches it exactly.
+    const double ps = std::ceil(flow.remaining * 1e12 / rate);
+    flow.finish = sim_.now() + Time::ps(static_cast<int64_t>(ps));
+  }
+  heap_update(f);
+}
+
+}  // namespace cs::net

@@ -1,0 +1,150 @@
+// Congestion-aware transfer model: each message is a flow whose rate is its max-min fair share.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/core/simulator.h"
+#include "sim/core/units.h"
+#include "sim/net/network.h"
+#include "sim/net/routing.h"
+#include "sim/net/topology.h"
+
+namespace cs::net {
+
+// Flows that share a link split its bandwidth max-min fairly (progressive filling). A message
+// completes when its last byte leaves the sender under that shared model plus its route's
+// latency, so a lone flow takes exactly route.latency + transfer_time(bytes, route.bottleneck).
+//
+// Rates change only when flows start or end. All starts and ends at one timestamp are batched
+// into one recompute event, and that recompute only revisits the connected component(s) of
+// flows and links reachable from the links that changed; flows whose rate did not change keep
+// their finish time. The cost of a recompute is linear in its component, so workloads whose
+// flows all couple into one component (random all-to-all over shared uplinks) pay for every
+// active flow at every start or end.
+class FlowNetwork final : public Network {
+ public:
+  // `sim` and `routing` must outlive the network.
+  FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing);
+
+  void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
+  std::string_view name() const override { return "congestion_aware"; }
+  const TrafficStats& stats() const override { return stats_; }
+
+  // A view of one active flow, for tests and diagnostics.
+  struct FlowView {
+    VertexId src = 0;
+    VertexId dst = 0;
+    double rate_bytes_per_s = 0;  // as of the last recompute
+    double remaining_bytes = 0;   // as of the flow's last update
+  };
+  // Active flows in slot order. Rates reflect the last recompute, which runs as an event at the
+  // time of the change: run the simulator up to now() before reading them.
+  std::vector<FlowView> active_flows() const;
+  std::size_t num_active_flows() const { return active_; }
+
+  // Cost counters: how many recomputes ran and how many flows they revisited in total.
+  uint64_t recomputes() const { return recomputes_; }
+  uint64_t recomputed_flows() const { return recomputed_flows_; }
+
+ private:
+  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+
+  struct Flow {
+    double remaining = 0;  // bytes still to leave the sender, as of `last_update`
+    double rate = 0;       // bytes per second
+    Time last_update;
+    Time finish;   // when the last byte leaves the sender at the current rate
+    Time latency;  // of the route: the last byte arrives this long after it leaves
+    Done done;
+    uint64_t seq = 0;  // start order: breaks ties between flows finishing at the same time
+    VertexId src = 0;
+    VertexId dst = 0;
+    uint32_t num_hops = 0;      // 0 while the slot is free
+    uint32_t heap_pos = kNone;  // index in finish_heap_, kNone if not queued
+    uint32_t mark = 0;          // epoch of the last recompute that visited this flow
+    uint32_t next_free = kNone;
+  };
+  // Hop h of flow f, kept in one flat array at f * stride_ + h rather than read through the
+  // route, so a recompute walks contiguous memory. `pos` is the flow's index in the link's list.
+  struct Hop {
+    LinkId link;
+    uint32_t pos;
+  };
+  // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
+  // swap-remove can fix the moved flow's position.
+  struct LinkEntry {
+    uint32_t flow;
+    uint32_t hop;
+  };
+  struct LinkState {
+    std::vector<LinkEntry> flows;
+    double capacity = 0;  // bytes per second
+    // Scratch for water-filling: capacity left and flows not yet frozen.
+    double residual = 0;
+    uint32_t unfrozen = 0;
+    uint32_t mark = 0;   // epoch of the last recompute that visited this link
+    bool dirty = false;  // changed since the last recompute
+  };
+
+  uint32_t allocate_flow();
+  void free_flow(uint32_t f);
+  Hop* hops(uint32_t f) { return hops_.data() + static_cast<std::size_t>(f) * stride_; }
+  void ensure_stride(std::size_t hops);
+  void attach(uint32_t f);
+  // Takes the flow off its links and marks them for the next recompute when `mark` is set.
+  void detach(uint32_t f, bool mark);
+  void request_recompute();
+  // Frees a detached flow and schedules its callback one route latency later.
+  void finish(uint32_t f);
+  void recompute();
+  void collect_component();
+  void water_fill();
+  void set_rate(uint32_t f, double rate);
+
+  // Completions: flows sit in an indexed min-heap by (finish, seq) and the simulator holds a
+  // single event for the earliest, so a rate change moves the flow in place instead of leaving
+  // a cancelled event behind in the simulator's queue for every flow at every recompute.
+  bool finishes_before(uint32_t a, uint32_t b) const;
+  void heap_place(std::size_t i, uint32_t f);
+  void heap_sift_up(std::size_t i);
+  void heap_sift_down(std::size_t i);
+  void heap_update(uint32_t f);
+  void heap_remove(uint32_t f);
+  void arm_timer();
+  void on_timer();
+
+  Simulator& sim_;
+  Routing& routing_;
+  TrafficStats stats_;
+
+  std::vector<Flow> flows_;
+  uint32_t free_head_ = kNone;
+  std::size_t active_ = 0;
+  std::vector<Hop> hops_;
+  std::size_t stride_ = 8;
+
+  std::vector<uint32_t> finish_heap_;
+  EventId timer_;
+  Time timer_at_;
+  uint64_t next_seq_ = 0;
+
+  std::vector<LinkState> links_;
+  std::vector<LinkId> dirty_links_;
+  bool recompute_pending_ = false;
+  uint32_t epoch_ = 0;
+
+  // Recompute scratch, kept to avoid reallocating.
+  std::vector<uint32_t> comp_flows_;
+  std::vector<LinkId> comp_links_;
+  std::vector<uint32_t> finished_;
+  std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
+  std::vector<std::pair<double, LinkId>> heap_;
+
+  uint64_t recomputes_ = 0;
+  uint64_t recomputed_flows_ = 0;
+};
+
+}  // namespace cs::net

@@ -1,0 +1,466 @@
+#include "sim/net/topology_builder.h"
+
+#include <google/protobuf/io/tokenizer.h>
+#include <google/protobuf/text_format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <numeric>
+#include <sstream>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/config/embedded_presets.h"
+
+namespace cs::net {
+
+namespace {
+
+// Keeps the first error only: the ones after it are mostly its echoes.
+class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (found_) return;
+    found_ = true;
+    line_ = line;
+    column_ = column;
+    message_ = message;
+  }
+
+  bool found() const { return found_; }
+  // Protobuf counts lines and columns from 0; editors and compilers from 1.
+  std::string located(const std::string& source) const {
+    return source + ":" + std::to_string(line_ + 1) + ":" + std::to_string(column_ + 1) + ": " +
+           message_;
+  }
+
+ private:
+  bool found_ = false;
+  int line_ = 0;
+  int column_ = 0;
+  std::string message_;
+};
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+  throw ConfigError(source + ": " + what);
+}
+
+std::string num(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// `!(v > 0)` rather than `v <= 0` so that NaN is rejected too.
+void require_positive(double v, const std::string& source, const std::string& field) {
+  if (!(v > 0) || !std::isfinite(v)) fail(source, field + " must be > 0 (is " + num(v) + ")");
+}
+void require_non_negative(double v, const std::string& source, const std::string& field) {
+  if (!(v >= 0) || !std::isfinite(v)) fail(source, field + " must be >= 0 (is " + num(v) + ")");
+}
+
+Time from_ns(double ns) {
+  return Time::ps(std::llround(ns * 1e3));
+}
+
+std::string stem_of(const std::string& path) {
+  return std::filesystem::path(path).stem().string();
+}
+
+// Servers the tiers can hold, saturating far above anything buildable so it cannot overflow.
+int64_t tier_capacity_servers(const clustersim::TieredTopology& t) {
+  int64_t servers = 1;
+  for (const auto& tier : t.tiers()) {
+    servers = std::min<int64_t>(servers * std::max(tier.group_size(), 1), int64_t{1} << 40);
+  }
+  return servers;
+}
+
+int64_t capacity_servers(const clustersim::TieredTopology& t) {
+  return t.max_nodes() > 0 ? t.max_nodes() : tier_capacity_servers(t);
+}
+
+void validate_tiered(const clustersim::TieredTopology& t, const std::string& src) {
+  if (!t.has_node()) fail(src, "tiered.node must be set");
+  const auto& n = t.node();
+  if (n.gpus_per_node() <= 0) {
+    fail(src,
+         "tiered.node.gpus_per_node must be > 0 (is " + std::to_string(n.gpus_per_node()) + ")");
+  }
+  if (n.gpus_per_node() > 1) {
+    require_positive(n.nvlink_bandwidth_gbytes(), src, "tiered.node.nvlink_bandwidth_gbytes");
+    require_non_negative(n.nvlink_latency_ns(), src, "tiered.node.nvlink_latency_ns");
+  }
+  if (t.tiers_size() > 0) {
+    if (n.nics_per_gpu() <= 0) {
+      fail(src, "tiered.node.nics_per_gpu must be > 0 when there are network tiers (is " +
+                    std::to_string(n.nics_per_gpu()) + ")");
+    }
+    require_positive(n.nic_bandwidth_gbits(), src, "tiered.node.nic_bandwidth_gbits");
+    require_positive(n.pcie_bandwidth_gbytes(), src, "tiered.node.pcie_bandwidth_gbytes");
+    require_non_negative(n.pcie_latency_ns(), src, "tiered.node.pcie_latency_ns");
+  }
+  for (int i = 0; i < t.tiers_size(); ++i) {
+    const auto& tier = t.tiers(i);
+    const std::string field = "tiered.tiers[" + std::to_string(i) + "]";
+    if (tier.group_size() <= 0) {
+      fail(src, field + ".group_size must be > 0 (is " + std::to_string(tier.group_size()) + ")");
+    }
+    if (tier.switches_per_group() <= 0) {
+      fail(src, field + ".switches_per_group must be > 0 (is " +
+                    std::to_string(tier.switches_per_group()) + ")");
+    }
+    require_non_negative(tier.link_latency_ns(), src, field + ".link_latency_ns");
+    if (tier.oversubscription() != 0) {
+      require_positive(tier.oversubscription(), src, field + ".oversubscription");
+    }
+  }
+  if (t.tiers_size() == 1 && t.tiers(0).switches_per_group() > 1) {
+    // GPUs do not relay traffic, so leaves of one group must be joined by a tier above them.
+    fail(src, "tiered.tiers[0].switches_per_group is " +
+                  std::to_string(t.tiers(0).switches_per_group()) +
+                  " but no tier above joins these leaves; add a spine tier");
+  }
+  if (t.rail_optimized() && t.tiers_size() > 0) {
+    const int64_t nics = int64_t{n.gpus_per_node()} * n.nics_per_gpu();
+    if (t.tiers(0).switches_per_group() > nics) {
+      fail(src, "tiered.tiers[0].switches_per_group (" +
+                    std::to_string(t.tiers(0).switches_per_group()) +
+                    ") exceeds the NICs per server (" + std::to_string(nics) +
+                    "): in a rail-optimized fabric the extra leaves would be idle");
+    }
+  }
+  if (t.max_nodes() < 0) {
+    fail(src, "tiered.max_nodes must be >= 0 (is " + std::to_string(t.max_nodes()) + ")");
+  }
+  if (t.max_nodes() > tier_capacity_servers(t)) {
+    fail(src, "tiered.max_nodes (" + std::to_string(t.max_nodes()) +
+                  ") exceeds the tiers' capacity of " + std::to_string(tier_capacity_servers(t)) +
+                  " servers");
+  }
+}
+
+VertexKind to_kind(clustersim::Vertex::Kind kind) {
+  switch (kind) {
+    case clustersim::Vertex::NVSWITCH:
+      return VertexKind::kNvSwitch;
+    case clustersim::Vertex::NIC:
+      return VertexKind::kNic;
+    case clustersim::Vertex::SWITCH:
+      return VertexKind::kSwitch;
+    default:
+      return VertexKind::kGpu;
+  }
+}
+
+LinkClass link_class(clustersim::Link::Class cls, VertexKind a, VertexKind b) {
+  switch (cls) {
+    case clustersim::Link::NVLINK:
+      return LinkClass::kNvlink;
+    case clustersim::Link::PCIE:
+      return LinkClass::kPcie;
+    case clustersim::Link::NETWORK:
+      return LinkClass::kNetwork;
+    default:
+      break;
+  }
+  const auto either = [&](VertexKind k) { return a == k || b == k; };
+  if (either(VertexKind::kGpu) && (either(VertexKind::kNvSwitch) || a == b)) {
+    return LinkClass::kNvlink;
+  }
+  if (either(VertexKind::kGpu) && either(VertexKind::kNic)) return LinkClass::kPcie;
+  return LinkClass::kNetwork;
+}
+
+void validate_explicit(const clustersim::ExplicitTopology& e, const std::string& src) {
+  std::unordered_map<std::string, int> names;
+  int gpus = 0;
+  for (int i = 0; i < e.vertices_size(); ++i) {
+    const std::string field = "explicit.vertices[" + std::to_string(i) + "]";
+    const std::string& name = e.vertices(i).name();
+    if (name.empty()) fail(src, field + ".name must not be empty");
+    if (!names.emplace(name, i).second) {
+      fail(src, field + ".name '" + name + "' repeats explicit.vertices[" +
+                    std::to_string(names[name]) + "]");
+    }
+    if (e.vertices(i).kind() == clustersim::Vertex::GPU) ++gpus;
+  }
+  if (gpus == 0) fail(src, "explicit.vertices must include at least one GPU");
+  for (int i = 0; i < e.links_size(); ++i) {
+    const auto& link = e.links(i);
+    const std::string field = "explicit.links[" + std::to_string(i) + "]";
+    if (!names.contains(link.from())) {
+      fail(src, field + ".from '" + link.from() + "' names no vertex");
+    }
+    if (!names.contains(link.to())) fail(src, field + ".to '" + link.to() + "' names no vertex");
+    if (link.from() == link.to()) fail(src, field + " joins '" + link.from() + "' to itself");
+    require_positive(link.bandwidth_gbytes(), src, field + ".bandwidth_gbytes");
+    require_non_negative(link.latency_ns(), src, field + ".latency_ns");
+  }
+}
+
+// Expands the parametric description. Vertex order: per server its GPUs (so GPU index = rank),
+// its NVSwitch, its NICs; then the switches tier by tier, group by group.
+Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
+  const auto& n = t.node();
+  const int32_t gpn = n.gpus_per_node();
+  const auto servers = static_cast<int32_t>((gpus + gpn - 1) / gpn);
+  const bool network = t.tiers_size() > 0;
+  const int32_t nics_per_gpu = network ? n.nics_per_gpu() : 0;
+  const int32_t nics_per_node = gpn * nics_per_gpu;
+  const Bandwidth nvlink = Bandwidth::gigabytes_per_s(n.nvlink_bandwidth_gbytes());
+  const Bandwidth pcie = Bandwidth::gigabytes_per_s(n.pcie_bandwidth_gbytes());
+  const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
+
+  Topology topo;
+  int32_t nvswitches = 0;
+  int32_t nic_count = 0;
+  std::vector<VertexId> nics;  // by server, then local NIC index (GPU-major)
+  nics.reserve(static_cast<std::size_t>(servers) * nics_per_node);
+  std::vector<VertexId> gpu_vertices(static_cast<std::size_t>(gpn));
+  for (int32_t s = 0; s < servers; ++s) {
+    for (int32_t i = 0; i < gpn; ++i) {
+      gpu_vertices[i] = topo.add_vertex({.kind = VertexKind::kGpu, .node = s, .group = s});
+    }
+    // A one-GPU server has no NVLink peer, hence no NVSwitch.
+    if (gpn > 1) {
+      const VertexId nvs = topo.add_vertex(
+          {.kind = VertexKind::kNvSwitch, .node = s, .index = nvswitches++, .group = s});
+      for (VertexId g : gpu_vertices) {
+        topo.add_duplex_link(g, nvs, nvlink, from_ns(n.nvlink_latency_ns()), LinkClass::kNvlink);
+      }
+    }
+    for (int32_t i = 0; i < gpn; ++i) {
+      for (int32_t j = 0; j < nics_per_gpu; ++j) {
+        const VertexId v = topo.add_vertex(
+            {.kind = VertexKind::kNic, .node = s, .index = nic_count++, .group = s});
+        topo.add_duplex_link(gpu_vertices[i], v, pcie, from_ns(n.pcie_latency_ns()),
+                             LinkClass::kPcie);
+        nics.push_back(v);
+      }
+    }
+  }
+  if (!network) return topo;
+
+  int32_t switch_count = 0;
+  const auto add_switches = [&](int32_t tier, int64_t groups, int32_t per_group) {
+    std::vector<VertexId> made;
+    made.reserve(static_cast<std::size_t>(groups * per_group));
+    for (int64_t g = 0; g < groups; ++g) {
+      for (int32_t k = 0; k < per_group; ++k) {
+        made.push_back(topo.add_vertex({.kind = VertexKind::kSwitch,
+                                        .tier = tier,
+                                        .index = switch_count++,
+                                        .group = static_cast<int32_t>(g)}));
+      }
+    }
+    return made;  // group g's switches are [g * per_group, (g + 1) * per_group)
+  };
+
+  // Tier 0: leaves. The last group may be partly filled; its leaves are all built all the same.
+  const auto& leaf = t.tiers(0);
+  const int32_t leaf_size = leaf.group_size();
+  const int32_t leaves_per_group = leaf.switches_per_group();
+  int64_t groups = (servers + leaf_size - 1) / leaf_size;
+  std::vector<VertexId> below = add_switches(0, groups, leaves_per_group);
+  // Non-rail: consecutive blocks of the group's NICs, in server order, share a leaf.
+  const int64_t block =
+      (int64_t{leaf_size} * nics_per_node + leaves_per_group - 1) / leaves_per_group;
+  for (int32_t s = 0; s < servers; ++s) {
+    for (int32_t k = 0; k < nics_per_node; ++k) {
+      const int64_t in_group = t.rail_optimized()
+                                   ? k % leaves_per_group
+                                   : (int64_t{s % leaf_size} * nics_per_node + k) / block;
+      const VertexId sw =
+          below[static_cast<std::size_t>((s / leaf_size) * leaves_per_group + in_group)];
+      topo.add_duplex_link(nics[static_cast<std::size_t>(s) * nics_per_node + k], sw, nic,
+                           from_ns(leaf.link_latency_ns()), LinkClass::kNetwork);
+    }
+  }
+  // Links are sized for full groups (nominal), so a run on part of the cluster sees the same
+  // cables as the whole cluster has: per switch downlink bandwidth of the tier below.
+  double down =
+      static_cast<double>(leaf_size) * nics_per_node * nic.in_bytes_per_s() / leaves_per_group;
+
+  // Tier k joins tier k-1 groups; it is built only while there is more than one switch group
+  // below to join (or, above the leaves, more than one leaf in the single leaf group).
+  for (int k = 1; k < t.tiers_size(); ++k) {
+    const auto& child = t.tiers(k - 1);
+    const auto& tier = t.tiers(k);
+    if (groups == 1 && !(k == 1 && leaves_per_group > 1)) break;
+    const int64_t child_groups = groups;
+    groups = (child_groups + tier.group_size() - 1) / tier.group_size();
+    const int32_t per_group = tier.switches_per_group();
+    std::vector<VertexId> above = add_switches(k, groups, per_group);
+    const double over = child.oversubscription() > 0 ? child.oversubscription() : 1.0;
+    const Bandwidth up = Bandwidth::bytes_per_s(down / over / per_group);
+    for (int64_t c = 0; c < child_groups; ++c) {
+      const int64_t parent = c / tier.group_size();
+      for (int32_t i = 0; i < child.switches_per_group(); ++i) {
+        const VertexId from = below[static_cast<std::size_t>(c * child.switches_per_group() + i)];
+        for (int32_t j = 0; j < per_group; ++j) {
+          topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + j)], up,
+                               from_ns(tier.link_latency_ns()), LinkClass::kNetwork);
+        }
+      }
+    }
+    down =
+        static_cast<double>(tier.group_size()) * child.switches_per_group() * up.in_bytes_per_s();
+    below = std::move(above);
+  }
+  return topo;
+}
+
+// Servers of an explicit graph are its NVLink islands: GPUs and NVSwitches joined by NVLink
+// links, numbered in order of their first GPU; a NIC belongs to the server of its PCIe GPU.
+std::vector<int32_t> explicit_nodes(const clustersim::ExplicitTopology& e,
+                                    const std::unordered_map<std::string, int>& index) {
+  const int n = e.vertices_size();
+  std::vector<int> root(static_cast<std::size_t>(n));
+  std::iota(root.begin(), root.end(), 0);
+  const auto find = [&](int v) {
+    while (root[v] != v) v = root[v] = root[root[v]];
+    return v;
+  };
+  std::vector<std::pair<int, int>> pcie;
+  for (const auto& link : e.links()) {
+    const int a = index.at(link.from());
+    const int b = index.at(link.to());
+    const VertexKind ka = to_kind(e.vertices(a).kind());
+    const VertexKind kb = to_kind(e.vertices(b).kind());
+    const LinkClass cls = link_class(link.class_(), ka, kb);
+    const auto on_node = [](VertexKind k) {
+      return k == VertexKind::kGpu || k == VertexKind::kNvSwitch;
+    };
+    if (cls == LinkClass::kNvlink && on_node(ka) && on_node(kb)) root[find(a)] = find(b);
+    if (cls == LinkClass::kPcie) pcie.emplace_back(a, b);
+  }
+  std::vector<int32_t> node(static_cast<std::size_t>(n), -1);
+  std::unordered_map<int, int32_t> island;
+  for (int v = 0; v < n; ++v) {
+    if (e.vertices(v).kind() != clustersim::Vertex::GPU) continue;
+    const auto [it, added] = island.emplace(find(v), static_cast<int32_t>(island.size()));
+    node[v] = it->second;
+  }
+  for (int v = 0; v < n; ++v) {
+    if (e.vertices(v).kind() == clustersim::Vertex::NVSWITCH && island.contains(find(v))) {
+      node[v] = island[find(v)];
+    }
+  }
+  for (auto [a, b] : pcie) {
+    if (e.vertices(a).kind() == clustersim::Vertex::NIC && node[a] < 0) node[a] = node[b];
+    if (e.vertices(b).kind() == clustersim::Vertex::NIC && node[b] < 0) node[b] = node[a];
+  }
+  return node;
+}
+
+Topology build_explicit(const clustersim::ExplicitTopology& e) {
+  std::unordered_map<std::string, int> index;
+  for (int i = 0; i < e.vertices_size(); ++i) index.emplace(e.vertices(i).name(), i);
+  const std::vector<int32_t> node = explicit_nodes(e, index);
+  Topology topo;
+  std::vector<VertexId> vertex(static_cast<std::size_t>(e.vertices_size()));
+  std::array<int32_t, 4> per_kind{};
+  for (int i = 0; i < e.vertices_size(); ++i) {
+    const VertexKind kind = to_kind(e.vertices(i).kind());
+    // group stays -1: an arbitrary graph has no tiers for routing to exploit.
+    vertex[i] = topo.add_vertex(
+        {.kind = kind, .node = node[i], .index = per_kind[static_cast<std::size_t>(kind)]++});
+  }
+  for (const auto& link : e.links()) {
+    const int a = index.at(link.from());
+    const int b = index.at(link.to());
+    const LinkClass cls =
+        link_class(link.class_(), to_kind(e.vertices(a).kind()), to_kind(e.vertices(b).kind()));
+    const Bandwidth bw = Bandwidth::gigabytes_per_s(link.bandwidth_gbytes());
+    if (link.duplex()) {
+      topo.add_duplex_link(vertex[a], vertex[b], bw, from_ns(link.latency_ns()), cls);
+    } else {
+      topo.add_link(vertex[a], vertex[b], bw, from_ns(link.latency_ns()), cls);
+    }
+  }
+  return topo;
+}
+
+}  // namespace
+
+clustersim::Topology load_topology_text(std::string_view text, const std::string& source_name) {
+  clustersim::Topology desc;
+  google::protobuf::TextFormat::Parser parser;
+  FirstErrorCollector errors;
+  parser.RecordErrorsTo(&errors);
+  if (!parser.ParseFromString(std::string(text), &desc)) {
+    if (errors.found()) throw ConfigError(errors.located(source_name));
+    fail(source_name, "not a clustersim.Topology in protobuf text format");
+  }
+  validate_topology(desc, source_name);
+  return desc;
+}
+
+clustersim::Topology resolve_topology(const std::string& preset_or_path) {
+  if (const EmbeddedFile* preset = find_preset("topologies", preset_or_path)) {
+    return load_topology_text(preset->text, std::string(preset->path));
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(preset_or_path, ec)) {
+    std::ifstream in(preset_or_path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    if (in) return load_topology_text(text.str(), preset_or_path);
+  }
+  std::string names;
+  for (const auto& name : preset_names("topologies")) names += (names.empty() ? "" : ", ") + name;
+  throw ConfigError("unknown topology '" + preset_or_path + "': neither a preset (" + names +
+                    ") nor a readable file");
+}
+
+void validate_topology(const clustersim::Topology& desc, const std::string& source_name) {
+  if (desc.gpu().empty()) fail(source_name, "gpu must name the GPU type, e.g. gpu: \"h100\"");
+  switch (desc.form_case()) {
+    case clustersim::Topology::kTiered:
+      validate_tiered(desc.tiered(), source_name);
+      break;
+    case clustersim::Topology::kExplicit:
+      validate_explicit(desc.explicit_(), source_name);
+      break;
+    default:
+      fail(source_name, "one of tiered { ... } or explicit { ... } must be given");
+  }
+}
+
+int64_t topology_capacity_gpus(const clustersim::Topology& desc) {
+  if (desc.has_tiered()) {
+    return capacity_servers(desc.tiered()) * std::max(desc.tiered().node().gpus_per_node(), 1);
+  }
+  int64_t gpus = 0;
+  for (const auto& v : desc.explicit_().vertices()) gpus += v.kind() == clustersim::Vertex::GPU;
+  return gpus;
+}
+
+Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
+                        const std::string& source_name) {
+  validate_topology(desc, source_name);
+  const std::string name = desc.name().empty() ? stem_of(source_name) : desc.name();
+  const int64_t capacity = topology_capacity_gpus(desc);
+  if (num_gpus > capacity) {
+    throw ConfigError("topology " + name + " holds at most " + std::to_string(capacity) +
+                      " GPUs, asked for " + std::to_string(num_gpus));
+  }
+  const int64_t gpus = num_gpus > 0 ? num_gpus : capacity;
+  if (gpus > kMaxBuildGpus) {
+    throw ConfigError("topology " + name + " would have " + std::to_string(gpus) +
+                      " GPUs, more than the " + std::to_string(kMaxBuildGpus) +
+                      " this simulator builds; ask for fewer GPUs");
+  }
+  Topology topo =
+      desc.has_tiered() ? build_tiered(desc.tiered(), gpus) : build_explicit(desc.explicit_());
+  topo.name = name;
+  topo.gpu_type = desc.gpu();
+  return topo;
+}
+
+}  // namespace cs::net

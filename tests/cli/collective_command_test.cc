@@ -1,0 +1,117 @@
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/commands.h"
+#include "sim/cli/size_list.h"
+
+namespace cs::cli {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome run(std::vector<std::string> args) {
+  args.insert(args.begin(), "clustersim");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  const int code = run_main(static_cast<int>(argv.size()), argv.data());
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  return {code, out.str(), err.str()};
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(SizeList, ParsesBinaryMultiples) {
+  EXPECT_EQ(parse_size_list("1K,1M,1G,3"), (std::vector<Bytes>{1024, 1 << 20, 1 << 30, 3}));
+  EXPECT_EQ(parse_size("4KiB"), 4096);
+  EXPECT_EQ(parse_size("2TB"), Bytes{2} << 40);
+  EXPECT_THROW(parse_size("1X"), std::invalid_argument);
+  EXPECT_THROW(parse_size("-1"), std::invalid_argument);
+  EXPECT_THROW(parse_size_list(""), std::invalid_argument);
+  EXPECT_EQ(format_size(Bytes{1} << 30), "1G");
+  EXPECT_EQ(format_size(1536), "1536");
+}
+
+TEST(Cli, HelpListsCommands) {
+  const auto r = run({"--help"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("collective"), std::string::npos);
+  const auto sub = run({"collective", "--help"});
+  EXPECT_EQ(sub.code, 0);
+  EXPECT_NE(sub.out.find("--sizes"), std::string::npos);
+}
+
+TEST(Cli, UnknownCommandAndMissingOptionsFail) {
+  EXPECT_EQ(run({"frobnicate"}).code, 2);
+  const auto r = run({"collective"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--gpus"), std::string::npos);
+}
+
+TEST(Cli, ImpossibleRequestsGetOneLineErrors) {
+  const auto too_many = run({"collective", "--gpus", "100000", "--topology", "dgx-h100"});
+  EXPECT_EQ(too_many.code, 1);
+  EXPECT_NE(too_many.err.find("holds at most"), std::string::npos);
+  const auto algo = run({"collective", "--gpus", "8", "--algo", "bogus"});
+  EXPECT_EQ(algo.code, 2);
+  EXPECT_NE(algo.err.find("bogus"), std::string::npos);
+  EXPECT_EQ(std::count(algo.err.begin(), algo.err.end(), '\n'), 1);
+}
+
+TEST(Cli, MalformedTopologyFileNamesFileLineAndColumn) {
+  const std::string path = temp_file("bad_topology.textproto",
+                                     "name: \"bad\"\ntiered {\n  node { gpus_per_node: 8 }\n"
+                                     "  tiers { group_size: twelve }\n}\n");
+  const auto r = run({"collective", "--gpus", "8", "--topology", path});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find(path + ":4:"), std::string::npos) << r.err;
+}
+
+TEST(Cli, CollectiveReportsBusBandwidthNearLinkBandwidth) {
+  // 1 GiB ring all-reduce inside one H100 server: busbw approaches NVLink's 450 GB/s.
+  const std::string json = ::testing::TempDir() + "coll.json";
+  const auto r =
+      run({"collective", "--gpus", "8", "--topology", "dgx-h100", "--sizes", "1G", "--json", json});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::ifstream in(json);
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto pos = text.find("\"busbw_gbps\": ");
+  ASSERT_NE(pos, std::string::npos) << text;
+  const double busbw = std::stod(text.substr(pos + 14));
+  EXPECT_GT(busbw, 0.95 * 450);
+  EXPECT_LE(busbw, 450);
+}
+
+TEST(Cli, SameInputSameOutput) {
+  const std::vector<std::string> args{"collective",   "--gpus", "32",      "--topology", "dgx-h100",
+                                      "--group-size", "8",      "--sizes", "1M,64M"};
+  auto strip_wall = [](std::string s) {
+    // The last column is host wall time, the only thing allowed to differ.
+    std::string out;
+    std::istringstream lines(s);
+    for (std::string line; std::getline(lines, line);)
+      out += line.substr(0, line.rfind(' ')) + '\n';
+    return out;
+  };
+  EXPECT_EQ(strip_wall(run(args).out), strip_wall(run(args).out));
+}
+
+}  // namespace
+}  // namespace cs::cli

@@ -1,0 +1,252 @@
+#include "sim/coll/schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <stdexcept>
+#include <vector>
+
+#include "sim/coll/algorithms.h"
+#include "sim/coll/collective.h"
+
+namespace cs::coll {
+namespace {
+
+TEST(Collective, NamesRoundTrip) {
+  for (Op op : {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter, Op::kAllToAll, Op::kBroadcast,
+                Op::kSendRecv}) {
+    EXPECT_EQ(parse_op(to_string(op)), op);
+  }
+  for (Algorithm a : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical,
+                      Algorithm::kDirect, Algorithm::kAuto}) {
+    EXPECT_EQ(parse_algorithm(to_string(a)), a);
+  }
+  EXPECT_EQ(parse_op("all_reduce"), Op::kAllReduce);
+  EXPECT_EQ(parse_algorithm("tree"), Algorithm::kTree);
+  EXPECT_THROW(parse_op("allreduce"), std::invalid_argument);
+  EXPECT_THROW(parse_algorithm("butterfly"), std::invalid_argument);
+}
+
+TEST(Collective, BusBandwidthFactorsFollowNcclTests) {
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kAllReduce, 8), 2.0 * 7 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kAllGather, 8), 7.0 / 8);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kReduceScatter, 3), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kAllToAll, 4), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kBroadcast, 16), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kSendRecv, 2), 1.0);
+  EXPECT_DOUBLE_EQ(bus_bandwidth_factor(Op::kAllReduce, 1), 0.0);
+}
+
+TEST(Collective, AutoResolvesPerOp) {
+  EXPECT_EQ(resolve(Algorithm::kAuto, Op::kAllReduce), Algorithm::kRing);
+  EXPECT_EQ(resolve(Algorithm::kAuto, Op::kAllToAll), Algorithm::kDirect);
+  EXPECT_EQ(resolve(Algorithm::kTree, Op::kAllReduce), Algorithm::kTree);
+  EXPECT_TRUE(supports(Algorithm::kAuto, Op::kSendRecv));
+  EXPECT_FALSE(supports(Algorithm::kTree, Op::kAllGather));
+  EXPECT_FALSE(supports(Algorithm::kDirect, Op::kAllReduce));
+}
+
+TEST(ScheduleBuilder, StoresDepsAndDependentsAsInverseCsr) {
+  ScheduleBuilder b(ScheduleKey{.n = 3}, 3);
+  const uint32_t a = b.add(Message{0, 1, 0, 0, 1, Action::kCopy});
+  const uint32_t c = b.add(Message{1, 2, 1, 1, 1, Action::kReduce}, {a, a});
+  const uint32_t d = b.add(Message{2, 0, 2, 2, 1, Action::kCopy}, {c, a});
+  EXPECT_THROW(b.add(Message{0, 1, 0, 0, 1}, {7}), std::invalid_argument);
+  EXPECT_THROW(b.add(Message{0, 3, 0, 0, 1}), std::invalid_argument);
+  EXPECT_THROW(b.add(Message{0, 1, 2, 0, 2}), std::invalid_argument);
+  const Schedule s = std::move(b).build();
+  ASSERT_EQ(s.num_messages(), 3u);
+  EXPECT_EQ(std::vector<uint32_t>(s.deps(c).begin(), s.deps(c).end()), std::vector<uint32_t>{a});
+  EXPECT_EQ(std::vector<uint32_t>(s.deps(d).begin(), s.deps(d).end()),
+            (std::vector<uint32_t>{a, c}));
+  EXPECT_EQ(std::vector<uint32_t>(s.dependents(a).begin(), s.dependents(a).end()),
+            (std::vector<uint32_t>{c, d}));
+  EXPECT_TRUE(s.dependents(d).empty());
+  EXPECT_EQ(s.max_deps(), 2u);
+}
+
+TEST(Schedule, UnitBytesSplitExactlyAndAddUp) {
+  ScheduleBuilder b(ScheduleKey{.n = 1}, 7);
+  const Schedule s = std::move(b).build();
+  for (Bytes size : {Bytes{0}, Bytes{1}, Bytes{6}, Bytes{7}, Bytes{1000003}, 5 * kGiB + 3}) {
+    Bytes total = 0;
+    Bytes lo = size, hi = 0;
+    for (uint32_t u = 0; u < 7; ++u) {
+      const Bytes part = s.unit_bytes(u, u + 1, size);
+      total += part;
+      lo = std::min(lo, part);
+      hi = std::max(hi, part);
+    }
+    EXPECT_EQ(total, size);
+    EXPECT_LE(hi - lo, 1);
+    EXPECT_EQ(s.unit_bytes(2, 5, size), s.unit_bytes(2, 3, size) + s.unit_bytes(3, 5, size));
+  }
+}
+
+TEST(DoubleBinaryTree, EachTreeSpansAllRanksWithConsistentLinks) {
+  for (int32_t n : {1, 2, 3, 4, 5, 7, 8, 13, 14, 16, 63, 64, 100}) {
+    for (int tree = 0; tree < 2; ++tree) {
+      int roots = 0;
+      std::vector<int> child_count(n, 0);
+      for (int32_t r = 0; r < n; ++r) {
+        const TreeNode node = double_binary_tree(n, tree, r);
+        if (node.parent < 0) ++roots;
+        for (int32_t ch : {node.child0, node.child1}) {
+          if (ch < 0) continue;
+          ASSERT_LT(ch, n);
+          EXPECT_EQ(double_binary_tree(n, tree, ch).parent, r) << "n=" << n << " tree=" << tree;
+          ++child_count[ch];
+        }
+      }
+      EXPECT_EQ(roots, 1) << "n=" << n;
+      // Every non-root is the child of exactly one rank: a tree, since links are consistent.
+      EXPECT_EQ(std::accumulate(child_count.begin(), child_count.end(), 0), n - 1);
+    }
+  }
+}
+
+TEST(DoubleBinaryTree, InnerNodesOfTheTwoTreesBarelyOverlap) {
+  // The point of two trees: a rank forwards (sends to children) in at most one of them, so no
+  // rank carries both halves' broadcast traffic. Odd n leaves one rank inner in both.
+  for (int32_t n : {2, 3, 4, 5, 8, 13, 14, 64, 99}) {
+    int both = 0;
+    for (int32_t r = 0; r < n; ++r) {
+      const auto inner = [&](int tree) {
+        const TreeNode t = double_binary_tree(n, tree, r);
+        return t.child0 >= 0 || t.child1 >= 0;
+      };
+      both += inner(0) && inner(1);
+    }
+    EXPECT_LE(both, n % 2) << "n=" << n;
+  }
+}
+
+TEST(DoubleBinaryTree, MatchesNcclFourteenRankPicture) {
+  // The picture in NCCL's trees.cc: 0 -> 8 -> {4, 12}; 12 -> {10, 13}; odd ranks are leaves.
+  EXPECT_EQ(double_binary_tree(14, 0, 0).child1, 8);
+  EXPECT_EQ(double_binary_tree(14, 0, 8).child0, 4);
+  EXPECT_EQ(double_binary_tree(14, 0, 8).child1, 12);
+  EXPECT_EQ(double_binary_tree(14, 0, 12).child0, 10);
+  EXPECT_EQ(double_binary_tree(14, 0, 12).child1, 13);
+  EXPECT_EQ(double_binary_tree(14, 0, 5).child0, -1);
+  // Even n mirrors: tree 1's root is n-1 and the even ranks become leaves.
+  EXPECT_EQ(double_binary_tree(14, 1, 13).parent, -1);
+  EXPECT_EQ(double_binary_tree(14, 1, 2).child0, -1);
+  // Odd n shifts by one: tree 1's root is 1.
+  EXPECT_EQ(double_binary_tree(13, 1, 1).parent, -1);
+}
+
+// Per-rank bytes of the schedule against NCCL's formulas, for a size where everything divides
+// and one where nothing does.
+TEST(Schedule, PerRankBytesMatchNcclFormulas) {
+  for (int32_t n : {1, 2, 3, 5, 8, 16, 64}) {
+    for (int32_t chunks : {1, 4}) {
+      const Bytes even = Bytes{n} * chunks * 4096;
+      const Bytes odd = even + 12345;
+      for (Bytes size : {even, odd}) {
+        const double s = static_cast<double>(size);
+        const double tolerance = static_cast<double>(2 * n * chunks);  // at most a byte per piece
+        const auto check = [&](Op op, Algorithm algo, double expected_per_rank) {
+          const auto sched = build_schedule(ScheduleKey{op, algo, n, chunks});
+          const auto sent = sched->bytes_sent_per_rank(size);
+          for (int32_t r = 0; r < n; ++r) {
+            EXPECT_NEAR(static_cast<double>(sent[r]), expected_per_rank, tolerance)
+                << to_string(op) << " n=" << n << " rank " << r;
+            if (size == even) {
+              EXPECT_EQ(static_cast<double>(sent[r]), expected_per_rank) << to_string(op);
+            }
+          }
+        };
+        check(Op::kAllReduce, Algorithm::kRing, 2.0 * (n - 1) / n * s);
+        check(Op::kAllGather, Algorithm::kRing, 1.0 * (n - 1) / n * s);
+        check(Op::kReduceScatter, Algorithm::kRing, 1.0 * (n - 1) / n * s);
+        check(Op::kAllToAll, Algorithm::kDirect, 1.0 * (n - 1) / n * s);
+        if (n > 1) check(Op::kSendRecv, Algorithm::kDirect, s);
+        // Total over all ranks: a tree moves each half up n-1 edges and down n-1 edges, like a
+        // ring's 2(n-1)/n·S per rank; hierarchical does the same per phase.
+        for (Algorithm algo : {Algorithm::kTree, Algorithm::kHierarchical}) {
+          ScheduleKey key{Op::kAllReduce, algo, n, chunks};
+          key.local_size = n % 4 == 0 ? 4 : 1;
+          const auto sent = build_schedule(key)->bytes_sent_per_rank(size);
+          const double total = static_cast<double>(std::accumulate(sent.begin(), sent.end(), 0LL));
+          EXPECT_NEAR(total, 2.0 * (n - 1) * s, tolerance * n) << to_string(algo);
+        }
+        // Broadcast: every rank but the last in the chain forwards the whole buffer once.
+        ScheduleKey bkey{Op::kBroadcast, Algorithm::kRing, n, chunks};
+        bkey.root = n / 2;
+        const auto sent = build_schedule(bkey)->bytes_sent_per_rank(size);
+        for (int32_t r = 0; r < n; ++r) {
+          const bool last = (r + 1) % n == n / 2;
+          EXPECT_EQ(sent[r], last ? 0 : size) << "broadcast n=" << n << " rank " << r;
+        }
+      }
+    }
+  }
+}
+
+TEST(Schedule, RingStepCountsAndChannelOrder) {
+  for (int32_t n : {2, 3, 8}) {
+    const auto ar = build_schedule(ScheduleKey{Op::kAllReduce, Algorithm::kRing, n});
+    EXPECT_EQ(ar->num_messages(), static_cast<std::size_t>(2 * (n - 1) * n));
+    const auto ag = build_schedule(ScheduleKey{Op::kAllGather, Algorithm::kRing, n, 3});
+    EXPECT_EQ(ag->num_messages(), static_cast<std::size_t>(3 * (n - 1) * n));
+    // Every send after a rank's first waits for that rank's previous send (one connection).
+    std::vector<int64_t> last(n, -1);
+    for (uint32_t m = 0; m < ar->num_messages(); ++m) {
+      const Message& msg = ar->message(m);
+      EXPECT_EQ(msg.dst, (msg.src + 1) % n);
+      if (last[msg.src] >= 0) {
+        const auto deps = ar->deps(m);
+        EXPECT_NE(std::find(deps.begin(), deps.end(), static_cast<uint32_t>(last[msg.src])),
+                  deps.end());
+      }
+      last[msg.src] = m;
+    }
+  }
+}
+
+TEST(Schedule, SingleRankGroupsNeedNoNetwork) {
+  for (Op op : {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter, Op::kBroadcast}) {
+    EXPECT_EQ(build_schedule(ScheduleKey{op, Algorithm::kAuto, 1})->num_messages(), 0u);
+  }
+  EXPECT_EQ(build_schedule(ScheduleKey{Op::kAllReduce, Algorithm::kTree, 1})->num_messages(), 0u);
+  const auto a2a = build_schedule(ScheduleKey{Op::kAllToAll, Algorithm::kAuto, 1});
+  ASSERT_EQ(a2a->num_messages(), 1u);
+  EXPECT_TRUE(a2a->message(0).local());
+}
+
+TEST(ScheduleCache, SharesOneScheduleAcrossEqualShapes) {
+  ScheduleCache cache;
+  const auto a = cache.get(ScheduleKey{Op::kAllReduce, Algorithm::kAuto, 8, 2});
+  std::vector<std::shared_ptr<const Schedule>> groups;
+  for (int g = 0; g < 128; ++g) {
+    groups.push_back(cache.get(ScheduleKey{Op::kAllReduce, Algorithm::kRing, 8, 2}));
+  }
+  for (const auto& s : groups) EXPECT_EQ(s.get(), a.get());
+  // Fields the algorithm ignores do not split the cache.
+  ScheduleKey with_root{Op::kAllReduce, Algorithm::kRing, 8, 2};
+  with_root.root = 3;
+  with_root.local_size = 4;
+  EXPECT_EQ(cache.get(with_root).get(), a.get());
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_NE(cache.get(ScheduleKey{Op::kAllReduce, Algorithm::kRing, 8, 1}).get(), a.get());
+  EXPECT_EQ(cache.size(), 2u);
+}
+
+TEST(ScheduleKey, RejectsInvalidShapes) {
+  EXPECT_THROW(normalize(ScheduleKey{Op::kAllGather, Algorithm::kTree, 4}), std::invalid_argument);
+  EXPECT_THROW(normalize(ScheduleKey{Op::kAllReduce, Algorithm::kRing, 0}), std::invalid_argument);
+  EXPECT_THROW(normalize(ScheduleKey{Op::kAllReduce, Algorithm::kRing, 4, 0}),
+               std::invalid_argument);
+  ScheduleKey hier{Op::kAllReduce, Algorithm::kHierarchical, 6};
+  hier.local_size = 4;
+  EXPECT_THROW(normalize(hier), std::invalid_argument);
+  hier.local_size = 0;
+  EXPECT_THROW(normalize(hier), std::invalid_argument);
+  ScheduleKey bcast{Op::kBroadcast, Algorithm::kRing, 4};
+  bcast.root = 4;
+  EXPECT_THROW(normalize(bcast), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace cs::coll

@@ -1,0 +1,351 @@
+// Physics of the transfer models: lone-flow alpha-beta times, max-min sharing, oversubscription.
+#include "sim/net/flow_network.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <utility>
+#include <vector>
+
+#include "sim/core/simulator.h"
+#include "sim/net/analytical_network.h"
+#include "sim/net/network_factory.h"
+#include "sim/net/routing.h"
+#include "sim/net/topology.h"
+
+namespace cs::net {
+namespace {
+
+constexpr LinkClass kNet = LinkClass::kNetwork;
+
+// Completion times may differ from the closed form by rounding to whole picoseconds, once per
+// rate change.
+constexpr int64_t kSlackPs = 3;
+
+VertexId add_gpu(Topology& t) {
+  return t.add_vertex({VertexKind::kGpu, -1, 0, -1});
+}
+VertexId add_switch(Topology& t, int32_t tier = 0) {
+  return t.add_vertex({VertexKind::kSwitch, tier, -1, -1});
+}
+
+// N GPUs duplex-linked to one switch.
+struct Star {
+  Topology topo;
+  std::vector<VertexId> gpus;
+  Star(int n, Bandwidth bw, Time latency) {
+    const VertexId sw = add_switch(topo);
+    for (int i = 0; i < n; ++i) {
+      gpus.push_back(add_gpu(topo));
+      topo.add_duplex_link(gpus.back(), sw, bw, latency, kNet);
+    }
+  }
+};
+
+// Two pods: `per_leaf` GPUs under each of two leaves, leaves joined through one spine. Each
+// leaf's uplink carries `uplink` while its GPUs have `downlink` each.
+struct TwoPods {
+  Topology topo;
+  std::vector<VertexId> pod[2];
+  Time latency = Time::ns(500);
+  TwoPods(int per_leaf, Bandwidth downlink, Bandwidth uplink) {
+    const VertexId spine = add_switch(topo, 1);
+    for (auto& gpus : pod) {
+      const VertexId leaf = add_switch(topo, 0);
+      topo.add_duplex_link(leaf, spine, uplink, latency, kNet);
+      for (int i = 0; i < per_leaf; ++i) {
+        gpus.push_back(add_gpu(topo));
+        topo.add_duplex_link(gpus.back(), leaf, downlink, latency, kNet);
+      }
+    }
+  }
+};
+
+// Runs a network and records when each message's callback fired.
+struct Harness {
+  Simulator sim;
+  Routing routing;
+  std::unique_ptr<Network> net;
+  std::vector<Time> done_at;
+  std::vector<int> order;
+  Harness(const Topology& topo, NetworkMode mode = NetworkMode::kCongestionAware)
+      : routing(topo), net(make_network(mode, sim, topo, routing)) {}
+
+  // Sends at time `at` (scheduled, so the send happens inside the simulation); returns its index.
+  int send_at(Time at, VertexId src, VertexId dst, Bytes bytes) {
+    const int id = static_cast<int>(done_at.size());
+    done_at.push_back(Time::max());
+    sim.schedule_at(at, [this, id, src, dst, bytes] {
+      net->send(src, dst, bytes, [this, id] {
+        done_at[static_cast<std::size_t>(id)] = sim.now();
+        order.push_back(id);
+      });
+    });
+    return id;
+  }
+  Time t(int id) const { return done_at[static_cast<std::size_t>(id)]; }
+};
+
+#define EXPECT_NEAR_PS(actual, expected)                \
+  EXPECT_NEAR(static_cast<double>((actual).count_ps()), \
+              static_cast<double>((expected).count_ps()), kSlackPs)
+
+const Bandwidth kBw = Bandwidth::gigabytes_per_s(50);
+const Time kLat = Time::ns(700);
+
+TEST(FlowNetwork, LoneFlowTakesLatencyPerHopPlusSizeOverBandwidth) {
+  Star star(2, kBw, kLat);
+  Harness h(star.topo);
+  const Bytes size = 123'456'789;
+  const int id = h.send_at(Time::us(3), star.gpus[0], star.gpus[1], size);
+  h.sim.run();
+  // Two hops (GPU->switch->GPU); exact, since the lone rate is the bottleneck itself.
+  EXPECT_EQ(h.t(id), Time::us(3) + kLat * 2 + transfer_time(size, kBw));
+}
+
+TEST(FlowNetwork, LoneFlowBottleneckIsTheSlowestHop) {
+  Topology topo;
+  const VertexId a = add_gpu(topo), b = add_gpu(topo);
+  const VertexId s1 = add_switch(topo), s2 = add_switch(topo);
+  const Bandwidth slow = Bandwidth::gigabits_per_s(100);
+  topo.add_duplex_link(a, s1, kBw, Time::ns(100), kNet);
+  topo.add_duplex_link(s1, s2, slow, Time::ns(1000), kNet);
+  topo.add_duplex_link(s2, b, kBw, Time::ns(300), kNet);
+  Harness h(topo);
+  const int id = h.send_at(Time(), a, b, 10 * kMiB);
+  h.sim.run();
+  EXPECT_EQ(h.t(id), Time::ns(1400) + transfer_time(10 * kMiB, slow));
+}
+
+TEST(FlowNetwork, ZeroBytesPayLatencyAndSelfMessagesAreImmediate) {
+  Star star(2, kBw, kLat);
+  Harness h(star.topo);
+  const int zero = h.send_at(Time::us(1), star.gpus[0], star.gpus[1], 0);
+  const int self = h.send_at(Time::us(1), star.gpus[0], star.gpus[0], kMiB);
+  h.sim.run();
+  EXPECT_EQ(h.t(zero), Time::us(1) + kLat * 2);
+  EXPECT_EQ(h.t(self), Time::us(1));
+}
+
+TEST(FlowNetwork, TwoFlowsOnOneBottleneckEachTakeTwiceAsLong) {
+  // Both flows leave GPU 0, so they share its uplink.
+  Star star(3, kBw, kLat);
+  Harness h(star.topo);
+  const Bytes size = 64 * kMiB;
+  const int a = h.send_at(Time(), star.gpus[0], star.gpus[1], size);
+  const int b = h.send_at(Time(), star.gpus[0], star.gpus[2], size);
+  h.sim.run();
+  const Time expected = kLat * 2 + transfer_time(2 * size, kBw);
+  EXPECT_NEAR_PS(h.t(a), expected);
+  EXPECT_NEAR_PS(h.t(b), expected);
+}
+
+TEST(FlowNetwork, LateJoinerFollowsTheMaxMinTimeline) {
+  // A alone for T/2 (half done), then A and B at B/2 each: A finishes T/2 later, at 3T/2, with
+  // B half done; B alone again finishes at 2T.
+  Star star(3, kBw, kLat);
+  Harness h(star.topo);
+  const Bytes size = 100'000'000;
+  const Time lone = transfer_time(size, kBw);
+  const Time half = Time::ps(lone.count_ps() / 2);
+  const int a = h.send_at(Time(), star.gpus[0], star.gpus[1], size);
+  const int b = h.send_at(half, star.gpus[0], star.gpus[2], size);
+  h.sim.run();
+  EXPECT_NEAR_PS(h.t(a), kLat * 2 + half + lone);
+  EXPECT_NEAR_PS(h.t(b), kLat * 2 + half + lone + half);
+}
+
+TEST(FlowNetwork, DisjointPathsDoNotSlowEachOther) {
+  Star star(4, kBw, kLat);
+  Harness h(star.topo);
+  const Bytes size = 32 * kMiB;
+  const int a = h.send_at(Time(), star.gpus[0], star.gpus[1], size);
+  const int b = h.send_at(Time(), star.gpus[2], star.gpus[3], size);
+  const int c = h.send_at(Time(), star.gpus[1], star.gpus[0], size);  // opposite direction
+  h.sim.run();
+  const Time lone = kLat * 2 + transfer_time(size, kBw);
+  EXPECT_EQ(h.t(a), lone);
+  EXPECT_EQ(h.t(b), lone);
+  EXPECT_EQ(h.t(c), lone);
+}
+
+// The textbook example: A crosses link 1, B links 1 and 2, C link 2, with c1 = 10 and c2 = 30
+// GB/s. Water-filling: link 1 is the bottleneck at 5 each for A and B; C gets the rest of
+// link 2, 30 - 5 = 25 (not the naive 15).
+struct ThreeFlows {
+  Topology topo;
+  VertexId a_src, a_dst, b_src, b_dst, c_src, c_dst;
+  const Bandwidth c1 = Bandwidth::gigabytes_per_s(10);
+  const Bandwidth c2 = Bandwidth::gigabytes_per_s(30);
+  const Bandwidth access = Bandwidth::gigabytes_per_s(1000);
+  ThreeFlows() {
+    const VertexId x = add_switch(topo), y = add_switch(topo), z = add_switch(topo);
+    topo.add_duplex_link(x, y, c1, kLat, kNet);
+    topo.add_duplex_link(y, z, c2, kLat, kNet);
+    auto at = [&](VertexId sw) {
+      const VertexId g = add_gpu(topo);
+      topo.add_duplex_link(g, sw, access, Time(), kNet);
+      return g;
+    };
+    a_src = at(x), a_dst = at(y);
+    b_src = at(x), b_dst = at(z);
+    c_src = at(y), c_dst = b_dst;
+  }
+};
+
+TEST(FlowNetwork, WaterFillingGivesMaxMinRatesWithUnequalCapacities) {
+  ThreeFlows t;
+  Simulator sim;
+  Routing routing(t.topo);
+  FlowNetwork net(sim, t.topo, routing);
+  net.send(t.a_src, t.a_dst, kGiB, nullptr);
+  net.send(t.b_src, t.b_dst, kGiB, nullptr);
+  net.send(t.c_src, t.c_dst, kGiB, nullptr);
+  sim.run_until(Time());
+  const auto flows = net.active_flows();
+  ASSERT_EQ(flows.size(), 3u);
+  EXPECT_DOUBLE_EQ(flows[0].rate_bytes_per_s, 5e9);
+  EXPECT_DOUBLE_EQ(flows[1].rate_bytes_per_s, 5e9);
+  EXPECT_DOUBLE_EQ(flows[2].rate_bytes_per_s, 25e9);
+}
+
+TEST(FlowNetwork, WaterFillingRatesShowInCompletionTimes) {
+  ThreeFlows t;
+  Harness h(t.topo);
+  const Bytes size = 1'000'000'000;
+  const int a = h.send_at(Time(), t.a_src, t.a_dst, size);
+  const int b = h.send_at(Time(), t.b_src, t.b_dst, size);
+  const int c = h.send_at(Time(), t.c_src, t.c_dst, size);
+  h.sim.run();
+  // C at 25 GB/s ends first; A and B stay pinned at 5 GB/s by link 1 throughout.
+  EXPECT_NEAR_PS(h.t(c), kLat + transfer_time(size, Bandwidth::gigabytes_per_s(25)));
+  EXPECT_NEAR_PS(h.t(a), kLat + transfer_time(size, Bandwidth::gigabytes_per_s(5)));
+  EXPECT_NEAR_PS(h.t(b), kLat * 2 + transfer_time(size, Bandwidth::gigabytes_per_s(5)));
+}
+
+TEST(FlowNetwork, OversubscribedUplinkSplitsFairlyAmongCrossPodFlows) {
+  // 8 GPUs at 100 GB/s behind a leaf whose uplink is 1/7 of their total: 800/7 GB/s.
+  const double down = 100e9;
+  const double up = 8 * down / 7;
+  TwoPods pods(8, Bandwidth::bytes_per_s(down), Bandwidth::bytes_per_s(up));
+  Harness h(pods.topo);
+  const Bytes size = 256 * kMiB;
+  std::vector<int> ids;
+  for (int i = 0; i < 8; ++i)
+    ids.push_back(h.send_at(Time(), pods.pod[0][i], pods.pod[1][i], size));
+  h.sim.run();
+  // Route: GPU->leaf->spine->leaf->GPU, four hops; each flow gets up/8 throughout.
+  const Time expected = pods.latency * 4 + transfer_time(size, Bandwidth::bytes_per_s(up / 8));
+  for (int id : ids) EXPECT_NEAR_PS(h.t(id), expected);
+}
+
+TEST(FlowNetwork, IntraPodFlowsKeepFullRateBesideCongestedUplink) {
+  const double down = 100e9;
+  TwoPods pods(8, Bandwidth::bytes_per_s(down), Bandwidth::bytes_per_s(8 * down / 7));
+  Harness h(pods.topo);
+  const Bytes size = 64 * kMiB;
+  std::vector<int> cross;
+  for (int i = 0; i < 4; ++i)
+    cross.push_back(h.send_at(Time(), pods.pod[0][i], pods.pod[1][i], size));
+  const int local = h.send_at(Time(), pods.pod[0][4], pods.pod[0][5], size);
+  h.sim.run();
+  EXPECT_EQ(h.t(local), pods.latency * 2 + transfer_time(size, Bandwidth::bytes_per_s(down)));
+  // Four cross-pod flows want 400 GB/s but the uplink carries 800/7 (~114), so each gets a
+  // quarter of it; the local flow never touches the uplink.
+  const Time expected =
+      pods.latency * 4 + transfer_time(size, Bandwidth::bytes_per_s(8 * down / 7 / 4));
+  for (int id : cross) EXPECT_NEAR_PS(h.t(id), expected);
+}
+
+TEST(AnalyticalNetwork, IgnoresContention) {
+  Star star(3, kBw, kLat);
+  Harness h(star.topo, NetworkMode::kAnalytical);
+  const Bytes size = 64 * kMiB;
+  const int a = h.send_at(Time(), star.gpus[0], star.gpus[1], size);
+  const int b = h.send_at(Time(), star.gpus[0], star.gpus[2], size);
+  h.sim.run();
+  const Time lone = kLat * 2 + transfer_time(size, kBw);
+  EXPECT_EQ(h.t(a), lone);
+  EXPECT_EQ(h.t(b), lone);
+  EXPECT_EQ(h.net->name(), "analytical");
+}
+
+TEST(IdealNetwork, CommunicationIsFreeButCounted) {
+  Star star(3, kBw, kLat);
+  Harness h(star.topo, NetworkMode::kIdeal);
+  const int a = h.send_at(Time::us(5), star.gpus[0], star.gpus[1], kGiB);
+  const int b = h.send_at(Time::us(5), star.gpus[0], star.gpus[2], kGiB);
+  h.sim.run();
+  EXPECT_EQ(h.t(a), Time::us(5));
+  EXPECT_EQ(h.t(b), Time::us(5));
+  EXPECT_EQ(h.net->stats().bytes_by_class[static_cast<int>(kNet)], 2 * kGiB);
+}
+
+TEST(NetworkFactory, ParsesModeNames) {
+  for (NetworkMode m :
+       {NetworkMode::kCongestionAware, NetworkMode::kAnalytical, NetworkMode::kIdeal}) {
+    EXPECT_EQ(parse_network_mode(to_string(m)), m);
+  }
+  EXPECT_THROW(parse_network_mode("fast"), std::invalid_argument);
+  Star star(2, kBw, kLat);
+  Harness h(star.topo);
+  EXPECT_EQ(h.net->name(), "congestion_aware");
+}
+
+// Random pairs on a two-level tree with random sizes and start times; checks that every flow
+// completes no sooner than it could alone and that the stats add up. Returns (time, id) in
+// completion order.
+std::vector<std::pair<Time, int>> run_random(int flows, uint64_t seed) {
+  const double down = 50e9;
+  TwoPods pods(32, Bandwidth::bytes_per_s(down), Bandwidth::bytes_per_s(32 * down / 7));
+  std::vector<VertexId> gpus = pods.pod[0];
+  gpus.insert(gpus.end(), pods.pod[1].begin(), pods.pod[1].end());
+  Harness h(pods.topo);
+  std::mt19937_64 rng(seed);
+  std::vector<Time> lone_bound;
+  Bytes routed_bytes = 0;
+  for (int i = 0; i < flows; ++i) {
+    const VertexId src = gpus[rng() % gpus.size()];
+    const VertexId dst = gpus[rng() % gpus.size()];
+    const Bytes size = static_cast<Bytes>(rng() % (4 * kMiB));
+    const Time start = Time::ns(static_cast<int64_t>(rng() % 20'000'000));
+    h.send_at(start, src, dst, size);
+    if (src == dst) {
+      lone_bound.push_back(start);
+      continue;
+    }
+    routed_bytes += size;
+    const Route& r = h.routing.route(src, dst);
+    lone_bound.push_back(start + r.latency +
+                         (size > 0 ? transfer_time(size, r.bottleneck) : Time()));
+  }
+  h.sim.run();
+  EXPECT_EQ(h.order.size(), static_cast<std::size_t>(flows));
+  std::vector<std::pair<Time, int>> seq;
+  for (int id : h.order) {
+    // Physics: no flow beats its lone time (up to a picosecond of rounding).
+    EXPECT_GE(h.t(id) + Time::ps(1), lone_bound[static_cast<std::size_t>(id)]) << "flow " << id;
+    seq.emplace_back(h.t(id), id);
+  }
+  const TrafficStats& stats = h.net->stats();
+  EXPECT_EQ(stats.messages, static_cast<uint64_t>(flows));
+  EXPECT_EQ(stats.bytes_by_class[static_cast<int>(kNet)], routed_bytes);
+  EXPECT_EQ(static_cast<const FlowNetwork&>(*h.net).num_active_flows(), 0u);
+  return seq;
+}
+
+TEST(FlowNetwork, TenThousandRandomFlowsAllCompleteAndAreCounted) {
+  EXPECT_EQ(run_random(10'000, 1).size(), 10'000u);
+}
+
+TEST(FlowNetwork, IdenticalRunsGiveIdenticalCompletionSequences) {
+  const auto first = run_random(2'000, 7);
+  const auto second = run_random(2'000, 7);
+  EXPECT_EQ(first, second);
+}
+
+}  // namespace
+}  // namespace cs::net
