@@ -39,7 +39,21 @@ bool EventQueue::cancel(EventId id) {
   free_slots_.push_back(id.slot);
   --live_;
   ++cancelled_queued_;
+  compact_if_mostly_cancelled();
   return true;
+}
+
+void EventQueue::compact_if_mostly_cancelled() {
+  if (cancelled_queued_ < 1024 || cancelled_queued_ < live_) return;
+  for (std::size_t b = 0; b < buckets_.size(); ++b) {
+    auto& bucket = buckets_[b];
+    const std::size_t first = b == 0 ? front_ : 0;
+    // Stable, so bucket 0 keeps its sequence order.
+    auto kept = std::stable_partition(bucket.begin() + static_cast<std::ptrdiff_t>(first),
+                                      bucket.end(), [this](const Entry& e) { return is_live(e); });
+    bucket.erase(kept, bucket.end());
+  }
+  cancelled_queued_ = 0;
 }
 
 bool EventQueue::refill() {

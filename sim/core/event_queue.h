@@ -59,6 +59,9 @@ class EventQueue {
   bool refill();
   // Leaves a live entry at the front of bucket 0.
   void skip_cancelled();
+  // Drops every cancelled entry once they outnumber the live ones, so a workload that cancels
+  // and reschedules all the time keeps memory proportional to its pending events.
+  void compact_if_mostly_cancelled();
 
   std::array<std::vector<Entry>, 65> buckets_;
   std::size_t front_ = 0;      // next unread entry of bucket 0

@@ -42,7 +42,4 @@ class IdealNetwork final : public Network {
   TrafficStats stats_;
 };
 
-// Counts one message in `stats` at its route's link class (self-messages only in the total).
-void count_message(TrafficStats& stats, const Route* route, Bytes bytes);
-
 }  // namespace cs::net

@@ -28,12 +28,12 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
 
 void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
   if (src == dst) {
-    count_message(stats_, nullptr, bytes);
+    stats_.count(nullptr, bytes);
     if (done) sim_.schedule_at(sim_.now(), std::move(done));
     return;
   }
   const Route& route = routing_.route(src, dst);
-  count_message(stats_, &route, bytes);
+  stats_.count(&route, bytes);
   if (bytes <= 0) {
     if (done) sim_.schedule_in(route.latency, std::move(done));
     return;

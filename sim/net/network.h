@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "sim/core/units.h"
+#include "sim/net/routing.h"
 #include "sim/net/topology.h"
 
 namespace cs::net {
@@ -17,6 +18,16 @@ struct TrafficStats {
   std::array<Bytes, 3> bytes_by_class{};  // indexed by LinkClass
   std::array<uint64_t, 3> messages_by_class{};
   uint64_t messages = 0;
+
+  // Counts one message at its route's link class; a message to oneself (no route) only in the
+  // total.
+  void count(const Route* route, Bytes bytes) {
+    ++messages;
+    if (route == nullptr) return;
+    const auto c = static_cast<std::size_t>(route->link_class);
+    bytes_by_class[c] += bytes;
+    ++messages_by_class[c];
+  }
 };
 
 class Network {
