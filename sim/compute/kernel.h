@@ -1,0 +1,81 @@
+// One GPU kernel described by what it computes (shapes, FLOPs, bytes), before any timing.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace cs::compute {
+
+enum class Precision : uint8_t { kBf16, kFp8, kFp32 };
+
+enum class KernelKind : uint8_t {
+  kGemm,         // C[m,n] (+)= A[m,k] B[k,n], `batch` independent times
+  kAttention,    // fused FlashAttention-style forward or backward
+  kMemoryBound,  // elementwise, norms, softmax, embedding lookup, optimizer: bytes dominate
+};
+
+// What the cost model needs to time a kernel. Shapes are those of one GPU's share (after
+// tensor/context/sequence parallel splits). FLOPs and bytes are filled by the constructors below
+// so every consumer (cost model, MFU accounting, reports) counts them the same way.
+struct Kernel {
+  KernelKind kind = KernelKind::kMemoryBound;
+  std::string_view name;  // static label, e.g. "qkv_fwd"
+  // kGemm
+  int64_t m = 0, n = 0, k = 0, batch = 1;
+  // kAttention: batch x heads, query and key lengths, head dimension
+  int64_t heads = 0, seq_q = 0, seq_kv = 0, head_dim = 0;
+  bool causal = false;
+  bool backward = false;
+  // All kinds: floating-point operations and HBM bytes moved (read + written).
+  double flops = 0;
+  double bytes = 0;
+};
+
+// A GEMM with operands and result of `element_bytes` each.
+inline Kernel gemm(std::string_view name, int64_t m, int64_t n, int64_t k, double element_bytes,
+                   int64_t batch = 1) {
+  Kernel g;
+  g.kind = KernelKind::kGemm;
+  g.name = name;
+  g.m = m, g.n = n, g.k = k, g.batch = batch;
+  g.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
+            static_cast<double>(batch);
+  g.bytes = element_bytes * static_cast<double>(batch) *
+            (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
+             static_cast<double>(m) * static_cast<double>(n));
+  return g;
+}
+
+// FlashAttention over `batch_heads` = micro-batch x heads on this GPU. Forward: QK^T and PV,
+// 4·s_q·s_kv·d FLOPs per head, halved when causal; backward 2.5x forward (recomputes QK^T and
+// computes dQ, dK, dV), as counted by the FlashAttention papers (Dao 2023).
+inline Kernel attention(std::string_view name, int64_t batch_heads, int64_t seq_q, int64_t seq_kv,
+                        int64_t head_dim, bool causal, bool backward, double element_bytes,
+                        int64_t kv_heads_ratio = 1) {
+  Kernel a;
+  a.kind = KernelKind::kAttention;
+  a.name = name;
+  a.heads = batch_heads, a.seq_q = seq_q, a.seq_kv = seq_kv, a.head_dim = head_dim;
+  a.causal = causal, a.backward = backward;
+  const double fwd = 4.0 * static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
+                     static_cast<double>(seq_kv) * static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
+  a.flops = backward ? 2.5 * fwd : fwd;
+  // Q and O (and their gradients backward) per query head; K and V shared by kv_heads_ratio heads.
+  const double q_bytes = static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
+                         static_cast<double>(head_dim) * element_bytes;
+  const double kv_bytes = static_cast<double>(batch_heads) / static_cast<double>(kv_heads_ratio) *
+                          static_cast<double>(seq_kv) * static_cast<double>(head_dim) * element_bytes;
+  a.bytes = (backward ? 2.0 : 1.0) * (2.0 * q_bytes + 2.0 * kv_bytes);
+  return a;
+}
+
+inline Kernel memory_bound(std::string_view name, double bytes, double flops = 0) {
+  Kernel e;
+  e.kind = KernelKind::kMemoryBound;
+  e.name = name;
+  e.bytes = bytes;
+  e.flops = flops;
+  return e;
+}
+
+}  // namespace cs::compute
