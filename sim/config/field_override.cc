@@ -1,0 +1,160 @@
+#include "sim/config/field_override.h"
+
+#include <google/protobuf/descriptor.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+
+#include "sim/config/config_error.h"
+
+namespace cs {
+
+namespace {
+
+using google::protobuf::FieldDescriptor;
+using google::protobuf::Message;
+using google::protobuf::Reflection;
+
+[[noreturn]] void fail(std::string_view path, const std::string& why) {
+  throw ConfigError("--set " + std::string(path) + ": " + why);
+}
+
+std::string field_names(const google::protobuf::Descriptor& d) {
+  std::string names;
+  for (int i = 0; i < d.field_count(); ++i) names += (i ? ", " : "") + d.field(i)->name();
+  return names;
+}
+
+int64_t parse_int(std::string_view path, const std::string& text, int64_t lo, int64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || errno != 0) fail(path, "'" + text + "' is not an integer");
+  if (v < lo || v > hi) fail(path, text + " is out of range for this field");
+  return v;
+}
+
+double parse_double(std::string_view path, const std::string& text) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || *end != '\0') fail(path, "'" + text + "' is not a number");
+  return v;
+}
+
+bool parse_bool(std::string_view path, const std::string& text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  fail(path, "'" + text + "' is not true or false");
+}
+
+void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
+               const std::string& text) {
+  const Reflection& r = *m.GetReflection();
+  const bool rep = f.is_repeated();
+  switch (f.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32: {
+      const auto v = static_cast<int32_t>(parse_int(path, text, std::numeric_limits<int32_t>::min(),
+                                                    std::numeric_limits<int32_t>::max()));
+      rep ? r.AddInt32(&m, &f, v) : r.SetInt32(&m, &f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_INT64: {
+      const int64_t v = parse_int(path, text, std::numeric_limits<int64_t>::min(),
+                                  std::numeric_limits<int64_t>::max());
+      rep ? r.AddInt64(&m, &f, v) : r.SetInt64(&m, &f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_UINT32:
+    case FieldDescriptor::CPPTYPE_UINT64: {
+      const auto v =
+          static_cast<uint64_t>(parse_int(path, text, 0, std::numeric_limits<int64_t>::max()));
+      if (f.cpp_type() == FieldDescriptor::CPPTYPE_UINT32) {
+        if (v > std::numeric_limits<uint32_t>::max())
+          fail(path, text + " is out of range for this field");
+        rep ? r.AddUInt32(&m, &f, static_cast<uint32_t>(v))
+            : r.SetUInt32(&m, &f, static_cast<uint32_t>(v));
+      } else {
+        rep ? r.AddUInt64(&m, &f, v) : r.SetUInt64(&m, &f, v);
+      }
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_DOUBLE: {
+      const double v = parse_double(path, text);
+      rep ? r.AddDouble(&m, &f, v) : r.SetDouble(&m, &f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_FLOAT: {
+      const auto v = static_cast<float>(parse_double(path, text));
+      rep ? r.AddFloat(&m, &f, v) : r.SetFloat(&m, &f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_BOOL: {
+      const bool v = parse_bool(path, text);
+      rep ? r.AddBool(&m, &f, v) : r.SetBool(&m, &f, v);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_STRING:
+      rep ? r.AddString(&m, &f, text) : r.SetString(&m, &f, text);
+      break;
+    case FieldDescriptor::CPPTYPE_ENUM: {
+      const auto* e = f.enum_type()->FindValueByName(text);
+      if (e == nullptr) {
+        std::string names;
+        for (int i = 0; i < f.enum_type()->value_count(); ++i)
+          names += (i ? ", " : "") + f.enum_type()->value(i)->name();
+        fail(path, "'" + text + "' is not one of " + names);
+      }
+      rep ? r.AddEnum(&m, &f, e) : r.SetEnum(&m, &f, e);
+      break;
+    }
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      fail(path, "names a message, not a value; set one of its fields: " +
+                     field_names(*f.message_type()));
+  }
+}
+
+}  // namespace
+
+void apply_override(Message& message, std::string_view assignment) {
+  const auto eq = assignment.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    throw ConfigError("--set " + std::string(assignment) +
+                      ": expected path=value, e.g. parallel.pp=8");
+  }
+  const std::string_view path = assignment.substr(0, eq);
+  const std::string value(assignment.substr(eq + 1));
+  Message* m = &message;
+  std::string_view rest = path;
+  for (;;) {
+    const auto dot = rest.find('.');
+    const std::string name(rest.substr(0, dot));
+    const FieldDescriptor* f = m->GetDescriptor()->FindFieldByName(name);
+    if (f == nullptr) {
+      fail(path, "no field '" + name + "' in " + m->GetDescriptor()->name() +
+                     " (fields: " + field_names(*m->GetDescriptor()) + ")");
+    }
+    if (dot == std::string_view::npos) {
+      if (f->is_repeated()) {
+        m->GetReflection()->ClearField(m, f);
+        std::string_view items = value;
+        while (!items.empty()) {
+          const auto comma = items.find(',');
+          set_value(*m, *f, path, std::string(items.substr(0, comma)));
+          if (comma == std::string_view::npos) break;
+          items.remove_prefix(comma + 1);
+        }
+      } else {
+        set_value(*m, *f, path, value);
+      }
+      return;
+    }
+    if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || f->is_repeated()) {
+      fail(path, "'" + name + "' is not a message field, so it has no sub-fields");
+    }
+    m = m->GetReflection()->MutableMessage(m, f);
+    rest.remove_prefix(dot + 1);
+  }
+}
+
+}  // namespace cs

@@ -1,0 +1,17 @@
+// Sets one field of a protobuf message from "dotted.path=value" text, through reflection.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <string>
+#include <string_view>
+
+namespace cs {
+
+// `assignment` is "parallel.pp=8", "model.activation=SWIGLU", "parallel.sequence_parallel=true"
+// or, for repeated fields, "parallel.layers_per_stage=8,8,9,7". Throws ConfigError naming the
+// path and the reason: an unknown field (listing the fields that exist there), a value that
+// does not parse or does not fit the field's type, or an unknown enum name (listing the names).
+void apply_override(google::protobuf::Message& message, std::string_view assignment);
+
+}  // namespace cs

@@ -1,0 +1,132 @@
+#include "sim/report/step_report.h"
+
+#include <cstdio>
+#include <string>
+
+#include "sim/report/json_writer.h"
+
+namespace cs::report {
+
+namespace {
+
+constexpr const char* kOpNames[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                    "all_to_all", "broadcast",  "send_recv"};
+constexpr const char* kDimNames[] = {"tp", "cp", "pp", "dp"};
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const StepReport& r, bool include_host) {
+  JsonWriter w(out);
+  w.begin_object()
+      .field("name", r.name)
+      .field("layout", r.layout)
+      .field("schedule", r.schedule)
+      .field("gpu", r.gpu)
+      .field("topology", r.topology)
+      .field("network", r.network)
+      .field("precision", r.precision)
+      .field("gpus", r.gpus)
+      .field("microbatches", r.microbatches)
+      .field("tokens_per_step", r.tokens_per_step)
+      .field("iteration_time_s", r.iteration_time_s)
+      .field("tokens_per_s", r.tokens_per_s)
+      .field("tflops_per_gpu", r.tflops_per_gpu)
+      .field("mfu", r.mfu)
+      .field("hfu", r.hfu)
+      .field("model_flops_per_step", r.model_flops_per_step)
+      .field("bubble_fraction", r.bubble_fraction)
+      .field("analytic_bubble_fraction", r.analytic_bubble_fraction);
+  w.key("stages").begin_array();
+  for (std::size_t i = 0; i < r.stages.size(); ++i) {
+    const StageFigures& s = r.stages[i];
+    w.begin_object()
+        .field("stage", static_cast<int>(i))
+        .field("layers", s.layers)
+        .field("bubble_fraction", s.bubble_fraction)
+        .field("analytic_bubble_fraction", s.analytic_bubble_fraction)
+        .field("compute_s", s.compute_s)
+        .field("tp_comm_s", s.tp_comm_s)
+        .field("dp_wait_s", s.dp_wait_s)
+        .field("cp_wait_s", s.cp_wait_s)
+        .field("peak_in_flight_microbatches", s.peak_in_flight)
+        .field("memory_gb", s.memory_gb)
+        .end_object();
+  }
+  w.end_array();
+  w.key("comm_bytes").begin_object();
+  for (int i = 0; i < 6; ++i) w.field(kOpNames[i], r.comm_bytes_by_op[i]);
+  w.key("by_dim").begin_object();
+  for (int i = 0; i < 4; ++i) w.field(kDimNames[i], r.comm_bytes_by_dim[i]);
+  w.end_object();
+  w.key("by_link_class").begin_object();
+  w.field("nvlink", r.comm_bytes_nvlink)
+      .field("network", r.comm_bytes_network)
+      .field("pcie", r.comm_bytes_pcie);
+  w.end_object();
+  w.end_object();
+  w.key("exposed_comm_s").begin_object();
+  w.field("tp", r.exposed_tp_s)
+      .field("pp", r.exposed_pp_s)
+      .field("dp", r.exposed_dp_s)
+      .field("cp", r.exposed_cp_s);
+  w.end_object();
+  const MemoryFigures& m = r.memory;
+  w.key("memory").begin_object();
+  w.field("weights_gb", m.weights_gb)
+      .field("gradients_gb", m.gradients_gb)
+      .field("optimizer_gb", m.optimizer_gb)
+      .field("activations_gb", m.activations_gb)
+      .field("other_gb", m.other_gb)
+      .field("peak_gb", m.peak_gb)
+      .field("capacity_gb", m.capacity_gb)
+      .field("fits", m.fits)
+      .field("in_flight_microbatches", m.in_flight_microbatches)
+      .field("peak_stage", m.peak_stage);
+  w.end_object();
+  w.field("events", r.events);
+  if (include_host) w.field("wall_time_s", r.wall_time_s).field("peak_rss_mb", r.peak_rss_mb);
+  w.end_object();
+}
+
+void print_table(std::ostream& out, const StepReport& r) {
+  auto row = [&out](const std::string& k, const std::string& v) {
+    out << "  " << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << '\n';
+  };
+  out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
+      << " microbatches, " << r.gpus << " x " << r.gpu << " on " << r.topology << " (" << r.network
+      << " network, " << r.precision << ")\n";
+  row("iteration time", fmt("%.4f s", r.iteration_time_s));
+  row("tokens per second", fmt("%.0f", r.tokens_per_s));
+  row("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
+  row("MFU / HFU", fmt("%.1f%%", 100 * r.mfu) + " / " + fmt("%.1f%%", 100 * r.hfu));
+  row("bubble (measured / formula)", fmt("%.2f%%", 100 * r.bubble_fraction) + " / " +
+                                         fmt("%.2f%%", 100 * r.analytic_bubble_fraction));
+  row("exposed comm TP/PP/DP/CP",
+      fmt("%.4f", r.exposed_tp_s) + " / " + fmt("%.4f", r.exposed_pp_s) + " / " +
+          fmt("%.4f", r.exposed_dp_s) + " / " + fmt("%.4f", r.exposed_cp_s) + " s");
+  std::string by_dim;
+  for (int i = 0; i < 4; ++i)
+    by_dim += std::string(i ? ", " : "") + kDimNames[i] + " " +
+              fmt("%.3g", r.comm_bytes_by_dim[i] / 1e12);
+  row("comm TB by dimension", by_dim);
+  row("comm TB nvlink / network",
+      fmt("%.3g", r.comm_bytes_nvlink / 1e12) + " / " + fmt("%.3g", r.comm_bytes_network / 1e12));
+  const MemoryFigures& m = r.memory;
+  row("memory per GPU (peak stage " + std::to_string(m.peak_stage) + ")",
+      fmt("%.1f GB", m.peak_gb) + " of " + fmt("%.0f GB", m.capacity_gb) +
+          (m.fits ? " (fits)" : " (DOES NOT FIT)"));
+  row("  weights/grads/optimizer", fmt("%.1f", m.weights_gb) + " / " + fmt("%.1f", m.gradients_gb) +
+                                       " / " + fmt("%.1f GB", m.optimizer_gb));
+  row("  activations", fmt("%.1f GB", m.activations_gb) + " (" +
+                           std::to_string(m.in_flight_microbatches) + " microbatches in flight)");
+  row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
+                        fmt("%.0f MB", r.peak_rss_mb));
+}
+
+}  // namespace cs::report

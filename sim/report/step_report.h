@@ -1,0 +1,76 @@
+// The figures of one simulated training step, and their JSON and terminal-table forms.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace cs::report {
+
+struct StageFigures {
+  double bubble_fraction = 0;           // measured: idle waiting on the pipeline / step time
+  double analytic_bubble_fraction = 0;  // the schedule's textbook formula
+  double compute_s = 0;                 // mean over the stage's ranks
+  double tp_comm_s = 0;
+  double dp_wait_s = 0;
+  double cp_wait_s = 0;
+  int32_t layers = 0;
+  int32_t peak_in_flight = 0;  // microbatches whose activations are held at the peak
+  double memory_gb = 0;        // peak per GPU on this stage
+};
+
+struct MemoryFigures {
+  double weights_gb = 0, gradients_gb = 0, optimizer_gb = 0, activations_gb = 0, other_gb = 0;
+  double peak_gb = 0;
+  double capacity_gb = 0;
+  bool fits = false;
+  int32_t in_flight_microbatches = 0;
+  int32_t peak_stage = 0;
+};
+
+struct StepReport {
+  std::string name;
+  std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
+  std::string schedule;
+  std::string gpu;
+  std::string topology;
+  std::string network;
+  std::string precision;
+  int32_t gpus = 0;
+  int32_t microbatches = 0;
+  int64_t tokens_per_step = 0;
+
+  double iteration_time_s = 0;
+  double tokens_per_s = 0;
+  double tflops_per_gpu = 0;  // model FLOPs per second per GPU
+  double mfu = 0;
+  double hfu = 0;
+  double model_flops_per_step = 0;
+
+  double bubble_fraction = 0;
+  double analytic_bubble_fraction = 0;
+  std::vector<StageFigures> stages;
+
+  // Network bytes sent, all GPUs together.
+  std::array<double, 6> comm_bytes_by_op{};   // all_reduce, all_gather, reduce_scatter, all_to_all,
+                                              // broadcast, send_recv
+  std::array<double, 4> comm_bytes_by_dim{};  // tp, cp, pp, dp
+  double comm_bytes_nvlink = 0, comm_bytes_network = 0, comm_bytes_pcie = 0;
+  // Mean per GPU: time the compute stream was blocked on communication it could not hide.
+  double exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, exposed_cp_s = 0;
+
+  MemoryFigures memory;
+
+  uint64_t events = 0;
+  double wall_time_s = 0;
+  double peak_rss_mb = 0;  // host memory of the simulation process
+};
+
+// Same report, same bytes: fields in a fixed order, numbers in shortest round-trip form.
+// `include_host` adds wall time and RSS, which vary between runs.
+void write_json(std::ostream& out, const StepReport& r, bool include_host = true);
+void print_table(std::ostream& out, const StepReport& r);
+
+}  // namespace cs::report

@@ -1,0 +1,72 @@
+// The program one pipeline stage runs: ops on in-order streams, with cross-stream dependencies.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "sim/coll/collective.h"
+#include "sim/core/units.h"
+#include "sim/workload/layout.h"
+
+namespace cs::workload {
+
+// Each stream runs its ops one at a time in program order, like a CUDA stream. Tensor-parallel
+// collectives sit on the compute stream because Megatron's layers block on them; pipeline
+// sends and receives get a stream per direction, so that each link between two stages is a
+// FIFO on both ends and the two ends can never wait on each other in opposite orders.
+enum class Stream : uint8_t { kCompute, kDp, kCp, kSendNext, kSendPrev, kRecvPrev, kRecvNext };
+constexpr int kNumStreams = 7;
+
+enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
+
+// What an op's time counts as in reports.
+enum class OpClass : uint8_t {
+  kForward,
+  kBackward,    // input gradients (the whole backward unless split for ZB-H1)
+  kWeightGrad,  // weight gradients, split out for ZB-H1
+  kRecompute,
+  kOptimizer,
+  kComm,
+};
+
+struct Op {
+  OpKind kind = OpKind::kCompute;
+  Stream stream = Stream::kCompute;
+  OpClass op_class = OpClass::kForward;
+  Dim dim = Dim::kTp;                       // collectives: the group; send / recv: kPp
+  coll::Op coll_op = coll::Op::kAllReduce;  // collectives
+  Time duration;                            // compute
+  Bytes bytes = 0;                          // communication
+  double flops = 0;                         // compute: hardware FLOPs (recompute included)
+  int32_t peer_stage = -1;                  // send / recv: the other end's pipeline stage
+  uint32_t tag = 0;                         // send / recv: equal on both ends
+  int32_t microbatch = -1;
+  uint32_t label = 0;                     // index into Program::labels
+  uint32_t deps_begin = 0, deps_end = 0;  // explicit dependencies in Program::deps
+};
+
+// Shared by every rank of one pipeline stage: TP, CP and DP peers run the same ops.
+struct Program {
+  std::vector<Op> ops;
+  std::vector<uint32_t> deps;  // op indices, each smaller than the op that lists it
+  std::array<std::vector<uint32_t>, kNumStreams> streams;  // op indices in stream order
+  std::vector<std::string> labels;
+  std::unordered_map<std::string, uint32_t> label_index;
+
+  // Appends `op` on its stream after the ops already there, depending on `after` as well.
+  uint32_t add(Op op, std::initializer_list<uint32_t> after = {});
+  uint32_t add(Op op, const std::vector<uint32_t>& after);
+  uint32_t label(const std::string& text);
+  std::size_t memory_bytes() const;
+};
+
+// Send/recv tags: one per (microbatch, model chunk, direction), equal on both ends.
+inline uint32_t p2p_tag(int32_t microbatch, int32_t chunk, bool backward) {
+  return (static_cast<uint32_t>(microbatch) << 9) | (static_cast<uint32_t>(chunk) << 1) |
+         (backward ? 1u : 0u);
+}
+
+}  // namespace cs::workload
