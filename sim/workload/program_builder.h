@@ -1,0 +1,44 @@
+// Turns a stage's pipeline order and per-chunk work into the stage's program (sends, receives,
+// compute, gradient synchronisation, optimizer).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/program.h"
+
+namespace cs::workload {
+
+// Ops of one phase of one model chunk for one microbatch, run one after another. Their stream,
+// kind, cost and label are set; dependencies and microbatch are filled in by the builder.
+struct PhaseOps {
+  std::vector<Op> ops;
+};
+
+// A data-parallel (or ZeRO) communication op on the DP stream that may start once op `after`
+// of the chunk's final backward phase (weight-gradient phase for ZB-H1) has run for the last
+// microbatch: gradient buckets follow the layers whose gradients they carry.
+struct GradSync {
+  uint32_t after = 0;
+  Op op;
+};
+
+struct ChunkWork {
+  PhaseOps forward, backward, weight_grad;  // weight_grad only for split-backward schedules
+  Bytes activation_bytes = 0;  // sent to the next chunk; its gradient comes back with the same size
+  std::vector<GradSync> grad_sync;
+};
+
+struct StageWork {
+  std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
+  std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
+  std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)
+};
+
+// Builds stage `stage` of `stages`: for every item of `order` the receive it needs, its ops and
+// the send it feeds, then gradient synchronisation and the optimizer step.
+Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& order,
+                            int32_t stage, int32_t stages);
+
+}  // namespace cs::workload

@@ -1,0 +1,176 @@
+// The executor running synthetic pipelines: bubbles must follow the schedules' formulas.
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "sim/exec/executor.h"
+#include "sim/net/network_factory.h"
+#include "sim/net/routing.h"
+#include "sim/net/topology_builder.h"
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/program_builder.h"
+
+namespace cs::exec {
+namespace {
+
+using workload::Op;
+using workload::OpClass;
+using workload::PipelineSchedule;
+
+Op compute(Time t, OpClass cls) {
+  Op o;
+  o.duration = t;
+  o.op_class = cls;
+  return o;
+}
+
+struct PipelineRun {
+  Time step;
+  std::vector<RankStats> stats;
+  std::vector<std::vector<workload::WorkItem>> orders;
+  bool finished;
+};
+
+// p stages on one 8-GPU server, uniform stages: a chunk's forward costs f/v, backward 2f/v
+// (split into equal B and W for ZB-H1).
+PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, Time f,
+                         net::NetworkMode mode = net::NetworkMode::kIdeal) {
+  const Time fc = Time::ps(f.count_ps() / v);
+  const bool split = schedule == PipelineSchedule::kZbH1;
+  auto orders = split ? workload::pipeline_orders(schedule, p, m, v, 1.0, 1.0, 1.0)
+                      : workload::pipeline_orders(schedule, p, m, v);
+  workload::StageWork work;
+  for (int32_t c = 0; c < v; ++c) {
+    workload::ChunkWork chunk;
+    chunk.forward.ops = {compute(fc, OpClass::kForward)};
+    if (split) {
+      chunk.backward.ops = {compute(fc, OpClass::kBackward)};
+      chunk.weight_grad.ops = {compute(fc, OpClass::kWeightGrad)};
+    } else {
+      chunk.backward.ops = {compute(fc * 2, OpClass::kBackward)};
+    }
+    chunk.activation_bytes = 16 * kMiB;
+    work.chunks.push_back(chunk);
+  }
+  std::vector<workload::Program> programs;
+  for (int32_t s = 0; s < p; ++s)
+    programs.push_back(workload::build_stage_program(work, orders[s], s, p));
+
+  const auto desc = net::resolve_topology("dgx-h100");
+  const net::Topology topo = net::build_topology(desc, p, "dgx-h100");
+  net::Routing routing(topo);
+  Simulator sim;
+  auto network = net::make_network(mode, sim, topo, routing);
+  const workload::Layout layout(1, 1, p, 1);
+  Executor exec(sim, *network, topo, layout, programs);
+  exec.start();
+  sim.run();
+  return {exec.step_end(), exec.rank_stats(), orders, exec.all_finished()};
+}
+
+double bubble(const PipelineRun& r, int32_t stage) {
+  return static_cast<double>(r.stats[stage].pipeline_wait.count_ps()) /
+         static_cast<double>(r.step.count_ps());
+}
+
+TEST(PipelineExec, GpipeAndOneFOneBBubblesFollowTheFormula) {
+  const int32_t p = 4;
+  for (const auto schedule : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+    for (int32_t m = 1; m <= 32; ++m) {
+      const auto r = run_pipeline(schedule, p, m, 1, Time::us(100));
+      ASSERT_TRUE(r.finished);
+      const double expected = workload::analytic_bubble_fraction(schedule, p, m, 1, 1, 2, 0);
+      EXPECT_DOUBLE_EQ(expected, static_cast<double>(p - 1) / (m + p - 1));
+      // Step time is (m + p - 1)(F + B) exactly, so the bubble matches to rounding.
+      EXPECT_EQ(r.step, Time::us(300) * (m + p - 1)) << to_string(schedule) << " m=" << m;
+      for (int32_t s = 0; s < p; ++s) EXPECT_NEAR(bubble(r, s), expected, 1e-12) << "stage " << s;
+    }
+  }
+}
+
+TEST(PipelineExec, InterleavedBubbleShrinksByVirtualStages) {
+  const int32_t p = 4, v = 2;
+  for (const int32_t m : {4, 8, 16}) {
+    const auto r = run_pipeline(PipelineSchedule::kInterleaved, p, m, v, Time::us(100));
+    ASSERT_TRUE(r.finished);
+    const double expected =
+        workload::analytic_bubble_fraction(PipelineSchedule::kInterleaved, p, m, v, 1, 2, 0);
+    EXPECT_NEAR(expected, static_cast<double>(p - 1) / (v * m + p - 1), 1e-15);
+    double mean = 0;
+    for (int32_t s = 0; s < p; ++s) mean += bubble(r, s) / p;
+    EXPECT_NEAR(mean, expected, 1e-9) << "m=" << m;
+    // Relative to the ideal m(F+B), the bubble is (p-1)/(v m).
+    const double ideal = 300e-6 * m;
+    EXPECT_NEAR((r.step.as_seconds() - ideal) / ideal, static_cast<double>(p - 1) / (v * m), 1e-9);
+  }
+}
+
+TEST(PipelineExec, ZeroBubbleH1BeatsOneFOneB) {
+  const int32_t p = 4;
+  for (const int32_t m : {4, 8, 16}) {
+    const auto zb = run_pipeline(PipelineSchedule::kZbH1, p, m, 1, Time::us(100));
+    const auto ofob = run_pipeline(PipelineSchedule::kOneFOneB, p, m, 1, Time::us(100));
+    ASSERT_TRUE(zb.finished);
+    const double expected =
+        workload::analytic_bubble_fraction(PipelineSchedule::kZbH1, p, m, 1, 1, 1, 1);
+    double mean = 0;
+    for (int32_t s = 0; s < p; ++s) mean += bubble(zb, s) / p;
+    EXPECT_NEAR(mean, expected, 1e-9) << "m=" << m;
+    EXPECT_LT(zb.step, ofob.step);
+  }
+}
+
+TEST(PipelineExec, InFlightMicrobatches) {
+  const int32_t p = 4, m = 12;
+  const auto ofob = run_pipeline(PipelineSchedule::kOneFOneB, p, m, 1, Time::us(10));
+  const auto gpipe = run_pipeline(PipelineSchedule::kGpipe, p, m, 1, Time::us(10));
+  EXPECT_EQ(workload::peak_in_flight(ofob.orders[0]), p);
+  EXPECT_EQ(workload::peak_in_flight(gpipe.orders[0]), m);
+}
+
+TEST(PipelineExec, RealNetworkAddsTransferTimeToTheCriticalPath) {
+  const auto ideal = run_pipeline(PipelineSchedule::kOneFOneB, 4, 8, 1, Time::us(100));
+  const auto flows = run_pipeline(PipelineSchedule::kOneFOneB, 4, 8, 1, Time::us(100),
+                                  net::NetworkMode::kCongestionAware);
+  ASSERT_TRUE(flows.finished);
+  EXPECT_GT(flows.step, ideal.step);
+  // 16 MiB over NVLink at 450 GB/s is ~37 us per hop; the fill and drain cross 2(p-1) hops.
+  EXPECT_LT(flows.step, ideal.step + Time::us(50) * (2 * 3 + 2 * 8));
+}
+
+TEST(PipelineExec, MismatchedSendIsReportedAsStuck) {
+  // Stage 1 never posts the receive stage 0 sends to: the run must end with stuck ops named.
+  workload::StageWork work;
+  workload::ChunkWork chunk;
+  chunk.forward.ops = {compute(Time::us(1), OpClass::kForward)};
+  chunk.backward.ops = {compute(Time::us(2), OpClass::kBackward)};
+  chunk.activation_bytes = kMiB;
+  work.chunks.push_back(chunk);
+  auto orders = workload::pipeline_orders(PipelineSchedule::kOneFOneB, 2, 2, 1);
+  std::vector<workload::Program> programs{workload::build_stage_program(work, orders[0], 0, 2),
+                                          workload::build_stage_program(work, orders[1], 1, 2)};
+  // Drop stage 1's first receive by renaming its tag.
+  for (auto& op : programs[1].ops)
+    if (op.kind == workload::OpKind::kRecv) {
+      op.tag += 1000;
+      break;
+    }
+  const auto desc = net::resolve_topology("dgx-h100");
+  const net::Topology topo = net::build_topology(desc, 2, "dgx-h100");
+  net::Routing routing(topo);
+  Simulator sim;
+  auto network = net::make_network(net::NetworkMode::kIdeal, sim, topo, routing);
+  const workload::Layout layout(1, 1, 2, 1);
+  Executor exec(sim, *network, topo, layout, programs);
+  exec.start();
+  sim.run();
+  EXPECT_FALSE(exec.all_finished());
+  const auto stuck = exec.stuck_ops(10);
+  ASSERT_FALSE(stuck.empty());
+  bool names_recv = false;
+  for (const auto& s : stuck) names_recv |= s.what.find("recv") != std::string::npos;
+  EXPECT_TRUE(names_recv);
+}
+
+}  // namespace
+}  // namespace cs::exec
