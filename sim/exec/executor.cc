@@ -62,16 +62,22 @@ void Executor::try_start(int32_t rank) {
   }
 }
 
-void Executor::charge_idle(int32_t rank, Time idle) {
-  if (idle <= Time{}) return;
+void Executor::charge_idle(int32_t rank, Time from, Time to) {
+  if (to <= from) return;
   RankState& st = ranks_[rank];
   RankStats& stats = stats_[rank];
   if (st.last_done_kind == OpKind::kCollective && st.last_done_dim == Dim::kDp) {
-    stats.dp_wait += idle;
+    stats.dp_wait += to - from;
   } else if (st.last_done_kind == OpKind::kCollective && st.last_done_dim == Dim::kCp) {
-    stats.cp_wait += idle;
+    stats.cp_wait += to - from;
+  } else if (st.last_done_kind == OpKind::kRecv) {
+    // Until the transfer began the stage waited for its neighbour (the bubble); after that, for
+    // the bytes to arrive (exposed pipeline communication).
+    const Time split = std::max(from, st.last_transfer_start);
+    stats.pipeline_wait += split - from;
+    stats.pp_comm_wait += to - split;
   } else {
-    stats.pipeline_wait += idle;
+    stats.pipeline_wait += to - from;
   }
 }
 
@@ -80,7 +86,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
   const Op& o = program_of(rank).ops[op];
   const int s = static_cast<int>(o.stream);
   st.busy[s] = true;
-  if (o.stream == Stream::kCompute) charge_idle(rank, sim_.now() - st.compute_free_since);
+  if (o.stream == Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
   switch (o.kind) {
     case OpKind::kCompute: {
       RankStats& stats = stats_[rank];
@@ -176,7 +182,8 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
   comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
   comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes;
   network_.send(topology_.gpu(sender), topology_.gpu(receiver), o.bytes,
-                [this, sender, receiver, send_op, recv_op] {
+                [this, sender, receiver, send_op, recv_op, started = sim_.now()] {
+                  ranks_[receiver].last_transfer_start = started;
                   complete(sender, send_op);
                   complete(receiver, recv_op);
                 });

@@ -24,7 +24,8 @@ struct RankStats {
   Time compute;        // kernels, recompute and optimizer included
   Time recompute;      // part of `compute`
   Time tp_comm;        // tensor-parallel collectives, which block the compute stream
-  Time pipeline_wait;  // idle, waiting on a pipeline receive (or on other stages at the end)
+  Time pipeline_wait;  // idle, waiting for the previous or next stage (or, at the end, others)
+  Time pp_comm_wait;   // idle, waiting for a pipeline transfer already under way
   Time dp_wait;        // idle, waiting on data-parallel communication
   Time cp_wait;        // idle, waiting on context-parallel communication
   Time finish;         // when the rank's last op completed
@@ -71,6 +72,7 @@ class Executor {
     workload::OpClass last_done_class = workload::OpClass::kForward;
     workload::OpKind last_done_kind = workload::OpKind::kCompute;
     workload::Dim last_done_dim = workload::Dim::kTp;
+    Time last_transfer_start;  // of the latest pipeline receive to complete
     uint32_t ops_left = 0;
   };
   struct PendingP2p {
@@ -88,7 +90,7 @@ class Executor {
   void complete(int32_t rank, uint32_t op);
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
-  void charge_idle(int32_t rank, Time idle);
+  void charge_idle(int32_t rank, Time from, Time to);
 
   Simulator& sim_;
   net::Network& network_;

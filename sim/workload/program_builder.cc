@@ -29,6 +29,7 @@ Op p2p(OpKind kind, Stream stream, int32_t peer, uint32_t tag, Bytes bytes, int3
 Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& order,
                             int32_t stage, int32_t stages) {
   Program program;
+  for (const auto& l : work.labels) program.label(l);
   const auto v = static_cast<int32_t>(work.chunks.size());
   const int32_t pieces = stages * v;
   const int32_t next = (stage + 1) % stages, prev = (stage + stages - 1) % stages;
@@ -77,14 +78,35 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
     }
     std::vector<uint32_t> phase_ops;
     for (std::size_t i = 0; i < phase->ops.size(); ++i) {
-      Op op = phase->ops[i];
+      const PhaseOp& entry = phase->ops[i];
+      Op op = entry.op;
       op.microbatch = item.microbatch;
-      const uint32_t id =
-          i == 0 ? program.add(op, first_deps) : program.add(op, {phase_ops.back()});
-      phase_ops.push_back(id);
+      std::vector<uint32_t> deps;
+      auto earlier = [&](int32_t index) {
+        if (index < 0 || static_cast<std::size_t>(index) >= i)
+          throw std::invalid_argument("phase op waits for an op that does not precede it");
+        deps.push_back(phase_ops[static_cast<std::size_t>(index)]);
+      };
+      if (entry.after == PhaseOp::kItemStart || (entry.after == PhaseOp::kPrevious && i == 0)) {
+        deps = first_deps;
+      } else if (entry.after == PhaseOp::kPrevious) {
+        deps.push_back(phase_ops.back());
+      } else {
+        earlier(entry.after);
+      }
+      if (entry.also_after != PhaseOp::kNone) earlier(entry.also_after);
+      phase_ops.push_back(program.add(op, deps));
     }
     if (phase_ops.empty()) throw std::invalid_argument("a pipeline phase has no ops");
+    // The next item follows this one's last compute-stream op: ops on other streams (prefetches)
+    // may still be running.
     previous = phase_ops.back();
+    for (std::size_t i = phase_ops.size(); i-- > 0;) {
+      if (phase->ops[i].op.stream == Stream::kCompute) {
+        previous = phase_ops[i];
+        break;
+      }
+    }
 
     if (item.phase == Phase::kForward && piece < pieces - 1) {
       program.add(

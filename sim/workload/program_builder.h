@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "sim/workload/pipeline_schedule.h"
@@ -10,10 +11,25 @@
 
 namespace cs::workload {
 
-// Ops of one phase of one model chunk for one microbatch, run one after another. Their stream,
-// kind, cost and label are set; dependencies and microbatch are filled in by the builder.
+// One op of a phase, and what it waits for inside the phase. By default the op before it, so a
+// phase runs in sequence; an op on another stream (a ZeRO-3 weight gather, say) can instead wait
+// only for the item to start, or for a given earlier op, which is how prefetching overlaps.
+struct PhaseOp {
+  static constexpr int32_t kPrevious = -1;   // the op before it (the item's start for the first)
+  static constexpr int32_t kItemStart = -2;  // only what the item's first op waits for
+  static constexpr int32_t kNone = -3;
+  Op op;
+  int32_t after = kPrevious;
+  int32_t also_after = kNone;  // an earlier op of the phase, by index
+};
+
+// Ops of one phase of one model chunk for one microbatch. Their stream, kind, cost and label
+// are set; microbatch and dependencies on other phases are filled in by the builder.
 struct PhaseOps {
-  std::vector<Op> ops;
+  std::vector<PhaseOp> ops;
+  void add(const Op& op, int32_t after = PhaseOp::kPrevious, int32_t also_after = PhaseOp::kNone) {
+    ops.push_back({op, after, also_after});
+  }
 };
 
 // A data-parallel (or ZeRO) communication op on the DP stream that may start once op `after`
@@ -31,6 +47,7 @@ struct ChunkWork {
 };
 
 struct StageWork {
+  std::vector<std::string> labels;  // Op::label indexes these
   std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
   std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)

@@ -42,12 +42,12 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
   workload::StageWork work;
   for (int32_t c = 0; c < v; ++c) {
     workload::ChunkWork chunk;
-    chunk.forward.ops = {compute(fc, OpClass::kForward)};
+    chunk.forward.add(compute(fc, OpClass::kForward));
     if (split) {
-      chunk.backward.ops = {compute(fc, OpClass::kBackward)};
-      chunk.weight_grad.ops = {compute(fc, OpClass::kWeightGrad)};
+      chunk.backward.add(compute(fc, OpClass::kBackward));
+      chunk.weight_grad.add(compute(fc, OpClass::kWeightGrad));
     } else {
-      chunk.backward.ops = {compute(fc * 2, OpClass::kBackward)};
+      chunk.backward.add(compute(fc * 2, OpClass::kBackward));
     }
     chunk.activation_bytes = 16 * kMiB;
     work.chunks.push_back(chunk);
@@ -142,8 +142,8 @@ TEST(PipelineExec, MismatchedSendIsReportedAsStuck) {
   // Stage 1 never posts the receive stage 0 sends to: the run must end with stuck ops named.
   workload::StageWork work;
   workload::ChunkWork chunk;
-  chunk.forward.ops = {compute(Time::us(1), OpClass::kForward)};
-  chunk.backward.ops = {compute(Time::us(2), OpClass::kBackward)};
+  chunk.forward.add(compute(Time::us(1), OpClass::kForward));
+  chunk.backward.add(compute(Time::us(2), OpClass::kBackward));
   chunk.activation_bytes = kMiB;
   work.chunks.push_back(chunk);
   auto orders = workload::pipeline_orders(PipelineSchedule::kOneFOneB, 2, 2, 1);

@@ -1,0 +1,296 @@
+#include "sim/workload/pipeline_schedule.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+namespace cs::workload {
+namespace {
+
+using Orders = std::vector<std::vector<WorkItem>>;
+
+constexpr PipelineSchedule kAll[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
+                                     PipelineSchedule::kInterleaved, PipelineSchedule::kZbH1};
+
+// Integer costs per phase; B is the full backward when the order has no W.
+struct Costs {
+  int64_t f = 1;
+  int64_t b = 2;
+  int64_t w = 0;
+};
+
+// A reference executor independent of the library: each stage runs its order in sequence; an
+// item starts when its stage is free and its data dependencies have finished.
+struct Replay {
+  bool deadlocked = false;
+  int64_t makespan = 0;
+  std::vector<int64_t> busy;  // per stage
+};
+
+Replay replay(const Orders& orders, int32_t v, Costs c) {
+  const auto p = static_cast<int32_t>(orders.size());
+  using Key = std::tuple<Phase, int32_t, int32_t>;  // phase, microbatch, model piece
+  std::map<Key, int64_t> finish;
+  auto done = [&](Phase ph, int32_t mb, int32_t q) -> std::optional<int64_t> {
+    auto it = finish.find({ph, mb, q});
+    if (it == finish.end()) return std::nullopt;
+    return it->second;
+  };
+  std::vector<size_t> next(p, 0);
+  std::vector<int64_t> free_at(p, 0);
+  Replay r;
+  r.busy.assign(p, 0);
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (int32_t s = 0; s < p; ++s) {
+      while (next[s] < orders[s].size()) {
+        const WorkItem& it = orders[s][next[s]];
+        const int32_t q = model_piece(s, it.chunk, p);
+        std::vector<std::optional<int64_t>> deps;
+        int64_t cost = 0;
+        switch (it.phase) {
+          case Phase::kForward:
+            if (q > 0) deps.push_back(done(Phase::kForward, it.microbatch, q - 1));
+            cost = c.f;
+            break;
+          case Phase::kBackward:
+            deps.push_back(done(Phase::kForward, it.microbatch, q));
+            if (q < p * v - 1) deps.push_back(done(Phase::kBackward, it.microbatch, q + 1));
+            cost = c.b;
+            break;
+          case Phase::kWeightGrad:
+            deps.push_back(done(Phase::kBackward, it.microbatch, q));
+            cost = c.w;
+            break;
+        }
+        if (!std::all_of(deps.begin(), deps.end(), [](const auto& d) { return d.has_value(); })) {
+          break;
+        }
+        int64_t start = free_at[s];
+        for (const auto& d : deps) start = std::max(start, *d);
+        finish[{it.phase, it.microbatch, q}] = start + cost;
+        free_at[s] = start + cost;
+        r.busy[s] += cost;
+        ++next[s];
+        progress = true;
+      }
+    }
+  }
+  for (int32_t s = 0; s < p; ++s) {
+    r.deadlocked |= next[s] != orders[s].size();
+    r.makespan = std::max(r.makespan, free_at[s]);
+  }
+  return r;
+}
+
+double bubble(const Replay& r) {
+  return 1.0 - static_cast<double>(r.busy[0]) / static_cast<double>(r.makespan);
+}
+
+bool splits_backward(PipelineSchedule s) {
+  return s == PipelineSchedule::kZbH1;
+}
+
+TEST(PipelineSchedule, NamesRoundTrip) {
+  for (PipelineSchedule s : kAll) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
+  EXPECT_EQ(to_string(PipelineSchedule::kOneFOneB), "ONE_F_ONE_B");
+  EXPECT_EQ(parse_pipeline_schedule("zb_h1"), PipelineSchedule::kZbH1);
+  EXPECT_EQ(parse_pipeline_schedule("Gpipe"), PipelineSchedule::kGpipe);
+  EXPECT_THROW(parse_pipeline_schedule("1f1b"), std::invalid_argument);
+}
+
+TEST(PipelineSchedule, RejectsBadShapes) {
+  EXPECT_THROW(pipeline_orders(PipelineSchedule::kInterleaved, 4, 6, 2), std::invalid_argument);
+  EXPECT_THROW(pipeline_orders(PipelineSchedule::kOneFOneB, 4, 8, 2), std::invalid_argument);
+  EXPECT_THROW(pipeline_orders(PipelineSchedule::kGpipe, 0, 8, 1), std::invalid_argument);
+  EXPECT_THROW(pipeline_orders(PipelineSchedule::kZbH1, 4, 0, 1), std::invalid_argument);
+  EXPECT_THROW(pipeline_orders(PipelineSchedule::kZbH1, 4, 8, 1, 1, 0, 1), std::invalid_argument);
+  try {
+    pipeline_orders(PipelineSchedule::kInterleaved, 4, 6, 2);
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("multiple"), std::string::npos) << e.what();
+  }
+}
+
+// Every stage runs each of its items exactly once; the replay never deadlocks and (by how it
+// starts items) respects every cross-stage dependency.
+TEST(PipelineSchedule, EveryItemOnceAndNoDeadlock) {
+  for (PipelineSchedule sched : kAll) {
+    for (int32_t p : {1, 2, 3, 4, 8}) {
+      for (int32_t v : {1, 2, 3}) {
+        if (sched != PipelineSchedule::kInterleaved && v != 1) continue;
+        for (int32_t m = 1; m <= 24; ++m) {
+          if (sched == PipelineSchedule::kInterleaved && m % p != 0) continue;
+          SCOPED_TRACE(testing::Message()
+                       << to_string(sched) << " p=" << p << " v=" << v << " m=" << m);
+          const Orders orders = pipeline_orders(sched, p, m, v);
+          ASSERT_EQ(orders.size(), static_cast<size_t>(p));
+          for (const auto& order : orders) {
+            std::set<std::tuple<Phase, int32_t, int32_t>> seen;
+            for (const WorkItem& it : order) {
+              ASSERT_GE(it.microbatch, 0);
+              ASSERT_LT(it.microbatch, m);
+              ASSERT_GE(it.chunk, 0);
+              ASSERT_LT(it.chunk, v);
+              EXPECT_TRUE(seen.insert({it.phase, it.microbatch, it.chunk}).second);
+            }
+            const size_t phases = splits_backward(sched) ? 3 : 2;
+            EXPECT_EQ(seen.size(), phases * m * v);
+          }
+          const Replay r = replay(orders, v, {1, 1, splits_backward(sched) ? 1 : 0});
+          EXPECT_FALSE(r.deadlocked);
+          // Also under lopsided costs: an order is a fixed sequence, so it must not depend on
+          // the costs for being deadlock-free.
+          EXPECT_FALSE(replay(orders, v, {3, 1, 5}).deadlocked);
+        }
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, GpipeAndOneFOneBBubbleIsTextbook) {
+  const int32_t p = 4;
+  for (PipelineSchedule sched : {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB}) {
+    for (int32_t m = 1; m <= 32; ++m) {
+      SCOPED_TRACE(testing::Message() << to_string(sched) << " m=" << m);
+      const Replay r = replay(pipeline_orders(sched, p, m, 1), 1, {1, 2, 0});
+      ASSERT_FALSE(r.deadlocked);
+      EXPECT_EQ(r.makespan, 3 * (m + p - 1));
+      EXPECT_NEAR(bubble(r), analytic_bubble_fraction(sched, p, m, 1, 1, 2, 0), 1e-12);
+      EXPECT_NEAR(bubble(r), double(p - 1) / (m + p - 1), 1e-12);
+    }
+  }
+}
+
+TEST(PipelineSchedule, InterleavedBubbleShrinksByV) {
+  const int32_t p = 4;
+  const int32_t v = 2;
+  for (int32_t m : {4, 8, 16}) {
+    SCOPED_TRACE(testing::Message() << "m=" << m);
+    // Each chunk holds 1/v of the stage's layers: unit costs are per chunk.
+    const Replay r = replay(pipeline_orders(PipelineSchedule::kInterleaved, p, m, v), v, {1, 2, 0});
+    ASSERT_FALSE(r.deadlocked);
+    const double expected = double(p - 1) / (v * m + p - 1);
+    EXPECT_NEAR(bubble(r), expected, 1e-12);
+    EXPECT_NEAR(analytic_bubble_fraction(PipelineSchedule::kInterleaved, p, m, v, 1, 2, 0),
+                expected, 1e-12);
+  }
+}
+
+TEST(PipelineSchedule, InterleavedWithOneChunkIsOneFOneB) {
+  for (int32_t p : {1, 2, 4}) {
+    for (int32_t m : {p, 2 * p, 5 * p}) {
+      EXPECT_EQ(pipeline_orders(PipelineSchedule::kInterleaved, p, m, 1),
+                pipeline_orders(PipelineSchedule::kOneFOneB, p, m, 1));
+    }
+  }
+}
+
+TEST(PipelineSchedule, ZbH1BeatsOneFOneBAndMatchesItsFormula) {
+  const int32_t p = 4;
+  for (int32_t m = 1; m <= 32; ++m) {
+    SCOPED_TRACE(testing::Message() << "m=" << m);
+    // One backward of 1F1B costs B + W of ZB-H1.
+    const Replay zb = replay(pipeline_orders(PipelineSchedule::kZbH1, p, m, 1), 1, {1, 1, 1});
+    const Replay ofob = replay(pipeline_orders(PipelineSchedule::kOneFOneB, p, m, 1), 1, {1, 2, 0});
+    ASSERT_FALSE(zb.deadlocked);
+    EXPECT_EQ(zb.busy[0], ofob.busy[0]);
+    EXPECT_LT(bubble(zb), bubble(ofob));
+    if (m >= p) {
+      EXPECT_NEAR(bubble(zb), analytic_bubble_fraction(PipelineSchedule::kZbH1, p, m, 1, 1, 1, 1),
+                  1e-12);
+      EXPECT_NEAR(bubble(zb), double(p - 1) / (3 * m + p - 1), 1e-12);
+    }
+  }
+}
+
+TEST(PipelineSchedule, ZbH1FollowsItsCosts) {
+  // Orders built for the real costs replay at the formula for T_B = 2 T_F = 2 T_W too.
+  for (int32_t p : {2, 4, 8}) {
+    for (int32_t m : {p, 2 * p, 4 * p}) {
+      SCOPED_TRACE(testing::Message() << "p=" << p << " m=" << m);
+      const Replay r =
+          replay(pipeline_orders(PipelineSchedule::kZbH1, p, m, 1, 1, 2, 1), 1, {1, 2, 1});
+      ASSERT_FALSE(r.deadlocked);
+      EXPECT_NEAR(bubble(r), analytic_bubble_fraction(PipelineSchedule::kZbH1, p, m, 1, 1, 2, 1),
+                  1e-12);
+    }
+  }
+}
+
+TEST(PipelineSchedule, PeakInFlight) {
+  for (int32_t p : {1, 2, 4, 8}) {
+    for (int32_t m = 1; m <= 20; ++m) {
+      SCOPED_TRACE(testing::Message() << "p=" << p << " m=" << m);
+      const Orders gpipe = pipeline_orders(PipelineSchedule::kGpipe, p, m, 1);
+      const Orders ofob = pipeline_orders(PipelineSchedule::kOneFOneB, p, m, 1);
+      const Orders zb = pipeline_orders(PipelineSchedule::kZbH1, p, m, 1);
+      for (int32_t s = 0; s < p; ++s) {
+        EXPECT_EQ(peak_in_flight(gpipe[s]), m);
+        EXPECT_EQ(peak_in_flight(ofob[s]), std::min(p - s, m));
+        EXPECT_EQ(peak_held_activations(ofob[s]), peak_in_flight(ofob[s]));
+        EXPECT_LE(peak_in_flight(zb[s]), std::min(p - s, m));
+        // ZB-H1 defers W's but never holds more activations than 1F1B's stage 0.
+        EXPECT_LE(peak_held_activations(zb[s]), std::min(p, m));
+      }
+      EXPECT_EQ(peak_in_flight(ofob[0]), std::min(p, m));
+    }
+  }
+  const int32_t p = 4;
+  for (int32_t v : {2, 3}) {
+    for (int32_t m : {4, 8, 16}) {
+      const Orders orders = pipeline_orders(PipelineSchedule::kInterleaved, p, m, v);
+      for (int32_t s = 0; s < p; ++s) {
+        // Megatron's warm-up forwards, plus the forward that opens the first 1F1B pair.
+        const int32_t warmup = std::min(2 * (p - s - 1) + (v - 1) * p, m * v);
+        EXPECT_EQ(warmup_forwards(PipelineSchedule::kInterleaved, p, m, v, s), warmup);
+        EXPECT_EQ(peak_in_flight(orders[s]), std::min(warmup + 1, m * v)) << "s=" << s;
+      }
+    }
+  }
+}
+
+// The warm-up forwards, and the one opening the first steady pair, precede the first backward.
+TEST(PipelineSchedule, WarmupMatchesOrders) {
+  for (PipelineSchedule sched : kAll) {
+    for (int32_t p : {1, 3, 4}) {
+      for (int32_t m : {p, 2 * p, 3 * p + (sched == PipelineSchedule::kInterleaved ? 0 : 1)}) {
+        const int32_t v = sched == PipelineSchedule::kInterleaved ? 2 : 1;
+        const Orders orders = pipeline_orders(sched, p, m, v);
+        for (int32_t s = 0; s < p; ++s) {
+          const auto first_b =
+              std::find_if(orders[s].begin(), orders[s].end(),
+                           [](const WorkItem& it) { return it.phase != Phase::kForward; });
+          EXPECT_EQ(first_b - orders[s].begin(),
+                    std::min(warmup_forwards(sched, p, m, v, s) + 1, m * v))
+              << to_string(sched) << " p=" << p << " m=" << m << " s=" << s;
+        }
+      }
+    }
+  }
+}
+
+TEST(PipelineSchedule, AnalyticBubbleLaws) {
+  for (PipelineSchedule sched : kAll) {
+    EXPECT_EQ(analytic_bubble_fraction(sched, 1, 8, 1, 1, 1, 1), 0.0);
+  }
+  // Relative to the ideal step, 1F1B's bubble is (p-1)/m.
+  const double b = analytic_bubble_fraction(PipelineSchedule::kOneFOneB, 8, 32, 1, 1, 2, 0);
+  EXPECT_NEAR(b / (1 - b), 7.0 / 32, 1e-12);
+  // Splitting the backward cuts the idle time from (p-1)(F+B+W) to (p-1)(F+B-W).
+  const double zb = analytic_bubble_fraction(PipelineSchedule::kZbH1, 8, 32, 1, 1, 1, 1);
+  EXPECT_NEAR(zb / (1 - zb), 7.0 * 1 / (32 * 3), 1e-12);
+  EXPECT_EQ(analytic_bubble_fraction(PipelineSchedule::kZbH1, 8, 32, 1, 1, 1, 3), 0.0);
+}
+
+}  // namespace
+}  // namespace cs::workload
