@@ -41,7 +41,8 @@ inline Kernel gemm(std::string_view name, int64_t m, int64_t n, int64_t k, doubl
   g.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
             static_cast<double>(batch);
   g.bytes = element_bytes * static_cast<double>(batch) *
-            (static_cast<double>(m) * static_cast<double>(k) + static_cast<double>(k) * static_cast<double>(n) +
+            (static_cast<double>(m) * static_cast<double>(k) +
+             static_cast<double>(k) * static_cast<double>(n) +
              static_cast<double>(m) * static_cast<double>(n));
   return g;
 }
@@ -58,13 +59,15 @@ inline Kernel attention(std::string_view name, int64_t batch_heads, int64_t seq_
   a.heads = batch_heads, a.seq_q = seq_q, a.seq_kv = seq_kv, a.head_dim = head_dim;
   a.causal = causal, a.backward = backward;
   const double fwd = 4.0 * static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
-                     static_cast<double>(seq_kv) * static_cast<double>(head_dim) * (causal ? 0.5 : 1.0);
+                     static_cast<double>(seq_kv) * static_cast<double>(head_dim) *
+                     (causal ? 0.5 : 1.0);
   a.flops = backward ? 2.5 * fwd : fwd;
   // Q and O (and their gradients backward) per query head; K and V shared by kv_heads_ratio heads.
   const double q_bytes = static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
                          static_cast<double>(head_dim) * element_bytes;
   const double kv_bytes = static_cast<double>(batch_heads) / static_cast<double>(kv_heads_ratio) *
-                          static_cast<double>(seq_kv) * static_cast<double>(head_dim) * element_bytes;
+                          static_cast<double>(seq_kv) * static_cast<double>(head_dim) *
+                          element_bytes;
   a.bytes = (backward ? 2.0 : 1.0) * (2.0 * q_bytes + 2.0 * kv_bytes);
   return a;
 }

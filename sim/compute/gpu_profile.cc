@@ -1,0 +1,121 @@
+#include "sim/compute/gpu_profile.h"
+
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "sim/config/embedded_presets.h"
+#include "sim/config/text_proto.h"
+
+namespace cs::compute {
+
+namespace {
+
+constexpr std::string_view kFolder = "topologies/gpus";
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+  throw ConfigError(source + ": " + what);
+}
+
+std::string num(double v) {
+  std::ostringstream out;
+  out << v;
+  return out.str();
+}
+
+// `!(v > 0)` rather than `v <= 0` so that NaN is rejected too.
+void require_positive(double v, const std::string& source, const std::string& field) {
+  if (!(v > 0) || !std::isfinite(v)) fail(source, field + " must be > 0 (is " + num(v) + ")");
+}
+void require_non_negative(double v, const std::string& source, const std::string& field) {
+  if (!(v >= 0) || !std::isfinite(v)) fail(source, field + " must be >= 0 (is " + num(v) + ")");
+}
+// Efficiencies are fractions of a peak: above 1 would beat the hardware.
+void require_fraction(double v, const std::string& source, const std::string& field) {
+  if (!(v > 0 && v <= 1)) fail(source, field + " must be in (0, 1] (is " + num(v) + ")");
+}
+
+}  // namespace
+
+std::vector<std::string> gpu_profile_names() {
+  return preset_names(kFolder);
+}
+
+void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
+  if (p.name().empty()) fail(src, "name must be set, e.g. name: \"h100\"");
+  require_positive(p.peak_bf16_tflops(), src, "peak_bf16_tflops");
+  require_non_negative(p.peak_fp8_tflops(), src, "peak_fp8_tflops");
+  require_positive(p.peak_fp32_tflops(), src, "peak_fp32_tflops");
+  require_positive(p.hbm_capacity_gb(), src, "hbm_capacity_gb");
+  require_positive(p.hbm_bandwidth_tbps(), src, "hbm_bandwidth_tbps");
+  require_fraction(p.hbm_efficiency(), src, "hbm_efficiency");
+  require_non_negative(p.nvlink_bandwidth_gbytes(), src, "nvlink_bandwidth_gbytes");
+  require_non_negative(p.nic_bandwidth_gbits(), src, "nic_bandwidth_gbits");
+  require_non_negative(p.kernel_launch_overhead_us(), src, "kernel_launch_overhead_us");
+  if (p.sm_count() <= 0) {
+    fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");
+  }
+  if (!p.has_gemm()) fail(src, "gemm { ... } must be set");
+  const auto& g = p.gemm();
+  require_fraction(g.efficiency_bf16(), src, "gemm.efficiency_bf16");
+  require_fraction(g.efficiency_fp32(), src, "gemm.efficiency_fp32");
+  if (has_fp8(p)) require_fraction(g.efficiency_fp8(), src, "gemm.efficiency_fp8");
+  if (g.tile_m() <= 0 || g.tile_n() <= 0) {
+    fail(src, "gemm.tile_m and gemm.tile_n must be > 0 (are " + std::to_string(g.tile_m()) + ", " +
+                  std::to_string(g.tile_n()) + ")");
+  }
+  require_non_negative(g.k_half(), src, "gemm.k_half");
+  if (!p.has_attention_bf16())
+    fail(src, "attention_bf16 { forward: ... backward: ... } must be set");
+  require_fraction(p.attention_bf16().forward(), src, "attention_bf16.forward");
+  require_fraction(p.attention_bf16().backward(), src, "attention_bf16.backward");
+  if (p.attention_fp8().has_forward()) {
+    require_fraction(p.attention_fp8().forward(), src, "attention_fp8.forward");
+  }
+  if (p.attention_fp8().has_backward()) {
+    require_fraction(p.attention_fp8().backward(), src, "attention_fp8.backward");
+  }
+  for (int i = 0; i < p.measured_kernels_size(); ++i) {
+    const auto& m = p.measured_kernels(i);
+    const std::string field = "measured_kernels[" + std::to_string(i) + "]";
+    require_positive(m.time_us(), src, field + ".time_us");
+    if (m.m() < 0 || m.n() < 0 || m.k() < 0 || m.batch() < 0 || m.bytes() < 0) {
+      fail(src, field + " shape fields must be >= 0");
+    }
+  }
+}
+
+GpuProfile load_gpu_profile_text(std::string_view text, const std::string& source_name) {
+  GpuProfile profile;
+  parse_text_proto(text, source_name, &profile);
+  validate_gpu_profile(profile, source_name);
+  return profile;
+}
+
+GpuProfile load_gpu_profile(const std::string& name_or_path) {
+  if (const EmbeddedFile* preset = find_preset(kFolder, name_or_path)) {
+    return load_gpu_profile_text(preset->text, std::string(preset->path));
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec)) {
+    return load_gpu_profile_text(read_text_file(name_or_path), name_or_path);
+  }
+  std::string names;
+  for (const auto& name : gpu_profile_names()) names += (names.empty() ? "" : ", ") + name;
+  throw ConfigError("unknown GPU '" + name_or_path + "': neither a profile (" + names +
+                    ") nor a readable file");
+}
+
+double peak_flops(const GpuProfile& profile, Precision precision) {
+  switch (precision) {
+    case Precision::kFp8:
+      return (has_fp8(profile) ? profile.peak_fp8_tflops() : profile.peak_bf16_tflops()) * 1e12;
+    case Precision::kFp32:
+      return profile.peak_fp32_tflops() * 1e12;
+    case Precision::kBf16:
+      break;
+  }
+  return profile.peak_bf16_tflops() * 1e12;
+}
+
+}  // namespace cs::compute

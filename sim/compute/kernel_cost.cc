@@ -1,0 +1,188 @@
+#include "sim/compute/kernel_cost.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cs::compute {
+
+namespace {
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+// Fraction of SM-slots busy when `tiles` tiles run one per SM in whole waves.
+double wave_use(int64_t tiles, int64_t sms) {
+  if (tiles <= 0) return 1.0;
+  const int64_t waves = ceil_div(tiles, sms);
+  return static_cast<double>(tiles) / static_cast<double>(waves * sms);
+}
+
+// Tile and wave use of an m x n output (times batch) cut into tm x tn tiles.
+double tiling_use(const Kernel& g, int64_t tm, int64_t tn, int64_t sms) {
+  const int64_t tiles_m = ceil_div(g.m, tm);
+  const int64_t tiles_n = ceil_div(g.n, tn);
+  const double tile_use = static_cast<double>(g.m) * static_cast<double>(g.n) /
+                          (static_cast<double>(tiles_m * tm) * static_cast<double>(tiles_n * tn));
+  return tile_use * wave_use(tiles_m * tiles_n * std::max<int64_t>(g.batch, 1), sms);
+}
+
+clustersim::MeasuredKernel::Kind to_measured(KernelKind kind) {
+  switch (kind) {
+    case KernelKind::kGemm:
+      return clustersim::MeasuredKernel::GEMM;
+    case KernelKind::kAttention:
+      return clustersim::MeasuredKernel::ATTENTION;
+    case KernelKind::kMemoryBound:
+      break;
+  }
+  return clustersim::MeasuredKernel::MEMORY_BOUND;
+}
+
+clustersim::MeasuredKernel::Precision to_measured(Precision p) {
+  switch (p) {
+    case Precision::kFp8:
+      return clustersim::MeasuredKernel::FP8;
+    case Precision::kFp32:
+      return clustersim::MeasuredKernel::FP32;
+    case Precision::kBf16:
+      break;
+  }
+  return clustersim::MeasuredKernel::BF16;
+}
+
+bool name_matches(const std::string& pattern, std::string_view name) {
+  if (!pattern.empty() && pattern.back() == '*') {
+    return name.starts_with(std::string_view(pattern).substr(0, pattern.size() - 1));
+  }
+  return name == pattern;
+}
+
+// A zero field in the table means "any".
+bool dim_matches(int64_t want, int64_t have) {
+  return want == 0 || want == have;
+}
+
+bool matches(const clustersim::MeasuredKernel& mk, const Kernel& k, Precision p) {
+  if (mk.kind() != to_measured(k.kind)) return false;
+  if (mk.has_name() && !name_matches(mk.name(), k.name)) return false;
+  if (mk.precision() != clustersim::MeasuredKernel::ANY && mk.precision() != to_measured(p)) {
+    return false;
+  }
+  switch (k.kind) {
+    case KernelKind::kGemm:
+      return dim_matches(mk.m(), k.m) && dim_matches(mk.n(), k.n) && dim_matches(mk.k(), k.k) &&
+             dim_matches(mk.batch(), k.batch);
+    case KernelKind::kAttention:
+      return dim_matches(mk.m(), k.seq_q) && dim_matches(mk.n(), k.seq_kv) &&
+             dim_matches(mk.k(), k.head_dim) && dim_matches(mk.batch(), k.heads) &&
+             (!mk.has_backward() || mk.backward() == k.backward);
+    case KernelKind::kMemoryBound:
+      return mk.bytes() == 0 || mk.bytes() == k.bytes;
+  }
+  return false;
+}
+
+}  // namespace
+
+KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions options)
+    : profile_(profile),
+      options_(options),
+      launch_(Time::from_us(profile.kernel_launch_overhead_us())),
+      bw_(achievable_hbm_bandwidth(profile).in_bytes_per_s()) {}
+
+double KernelCostModel::gemm_ceiling(Precision precision) const {
+  const auto& g = profile_.gemm();
+  switch (precision) {
+    case Precision::kFp8:
+      return has_fp8(profile_) ? g.efficiency_fp8() : g.efficiency_bf16();
+    case Precision::kFp32:
+      return g.efficiency_fp32();
+    case Precision::kBf16:
+      break;
+  }
+  return g.efficiency_bf16();
+}
+
+double KernelCostModel::gemm_shape_efficiency(const Kernel& g, Precision precision) const {
+  if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0;
+  const int64_t tm = profile_.gemm().tile_m();
+  const int64_t tn = profile_.gemm().tile_n();
+  const int64_t sms = profile_.sm_count();
+  const double tiling = std::max(tiling_use(g, tm, tn, sms), tiling_use(g, tn, tm, sms));
+  const double k = static_cast<double>(g.k);
+  return gemm_ceiling(precision) * tiling * (k / (k + profile_.gemm().k_half()));
+}
+
+bool KernelCostModel::attention_in_fp8(const Kernel& kernel, Precision precision) const {
+  // FlashAttention-3 has an FP8 forward pass only; its backward stays in BF16.
+  return options_.fp8_attention && precision == Precision::kFp8 && has_fp8(profile_) &&
+         !kernel.backward && profile_.attention_fp8().has_forward();
+}
+
+double KernelCostModel::attention_efficiency(const Kernel& a, Precision precision) const {
+  const auto& eff =
+      attention_in_fp8(a, precision) ? profile_.attention_fp8() : profile_.attention_bf16();
+  const double base = a.backward ? eff.backward() : eff.forward();
+  const int64_t blocks = std::max<int64_t>(a.heads, 1) *
+                         ceil_div(std::max<int64_t>(a.seq_q, 1), profile_.gemm().tile_m());
+  return base * wave_use(blocks, profile_.sm_count());
+}
+
+double KernelCostModel::compute_peak(const Kernel& kernel, Precision precision) const {
+  switch (kernel.kind) {
+    case KernelKind::kGemm:
+      return peak_flops(profile_, precision);
+    case KernelKind::kAttention:
+      if (attention_in_fp8(kernel, precision)) return peak_flops(profile_, Precision::kFp8);
+      return peak_flops(profile_,
+                        precision == Precision::kFp32 ? Precision::kFp32 : Precision::kBf16);
+    case KernelKind::kMemoryBound:
+      break;
+  }
+  return peak_flops(profile_, Precision::kBf16);
+}
+
+const clustersim::MeasuredKernel* KernelCostModel::measured(const Kernel& kernel,
+                                                            Precision precision) const {
+  for (const auto& mk : profile_.measured_kernels()) {
+    if (matches(mk, kernel, precision)) return &mk;
+  }
+  return nullptr;
+}
+
+double KernelCostModel::model_seconds(const Kernel& kernel, Precision precision) const {
+  const double memory = kernel.bytes / bw_;
+  const double peak = compute_peak(kernel, precision);
+  double eff = 1.0;
+  switch (kernel.kind) {
+    case KernelKind::kGemm:
+      eff = gemm_shape_efficiency(kernel, precision);
+      break;
+    case KernelKind::kAttention:
+      eff = attention_efficiency(kernel, precision);
+      break;
+    case KernelKind::kMemoryBound:
+      break;
+  }
+  const double compute = kernel.flops > 0 && eff > 0 ? kernel.flops / (peak * eff) : 0.0;
+  return std::max(compute, memory);
+}
+
+Time KernelCostModel::time(const Kernel& kernel, Precision precision) const {
+  // A measured time is the whole kernel as seen on the GPU, launch included.
+  if (const auto* mk = measured(kernel, precision)) return Time::from_us(mk->time_us());
+  return Time::from_seconds(model_seconds(kernel, precision)) + launch_;
+}
+
+double KernelCostModel::efficiency(const Kernel& kernel, Precision precision) const {
+  const auto* mk = measured(kernel, precision);
+  const double seconds = mk ? mk->time_us() * 1e-6 : model_seconds(kernel, precision);
+  if (!(seconds > 0)) return 0;
+  if (kernel.kind == KernelKind::kMemoryBound) {
+    return kernel.bytes / (seconds * hbm_bandwidth(profile_).in_bytes_per_s());
+  }
+  return kernel.flops / (seconds * compute_peak(kernel, precision));
+}
+
+}  // namespace cs::compute

@@ -1,0 +1,71 @@
+// Times one GPU kernel on one GPU profile: a roofline with shape-dependent efficiency, or a
+// measured time from the profile's table when one matches.
+#pragma once
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/compute/kernel.h"
+#include "sim/core/units.h"
+
+namespace cs::compute {
+
+struct KernelCostOptions {
+  // Run attention forward in FP8 when the precision is FP8 and the profile has FP8 attention
+  // figures (FlashAttention-3 FP8). Off by default because the common FP8 training recipe
+  // (Transformer Engine) keeps attention in BF16 and quantizes only the GEMMs.
+  bool fp8_attention = false;
+};
+
+// The model, per kernel kind (every time also pays the profile's kernel_launch_overhead_us):
+//  GEMM       max(flops / (peak x shape_eff), bytes / achievable_bw)
+//             shape_eff = ceiling x tile use x wave use x k / (k + k_half):
+//               ceiling    large-GEMM fraction of peak from library benchmarks (gemm.efficiency_*);
+//               tile use   m x n over the padded tile grid (tile quantization);
+//               wave use   tiles over whole waves of SMs: one tile per SM at a time, so a last
+//                          partial wave leaves SMs idle (wave quantization);
+//               k factor   per-tile fixed cost (pipeline fill, epilogue) amortized over k: skinny
+//                          k loses efficiency.
+//             Both tile orientations (tile_m x tile_n and transposed) are tried and the better
+//             one kept, as library heuristics pick among kernels. Both quantization effects are
+//             described in NVIDIA's "Matrix Multiplication Background User's Guide".
+//  Attention  max(flops / (peak x attention_eff x wave use), bytes / achievable_bw); waves over
+//             blocks of tile_m query rows per (batch x head), as FlashAttention parallelizes.
+//  Memory     max(bytes / achievable_bw, flops / bf16 peak).
+// Precisions: FP8 GEMMs use the FP8 peak and ceiling (BF16 on GPUs without FP8); attention runs in
+// BF16 unless KernelCostOptions::fp8_attention; FP32 uses the TF32 tensor-core peak with the
+// BF16 attention efficiency.
+class KernelCostModel {
+ public:
+  explicit KernelCostModel(const GpuProfile& profile, KernelCostOptions options = {});
+
+  Time time(const Kernel& kernel, Precision precision) const;
+
+  // Achieved fraction of the peak the kernel runs at, not counting launch overhead: FLOP/s over
+  // peak FLOP/s for GEMM and attention (so memory-bound shapes score low), bytes/s over peak HBM
+  // bandwidth for memory-bound kernels.
+  double efficiency(const Kernel& kernel, Precision precision) const;
+
+  // GEMM compute-side efficiency alone (ceiling x tile use x wave use x k factor), ignoring HBM.
+  double gemm_shape_efficiency(const Kernel& gemm, Precision precision) const;
+  // The large-GEMM ceiling for `precision`: the asymptote of gemm_shape_efficiency.
+  double gemm_ceiling(Precision precision) const;
+  // Peak FLOP/s the kernel's math runs at (after the precision rules above).
+  double compute_peak(const Kernel& kernel, Precision precision) const;
+  // The profile's measured entry for this kernel, or nullptr if none matches (first match wins).
+  const clustersim::MeasuredKernel* measured(const Kernel& kernel, Precision precision) const;
+
+  Time launch_overhead() const { return launch_; }
+  const GpuProfile& profile() const { return profile_; }
+
+ private:
+  bool attention_in_fp8(const Kernel& kernel, Precision precision) const;
+  double attention_efficiency(const Kernel& kernel, Precision precision) const;
+  // Seconds of the roofline (without launch overhead).
+  double model_seconds(const Kernel& kernel, Precision precision) const;
+
+  GpuProfile profile_;
+  KernelCostOptions options_;
+  Time launch_;
+  double bw_ = 0;  // achievable HBM bytes/s
+};
+
+}  // namespace cs::compute

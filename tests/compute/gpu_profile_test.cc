@@ -1,0 +1,136 @@
+// Tests of loading GPU profiles: every preset loads and is self-consistent, spec-sheet relations
+// between GPUs hold, and bad input fails with a message that locates the problem.
+#include "sim/compute/gpu_profile.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <regex>
+#include <string>
+
+namespace cs::compute {
+namespace {
+
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+constexpr const char* kMinimal = R"pb(
+  name: "tiny"
+  peak_bf16_tflops: 100
+  peak_fp32_tflops: 50
+  hbm_capacity_gb: 16
+  hbm_bandwidth_tbps: 1
+  hbm_efficiency: 0.9
+  kernel_launch_overhead_us: 2
+  sm_count: 10
+  gemm { efficiency_bf16: 0.8 efficiency_fp32: 0.8 tile_m: 128 tile_n: 128 k_half: 64 }
+  attention_bf16 { forward: 0.7 backward: 0.6 }
+)pb";
+
+TEST(GpuProfile, PresetsIncludeTheFourDocumentedGpus) {
+  const auto names = gpu_profile_names();
+  for (const char* gpu : {"a100", "h100", "h200", "h800"}) {
+    EXPECT_NE(std::find(names.begin(), names.end(), gpu), names.end()) << gpu;
+  }
+}
+
+TEST(GpuProfile, EveryPresetLoadsNamedAfterItsFileAndCitesSources) {
+  for (const auto& name : gpu_profile_names()) {
+    SCOPED_TRACE(name);
+    const GpuProfile p = load_gpu_profile(name);
+    EXPECT_EQ(p.name(), name);
+    EXPECT_FALSE(p.sources().empty());
+    // Datasheets quote sparse figures at twice the dense ones; dense TF32 sits below BF16.
+    EXPECT_LT(p.peak_fp32_tflops(), p.peak_bf16_tflops());
+    if (has_fp8(p)) {
+      EXPECT_NEAR(p.peak_fp8_tflops(), 2 * p.peak_bf16_tflops(), 1.0);
+    }
+  }
+}
+
+TEST(GpuProfile, SpecSheetRelationsBetweenGpus) {
+  const GpuProfile a100 = load_gpu_profile("a100");
+  const GpuProfile h100 = load_gpu_profile("h100");
+  const GpuProfile h200 = load_gpu_profile("h200");
+  const GpuProfile h800 = load_gpu_profile("h800");
+  EXPECT_FALSE(has_fp8(a100));
+  // H200 and H800 are H100 compute with different memory / NVLink.
+  EXPECT_EQ(h200.peak_bf16_tflops(), h100.peak_bf16_tflops());
+  EXPECT_EQ(h800.peak_fp8_tflops(), h100.peak_fp8_tflops());
+  EXPECT_GT(h200.hbm_bandwidth_tbps(), h100.hbm_bandwidth_tbps());
+  EXPECT_GT(h200.hbm_capacity_gb(), h100.hbm_capacity_gb());
+  EXPECT_LT(h800.nvlink_bandwidth_gbytes(), h100.nvlink_bandwidth_gbytes());
+  EXPECT_GT(h100.peak_bf16_tflops(), 3 * a100.peak_bf16_tflops());
+  // Per-direction NVLink is half the datasheet's bidirectional total.
+  EXPECT_DOUBLE_EQ(nvlink_bandwidth(h100).in_gigabytes_per_s(), 900.0 / 2);
+  EXPECT_DOUBLE_EQ(nvlink_bandwidth(a100).in_gigabytes_per_s(), 600.0 / 2);
+  EXPECT_DOUBLE_EQ(nvlink_bandwidth(h800).in_gigabytes_per_s(), 400.0 / 2);
+}
+
+TEST(GpuProfile, FasterPrecisionMeansHigherPeakAndFp8FallsBackWithoutFp8Cores) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  EXPECT_GT(peak_flops(h100, Precision::kFp8), peak_flops(h100, Precision::kBf16));
+  EXPECT_GT(peak_flops(h100, Precision::kBf16), peak_flops(h100, Precision::kFp32));
+  const GpuProfile a100 = load_gpu_profile("a100");
+  EXPECT_EQ(peak_flops(a100, Precision::kFp8), peak_flops(a100, Precision::kBf16));
+}
+
+TEST(GpuProfile, UnknownGpuListsTheKnownOnes) {
+  const std::string msg = error_of([] { load_gpu_profile("b300-imaginary"); });
+  EXPECT_NE(msg.find("b300-imaginary"), std::string::npos) << msg;
+  for (const auto& name : gpu_profile_names()) EXPECT_NE(msg.find(name), std::string::npos) << msg;
+}
+
+TEST(GpuProfile, SyntaxErrorsCarryFileLineAndColumn) {
+  const std::string text = std::string(kMinimal) + "\n  hbm_bandwidth_tbps: fast\n";
+  const std::string msg = error_of([&] { load_gpu_profile_text(text, "bad.textproto"); });
+  EXPECT_TRUE(std::regex_search(msg, std::regex(R"(^bad\.textproto:\d+:\d+: )"))) << msg;
+}
+
+TEST(GpuProfile, MalformedFileOnDiskIsLocatedByPath) {
+  const std::string path = ::testing::TempDir() + "/malformed_gpu.textproto";
+  {
+    std::ofstream out(path);
+    out << "name: \"x\"\npeak_bf16_tflops: 1\nnot_a_field: 3\n";
+  }
+  const std::string msg = error_of([&] { load_gpu_profile(path); });
+  std::remove(path.c_str());
+  // The third line holds the unknown field; protobuf points just past its name.
+  EXPECT_EQ(msg.rfind(path + ":3:", 0), 0u) << msg;
+  EXPECT_TRUE(std::regex_search(msg, std::regex(R"(:3:\d+: .*not_a_field)"))) << msg;
+}
+
+TEST(GpuProfile, NonsenseValuesNameTheField) {
+  const GpuProfile ok = load_gpu_profile_text(kMinimal, "ok");
+  EXPECT_EQ(ok.name(), "tiny");
+  const auto msg_for = [&](auto mutate) {
+    GpuProfile p = ok;
+    mutate(p);
+    return error_of([&] { validate_gpu_profile(p, "f"); });
+  };
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.set_hbm_efficiency(1.5); }).find("f: hbm_efficiency"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.set_sm_count(0); }).find("sm_count"), std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.mutable_gemm()->set_efficiency_bf16(0);
+            }).find("gemm.efficiency_bf16"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.set_peak_bf16_tflops(-1); }).find("peak_bf16_tflops"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.add_measured_kernels()->set_time_us(0);
+            }).find("measured_kernels[0].time_us"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cs::compute

@@ -1,0 +1,234 @@
+// Tests of the kernel cost model against physical laws: no kernel beats the roofline, efficiency
+// stays under its benchmark ceiling and approaches it as GEMMs grow, wave quantization costs a
+// wave, and faster precisions / memories help exactly where they should.
+#include "sim/compute/kernel_cost.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+namespace cs::compute {
+namespace {
+
+constexpr Precision kPrecisions[] = {Precision::kBf16, Precision::kFp8, Precision::kFp32};
+
+double element_bytes(Precision p) {
+  switch (p) {
+    case Precision::kFp8:
+      return 1;
+    case Precision::kFp32:
+      return 4;
+    case Precision::kBf16:
+      break;
+  }
+  return 2;
+}
+
+// Shapes from GEMV-like and skinny to large, batched and not.
+std::vector<Kernel> gemm_shapes(Precision p) {
+  const double eb = element_bytes(p);
+  return {gemm("gemv", 1, 8192, 8192, eb),           gemm("skinny_m", 16, 16384, 4096, eb),
+          gemm("skinny_k", 8192, 8192, 32, eb),      gemm("small", 256, 256, 256, eb),
+          gemm("odd", 1000, 3000, 777, eb),          gemm("medium", 2048, 2048, 2048, eb),
+          gemm("large", 8192, 8192, 8192, eb),       gemm("batched", 512, 512, 128, eb, 256),
+          gemm("llama_mlp", 16384, 6656, 16384, eb), gemm("huge", 32768, 32768, 16384, eb)};
+}
+
+std::vector<Kernel> attention_shapes() {
+  std::vector<Kernel> out;
+  for (bool backward : {false, true}) {
+    for (bool causal : {false, true}) {
+      out.push_back(attention("attn_small", 8, 512, 512, 128, causal, backward, 2));
+      out.push_back(attention("attn_long", 64, 8192, 8192, 128, causal, backward, 2, 8));
+    }
+  }
+  return out;
+}
+
+// Time without launch overhead, in seconds.
+double body_seconds(const KernelCostModel& model, const Kernel& k, Precision p) {
+  return (model.time(k, p) - model.launch_overhead()).as_seconds();
+}
+
+// Largest divisor pair a x b = t with a <= b, so a GEMM of t tiles can be as square as possible.
+std::pair<int64_t, int64_t> near_square(int64_t t) {
+  int64_t a = static_cast<int64_t>(std::sqrt(static_cast<double>(t)));
+  while (t % a != 0) --a;
+  return {a, t / a};
+}
+
+class EveryGpu : public ::testing::TestWithParam<std::string> {
+ protected:
+  GpuProfile profile = load_gpu_profile(GetParam());
+  KernelCostModel model{profile};
+  double peak_bw = hbm_bandwidth(profile).in_bytes_per_s();
+};
+
+INSTANTIATE_TEST_SUITE_P(Presets, EveryGpu, ::testing::ValuesIn(gpu_profile_names()));
+
+TEST_P(EveryGpu, NoKernelBeatsTheRoofline) {
+  constexpr double kPs = 1e-12;  // times are whole picoseconds
+  // Nothing runs faster than the fastest math unit or the HBM pins.
+  const double fastest =
+      std::max(peak_flops(profile, Precision::kFp8), peak_flops(profile, Precision::kBf16));
+  for (Precision p : kPrecisions) {
+    std::vector<Kernel> kernels = gemm_shapes(p);
+    for (const Kernel& a : attention_shapes()) kernels.push_back(a);
+    kernels.push_back(memory_bound("layernorm", 3.0e8, 1.0e8));
+    for (const Kernel& k : kernels) {
+      SCOPED_TRACE(std::string(k.name));
+      const double t = body_seconds(model, k, p);
+      const double peak = k.kind == KernelKind::kGemm ? peak_flops(profile, p) : fastest;
+      EXPECT_GE(t + kPs, k.flops / peak);
+      EXPECT_GE(t + kPs, k.bytes / peak_bw);
+      EXPECT_GE(model.time(k, p), model.launch_overhead());
+      EXPECT_LE(model.efficiency(k, p), 1.0);
+    }
+  }
+}
+
+TEST_P(EveryGpu, GemmEfficiencyStaysUnderTheCeilingAndApproachesIt) {
+  for (Precision p : kPrecisions) {
+    const double ceiling = model.gemm_ceiling(p);
+    for (const Kernel& g : gemm_shapes(p)) {
+      SCOPED_TRACE(std::string(g.name));
+      EXPECT_LE(model.efficiency(g, p), ceiling + 1e-12);
+      EXPECT_LE(model.gemm_shape_efficiency(g, p), ceiling + 1e-12);
+    }
+    // Square GEMMs doubling in size: efficiency rises towards the ceiling.
+    double previous = 0;
+    for (int64_t n = 256; n <= 32768; n *= 2) {
+      const double eff = model.efficiency(gemm("square", n, n, n, element_bytes(p)), p);
+      EXPECT_GT(eff, previous) << "n=" << n;
+      previous = eff;
+    }
+    EXPECT_GT(previous, 0.95 * ceiling);
+  }
+}
+
+TEST_P(EveryGpu, SkinnyKLosesEfficiencyMonotonically) {
+  const int64_t m = profile.gemm().tile_m() * profile.sm_count();
+  const int64_t n = profile.gemm().tile_n() * 4;
+  double previous = 0;
+  for (int64_t k = 16; k <= 65536; k *= 4) {
+    const double eff = model.gemm_shape_efficiency(gemm("k", m, n, k, 2), Precision::kBf16);
+    EXPECT_GT(eff, previous) << "k=" << k;
+    previous = eff;
+  }
+  const double skinny = model.gemm_shape_efficiency(gemm("k", m, n, 64, 2), Precision::kBf16);
+  EXPECT_LT(skinny, 0.6 * model.gemm_ceiling(Precision::kBf16));
+}
+
+TEST_P(EveryGpu, OneTileMoreThanTheSmsCostsAWave) {
+  const int64_t sms = profile.sm_count();
+  const auto shape = [&](int64_t tiles) {
+    const auto [a, b] = near_square(tiles);
+    return gemm("waves", profile.gemm().tile_m() * a, profile.gemm().tile_n() * b, 8192, 2);
+  };
+  const Kernel full = shape(sms);
+  const Kernel spill = shape(sms + 1);
+  const double e_full = model.gemm_shape_efficiency(full, Precision::kBf16);
+  const double e_spill = model.gemm_shape_efficiency(spill, Precision::kBf16);
+  // A second, nearly empty wave: about half the SM-time is idle.
+  EXPECT_LT(e_spill, 0.6 * e_full);
+  EXPECT_NEAR(e_full,
+              model.gemm_ceiling(Precision::kBf16) * 8192.0 / (8192.0 + profile.gemm().k_half()),
+              1e-9);
+}
+
+TEST_P(EveryGpu, MemoryBoundTimeIsBytesOverAchievableBandwidthPlusLaunch) {
+  for (double bytes : {1e3, 1e6, 2.5e8, 4e10}) {
+    const Kernel k = memory_bound("copy", bytes);
+    const Time expected =
+        Time::from_seconds(bytes / achievable_hbm_bandwidth(profile).in_bytes_per_s()) +
+        Time::from_us(profile.kernel_launch_overhead_us());
+    EXPECT_EQ(model.time(k, Precision::kBf16), expected) << bytes;
+    EXPECT_NEAR(model.efficiency(k, Precision::kBf16), profile.hbm_efficiency(), 1e-6);
+  }
+}
+
+TEST_P(EveryGpu, Fp8GemmsAreFasterExactlyWhereFp8TensorCoresExist) {
+  const Kernel bf16 = gemm("big", 8192, 8192, 8192, 2);
+  const Kernel fp8 = gemm("big", 8192, 8192, 8192, 1);
+  const Time t_bf16 = model.time(bf16, Precision::kBf16);
+  const Time t_fp8 = model.time(fp8, Precision::kFp8);
+  if (has_fp8(profile)) {
+    EXPECT_LT(t_fp8.as_seconds(), 0.75 * t_bf16.as_seconds());
+    // ...but not more than the 2x the tensor cores allow.
+    EXPECT_GT(t_fp8.as_seconds(), 0.5 * t_bf16.as_seconds());
+  } else {
+    EXPECT_EQ(t_fp8, t_bf16);
+  }
+}
+
+TEST_P(EveryGpu, AttentionBackwardIsSlowerPerFlopAndBf16UnlessAskedOtherwise) {
+  const Kernel fwd = attention("f", 64, 8192, 8192, 128, true, false, 2);
+  const Kernel bwd = attention("b", 64, 8192, 8192, 128, true, true, 2);
+  EXPECT_LT(model.efficiency(bwd, Precision::kBf16), model.efficiency(fwd, Precision::kBf16));
+  // The default FP8 recipe keeps attention in BF16.
+  EXPECT_EQ(model.time(fwd, Precision::kFp8), model.time(fwd, Precision::kBf16));
+  const KernelCostModel fp8_attention(profile, KernelCostOptions{.fp8_attention = true});
+  if (has_fp8(profile) && profile.attention_fp8().has_forward()) {
+    EXPECT_LT(fp8_attention.time(fwd, Precision::kFp8), model.time(fwd, Precision::kFp8));
+  }
+  EXPECT_EQ(fp8_attention.time(bwd, Precision::kFp8), model.time(bwd, Precision::kBf16));
+}
+
+TEST(KernelCost, H200BeatsH100OnMemoryButTiesOnLargeGemms) {
+  const KernelCostModel h100(load_gpu_profile("h100"));
+  const KernelCostModel h200(load_gpu_profile("h200"));
+  const Kernel norm = memory_bound("rmsnorm", 4.0e8);
+  EXPECT_LT(h200.time(norm, Precision::kBf16), h100.time(norm, Precision::kBf16));
+  const double ratio = (h100.time(norm, Precision::kBf16) - h100.launch_overhead()).as_seconds() /
+                       (h200.time(norm, Precision::kBf16) - h200.launch_overhead()).as_seconds();
+  EXPECT_NEAR(ratio, 4.8 / 3.35, 1e-6);
+  for (Precision p : kPrecisions) {
+    const Kernel big = gemm("big", 8192, 8192, 8192, element_bytes(p));
+    EXPECT_EQ(h200.time(big, p), h100.time(big, p));
+  }
+}
+
+TEST(KernelCost, H100WaveSpillRoughlyDoublesTime) {
+  const GpuProfile p = load_gpu_profile("h100");
+  const KernelCostModel model(p);
+  // 132 = 12 x 11 tiles of 128 x 256, then 133 = 7 x 19: both compute-bound at k = 8192.
+  const Kernel full = gemm("full", 128 * 12, 256 * 11, 8192, 2);
+  const Kernel spill = gemm("spill", 128 * 7, 256 * 19, 8192, 2);
+  EXPECT_GT(spill.flops, full.flops);
+  EXPECT_GT(model.time(spill, Precision::kBf16).as_seconds(),
+            1.8 * model.time(full, Precision::kBf16).as_seconds());
+}
+
+TEST(KernelCost, MeasuredKernelsOverrideTheModelOnlyWhenTheyMatch) {
+  GpuProfile p = load_gpu_profile("h100");
+  auto* exact = p.add_measured_kernels();
+  exact->set_kind(clustersim::MeasuredKernel::GEMM);
+  exact->set_name("qkv_fwd");
+  exact->set_precision(clustersim::MeasuredKernel::BF16);
+  exact->set_m(8192);
+  exact->set_n(6144);
+  exact->set_k(4096);
+  exact->set_time_us(777);
+  auto* prefix = p.add_measured_kernels();
+  prefix->set_kind(clustersim::MeasuredKernel::MEMORY_BOUND);
+  prefix->set_name("norm*");
+  prefix->set_time_us(42);
+  validate_gpu_profile(p, "test");
+  const KernelCostModel model(p);
+
+  const Kernel qkv = gemm("qkv_fwd", 8192, 6144, 4096, 2);
+  EXPECT_EQ(model.time(qkv, Precision::kBf16), Time::from_us(777));
+  EXPECT_NEAR(model.efficiency(qkv, Precision::kBf16), qkv.flops / (777e-6 * 989.4e12), 1e-9);
+  // Another precision, shape or name falls back to the model.
+  EXPECT_NE(model.time(qkv, Precision::kFp8), Time::from_us(777));
+  EXPECT_NE(model.time(gemm("qkv_fwd", 8192, 6144, 2048, 2), Precision::kBf16), Time::from_us(777));
+  EXPECT_NE(model.time(gemm("proj_fwd", 8192, 6144, 4096, 2), Precision::kBf16),
+            Time::from_us(777));
+  EXPECT_EQ(model.time(memory_bound("norm_fwd", 1e6), Precision::kBf16), Time::from_us(42));
+  EXPECT_NE(model.time(memory_bound("softmax", 1e6), Precision::kBf16), Time::from_us(42));
+}
+
+}  // namespace
+}  // namespace cs::compute
