@@ -29,7 +29,8 @@ struct Request {
   int32_t gpus = 0;
   int32_t group_size = 0;  // 0: all GPUs
   int32_t group_stride = 1;
-  int32_t chunks = 1;
+  int32_t chunks = 0;  // 0: coll::auto_chunks per size
+  int32_t window = 0;  // 0: coll::auto_window per size
   int32_t root = 0;
   std::string topology = "dgx-h100";
   std::string sizes = "1K,1M,1G";
@@ -39,6 +40,9 @@ struct Request {
 
 struct SizeResult {
   Bytes size = 0;
+  coll::Algorithm algo = coll::Algorithm::kRing;
+  int32_t chunks = 1;
+  int32_t window = 1;
   Time time;
   double algbw_gbps = 0;
   double busbw_gbps = 0;
@@ -67,6 +71,21 @@ int32_t members_per_node(const net::Topology& topo, const std::vector<net::Verte
   return local;
 }
 
+// Whether every server holds exactly `local` consecutive members, which the hierarchical
+// algorithm assumes; --algo auto only picks it then.
+bool uniform_nodes(const net::Topology& topo, const std::vector<net::VertexId>& group,
+                   int32_t local) {
+  const auto n = static_cast<int32_t>(group.size());
+  if (local < 1 || n % local != 0) return false;
+  for (int32_t i = 0; i < n; ++i) {
+    const bool same = topo.vertex(group[i]).node == topo.vertex(group[i - i % local]).node;
+    const bool first_of_new =
+        i % local != 0 || i == 0 || topo.vertex(group[i]).node != topo.vertex(group[i - 1]).node;
+    if (!same || !first_of_new) return false;
+  }
+  return true;
+}
+
 void write_json(const std::string& path, const Request& req, const net::Topology& topo,
                 std::string_view algo, int32_t groups, const std::vector<SizeResult>& results) {
   std::ofstream out(path);
@@ -85,6 +104,9 @@ void write_json(const std::string& path, const Request& req, const net::Topology
   for (const auto& r : results) {
     w.begin_object()
         .field("size_bytes", r.size)
+        .field("algo", coll::to_string(r.algo))
+        .field("chunks", r.chunks)
+        .field("window", r.window)
         .field("time_us", r.time.as_us())
         .field("algbw_gbps", r.algbw_gbps)
         .field("busbw_gbps", r.busbw_gbps)
@@ -121,7 +143,10 @@ int collective_command(const std::vector<std::string>& args) {
       ("group-size", po::value(&req.group_size), "GPUs per group (default: all)")
       ("group-stride", po::value(&req.group_stride)->default_value(1),
        "rank distance between members of a group")
-      ("chunks", po::value(&req.chunks)->default_value(1), "pipeline chunks per shard")
+      ("chunks", po::value(&req.chunks)->default_value(req.chunks),
+       "pipeline chunks per shard / tree half / broadcast buffer (0: by size, like NCCL)")
+      ("window", po::value(&req.window)->default_value(req.window),
+       "sends in flight per connection, at most NCCL_STEPS = 8 in NCCL (0: by size)")
       ("root", po::value(&req.root)->default_value(0), "broadcast root (group rank)")
       ("json", po::value(&req.json), "also write the results as JSON to this file");
   // clang-format on
@@ -138,11 +163,12 @@ int collective_command(const std::vector<std::string>& args) {
   }
 
   coll::ScheduleKey key;
+  coll::Algorithm requested = coll::Algorithm::kAuto;
   std::vector<Bytes> sizes;
   net::NetworkMode mode;
   try {
     key.op = coll::parse_op(req.op);
-    key.algo = coll::resolve(coll::parse_algorithm(req.algo), key.op);
+    requested = coll::parse_algorithm(req.algo);
     sizes = parse_size_list(req.sizes);
     mode = net::parse_network_mode(req.network);
   } catch (const std::invalid_argument& e) {
@@ -151,6 +177,8 @@ int collective_command(const std::vector<std::string>& args) {
   if (req.group_size == 0) req.group_size = req.gpus;
   if (req.gpus < 1 || req.group_size < 1 || req.group_stride < 1)
     throw UsageError("--gpus, --group-size and --group-stride must be positive");
+  if (req.chunks < 0 || req.window < 0)
+    throw UsageError("--chunks and --window must not be negative (0: by size)");
   if (req.gpus % (req.group_size * req.group_stride) != 0) {
     throw UsageError(
         "--gpus " + std::to_string(req.gpus) + " is not a multiple of group size x stride (" +
@@ -166,28 +194,43 @@ int collective_command(const std::vector<std::string>& args) {
     members.push_back(group_vertices(topo, g, req.group_size, req.group_stride));
 
   key.n = req.group_size;
-  key.chunks = req.chunks;
   key.root = req.root;
-  if (key.algo == coll::Algorithm::kHierarchical)
-    key.local_size = members_per_node(topo, members[0]);
-  std::shared_ptr<const coll::Schedule> schedule;
-  try {
-    schedule = coll::build_schedule(key);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+  const int32_t local = members_per_node(topo, members[0]);
+  // The auto chooser only sees servers as a member count when they split the group evenly.
+  const int32_t auto_local = uniform_nodes(topo, members[0], local) ? local : 1;
+  // Schedules depend on the size only through (algorithm, chunks, window); sizes that agree
+  // share one.
+  coll::ScheduleCache cache;
+  const auto schedule_for = [&](Bytes size) {
+    key.algo = requested == coll::Algorithm::kAuto
+                   ? coll::choose_algorithm(key.op, key.n, auto_local, size)
+                   : coll::resolve(requested, key.op);
+    key.chunks = req.chunks > 0 ? req.chunks : coll::auto_chunks(key.op, key.algo, key.n, size);
+    key.window =
+        req.window > 0 ? req.window : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
+    key.local_size = key.algo == coll::Algorithm::kHierarchical ? local : 0;
+    try {
+      return cache.get(key);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+  };
+  // Check the request before printing anything: an impossible one gets a one-line error.
+  schedule_for(sizes.front());
   const double factor = coll::bus_bandwidth_factor(key.op, key.n);
 
-  std::cout << "# clustersim collective: " << req.op << " (" << coll::to_string(key.algo) << "), "
-            << groups << " group(s) of " << key.n << " GPUs on " << topo.name << " ("
-            << topo.gpu_type << ", " << topo.num_gpus() << " GPUs, " << topo.num_vertices()
-            << " vertices, " << topo.num_links() << " links), " << req.network << " network\n";
-  std::cout << "#" << std::setw(13) << "size" << std::setw(16) << "time(us)" << std::setw(14)
+  std::cout << "# clustersim collective: " << req.op << " (" << req.algo << "), " << groups
+            << " group(s) of " << key.n << " GPUs on " << topo.name << " (" << topo.gpu_type << ", "
+            << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, "
+            << topo.num_links() << " links), " << req.network << " network\n";
+  std::cout << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
+            << std::setw(8) << "window" << std::setw(16) << "time(us)" << std::setw(14)
             << "algbw(GB/s)" << std::setw(14) << "busbw(GB/s)" << std::setw(12) << "events"
             << std::setw(10) << "wall(s)" << '\n';
   std::vector<SizeResult> results;
   for (const Bytes size : sizes) {
     const auto wall_start = std::chrono::steady_clock::now();
+    const std::shared_ptr<const coll::Schedule> schedule = schedule_for(size);
     Simulator sim;
     auto network = net::make_network(mode, sim, topo, routing);
     Time finish;
@@ -198,21 +241,24 @@ int collective_command(const std::vector<std::string>& args) {
     sim.run();
     SizeResult r;
     r.size = size;
+    r.algo = schedule->key().algo;
+    r.chunks = schedule->key().chunks;
+    r.window = schedule->key().window;
     r.time = finish;
     const double seconds = finish.as_seconds();
     r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
     r.busbw_gbps = r.algbw_gbps * factor;
     r.events = sim.events_processed();
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    std::cout << std::setw(14) << format_size(size) << std::fixed << std::setprecision(3)
-              << std::setw(16) << r.time.as_us() << std::setprecision(2) << std::setw(14)
-              << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12) << r.events
-              << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
+    std::cout << std::setw(14) << format_size(size) << std::setw(14) << coll::to_string(r.algo)
+              << std::setw(8) << r.chunks << std::setw(8) << r.window << std::fixed
+              << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
+              << std::setw(14) << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12)
+              << r.events << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
     std::cout.unsetf(std::ios::fixed);
     results.push_back(r);
   }
-  if (!req.json.empty())
-    write_json(req.json, req, topo, coll::to_string(key.algo), groups, results);
+  if (!req.json.empty()) write_json(req.json, req, topo, req.algo, groups, results);
   return 0;
 }
 

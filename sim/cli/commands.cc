@@ -9,6 +9,8 @@ namespace cs::cli {
 namespace {
 
 constexpr std::array kCommands = {
+    Command{"run", "simulate one training step of a model, layout and cluster", &run_command},
+    Command{"presets", "list the built-in workloads, topologies and GPUs", &presets_command},
     Command{"collective", "time one collective over a topology for several sizes, like nccl-tests",
             &collective_command},
 };

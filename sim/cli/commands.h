@@ -22,6 +22,8 @@ struct Command {
 
 // Defined in one file per subcommand.
 int collective_command(const std::vector<std::string>& args);
+int run_command(const std::vector<std::string>& args);
+int presets_command(const std::vector<std::string>& args);
 
 // Parses argv, runs the chosen subcommand and returns the process exit code.
 int run_main(int argc, char** argv);

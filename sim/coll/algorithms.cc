@@ -5,6 +5,7 @@
 #include <limits>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cs::coll {
@@ -15,12 +16,25 @@ constexpr int64_t kNone = -1;
 // Messages after which a rank's data for the next phase is in place, indexed by group rank.
 using Ready = std::vector<std::vector<uint32_t>>;
 
+// The sends of one connection in program order. A new send may start once the send `window`
+// places earlier has completed: that frees the receive slot it used (NCCL_STEPS slots per
+// connection), so at most `window` sends are in flight.
+struct Connection {
+  std::vector<uint32_t> sends;
+
+  void add_window_dep(int32_t window, std::vector<uint32_t>& deps) const {
+    const auto w = static_cast<std::size_t>(window);
+    if (sends.size() >= w) deps.push_back(sends[sends.size() - w]);
+  }
+};
+
 // One ring connection per position: sends leave each position in program order.
 struct Ring {
   std::vector<uint32_t> ranks;  // group rank at each position; position p sends to p+1
-  std::vector<int64_t> last_send;
+  std::vector<Connection> out;  // position p's connection to p+1
+  int32_t window = 1;
 
-  explicit Ring(std::vector<uint32_t> r) : ranks(std::move(r)), last_send(ranks.size(), kNone) {}
+  Ring(std::vector<uint32_t> r, int32_t w) : ranks(std::move(r)), out(ranks.size()), window(w) {}
   std::size_t size() const { return ranks.size(); }
 };
 
@@ -28,10 +42,13 @@ struct Ring {
 using BlockUnit = std::function<uint32_t(std::size_t b)>;
 
 // Runs the L−1 steps of a ring reduce-scatter (reduce) or all-gather (!reduce) and returns,
-// per rank, the message after which its result is complete. Reduce-scatter: position p ends with
-// the sum of block p, sending block p−s−1 at step s. All-gather: position p starts with block p
-// and sends block p−s at step s. The first step also waits until sender and receiver are ready
-// (the receiver posts its receive only when it reaches this phase).
+// per rank, the messages after which its result is complete: the last receive of a
+// reduce-scatter (it carries everyone else's sum), every receive of an all-gather (with several
+// sends in flight, the last one to be sent need not be the last to land). Reduce-scatter:
+// position p ends with the sum of block p, sending block p−s−1 at step s. All-gather: position p
+// starts with block p and sends block p−s at step s. Sends also wait until sender and receiver
+// are ready (the receiver posts its receive only when it reaches this phase): explicitly for the
+// first `window` steps, through the connection's window for later ones.
 Ready ring_steps(ScheduleBuilder& b, Ring& ring, bool reduce, const BlockUnit& block_unit,
                  uint32_t len, const Ready& ready) {
   const std::size_t l = ring.size();
@@ -39,29 +56,32 @@ Ready ring_steps(ScheduleBuilder& b, Ring& ring, bool reduce, const BlockUnit& b
   if (l < 2) return out;
   std::vector<int64_t> received(l, kNone);  // what position p received in the previous step
   std::vector<int64_t> now(l, kNone);
+  for (std::size_t p = 0; p < l; ++p) out[ring.ranks[p]].clear();
   std::vector<uint32_t> deps;
   for (std::size_t s = 0; s + 1 < l; ++s) {
     for (std::size_t p = 0; p < l; ++p) {
       const std::size_t next = (p + 1) % l;
       const std::size_t block = (p + 2 * l - s - (reduce ? 1 : 0)) % l;
       deps.clear();
-      if (ring.last_send[p] != kNone) deps.push_back(static_cast<uint32_t>(ring.last_send[p]));
-      if (s == 0) {
+      ring.out[p].add_window_dep(ring.window, deps);
+      if (s < static_cast<std::size_t>(ring.window)) {
         for (uint32_t d : ready[ring.ranks[p]]) deps.push_back(d);
         for (uint32_t d : ready[ring.ranks[next]]) deps.push_back(d);
-      } else {
-        deps.push_back(static_cast<uint32_t>(received[p]));
       }
+      if (s > 0) deps.push_back(static_cast<uint32_t>(received[p]));
       const uint32_t unit = block_unit(block);
       const uint32_t m = b.add(Message{ring.ranks[p], ring.ranks[next], unit, unit, len,
                                        reduce ? Action::kReduce : Action::kCopy},
                                deps);
-      ring.last_send[p] = m;
+      ring.out[p].sends.push_back(m);
       now[next] = m;
+      if (!reduce) out[ring.ranks[next]].push_back(m);
     }
     received.swap(now);
   }
-  for (std::size_t p = 0; p < l; ++p) out[ring.ranks[p]] = {static_cast<uint32_t>(received[p])};
+  if (reduce) {
+    for (std::size_t p = 0; p < l; ++p) out[ring.ranks[p]] = {static_cast<uint32_t>(received[p])};
+  }
   return out;
 }
 
@@ -76,7 +96,7 @@ Schedule build_ring(const ScheduleKey& key) {
   const auto c = static_cast<uint32_t>(key.chunks);
   // Shard-major layout (unit = shard·c + chunk), so that shard r is one contiguous block.
   ScheduleBuilder b(key, n * c);
-  Ring ring(iota_ranks(0, n));
+  Ring ring(iota_ranks(0, n), key.window);
   const Ready none(n);
   for (uint32_t j = 0; j < c; ++j) {
     const BlockUnit unit = [&](std::size_t shard) { return static_cast<uint32_t>(shard) * c + j; };
@@ -100,10 +120,10 @@ Schedule build_hierarchical(const ScheduleKey& key) {
   ScheduleBuilder b(key, n * c);
   std::vector<Ring> intra_rs, intra_ag, inter;
   for (uint32_t q = 0; q < nodes; ++q) {
-    intra_rs.emplace_back(iota_ranks(q * local, local));
-    intra_ag.emplace_back(iota_ranks(q * local, local));
+    intra_rs.emplace_back(iota_ranks(q * local, local), key.window);
+    intra_ag.emplace_back(iota_ranks(q * local, local), key.window);
   }
-  for (uint32_t l = 0; l < local; ++l) inter.emplace_back(iota_ranks(l, nodes, local));
+  for (uint32_t l = 0; l < local; ++l) inter.emplace_back(iota_ranks(l, nodes, local), key.window);
   const Ready none(n);
   for (uint32_t j = 0; j < c; ++j) {
     const BlockUnit shard = [&](std::size_t l) {
@@ -148,23 +168,23 @@ Schedule build_tree(const ScheduleKey& key) {
       }
     }
     if (order.size() != static_cast<std::size_t>(n)) throw std::logic_error("tree misses ranks");
-    std::vector<int64_t> up(n, kNone);        // up[r]: r's latest send to its parent
-    std::vector<int64_t> down(2 * n, kNone);  // down[2r+i]: r's latest send to child i
+    std::vector<Connection> up(n);        // r's sends to its parent
+    std::vector<Connection> down(2 * n);  // down[2r+i]: r's sends to child i
     for (uint32_t j = 0; j < c; ++j) {
       const uint32_t unit = static_cast<uint32_t>(tree) * c + j;
-      // Reduce towards the root, deepest ranks first, so up[child] already holds chunk j while
-      // up[r] still holds r's send of chunk j-1.
+      // Reduce towards the root, deepest ranks first, so a child's last send up is chunk j.
       for (auto it = order.rbegin(); it != order.rend(); ++it) {
         const int32_t r = *it;
         if (r == root) continue;
         deps.clear();
-        if (up[r] != kNone) deps.push_back(static_cast<uint32_t>(up[r]));
+        up[r].add_window_dep(key.window, deps);
         for (int32_t ch : {nodes[r].child0, nodes[r].child1}) {
-          if (ch >= 0) deps.push_back(static_cast<uint32_t>(up[ch]));
+          if (ch >= 0) deps.push_back(up[ch].sends.back());
         }
-        up[r] = b.add(Message{static_cast<uint32_t>(r), static_cast<uint32_t>(nodes[r].parent),
-                              unit, unit, 1, Action::kReduce},
-                      deps);
+        up[r].sends.push_back(
+            b.add(Message{static_cast<uint32_t>(r), static_cast<uint32_t>(nodes[r].parent), unit,
+                          unit, 1, Action::kReduce},
+                  deps));
       }
       // Broadcast the sum down, root first.
       std::vector<int64_t> got(n, kNone);  // the message that brought chunk j's sum to r
@@ -174,10 +194,10 @@ Schedule build_tree(const ScheduleKey& key) {
           const int32_t ch = i == 0 ? node.child0 : node.child1;
           if (ch < 0) continue;
           deps.clear();
-          if (down[2 * r + i] != kNone) deps.push_back(static_cast<uint32_t>(down[2 * r + i]));
+          down[2 * r + i].add_window_dep(key.window, deps);
           if (r == root) {
             for (int32_t k : {node.child0, node.child1}) {
-              if (k >= 0) deps.push_back(static_cast<uint32_t>(up[k]));
+              if (k >= 0) deps.push_back(up[k].sends.back());
             }
           } else {
             deps.push_back(static_cast<uint32_t>(got[r]));
@@ -185,7 +205,7 @@ Schedule build_tree(const ScheduleKey& key) {
           const uint32_t m = b.add(Message{static_cast<uint32_t>(r), static_cast<uint32_t>(ch),
                                            unit, unit, 1, Action::kCopy},
                                    deps);
-          down[2 * r + i] = m;
+          down[2 * r + i].sends.push_back(m);
           got[ch] = m;
         }
       }
@@ -198,17 +218,17 @@ Schedule build_broadcast(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
   const auto c = static_cast<uint32_t>(key.chunks);
   ScheduleBuilder b(key, c);
-  std::vector<int64_t> last_send(n, kNone);
+  std::vector<Connection> chain(n);  // chain[p]: position p's sends to p+1
   std::vector<int64_t> got(n, kNone);
   std::vector<uint32_t> deps;
   for (uint32_t j = 0; j < c; ++j) {
     for (uint32_t p = 0; p + 1 < n; ++p) {
       deps.clear();
-      if (last_send[p] != kNone) deps.push_back(static_cast<uint32_t>(last_send[p]));
+      chain[p].add_window_dep(key.window, deps);
       if (p > 0) deps.push_back(static_cast<uint32_t>(got[p]));
       const uint32_t src = (static_cast<uint32_t>(key.root) + p) % n;
       const uint32_t m = b.add(Message{src, (src + 1) % n, j, j, 1, Action::kCopy}, deps);
-      last_send[p] = m;
+      chain[p].sends.push_back(m);
       got[p + 1] = m;
     }
   }
@@ -270,6 +290,47 @@ TreeNode double_binary_tree(int32_t n, int tree, int32_t rank) {
   return TreeNode{map(t.parent), map(t.child0), map(t.child1)};
 }
 
+namespace {
+
+constexpr Bytes kSlot = 512 * kKiB;        // NCCL_BUFFSIZE / NCCL_STEPS
+constexpr Bytes kRingChunk = 4 * kSlot;    // ALLREDUCE_CHUNKSTEPS slots
+constexpr Bytes kWindowBytes = 64 * kKiB;  // see auto_window
+
+// Bytes of the block that auto_chunks cuts into chunks, and the piece it aims for.
+std::pair<Bytes, Bytes> block_and_piece(Op op, Algorithm algo, int32_t n, Bytes size) {
+  if (algo == Algorithm::kTree) {
+    // Like NCCL's tree, halve pieces (down to 64 KiB) until there are 8 per level of depth,
+    // so that the pipeline fills.
+    int32_t depth = 1;
+    while ((int32_t{1} << depth) < n) ++depth;
+    Bytes piece = kSlot;
+    while (size / 2 / piece < 8 * depth && piece > kSlot / 8) piece /= 2;
+    return {size / 2, piece};
+  }
+  if (op == Op::kBroadcast) return {size, kSlot};
+  if (algo == Algorithm::kHierarchical) return {size / n, kRingChunk};
+  return {size / n, size / n + 1};  // flat ring: one chunk, see auto_chunks
+}
+
+}  // namespace
+
+int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size) {
+  if (n < 1) throw std::invalid_argument("group size must be at least 1");
+  if (size < 0) throw std::invalid_argument("collective size must not be negative");
+  algo = resolve(algo, op);
+  if (n == 1 || algo == Algorithm::kDirect) return 1;
+  const auto [block, piece] = block_and_piece(op, algo, n, size);
+  return static_cast<int32_t>(std::clamp<Bytes>((block + piece - 1) / piece, 1, kMaxAutoChunks));
+}
+
+int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size) {
+  if (n < 1 || chunks < 1) throw std::invalid_argument("group size and chunks must be positive");
+  algo = resolve(algo, op);
+  if (n == 1 || algo == Algorithm::kDirect) return 1;
+  const Bytes message = std::max<Bytes>(block_and_piece(op, algo, n, size).first / chunks, 1);
+  return static_cast<int32_t>(std::clamp<Bytes>(kWindowBytes / message, 1, kMaxWindow));
+}
+
 ScheduleKey normalize(ScheduleKey key) {
   key.algo = resolve(key.algo, key.op);
   if (!supports(key.algo, key.op)) {
@@ -278,7 +339,9 @@ ScheduleKey normalize(ScheduleKey key) {
   }
   if (key.n < 1) throw std::invalid_argument("group size must be at least 1");
   if (key.chunks < 1) throw std::invalid_argument("chunks must be at least 1");
-  if (key.algo == Algorithm::kDirect) key.chunks = 1;
+  if (key.window < 1) throw std::invalid_argument("window must be at least 1");
+  // Direct sends wait for nothing, so neither pipelining nor a window applies.
+  if (key.algo == Algorithm::kDirect) key.chunks = key.window = 1;
   if (static_cast<int64_t>(key.n) * key.chunks * 2 > std::numeric_limits<uint32_t>::max()) {
     throw std::invalid_argument("group size times chunks is too large");
   }

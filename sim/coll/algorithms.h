@@ -12,15 +12,40 @@ namespace cs::coll {
 
 // Resolves kAuto, resets the fields the algorithm ignores (so equal shapes share a key) and
 // validates the rest. Throws std::invalid_argument for an unsupported (algorithm, op) pair, a
-// group size below 1, chunks below 1, a broadcast root outside the group, or a hierarchical
+// group size below 1, chunks or window below 1 (auto chunks are the caller's: see auto_chunks),
+// a broadcast root outside the group, or a hierarchical
 // local_size that is below 1 or does not divide n (no silent fallback: the caller should pick
 // another algorithm, e.g. ring, for ragged groups).
 ScheduleKey normalize(ScheduleKey key);
 
+// Pipeline chunks for `size` when the caller leaves them to us (the CLI's --chunks 0), in the
+// spirit of NCCL, whose pipelines move NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 = 512 KiB slots:
+// tree halves go in 512 KiB pieces, shrunk towards 64 KiB until there are 8 per tree level (as
+// NCCL shrinks tree chunks), broadcast buffers in 512 KiB pieces, hierarchical S/n pieces in
+// 2 MiB chunks (the 4 slots, ALLREDUCE_CHUNKSTEPS, of one NCCL ring step) so that its three
+// phases overlap. A flat ring gets 1: it is pipelined across its n shards already, and the flow
+// model has no staging buffer to bound, so chunks would only add latency per chunk (8 H100s,
+// 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks). Capped at kMaxAutoChunks to keep
+// schedules small, so pieces of huge sizes grow; direct algorithms and single ranks get 1.
+// `algo` is resolved first.
+inline constexpr int32_t kMaxAutoChunks = 64;
+int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size);
+
+// The in-flight window for messages of `size` cut into `chunks` (the CLI's --window 0): about
+// 64 KiB in flight per connection, so NCCL's NCCL_STEPS = kMaxWindow for messages up to 8 KiB
+// and 1 from 64 KiB. Why not always 8: the flow model shares a link fairly among a connection's
+// messages in flight instead of sending them in FIFO order, so a window of W messages of
+// transfer time τ delays every pipeline hop by (W − 1)·τ, which only pays where τ is well below
+// the latency it hides (tree all-reduce of 1 MiB in 8 chunks on 64 H100s: 57 µs with window 1,
+// 145 µs with 8; of 4 KiB in 64 chunks: the other way round).
+inline constexpr int32_t kMaxWindow = 8;
+int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size);
+
 // Builds the schedule of normalize(key). Per algorithm (see collective.h for buffer semantics):
 // - ring all-reduce: n shards × `chunks`; per chunk, n−1 reduce-scatter steps then n−1
 //   all-gather steps around ranks 0→1→…→n−1→0. Each send waits for the step it forwards and for
-//   the sender's previous send (one connection, in order, as NCCL's ring primitives run).
+//   the send `window` places earlier on its connection (NCCL's ring primitives keep up to
+//   NCCL_STEPS slots in flight). Every algorithm's connections follow that window rule.
 // - ring reduce-scatter / all-gather: the first / second half of that.
 // - tree all-reduce: NCCL's double binary tree; tree t carries half t in `chunks` pieces,
 //   reduced up to the root and broadcast down, each piece pipelined behind the previous one on

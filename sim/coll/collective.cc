@@ -66,6 +66,15 @@ Algorithm resolve(Algorithm algo, Op op) {
   return op == Op::kAllToAll || op == Op::kSendRecv ? Algorithm::kDirect : Algorithm::kRing;
 }
 
+Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes size) {
+  if (op != Op::kAllReduce || n <= 1 || members_per_node >= n) {
+    return resolve(Algorithm::kAuto, op);
+  }
+  if (size < kTreeMaxBytes) return Algorithm::kTree;
+  if (members_per_node > 1 && n % members_per_node == 0) return Algorithm::kHierarchical;
+  return Algorithm::kRing;
+}
+
 bool supports(Algorithm algo, Op op) {
   switch (resolve(algo, op)) {
     case Algorithm::kRing:

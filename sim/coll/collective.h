@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string_view>
 
+#include "sim/core/units.h"
+
 namespace cs::coll {
 
 // Buffer semantics, for a group of n ranks and a size S given like nccl-tests (the full buffer):
@@ -44,6 +46,19 @@ std::string_view to_string(Algorithm algo);
 // kAuto becomes ring for all-reduce / all-gather / reduce-scatter / broadcast, direct for
 // all-to-all and send/recv; other algorithms come back unchanged.
 Algorithm resolve(Algorithm algo, Op op);
+// What `--algo auto` runs for one size, like NCCL's tuner would with what a caller knows: the
+// group size n and how many members share a server (members_per_node >= n: all on one server;
+// pass 1 unless every server holds that many consecutive group ranks). All-reduce across
+// servers takes the double binary tree below kTreeMaxBytes, where its 2·log2(n) latency-bound
+// steps beat the 2(n−1) of a ring; above it hierarchical when members_per_node > 1 divides n
+// (NVLink carries the intra-node phases, each NIC only 1/members_per_node of the data), ring
+// otherwise and within one server. The threshold is the crossover measured on 64 H100s
+// (dgx-h100): tree 17.9 µs vs hierarchical 19.2 µs at 64 KiB but 26.4 vs 19.7 at 128 KiB; and for
+// 8 groups of one GPU per server, tree 11.5 vs ring 13.9 µs at 64 KiB, 22.3 vs 20.8 at 256 KiB.
+// Other ops follow resolve(kAuto, op).
+inline constexpr Bytes kTreeMaxBytes = 128 * kKiB;
+Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes size);
+
 // Whether build_schedule knows `algo` (after resolve) for `op`.
 bool supports(Algorithm algo, Op op);
 

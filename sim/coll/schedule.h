@@ -18,9 +18,13 @@ struct ScheduleKey {
   Algorithm algo = Algorithm::kAuto;
   int32_t n = 1;           // group size; ranks are group-local 0..n-1
   int32_t chunks = 1;      // pipeline chunks per block a message moves (ring shard, tree half,
-                           // broadcast buffer); more chunks overlap more, each pays latency
+                           // broadcast buffer); more chunks overlap more, see auto_chunks
   int32_t local_size = 0;  // hierarchical only: consecutive group ranks per node
   int32_t root = 0;        // broadcast only
+  // Sends a connection (one sender, one receiver, one phase) keeps in flight, as NCCL_STEPS
+  // buffer slots do: a send also waits for the connection's send `window` positions earlier to
+  // complete, so latency overlaps instead of adding up per chunk. 1 sends strictly one at a time.
+  int32_t window = 8;
   auto operator<=>(const ScheduleKey&) const = default;
 };
 

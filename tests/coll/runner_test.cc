@@ -117,9 +117,11 @@ TEST(RunCollective, RingAllGatherAndReduceScatterMatchAlphaBeta) {
 }
 
 TEST(RunCollective, ContentionFreeRingAgreesWithAnalyticalNetwork) {
-  // On a star a ring never shares a link, so both transfer models must agree.
+  // On a star a ring never shares a link, so both transfer models must agree, as long as a
+  // connection has one message in flight (several would share its link in the flow model).
   const auto topo = star(8, kBw, kLinkLatency);
-  const ScheduleKey key{Op::kAllReduce, Algorithm::kRing, 8, 2};
+  ScheduleKey key{Op::kAllReduce, Algorithm::kRing, 8, 2};
+  key.window = 1;
   const RunStats flow = time_collective(topo, key, 64 * kMiB, NetKind::kFlow);
   const RunStats analytical = time_collective(topo, key, 64 * kMiB, NetKind::kAnalytical);
   EXPECT_NEAR((flow.end - flow.start).as_seconds(),
@@ -142,18 +144,56 @@ TEST(RunCollective, AllToAllIsBoundByEachRanksLink) {
 }
 
 TEST(RunCollective, PipelinedBroadcastApproachesOneBufferTime) {
-  // A chain of n ranks with c chunks takes (n-1+c-1) chunk steps: (n+c-2)(α + S/(c·B)).
+  // A chain of n ranks with c chunks, one in flight per connection, takes (n-1+c-1) chunk
+  // steps: (n+c-2)(α + S/(c·B)).
   const int n = 8;
   const auto topo = star(n, kBw, kLinkLatency);
   const Bytes size = 256 * kMiB;
   for (int chunks : {1, 16}) {
     ScheduleKey key{Op::kBroadcast, Algorithm::kRing, n, chunks};
     key.root = 3;
+    key.window = 1;
     const RunStats s = time_collective(topo, key, size);
     const double expected =
         (n + chunks - 2) * (kAlpha + static_cast<double>(size) / chunks / kBw.in_bytes_per_s());
     EXPECT_NEAR((s.end - s.start).as_seconds(), expected, 0.01 * expected) << "chunks=" << chunks;
   }
+}
+
+TEST(RunCollective, WindowHidesPerChunkLatency) {
+  // A chain with every chunk in flight at once (window >= chunks): each hop moves the whole
+  // buffer, the chunks sharing the link, and pays one latency: (n-1)(α + S/B), against
+  // (n+c-2)(α + S/(c·B)) one chunk at a time. For a small buffer that is (n-1) latencies
+  // instead of (n+c-2).
+  const int n = 8, chunks = 16;
+  const auto topo = star(n, kBw, kLinkLatency);
+  const Bytes size = 4 * kKiB;
+  const double s = static_cast<double>(size), bw = kBw.in_bytes_per_s();
+  ScheduleKey key{Op::kBroadcast, Algorithm::kRing, n, chunks};
+  key.window = chunks;
+  const RunStats wide = time_collective(topo, key, size);
+  const double expected_wide = (n - 1) * (kAlpha + s / bw);
+  EXPECT_NEAR((wide.end - wide.start).as_seconds(), expected_wide, 0.01 * expected_wide);
+  key.window = 1;
+  const RunStats narrow = time_collective(topo, key, size);
+  const double expected_narrow = (n + chunks - 2) * (kAlpha + s / chunks / bw);
+  EXPECT_NEAR((narrow.end - narrow.start).as_seconds(), expected_narrow, 0.01 * expected_narrow);
+
+  // The double binary tree at 4 KiB in 64 chunks: with the window open it stays within a few
+  // latencies of one chunk's up-and-down trip (2·depth hops, plus one per chunk-pair of
+  // bandwidth), far from 64 chunks × α one at a time.
+  const int tn = 16, tchunks = 64;
+  const auto ttopo = star(tn, kBw, kLinkLatency);
+  const int depth = 4;  // log2(16): every tree has at most 4 levels below its root
+  ScheduleKey tree{Op::kAllReduce, Algorithm::kTree, tn, tchunks};
+  tree.window = tchunks;
+  const double t_wide = (time_collective(ttopo, tree, size).end - Time{}).as_seconds();
+  const double bound = 2.0 * (tn - 1) / tn * s / bw;
+  EXPECT_GE(t_wide, bound);
+  EXPECT_LT(t_wide, 2 * (depth + 1) * kAlpha + 4 * s / bw);
+  tree.window = 1;
+  const double t_narrow = (time_collective(ttopo, tree, size).end - Time{}).as_seconds();
+  EXPECT_GT(t_narrow, tchunks * kAlpha);
 }
 
 TEST(RunCollective, TreeAllReduceIsSensible) {

@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <numeric>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 #include "sim/coll/algorithms.h"
@@ -190,18 +192,104 @@ TEST(Schedule, RingStepCountsAndChannelOrder) {
     EXPECT_EQ(ar->num_messages(), static_cast<std::size_t>(2 * (n - 1) * n));
     const auto ag = build_schedule(ScheduleKey{Op::kAllGather, Algorithm::kRing, n, 3});
     EXPECT_EQ(ag->num_messages(), static_cast<std::size_t>(3 * (n - 1) * n));
-    // Every send after a rank's first waits for that rank's previous send (one connection).
-    std::vector<int64_t> last(n, -1);
-    for (uint32_t m = 0; m < ar->num_messages(); ++m) {
-      const Message& msg = ar->message(m);
-      EXPECT_EQ(msg.dst, (msg.src + 1) % n);
-      if (last[msg.src] >= 0) {
-        const auto deps = ar->deps(m);
-        EXPECT_NE(std::find(deps.begin(), deps.end(), static_cast<uint32_t>(last[msg.src])),
-                  deps.end());
+    for (const Message& msg : ar->messages()) EXPECT_EQ(msg.dst, (msg.src + 1) % n);
+  }
+}
+
+// The window's definition: the k-th send on a connection (sender, receiver, channel) waits for its
+// (k−W)-th, so at most W are in flight; the window never changes what moves.
+TEST(Schedule, EverySendWaitsForTheSendOneWindowEarlierOnItsConnection) {
+  std::vector<ScheduleKey> keys = {{Op::kAllReduce, Algorithm::kRing, 5, 3},
+                                   {Op::kReduceScatter, Algorithm::kRing, 4, 2},
+                                   {Op::kAllReduce, Algorithm::kTree, 13, 6},
+                                   {Op::kBroadcast, Algorithm::kRing, 6, 10}};
+  keys[3].root = 2;
+  for (ScheduleKey key : keys) {
+    key.window = 1;
+    const auto one = build_schedule(key);
+    for (int32_t window : {1, 2, 3, 8}) {
+      key.window = window;
+      const auto s = build_schedule(key);
+      ASSERT_EQ(s->num_messages(), one->num_messages());
+      EXPECT_EQ(s->bytes_sent_per_rank(12345), one->bytes_sent_per_rank(12345));
+      // The two trees of a double binary tree are separate channels, one per half.
+      const auto channel = [&](const Message& msg) {
+        return key.algo == Algorithm::kTree ? msg.src_unit / static_cast<uint32_t>(key.chunks) : 0u;
+      };
+      std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::vector<uint32_t>> sends;
+      for (uint32_t m = 0; m < s->num_messages(); ++m) {
+        const Message& msg = s->message(m);
+        auto& conn = sends[{msg.src, msg.dst, channel(msg)}];
+        if (conn.size() >= static_cast<std::size_t>(window)) {
+          const uint32_t earlier = conn[conn.size() - static_cast<std::size_t>(window)];
+          const auto deps = s->deps(m);
+          EXPECT_NE(std::find(deps.begin(), deps.end(), earlier), deps.end())
+              << to_string(key.op) << " window " << window << " message " << m;
+        }
+        conn.push_back(m);
       }
-      last[msg.src] = m;
     }
+  }
+}
+
+TEST(AutoChunks, CutsBlocksIntoNcclSizedPiecesUpToACap) {
+  // Hierarchical: S/n pieces in 2 MiB chunks (4 NCCL slots of 512 KiB). A flat ring: one.
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kHierarchical, 64, kGiB), 8);  // 16 MiB
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kHierarchical, 8, 16 * kMiB + 8), 2);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kRing, 64, kGiB), 1);
+  EXPECT_EQ(auto_chunks(Op::kAllGather, Algorithm::kAuto, 8, 64 * kMiB), 1);
+  // Broadcast: the whole buffer in 512 KiB slots, rounded up.
+  EXPECT_EQ(auto_chunks(Op::kBroadcast, Algorithm::kRing, 8, 4 * kMiB), 8);
+  EXPECT_EQ(auto_chunks(Op::kBroadcast, Algorithm::kRing, 8, 4 * kMiB + 1), 9);
+  // Tree: halves in 512 KiB pieces once there are 8 per level (64 ranks: 6 levels, 48 pieces);
+  // smaller halves in pieces down to 64 KiB.
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kTree, 64, 48 * kMiB), 48);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kTree, 64, kMiB), 8);  // 512 KiB / 64 KiB
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kTree, 64, 4 * kKiB), 1);
+  // The cap, and what never pipelines.
+  for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical}) {
+    if (algo != Algorithm::kRing) {
+      EXPECT_EQ(auto_chunks(Op::kAllReduce, algo, 16, 64 * kGiB), kMaxAutoChunks);
+    }
+    EXPECT_EQ(auto_chunks(Op::kAllReduce, algo, 1, kGiB), 1);
+    EXPECT_EQ(auto_chunks(Op::kAllReduce, algo, 16, 0), 1);
+  }
+  EXPECT_EQ(auto_chunks(Op::kAllToAll, Algorithm::kAuto, 64, kGiB), 1);
+  EXPECT_THROW(auto_chunks(Op::kAllReduce, Algorithm::kRing, 0, kMiB), std::invalid_argument);
+}
+
+TEST(AutoWindow, KeepsAbout64KiBInFlightPerConnection) {
+  // Ring messages are S/(n·chunks).
+  EXPECT_EQ(auto_window(Op::kAllReduce, Algorithm::kRing, 64, 1, 4 * kKiB), kMaxWindow);
+  EXPECT_EQ(auto_window(Op::kAllReduce, Algorithm::kRing, 64, 1, kMiB), 4);  // 16 KiB
+  EXPECT_EQ(auto_window(Op::kAllReduce, Algorithm::kHierarchical, 64, 8, kGiB), 1);
+  // Tree messages are S/(2·chunks).
+  EXPECT_EQ(auto_window(Op::kAllReduce, Algorithm::kTree, 8, 2, 128 * kKiB), 2);  // 32 KiB
+  EXPECT_EQ(auto_window(Op::kAllReduce, Algorithm::kTree, 8, 1, 0), kMaxWindow);
+  EXPECT_EQ(auto_window(Op::kAllToAll, Algorithm::kDirect, 8, 1, 4 * kKiB), 1);
+}
+
+TEST(Collective, ChooseAlgorithmLikeNccl) {
+  const Bytes small = kTreeMaxBytes / 2, large = 64 * kMiB;
+  // Across 8 servers of 8: tree when latency-bound, hierarchical when bandwidth-bound.
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 64, 8, small), Algorithm::kTree);
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 64, 8, kTreeMaxBytes), Algorithm::kHierarchical);
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 64, 8, large), Algorithm::kHierarchical);
+  // One member per server, or servers that do not split the group evenly: ring.
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 64, 1, small), Algorithm::kTree);
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 64, 1, large), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 12, 8, large), Algorithm::kRing);
+  // Inside one server NVLink is a full crossbar: ring at any size.
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 8, 8, small), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(Op::kAllReduce, 1, 1, small), Algorithm::kRing);
+  // Other ops: what resolve gives.
+  EXPECT_EQ(choose_algorithm(Op::kAllGather, 64, 8, large), Algorithm::kRing);
+  EXPECT_EQ(choose_algorithm(Op::kAllToAll, 64, 8, small), Algorithm::kDirect);
+  // Every choice is buildable for its shape.
+  for (Bytes size : {small, large}) {
+    ScheduleKey key{Op::kAllReduce, choose_algorithm(Op::kAllReduce, 64, 8, size), 64};
+    key.local_size = 8;
+    EXPECT_NO_THROW(build_schedule(key));
   }
 }
 
@@ -231,6 +319,15 @@ TEST(ScheduleCache, SharesOneScheduleAcrossEqualShapes) {
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_NE(cache.get(ScheduleKey{Op::kAllReduce, Algorithm::kRing, 8, 1}).get(), a.get());
   EXPECT_EQ(cache.size(), 2u);
+  // The window is part of the shape, except where nothing waits on a connection.
+  ScheduleKey narrow{Op::kAllReduce, Algorithm::kRing, 8, 2};
+  narrow.window = 1;
+  EXPECT_NE(cache.get(narrow).get(), a.get());
+  EXPECT_EQ(cache.size(), 3u);
+  ScheduleKey a2a{Op::kAllToAll, Algorithm::kDirect, 8};
+  const auto direct = cache.get(a2a);
+  a2a.window = 3;
+  EXPECT_EQ(cache.get(a2a).get(), direct.get());
 }
 
 TEST(ScheduleKey, RejectsInvalidShapes) {
@@ -246,6 +343,9 @@ TEST(ScheduleKey, RejectsInvalidShapes) {
   ScheduleKey bcast{Op::kBroadcast, Algorithm::kRing, 4};
   bcast.root = 4;
   EXPECT_THROW(normalize(bcast), std::invalid_argument);
+  ScheduleKey closed{Op::kAllReduce, Algorithm::kRing, 4};
+  closed.window = 0;
+  EXPECT_THROW(normalize(closed), std::invalid_argument);
 }
 
 }  // namespace

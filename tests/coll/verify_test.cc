@@ -26,7 +26,8 @@ const std::vector<Order> kOrders = {{ExecOrder::kFifo, 0},
 std::string describe(const ScheduleKey& key) {
   return std::string(to_string(key.op)) + "/" + std::string(to_string(key.algo)) +
          " n=" + std::to_string(key.n) + " chunks=" + std::to_string(key.chunks) +
-         " local=" + std::to_string(key.local_size) + " root=" + std::to_string(key.root);
+         " local=" + std::to_string(key.local_size) + " root=" + std::to_string(key.root) +
+         " window=" + std::to_string(key.window);
 }
 
 // Runs the schedule in every order and returns the worst output error.
@@ -41,9 +42,16 @@ double worst_error(const Schedule& schedule, const std::vector<Order>& orders, u
   return worst;
 }
 
-void expect_correct(const ScheduleKey& key) {
-  const auto schedule = build_schedule(key);
-  EXPECT_LT(worst_error(*schedule, kOrders), kTolerance) << describe(key);
+// One in flight per connection, a few, and more than any connection sends here: a window only
+// removes dependencies, so the data must come out right for all of them.
+const std::vector<int32_t> kWindows = {1, 2, 8, 1000};
+
+void expect_correct(ScheduleKey key) {
+  for (int32_t window : kWindows) {
+    key.window = window;
+    const auto schedule = build_schedule(key);
+    EXPECT_LT(worst_error(*schedule, kOrders), kTolerance) << describe(key);
+  }
 }
 
 const std::vector<int32_t> kSizes = {1, 2, 3, 5, 8, 16, 64};
@@ -124,26 +132,33 @@ TEST(VerifyOnData, MissingDataDependencyIsCaught) {
   };
   ScheduleKey hier{Op::kAllReduce, Algorithm::kHierarchical, 8, 1};
   hier.local_size = 4;
-  for (const Case& c :
-       {Case{{Op::kAllReduce, Algorithm::kRing, 4}, "ring"},
-        Case{{Op::kAllReduce, Algorithm::kTree, 8, 2}, "tree"}, Case{hier, "hierarchical"},
-        Case{{Op::kBroadcast, Algorithm::kRing, 5, 2}, "broadcast"}}) {
-    const auto good = build_schedule(c.key);
-    ASSERT_LT(worst_error(*good, many_orders()), kTolerance) << c.what;
-    // Drop the data dependency (not the sender's own previous send) of every message that has
-    // one, one at a time: each must be needed.
-    int checked = 0;
-    for (uint32_t victim = 0; victim < good->num_messages(); ++victim) {
-      bool has_data_dep = false;
-      for (uint32_t d : good->deps(victim))
-        has_data_dep |= good->message(d).src != good->message(victim).src;
-      if (!has_data_dep) continue;
-      const Schedule broken = drop_deps(*good, victim, true);
-      EXPECT_GT(worst_error(broken, many_orders()), kTolerance)
-          << c.what << ": dropping the data deps of message " << victim << " went unnoticed";
-      ++checked;
+  ScheduleKey hier_chunked = hier;
+  hier_chunked.chunks = 2;
+  for (Case c : {Case{{Op::kAllReduce, Algorithm::kRing, 4}, "ring"},
+                 Case{{Op::kAllReduce, Algorithm::kRing, 4, 2}, "ring chunked"},
+                 Case{{Op::kAllReduce, Algorithm::kTree, 8, 2}, "tree"}, Case{hier, "hierarchical"},
+                 Case{hier_chunked, "hierarchical chunked"},
+                 Case{{Op::kBroadcast, Algorithm::kRing, 5, 2}, "broadcast"}}) {
+    for (int32_t window : {1, 2, 8}) {
+      c.key.window = window;
+      SCOPED_TRACE(describe(c.key));
+      const auto good = build_schedule(c.key);
+      ASSERT_LT(worst_error(*good, many_orders()), kTolerance) << c.what;
+      // Drop the data dependencies (not the window one on the sender's own connection) of every
+      // message that has some, one message at a time: each must be needed.
+      int checked = 0;
+      for (uint32_t victim = 0; victim < good->num_messages(); ++victim) {
+        bool has_data_dep = false;
+        for (uint32_t d : good->deps(victim))
+          has_data_dep |= good->message(d).src != good->message(victim).src;
+        if (!has_data_dep) continue;
+        const Schedule broken = drop_deps(*good, victim, true);
+        EXPECT_GT(worst_error(broken, many_orders()), kTolerance)
+            << c.what << ": dropping the data deps of message " << victim << " went unnoticed";
+        ++checked;
+      }
+      EXPECT_GT(checked, 0) << c.what;
     }
-    EXPECT_GT(checked, 0) << c.what;
   }
 }
 

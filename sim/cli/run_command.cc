@@ -1,0 +1,84 @@
+// `clustersim run` and `clustersim presets`: time one training step; list what is built in.
+#include <boost/program_options.hpp>
+#include <fstream>
+#include <iostream>
+
+#include "sim/cli/commands.h"
+#include "sim/compute/gpu_profile.h"
+#include "sim/config/embedded_presets.h"
+#include "sim/config/run_config.h"
+#include "sim/config/text_proto.h"
+#include "sim/run/step_simulation.h"
+
+namespace cs::cli {
+
+namespace po = boost::program_options;
+
+int run_command(const std::vector<std::string>& args) {
+  std::string path, preset, json;
+  std::vector<std::string> overrides;
+  po::options_description opts(
+      "usage: clustersim run CONFIG [options]\n       clustersim run --preset NAME [options]\n\n"
+      "Simulates one training step of a model, parallel layout and cluster on every GPU, and\n"
+      "reports step time, throughput, MFU, pipeline bubbles, communication and memory.\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
+      ("set", po::value(&overrides)->composing(),
+       "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable)")
+      ("json", po::value(&json), "also write the report as JSON to this file");
+  // clang-format on
+  po::options_description hidden;
+  hidden.add_options()("config", po::value(&path));
+  po::positional_options_description positional;
+  positional.add("config", 1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << '\n';
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (path.empty() == preset.empty())
+    throw UsageError("give either a config file or --preset NAME");
+
+  const LoadedConfig loaded = load_run_config(path, preset, overrides);
+  const report::StepReport report = run::simulate_step(loaded.config, loaded.source);
+  report::print_table(std::cout, report);
+  if (!json.empty()) {
+    std::ofstream out(json);
+    if (!out) throw std::runtime_error("cannot write " + json);
+    report::write_json(out, report);
+  }
+  return 0;
+}
+
+int presets_command(const std::vector<std::string>& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout
+        << "usage: clustersim presets\n\nLists the built-in workloads, topologies and GPUs.\n";
+    return 0;
+  }
+  if (!args.empty()) throw UsageError("presets takes no arguments");
+  std::cout << "workloads (clustersim run --preset NAME):\n";
+  for (const auto& name : preset_names("workloads")) {
+    clustersim::RunConfig config;
+    parse_text_proto(find_preset("workloads", name)->text, name, &config);
+    std::cout << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ')
+              << config.description() << '\n';
+  }
+  std::cout << "topologies (--topology NAME, cluster.topology):\n";
+  for (const auto& name : preset_names("topologies")) std::cout << "  " << name << '\n';
+  std::cout << "gpus (cluster.gpu):\n";
+  for (const auto& name : compute::gpu_profile_names()) std::cout << "  " << name << '\n';
+  return 0;
+}
+
+}  // namespace cs::cli

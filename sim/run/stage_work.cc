@@ -1,0 +1,232 @@
+#include "sim/run/stage_work.h"
+
+#include <unordered_map>
+
+#include "sim/workload/layer_ops.h"
+#include "sim/workload/memory.h"
+#include "sim/workload/model_math.h"
+#include "sim/workload/pipeline_schedule.h"
+
+namespace cs::run {
+
+namespace {
+
+using workload::Dim;
+using workload::LayerOp;
+using workload::Op;
+using workload::OpClass;
+using workload::OpKind;
+using workload::Phase;
+using workload::PhaseOp;
+using workload::PhaseOps;
+using workload::Stream;
+
+// Turns layer ops into program ops: kernels get their time from the cost model, collectives
+// their group and stream; collectives over a group of one GPU vanish.
+class OpMaker {
+ public:
+  OpMaker(const clustersim::RunConfig& config, const compute::KernelCostModel& cost,
+          workload::StageWork& work)
+      : config_(config), cost_(cost), work_(work) {}
+
+  uint32_t label(std::string_view name) {
+    const auto [it, added] =
+        labels_.emplace(std::string(name), static_cast<uint32_t>(work_.labels.size()));
+    if (added) work_.labels.emplace_back(name);
+    return it->second;
+  }
+
+  // Appends `ops` to `phase`, each after the previous one; returns how many were added.
+  std::size_t append(PhaseOps& phase, const std::vector<LayerOp>& ops, OpClass cls,
+                     int32_t first_also_after = PhaseOp::kNone) {
+    std::size_t added = 0;
+    for (const LayerOp& lop : ops) {
+      Op op;
+      if (!make(lop, cls, op)) continue;
+      phase.add(op, PhaseOp::kPrevious, added == 0 ? first_also_after : PhaseOp::kNone);
+      ++added;
+    }
+    return added;
+  }
+
+  Op collective(coll::Op kind, Dim dim, Bytes bytes, std::string_view name) {
+    Op op;
+    op.kind = OpKind::kCollective;
+    op.stream = dim == Dim::kDp ? Stream::kDp : dim == Dim::kCp ? Stream::kCp : Stream::kCompute;
+    op.op_class = OpClass::kComm;
+    op.dim = dim;
+    op.coll_op = kind;
+    op.bytes = bytes;
+    op.label = label(name);
+    return op;
+  }
+
+  Op kernel(const LayerOp& lop, OpClass cls) {
+    Op op;
+    op.kind = OpKind::kCompute;
+    op.op_class = cls;
+    op.duration = cost_.time(lop.kernel, lop.precision);
+    op.flops = lop.kernel.flops;
+    op.label = label(lop.kernel.name);
+    return op;
+  }
+
+ private:
+  bool make(const LayerOp& lop, OpClass cls, Op& op) {
+    if (!lop.is_comm) {
+      op = kernel(lop, cls);
+      return true;
+    }
+    using workload::CommKind;
+    const bool tp = lop.comm == CommKind::kTpAllReduce || lop.comm == CommKind::kTpAllGather ||
+                    lop.comm == CommKind::kTpReduceScatter;
+    const Dim dim = tp ? Dim::kTp : Dim::kCp;
+    if ((tp ? config_.parallel().tp() : config_.parallel().cp()) == 1) return false;
+    coll::Op kind = coll::Op::kAllReduce;
+    if (lop.comm == CommKind::kTpAllGather || lop.comm == CommKind::kCpAllGather)
+      kind = coll::Op::kAllGather;
+    if (lop.comm == CommKind::kTpReduceScatter || lop.comm == CommKind::kCpReduceScatter)
+      kind = coll::Op::kReduceScatter;
+    op = collective(kind, dim, lop.bytes, lop.comm_name);
+    return true;
+  }
+
+  const clustersim::RunConfig& config_;
+  const compute::KernelCostModel& cost_;
+  workload::StageWork& work_;
+  std::unordered_map<std::string, uint32_t> labels_;
+};
+
+// Parameters of one transformer layer on one tensor-parallel rank (norms replicated).
+int64_t layer_params(const clustersim::RunConfig& config) {
+  const auto p = workload::count_params(config.model());
+  const int64_t tp = config.parallel().tp();
+  return (p.attention_per_layer + p.mlp_per_layer) / tp + p.norms_per_layer;
+}
+
+}  // namespace
+
+workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_t stage,
+                                     const compute::KernelCostModel& cost, bool split_backward) {
+  const auto& par = config.parallel();
+  const int32_t p = par.pp(), v = par.virtual_stages();
+  const int32_t dp = par.dp(), zero = par.zero_stage();
+  const std::vector<int32_t> pieces = workload::layers_per_piece(config);
+  const int64_t vocab_params = workload::padded_vocab(config.model(), par.tp()) *
+                               int64_t{config.model().hidden_size()} / par.tp();
+  const int64_t per_layer = layer_params(config);
+  const bool gather_weights = zero == 3 && dp > 1;
+
+  workload::StageWork work;
+  OpMaker make(config, cost, work);
+  const auto fwd = workload::layer_ops(config, Phase::kForward);
+  const auto bwd = workload::layer_ops(config, Phase::kBackward);
+  const auto wgrad = workload::layer_ops(config, Phase::kWeightGrad);
+  const auto recompute = workload::layer_recompute_ops(config);
+  const Bytes layer_weight_bytes = 2 * per_layer;  // bf16
+
+  // ZeRO-3 / FSDP: a layer's weights are all-gathered on the DP stream before the layer runs.
+  // The gather may start once the layer two places back has finished, so at most two layers'
+  // gathered weights exist at once and the next layer's gather overlaps the current layer.
+  auto gathered_layer = [&](PhaseOps& phase, const std::vector<LayerOp>& ops, OpClass cls,
+                            std::vector<int32_t>& layer_ends) {
+    int32_t also = PhaseOp::kNone;
+    if (gather_weights) {
+      const int32_t after =
+          layer_ends.size() >= 2 ? layer_ends[layer_ends.size() - 2] : PhaseOp::kItemStart;
+      phase.add(make.collective(coll::Op::kAllGather, Dim::kDp, layer_weight_bytes,
+                                "zero3_weight_gather"),
+                after);
+      also = static_cast<int32_t>(phase.ops.size()) - 1;
+    }
+    make.append(phase, ops, cls, also);
+    layer_ends.push_back(static_cast<int32_t>(phase.ops.size()) - 1);
+  };
+
+  for (int32_t c = 0; c < v; ++c) {
+    const int32_t piece = workload::model_piece(stage, c, p);
+    const bool first = piece == 0, last = piece == p * v - 1;
+    const int32_t layers = pieces[static_cast<std::size_t>(piece)];
+    workload::ChunkWork chunk;
+    // Activations between stages: microbatch x tokens x hidden in bf16, per TP rank (sharded
+    // by sequence parallelism or, without it, replicated on every TP rank).
+    const int64_t tokens = int64_t{par.microbatch_size()} * config.model().seq_length() / par.cp();
+    chunk.activation_bytes =
+        2 * tokens * config.model().hidden_size() / (par.sequence_parallel() ? par.tp() : 1);
+
+    std::vector<int32_t> ends;
+    if (first)
+      make.append(chunk.forward, workload::embedding_ops(config, Phase::kForward),
+                  OpClass::kForward);
+    for (int32_t l = 0; l < layers; ++l)
+      gathered_layer(chunk.forward, fwd, OpClass::kForward, ends);
+    if (last)
+      make.append(chunk.forward, workload::head_ops(config, Phase::kForward), OpClass::kForward);
+
+    // Backward, layers in reverse. Gradients become ready layer by layer; buckets of at least
+    // dp_bucket_params parameters are reduced as soon as they fill (Megatron's overlap).
+    PhaseOps& grads_phase = split_backward ? chunk.weight_grad : chunk.backward;
+    int64_t bucket = 0;
+    auto grads_ready = [&](int64_t params, bool flush = false) {
+      bucket += params;
+      if (dp == 1 || bucket == 0 || (!flush && bucket < par.dp_bucket_params())) return;
+      const Bytes bytes = 2 * bucket;  // bf16 gradients
+      const coll::Op kind = zero == 0 ? coll::Op::kAllReduce : coll::Op::kReduceScatter;
+      chunk.grad_sync.push_back(
+          {static_cast<uint32_t>(grads_phase.ops.size() - 1),
+           make.collective(kind, Dim::kDp, bytes,
+                           zero == 0 ? "dp_grad_all_reduce" : "dp_grad_reduce_scatter")});
+      bucket = 0;
+    };
+    if (last) {
+      make.append(chunk.backward, workload::head_ops(config, Phase::kBackward), OpClass::kBackward);
+      make.append(grads_phase, workload::head_ops(config, Phase::kWeightGrad),
+                  split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      grads_ready(vocab_params + config.model().hidden_size());
+    }
+    std::vector<int32_t> bwd_ends;
+    for (int32_t l = 0; l < layers; ++l) {
+      if (!recompute.empty()) make.append(chunk.backward, recompute, OpClass::kRecompute);
+      gathered_layer(chunk.backward, bwd, OpClass::kBackward, bwd_ends);
+      make.append(grads_phase, wgrad, split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      grads_ready(per_layer);
+    }
+    if (first) {
+      make.append(chunk.backward, workload::embedding_ops(config, Phase::kBackward),
+                  OpClass::kBackward);
+      make.append(grads_phase, workload::embedding_ops(config, Phase::kWeightGrad),
+                  split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      grads_ready(vocab_params);
+    }
+    grads_ready(0, true);  // the last, partly filled bucket
+    work.chunks.push_back(std::move(chunk));
+  }
+
+  // The optimizer updates this GPU's shard; ZeRO 1 and 2 then all-gather the updated weights.
+  const int64_t params = workload::stage_params(config, stage);
+  const int64_t shard = zero >= 1 ? params / dp : params;
+  LayerOp adam = workload::optimizer_op(shard);
+  work.optimizer.push_back(make.kernel(adam, OpClass::kOptimizer));
+  if ((zero == 1 || zero == 2) && dp > 1) {
+    work.after_optimizer.push_back(
+        make.collective(coll::Op::kAllGather, Dim::kDp, 2 * params, "zero_param_all_gather"));
+  }
+  return work;
+}
+
+StageCosts phase_costs(const workload::StageWork& work) {
+  StageCosts c;
+  auto sum = [](const PhaseOps& phase) {
+    double s = 0;
+    for (const auto& e : phase.ops)
+      if (e.op.kind == OpKind::kCompute) s += e.op.duration.as_seconds();
+    return s;
+  };
+  const auto& chunk = work.chunks.front();
+  c.t_f = sum(chunk.forward);
+  c.t_b = sum(chunk.backward);
+  c.t_w = sum(chunk.weight_grad);
+  return c;
+}
+
+}  // namespace cs::run

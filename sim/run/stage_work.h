@@ -1,0 +1,26 @@
+// Builds each pipeline stage's work (kernels timed by the cost model, collectives, gradient
+// buckets, optimizer) from a run configuration.
+#pragma once
+
+#include <vector>
+
+#include "proto/config.pb.h"
+#include "sim/compute/kernel_cost.h"
+#include "sim/workload/program_builder.h"
+
+namespace cs::run {
+
+struct StageCosts {
+  // Compute time of one microbatch through one chunk of a middle stage, per phase: what the
+  // analytic bubble formulas take as T_F, T_B, T_W.
+  double t_f = 0, t_b = 0, t_w = 0;
+};
+
+// Work of pipeline stage `stage`; `split_backward` separates weight gradients (ZB-H1).
+workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_t stage,
+                                     const compute::KernelCostModel& cost, bool split_backward);
+
+// Per-phase compute time of chunk 0 of `work`, in seconds.
+StageCosts phase_costs(const workload::StageWork& work);
+
+}  // namespace cs::run

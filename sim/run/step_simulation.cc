@@ -1,0 +1,218 @@
+#include "sim/run/step_simulation.h"
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/compute/kernel_cost.h"
+#include "sim/config/config_error.h"
+#include "sim/exec/executor.h"
+#include "sim/net/network_factory.h"
+#include "sim/net/routing.h"
+#include "sim/net/topology_builder.h"
+#include "sim/run/stage_work.h"
+#include "sim/workload/memory.h"
+#include "sim/workload/model_math.h"
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/validate.h"
+
+namespace cs::run {
+
+namespace {
+
+using workload::Dim;
+
+// Peak resident memory of this process so far, from /proc (0 where it is not available).
+double peak_rss_mb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return 0;
+}
+
+workload::PipelineSchedule schedule_of(const clustersim::ParallelConfig& p) {
+  switch (p.schedule()) {
+    case clustersim::ParallelConfig::GPIPE:
+      return workload::PipelineSchedule::kGpipe;
+    case clustersim::ParallelConfig::ONE_F_ONE_B:
+      return workload::PipelineSchedule::kOneFOneB;
+    case clustersim::ParallelConfig::INTERLEAVED:
+      return workload::PipelineSchedule::kInterleaved;
+    case clustersim::ParallelConfig::ZB_H1:
+      return workload::PipelineSchedule::kZbH1;
+  }
+  throw std::logic_error("unknown schedule");
+}
+
+net::NetworkMode network_of(clustersim::NetworkMode mode) {
+  switch (mode) {
+    case clustersim::CONGESTION_AWARE:
+      return net::NetworkMode::kCongestionAware;
+    case clustersim::ANALYTICAL:
+      return net::NetworkMode::kAnalytical;
+    case clustersim::IDEAL:
+      return net::NetworkMode::kIdeal;
+  }
+  throw std::logic_error("unknown network mode");
+}
+
+compute::Precision precision_of(clustersim::Precision p) {
+  return p == clustersim::FP8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+}
+
+std::string layout_text(const clustersim::ParallelConfig& p) {
+  std::string s = "TP " + std::to_string(p.tp()) + " x CP " + std::to_string(p.cp()) + " x PP " +
+                  std::to_string(p.pp()) + " x DP " + std::to_string(p.dp());
+  if (p.virtual_stages() > 1) s += " (" + std::to_string(p.virtual_stages()) + " virtual stages)";
+  if (p.sequence_parallel()) s += ", SP";
+  if (p.zero_stage() > 0) s += ", ZeRO-" + std::to_string(p.zero_stage());
+  if (p.recompute() != clustersim::ParallelConfig::NONE)
+    s += std::string(", ") + clustersim::ParallelConfig::Recompute_Name(p.recompute()) +
+         " recompute";
+  return s;
+}
+
+}  // namespace
+
+report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const auto& par = config.parallel();
+  if (!config.cluster().has_topology() || config.cluster().topology().empty())
+    throw ConfigError(source + ": cluster.topology is not set");
+  const auto topo_desc = net::resolve_topology(config.cluster().topology());
+  workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
+  const std::string gpu_name =
+      config.cluster().gpu().empty() ? topo_desc.gpu() : config.cluster().gpu();
+  const compute::GpuProfile gpu = compute::load_gpu_profile(gpu_name);
+  const compute::KernelCostModel cost(gpu);
+
+  const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+  const net::Topology topology =
+      net::build_topology(topo_desc, layout.world(), config.cluster().topology());
+  net::Routing routing(topology);
+
+  // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
+  const auto schedule = schedule_of(par);
+  const bool split = schedule == workload::PipelineSchedule::kZbH1;
+  const int32_t p = par.pp(), v = par.virtual_stages();
+  const int32_t m = workload::num_microbatches(par);
+  std::vector<workload::StageWork> works;
+  for (int32_t s = 0; s < p; ++s) works.push_back(build_stage_work(config, s, cost, split));
+  const StageCosts costs = phase_costs(works[static_cast<std::size_t>(p / 2)]);
+  const auto orders =
+      split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
+            : workload::pipeline_orders(schedule, p, m, v);
+  std::vector<workload::Program> programs;
+  for (int32_t s = 0; s < p; ++s) {
+    programs.push_back(workload::build_stage_program(works[s], orders[s], s, p));
+  }
+  works.clear();
+
+  Simulator sim;
+  auto network = net::make_network(network_of(config.network()), sim, topology, routing);
+  exec::Executor executor(sim, *network, topology, layout, programs);
+  executor.start();
+  sim.run();
+  if (!executor.all_finished()) {
+    std::string msg = source + ": the step cannot complete; stuck:";
+    for (const auto& s : executor.stuck_ops(8))
+      msg += "\n  rank " + std::to_string(s.rank) + ": " + s.what;
+    throw std::runtime_error(msg);
+  }
+
+  report::StepReport r;
+  r.name = config.name();
+  r.layout = layout_text(par);
+  r.schedule = std::string(workload::to_string(schedule));
+  r.gpu = gpu.name();
+  r.topology = topology.name;
+  r.network = std::string(net::to_string(network_of(config.network())));
+  r.precision = clustersim::Precision_Name(config.precision());
+  r.gpus = layout.world();
+  r.microbatches = m;
+  r.tokens_per_step = static_cast<int64_t>(workload::tokens_per_step(config));
+
+  const double step = executor.step_end().as_seconds();
+  const double peak = compute::peak_flops(gpu, precision_of(config.precision()));
+  r.iteration_time_s = step;
+  r.model_flops_per_step = workload::model_flops_per_step(config);
+  r.tokens_per_s = static_cast<double>(r.tokens_per_step) / step;
+  r.tflops_per_gpu = r.model_flops_per_step / step / r.gpus / 1e12;
+  r.mfu = r.model_flops_per_step / (step * r.gpus * peak);
+  r.hfu = workload::hardware_flops_per_step(config) / (step * r.gpus * peak);
+
+  // Per stage: means over the stage's ranks; memory at the stage's peak of held activations.
+  const auto& stats = executor.rank_stats();
+  const double analytic = workload::analytic_bubble_fraction(
+      schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
+  r.analytic_bubble_fraction = analytic;
+  r.stages.resize(static_cast<std::size_t>(p));
+  std::vector<int32_t> ranks_in_stage(static_cast<std::size_t>(p), 0);
+  for (int32_t rank = 0; rank < layout.world(); ++rank) {
+    const auto& st = stats[rank];
+    auto& f = r.stages[static_cast<std::size_t>(layout.coord(rank, Dim::kPp))];
+    ++ranks_in_stage[static_cast<std::size_t>(layout.coord(rank, Dim::kPp))];
+    f.bubble_fraction += st.pipeline_wait.as_seconds() / step;
+    f.compute_s += st.compute.as_seconds();
+    f.tp_comm_s += st.tp_comm.as_seconds();
+    f.dp_wait_s += st.dp_wait.as_seconds();
+    f.cp_wait_s += st.cp_wait.as_seconds();
+    r.exposed_tp_s += st.tp_comm.as_seconds() / r.gpus;
+    r.exposed_pp_s += st.pp_comm_wait.as_seconds() / r.gpus;
+    r.exposed_dp_s += st.dp_wait.as_seconds() / r.gpus;
+    r.exposed_cp_s += st.cp_wait.as_seconds() / r.gpus;
+  }
+  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  for (int32_t s = 0; s < p; ++s) {
+    auto& f = r.stages[static_cast<std::size_t>(s)];
+    const double n = ranks_in_stage[static_cast<std::size_t>(s)];
+    f.bubble_fraction /= n;
+    f.compute_s /= n;
+    f.tp_comm_s /= n;
+    f.dp_wait_s /= n;
+    f.cp_wait_s /= n;
+    f.analytic_bubble_fraction = analytic;
+    f.layers = workload::layers_on_stage(config, s);
+    f.peak_in_flight = workload::peak_held_activations(orders[s]);
+    const auto mem = workload::estimate_stage_memory(config, s, f.peak_in_flight);
+    f.memory_gb = static_cast<double>(mem.total()) / 1e9;
+    r.bubble_fraction += f.bubble_fraction / p;
+    if (s == 0 || f.memory_gb > r.memory.peak_gb) {
+      r.memory.peak_gb = f.memory_gb;
+      r.memory.peak_stage = s;
+      r.memory.weights_gb = static_cast<double>(mem.weights) / 1e9;
+      r.memory.gradients_gb = static_cast<double>(mem.gradients) / 1e9;
+      r.memory.optimizer_gb = static_cast<double>(mem.optimizer) / 1e9;
+      r.memory.activations_gb = static_cast<double>(mem.activations) / 1e9;
+      r.memory.other_gb = static_cast<double>(mem.temporary) / 1e9;
+      r.memory.in_flight_microbatches = f.peak_in_flight;
+    }
+  }
+  r.memory.capacity_gb = capacity / 1e9;
+  r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
+
+  const auto& comm = executor.comm();
+  for (std::size_t i = 0; i < r.comm_bytes_by_op.size(); ++i)
+    r.comm_bytes_by_op[i] = static_cast<double>(comm.by_op[i]);
+  for (std::size_t i = 0; i < r.comm_bytes_by_dim.size(); ++i)
+    r.comm_bytes_by_dim[i] = static_cast<double>(comm.by_dim[i]);
+  const auto& traffic = network->stats();
+  r.comm_bytes_nvlink =
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNvlink)]);
+  r.comm_bytes_pcie =
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kPcie)]);
+  r.comm_bytes_network =
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNetwork)]);
+
+  r.events = sim.events_processed();
+  r.wall_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  r.peak_rss_mb = peak_rss_mb();
+  return r;
+}
+
+}  // namespace cs::run

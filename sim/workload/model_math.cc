@@ -1,0 +1,122 @@
+#include "sim/workload/model_math.h"
+
+namespace cs::workload {
+
+int64_t kv_heads(const clustersim::ModelConfig& model) {
+  return model.num_kv_heads() > 0 ? model.num_kv_heads() : model.num_heads();
+}
+
+int64_t head_dim(const clustersim::ModelConfig& model) {
+  return model.num_heads() > 0 ? model.hidden_size() / model.num_heads() : 0;
+}
+
+int64_t padded_vocab(const clustersim::ModelConfig& model, int64_t tp) {
+  const int64_t v = model.vocab_size();
+  if (tp <= 1) return v;
+  return (v + tp - 1) / tp * tp;
+}
+
+ParamCounts count_params(const clustersim::ModelConfig& model) {
+  const int64_t h = model.hidden_size();
+  const int64_t kv_width = kv_heads(model) * head_dim(model);
+  const int64_t ffn = model.ffn_hidden_size();
+  const int64_t vocab = model.vocab_size();
+  ParamCounts p;
+  p.num_layers = model.num_layers();
+  p.embedding = vocab * h;
+  p.attention_per_layer = h * h + 2 * h * kv_width + h * h;
+  p.mlp_per_layer = (model.activation() == clustersim::ModelConfig::SWIGLU ? 3 : 2) * h * ffn;
+  p.norms_per_layer = 2 * h;
+  p.final_norm = h;
+  p.output_head = model.tied_embeddings() ? 0 : vocab * h;
+  p.vocab_matmul = vocab * h;
+  return p;
+}
+
+double attention_flops_per_token(const clustersim::ModelConfig& model) {
+  const double h = static_cast<double>(model.num_heads()) * static_cast<double>(head_dim(model));
+  return 12.0 * model.num_layers() * h * model.seq_length();
+}
+
+double model_flops_per_token(const clustersim::ModelConfig& model) {
+  return 6.0 * static_cast<double>(count_params(model).dense_matmul()) +
+         attention_flops_per_token(model);
+}
+
+double tokens_per_step(const clustersim::RunConfig& config) {
+  return static_cast<double>(config.parallel().global_batch_size()) *
+         static_cast<double>(config.model().seq_length());
+}
+
+double model_flops_per_step(const clustersim::RunConfig& config) {
+  return model_flops_per_token(config.model()) * tokens_per_step(config);
+}
+
+double hardware_flops_per_step(const clustersim::RunConfig& config) {
+  const auto& model = config.model();
+  // Forward attention core is a third of the forward+backward 12·L·h·s.
+  const double attention_forward = attention_flops_per_token(model) / 3.0;
+  const ParamCounts p = count_params(model);
+  const double layer_forward =
+      2.0 * static_cast<double>(p.num_layers * (p.attention_per_layer + p.mlp_per_layer));
+  double extra_per_token = 0;
+  switch (config.parallel().recompute()) {
+    case clustersim::ParallelConfig::SELECTIVE:
+      extra_per_token = attention_forward;
+      break;
+    case clustersim::ParallelConfig::FULL:
+      extra_per_token = layer_forward + attention_forward;
+      break;
+    default:
+      break;
+  }
+  return model_flops_per_step(config) + extra_per_token * tokens_per_step(config);
+}
+
+std::vector<int32_t> layers_per_piece(const clustersim::RunConfig& config) {
+  const auto& par = config.parallel();
+  if (par.layers_per_stage_size() > 0) {
+    return {par.layers_per_stage().begin(), par.layers_per_stage().end()};
+  }
+  const int32_t pieces = par.pp() * par.virtual_stages();
+  std::vector<int32_t> out(static_cast<size_t>(pieces > 0 ? pieces : 0));
+  // Validated configs divide evenly; otherwise the earlier pieces take the remainder.
+  const int32_t base = pieces > 0 ? config.model().num_layers() / pieces : 0;
+  const int32_t extra = pieces > 0 ? config.model().num_layers() % pieces : 0;
+  for (int32_t j = 0; j < pieces; ++j) out[static_cast<size_t>(j)] = base + (j < extra ? 1 : 0);
+  return out;
+}
+
+int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage) {
+  const std::vector<int32_t> pieces = layers_per_piece(config);
+  const int32_t pp = config.parallel().pp();
+  int32_t total = 0;
+  for (size_t j = 0; j < pieces.size(); ++j) {
+    if (static_cast<int32_t>(j) % pp == stage) total += pieces[j];
+  }
+  return total;
+}
+
+int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
+  const auto& m = config.model();
+  const auto& p = config.parallel();
+  const int64_t t = p.tp();
+  const ParamCounts counts = count_params(m);
+  const int64_t per_layer =
+      (counts.attention_per_layer + counts.mlp_per_layer) / t + counts.norms_per_layer;
+  const int64_t vocab_shard = padded_vocab(m, t) * m.hidden_size() / t;
+  int64_t params = layers_on_stage(config, stage) * per_layer;
+  if (stage == 0) params += vocab_shard;
+  if (stage == p.pp() - 1) {
+    params += counts.final_norm;
+    if (!m.tied_embeddings() || p.pp() > 1) params += vocab_shard;
+  }
+  return params;
+}
+
+int32_t num_microbatches(const clustersim::ParallelConfig& parallel) {
+  const int64_t per_step = static_cast<int64_t>(parallel.dp()) * parallel.microbatch_size();
+  return per_step > 0 ? static_cast<int32_t>(parallel.global_batch_size() / per_step) : 0;
+}
+
+}  // namespace cs::workload

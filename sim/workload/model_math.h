@@ -1,0 +1,84 @@
+// Closed-form sizes of a dense decoder: parameter counts, layer splits and model / hardware FLOPs.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "proto/config.pb.h"
+
+namespace cs::workload {
+
+// Key/value heads: num_kv_heads, or num_heads when it is 0 (multi-head attention).
+int64_t kv_heads(const clustersim::ModelConfig& model);
+// hidden_size / num_heads.
+int64_t head_dim(const clustersim::ModelConfig& model);
+// The vocabulary rounded up to a multiple of tp, as Megatron pads it so that the embedding and the
+// output head split evenly over tensor-parallel ranks (Megatron also rounds to 128; we pad only
+// as far as the split needs, so the padding never changes FLOP counts for divisible vocabularies).
+int64_t padded_vocab(const clustersim::ModelConfig& model, int64_t tp);
+
+// Parameters of the unsharded model (real vocabulary, no padding). The layers carry no biases
+// (Llama / PaLM style; GPT-3's biases are < 0.1% of its parameters) and every norm has one
+// scale vector of hidden_size (RMSNorm; a LayerNorm bias would add another h, also negligible).
+struct ParamCounts {
+  int64_t embedding = 0;            // vocab x h
+  int64_t attention_per_layer = 0;  // Wq h x h, Wk and Wv h x kv*d each, Wo h x h
+  int64_t mlp_per_layer = 0;        // GELU 2 h x ffn, SwiGLU 3 h x ffn
+  int64_t norms_per_layer = 0;      // two norms, h each
+  int64_t final_norm = 0;           // h
+  int64_t output_head = 0;          // vocab x h, 0 when tied to the embedding
+  int64_t vocab_matmul = 0;         // vocab x h of the logits GEMM, tied or not
+  int64_t num_layers = 0;
+
+  int64_t per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }
+  int64_t total() const { return embedding + num_layers * per_layer() + final_norm + output_head; }
+  // Weights that multiply every token in a GEMM: the layers' attention and MLP matrices and the
+  // output head. The head counts even when tied (its logits GEMM still runs); the input embedding
+  // does not (a lookup, no FLOPs); norms do not (elementwise). This is the N of Megatron's
+  // 72·B·s·L·h²·(1 + s/6h + V/12hL) (Narayanan et al. 2021), which it reproduces exactly.
+  int64_t dense_matmul() const {
+    return num_layers * (attention_per_layer + mlp_per_layer) + vocab_matmul;
+  }
+};
+
+ParamCounts count_params(const clustersim::ModelConfig& model);
+
+// Attention score FLOPs per token, forward + backward: 12·L·h·s (QKᵀ and PV, 2·s·h each forward,
+// times 3 for forward + backward), counted without causal halving as in the Megatron and PaLM MFU
+// conventions; num_heads·head_dim stands for h, so GQA does not change it.
+double attention_flops_per_token(const clustersim::ModelConfig& model);
+
+// Model FLOPs per token: 6·N_dense_matmul + 12·L·h·s. It differs from DESIGN.md's 6·N_params only
+// by what N_params would add without multiplying anything: the input embedding (unless tied) and
+// the norms. Used for MFU.
+double model_flops_per_token(const clustersim::ModelConfig& model);
+
+// Tokens per optimizer step: global_batch_size x seq_length.
+double tokens_per_step(const clustersim::RunConfig& config);
+double model_flops_per_step(const clustersim::RunConfig& config);
+
+// Model FLOPs plus what activation recomputation adds (for HFU): SELECTIVE re-runs the attention
+// core forward (4·L·h·s per token); FULL re-runs each layer's whole forward (2·N_layers + 4·L·h·s
+// per token) but not the output head, which Megatron never checkpoints. FlashAttention's own
+// backward recomputation of QKᵀ is a kernel detail and is not counted here.
+double hardware_flops_per_step(const clustersim::RunConfig& config);
+
+// Transformer layers in each model piece, in model order (pp x virtual_stages entries): the
+// explicit layers_per_stage when given, else an even split. Piece j runs on pipeline stage
+// j % pp as chunk j / pp (see model_piece() in pipeline_schedule.h). Assumes a validated config.
+std::vector<int32_t> layers_per_piece(const clustersim::RunConfig& config);
+// Transformer layers held by pipeline stage `stage` over all its chunks.
+int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage);
+
+// Parameters held by one GPU of pipeline stage `stage` before ZeRO sharding: its layers' matrices
+// / tp plus their (replicated) norms; the first stage adds the vocab-parallel embedding
+// (padded vocab x h / tp); the last stage the final norm and the output head (padded vocab x h /
+// tp). A tied head with pp > 1 still costs the last stage a copy, as Megatron keeps one there
+// and all-reduces its gradient with the first stage's.
+int64_t stage_params(const clustersim::RunConfig& config, int32_t stage);
+
+// Microbatches per optimizer step on one data-parallel replica:
+// global_batch_size / (dp x microbatch_size).
+int32_t num_microbatches(const clustersim::ParallelConfig& parallel);
+
+}  // namespace cs::workload

@@ -1,0 +1,137 @@
+#include "sim/workload/validate.h"
+
+#include <string>
+
+#include "sim/config/config_error.h"
+#include "sim/workload/model_math.h"
+
+namespace cs::workload {
+namespace {
+
+// Collects the source prefix so that each rule reads as one line.
+class Checker {
+ public:
+  explicit Checker(const std::string& source) : source_(source) {}
+
+  [[noreturn]] void fail(const std::string& message) const {
+    throw ConfigError(source_ + ": " + message);
+  }
+  void positive(const char* field, int64_t value) const {
+    if (value <= 0) fail(std::string(field) + " = " + std::to_string(value) + " must be positive");
+  }
+  // `divisor_field` = d must divide `field` = n.
+  void divides(const char* divisor_field, int64_t d, const char* field, int64_t n,
+               const std::string& why = "") const {
+    if (d > 0 && n % d != 0) {
+      fail(std::string(field) + " = " + std::to_string(n) + " must be divisible by " +
+           divisor_field + " = " + std::to_string(d) + (why.empty() ? "" : " (" + why + ")"));
+    }
+  }
+
+ private:
+  const std::string& source_;
+};
+
+}  // namespace
+
+void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,
+                         const std::string& source) {
+  const Checker c(source);
+  if (!config.has_model()) c.fail("model is missing");
+  const auto& m = config.model();
+  const auto& p = config.parallel();
+
+  c.positive("model.num_layers", m.num_layers());
+  c.positive("model.hidden_size", m.hidden_size());
+  c.positive("model.num_heads", m.num_heads());
+  c.positive("model.ffn_hidden_size", m.ffn_hidden_size());
+  c.positive("model.vocab_size", m.vocab_size());
+  c.positive("model.seq_length", m.seq_length());
+  if (m.num_kv_heads() < 0) {
+    c.fail("model.num_kv_heads = " + std::to_string(m.num_kv_heads()) +
+           " must be >= 0 (0 means num_heads)");
+  }
+  c.positive("parallel.tp", p.tp());
+  c.positive("parallel.cp", p.cp());
+  c.positive("parallel.pp", p.pp());
+  c.positive("parallel.dp", p.dp());
+  c.positive("parallel.virtual_stages", p.virtual_stages());
+  c.positive("parallel.microbatch_size", p.microbatch_size());
+  if (!p.has_global_batch_size()) c.fail("parallel.global_batch_size is not set");
+  c.positive("parallel.global_batch_size", p.global_batch_size());
+  c.positive("parallel.dp_bucket_params", p.dp_bucket_params());
+
+  c.divides("model.num_heads", m.num_heads(), "model.hidden_size", m.hidden_size());
+  c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),
+            "each key/value head serves a whole group of query heads");
+  c.divides("parallel.tp", p.tp(), "model.num_heads", m.num_heads(),
+            "attention heads are split over tensor-parallel ranks");
+  c.divides("parallel.tp", p.tp(), "model.num_kv_heads", kv_heads(m),
+            "Megatron-Core splits key/value groups over tensor-parallel ranks and does not "
+            "replicate them");
+  c.divides("parallel.tp", p.tp(), "model.ffn_hidden_size", m.ffn_hidden_size(),
+            "the MLP is split column-/row-parallel over tensor-parallel ranks");
+
+  c.divides("parallel.cp", p.cp(), "model.seq_length", m.seq_length(),
+            "context parallelism splits the sequence");
+  if (p.sequence_parallel() && p.tp() > 1) {
+    c.divides("parallel.cp x parallel.tp", static_cast<int64_t>(p.cp()) * p.tp(),
+              "model.seq_length", m.seq_length(),
+              "sequence parallelism splits each context-parallel shard over tensor-parallel ranks");
+  }
+
+  const int64_t pieces = static_cast<int64_t>(p.pp()) * p.virtual_stages();
+  if (p.layers_per_stage_size() > 0) {
+    if (p.layers_per_stage_size() != pieces) {
+      c.fail(
+          "parallel.layers_per_stage has " + std::to_string(p.layers_per_stage_size()) +
+          " entries but needs parallel.pp x parallel.virtual_stages = " + std::to_string(pieces));
+    }
+    int64_t sum = 0;
+    for (int i = 0; i < p.layers_per_stage_size(); ++i) {
+      if (p.layers_per_stage(i) <= 0) {
+        c.fail("parallel.layers_per_stage[" + std::to_string(i) +
+               "] = " + std::to_string(p.layers_per_stage(i)) + " must be positive");
+      }
+      sum += p.layers_per_stage(i);
+    }
+    if (sum != m.num_layers()) {
+      c.fail("parallel.layers_per_stage sums to " + std::to_string(sum) +
+             " but model.num_layers = " + std::to_string(m.num_layers()));
+    }
+  } else {
+    c.divides("parallel.pp x parallel.virtual_stages", pieces, "model.num_layers", m.num_layers(),
+              "or give parallel.layers_per_stage for an uneven split");
+  }
+
+  c.divides("parallel.dp x parallel.microbatch_size",
+            static_cast<int64_t>(p.dp()) * p.microbatch_size(), "parallel.global_batch_size",
+            p.global_batch_size());
+
+  if (p.virtual_stages() > 1) {
+    if (p.schedule() != clustersim::ParallelConfig::INTERLEAVED) {
+      c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) +
+             " needs parallel.schedule = INTERLEAVED");
+    }
+    if (p.pp() < 2) c.fail("parallel.virtual_stages > 1 needs parallel.pp > 1");
+  }
+  if (p.schedule() == clustersim::ParallelConfig::INTERLEAVED) {
+    c.divides("parallel.pp", p.pp(), "microbatches (global_batch_size / (dp x microbatch_size))",
+              num_microbatches(p), "the interleaved schedule runs microbatches in groups of pp");
+  }
+  if (p.schedule() == clustersim::ParallelConfig::ZB_H1 && p.virtual_stages() != 1) {
+    c.fail("parallel.schedule = ZB_H1 needs parallel.virtual_stages = 1, not " +
+           std::to_string(p.virtual_stages()));
+  }
+  if (p.zero_stage() < 0 || p.zero_stage() > 3) {
+    c.fail("parallel.zero_stage = " + std::to_string(p.zero_stage()) + " must be 0, 1, 2 or 3");
+  }
+
+  const int64_t gpus = static_cast<int64_t>(p.tp()) * p.cp() * p.pp() * p.dp();
+  if (gpus_available > 0 && gpus > gpus_available) {
+    c.fail("parallel.tp x cp x pp x dp = " + std::to_string(gpus) + " GPUs but the cluster has " +
+           std::to_string(gpus_available));
+  }
+}
+
+}  // namespace cs::workload

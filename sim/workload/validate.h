@@ -1,0 +1,31 @@
+// Checks that a run configuration describes a model and parallel layout that can actually be built.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "proto/config.pb.h"
+
+namespace cs::workload {
+
+// Throws cs::ConfigError("<source>: <field> ...") at the first violated rule, naming the field and
+// the values involved. The rules are Megatron-LM's:
+// - model and parallel sizes positive; hidden_size divisible by num_heads; num_kv_heads (0 = MHA)
+//   divides num_heads;
+// - tp divides num_heads, num_kv_heads and ffn_hidden_size. Megatron-Core splits the key/value
+//   groups over TP ranks (num_query_groups % tp == 0) and never replicates them, so tp > kv heads
+//   is rejected even where tp is a multiple of it (as vLLM would allow at inference);
+// - the vocabulary needs no check: it is padded up to a multiple of tp (padded_vocab());
+// - seq_length divisible by cp, and by cp x tp with sequence_parallel (each GPU then holds
+//   seq / (cp·tp) tokens of the norm / dropout regions);
+// - num_layers divisible by pp x virtual_stages, unless layers_per_stage is given, which then
+//   needs pp x virtual_stages positive entries summing to num_layers;
+// - global_batch_size set and divisible by dp x microbatch_size;
+// - virtual_stages > 1 only with the INTERLEAVED schedule, pp > 1, and microbatches % pp == 0;
+//   ZB_H1 needs virtual_stages == 1;
+// - zero_stage in 0..3; dp_bucket_params positive;
+// - tp·cp·pp·dp <= gpus_available when gpus_available > 0 (spare GPUs are allowed).
+void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,
+                         const std::string& source);
+
+}  // namespace cs::workload

@@ -1,0 +1,171 @@
+#include "sim/workload/validate.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+
+#include "sim/config/config_error.h"
+
+namespace cs::workload {
+namespace {
+
+// Llama-3-70B-like, TP 8 x PP 4 x DP 4 on 128 GPUs: valid as given.
+clustersim::RunConfig valid_config() {
+  clustersim::RunConfig c;
+  auto* m = c.mutable_model();
+  m->set_num_layers(80);
+  m->set_hidden_size(8192);
+  m->set_num_heads(64);
+  m->set_num_kv_heads(8);
+  m->set_ffn_hidden_size(28672);
+  m->set_vocab_size(128256);
+  m->set_seq_length(8192);
+  m->set_activation(clustersim::ModelConfig::SWIGLU);
+  auto* p = c.mutable_parallel();
+  p->set_tp(8);
+  p->set_pp(4);
+  p->set_dp(4);
+  p->set_microbatch_size(1);
+  p->set_global_batch_size(64);
+  return c;
+}
+
+// The error names the source and the field.
+void expect_error(const std::function<void(clustersim::RunConfig&)>& edit, const std::string& field,
+                  int64_t gpus = 128) {
+  clustersim::RunConfig c = valid_config();
+  edit(c);
+  try {
+    validate_run_config(c, gpus, "run.textproto");
+    ADD_FAILURE() << "no error; expected one naming " << field;
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("run.textproto: ", 0), 0u) << what;
+    EXPECT_NE(what.find(field), std::string::npos) << what;
+  }
+}
+
+TEST(Validate, AcceptsValidConfigs) {
+  clustersim::RunConfig c = valid_config();
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+  EXPECT_NO_THROW(validate_run_config(c, 0, "x"));     // GPU count unknown: skipped
+  EXPECT_NO_THROW(validate_run_config(c, 1024, "x"));  // spare GPUs are fine
+  // Vocabulary not divisible by tp is padded, not rejected.
+  c.mutable_model()->set_vocab_size(50257);
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+  // Interleaved with v = 2: 16 microbatches per replica, divisible by pp = 4.
+  c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::INTERLEAVED);
+  c.mutable_parallel()->set_virtual_stages(2);
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+  // Uneven split given explicitly.
+  c = valid_config();
+  for (int32_t n : {19, 21, 21, 19}) c.mutable_parallel()->add_layers_per_stage(n);
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+}
+
+TEST(Validate, ModelShapes) {
+  expect_error([](auto& c) { c.mutable_model()->set_num_layers(0); }, "model.num_layers");
+  expect_error([](auto& c) { c.mutable_model()->clear_hidden_size(); }, "model.hidden_size");
+  expect_error([](auto& c) { c.mutable_model()->set_seq_length(-1); }, "model.seq_length");
+  expect_error([](auto& c) { c.mutable_model()->set_vocab_size(0); }, "model.vocab_size");
+  expect_error([](auto& c) { c.mutable_model()->set_hidden_size(8200); }, "model.hidden_size");
+  expect_error([](auto& c) { c.mutable_model()->set_num_kv_heads(6); }, "model.num_kv_heads");
+  expect_error([](auto& c) { c.mutable_model()->set_num_kv_heads(-2); }, "model.num_kv_heads");
+  expect_error([](auto& c) { c.clear_model(); }, "model");
+}
+
+TEST(Validate, TensorParallelSplits) {
+  // 64 heads, 8 kv heads, ffn 28672: tp = 16 splits the heads but not the kv groups.
+  expect_error(
+      [](auto& c) {
+        c.mutable_parallel()->set_tp(16);
+        c.mutable_parallel()->set_dp(2);
+      },
+      "model.num_kv_heads");
+  expect_error([](auto& c) { c.mutable_parallel()->set_tp(3); }, "model.num_heads");
+  expect_error(
+      [](auto& c) {
+        c.mutable_model()->set_ffn_hidden_size(28676);  // divisible by 4, not by 8
+      },
+      "model.ffn_hidden_size");
+}
+
+TEST(Validate, SequenceSplits) {
+  expect_error([](auto& c) { c.mutable_parallel()->set_cp(3); }, "parallel.cp");
+  expect_error(
+      [](auto& c) {
+        c.mutable_model()->set_seq_length(8196);  // divisible by 4 and cp = 2, not by 2 x 8
+        c.mutable_parallel()->set_cp(2);
+        c.mutable_parallel()->set_dp(2);
+        c.mutable_parallel()->set_sequence_parallel(true);
+      },
+      "model.seq_length");
+  // Without SP the same sequence is fine.
+  clustersim::RunConfig c = valid_config();
+  c.mutable_model()->set_seq_length(8196);
+  c.mutable_parallel()->set_cp(2);
+  c.mutable_parallel()->set_dp(2);
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+}
+
+TEST(Validate, PipelineSplits) {
+  expect_error([](auto& c) { c.mutable_parallel()->set_pp(3); }, "model.num_layers");
+  expect_error(
+      [](auto& c) {
+        for (int32_t n : {20, 20, 40}) c.mutable_parallel()->add_layers_per_stage(n);
+      },
+      "parallel.layers_per_stage");
+  expect_error(
+      [](auto& c) {
+        for (int32_t n : {20, 20, 20, 21}) c.mutable_parallel()->add_layers_per_stage(n);
+      },
+      "parallel.layers_per_stage");
+  expect_error(
+      [](auto& c) {
+        for (int32_t n : {40, 0, 20, 20}) c.mutable_parallel()->add_layers_per_stage(n);
+      },
+      "parallel.layers_per_stage[1]");
+}
+
+TEST(Validate, BatchAndSchedule) {
+  expect_error([](auto& c) { c.mutable_parallel()->set_global_batch_size(66); },
+               "parallel.global_batch_size");
+  expect_error([](auto& c) { c.mutable_parallel()->clear_global_batch_size(); },
+               "parallel.global_batch_size");
+  expect_error([](auto& c) { c.mutable_parallel()->set_virtual_stages(2); },
+               "parallel.virtual_stages");
+  expect_error(
+      [](auto& c) {
+        c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::ZB_H1);
+        c.mutable_parallel()->set_virtual_stages(2);
+      },
+      "parallel.virtual_stages");
+  // 24 / 4 = 6 microbatches, not a multiple of pp = 4.
+  expect_error(
+      [](auto& c) {
+        c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::INTERLEAVED);
+        c.mutable_parallel()->set_virtual_stages(2);
+        c.mutable_parallel()->set_global_batch_size(24);
+      },
+      "microbatches");
+  expect_error(
+      [](auto& c) {
+        c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::INTERLEAVED);
+        c.mutable_parallel()->set_virtual_stages(2);
+        c.mutable_parallel()->set_pp(1);
+        c.mutable_parallel()->set_dp(16);
+      },
+      "parallel.pp");
+  expect_error([](auto& c) { c.mutable_parallel()->set_zero_stage(4); }, "parallel.zero_stage");
+  expect_error([](auto& c) { c.mutable_parallel()->set_microbatch_size(0); },
+               "parallel.microbatch_size");
+  expect_error([](auto& c) { c.mutable_parallel()->set_dp(0); }, "parallel.dp");
+}
+
+TEST(Validate, GpuCount) {
+  expect_error([](auto&) {}, "parallel.tp x cp x pp x dp = 128", 64);
+}
+
+}  // namespace
+}  // namespace cs::workload
