@@ -29,6 +29,27 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
   done_bits_.assign(world * words_per_rank_, 0);
   for (int32_t r = 0; r < layout.world(); ++r)
     ranks_[r].ops_left = static_cast<uint32_t>(program_of(r).ops.size());
+  for (int d = 0; d < workload::kNumDims; ++d) {
+    const auto members = layout.group_members(0, static_cast<Dim>(d));
+    const int32_t node = topology.vertex(topology.gpu(members[0])).node;
+    int32_t local = 0;
+    while (local < static_cast<int32_t>(members.size()) &&
+           topology.vertex(topology.gpu(members[local])).node == node)
+      ++local;
+    members_per_node_[d] = local;
+  }
+}
+
+coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
+  coll::ScheduleKey key;
+  key.op = op;
+  key.n = layout_.size(dim);
+  const int32_t local = members_per_node_[static_cast<int>(dim)];
+  key.algo = coll::choose_algorithm(op, key.n, local, bytes);
+  key.chunks = coll::auto_chunks(op, key.algo, key.n, bytes);
+  key.window = coll::auto_window(op, key.algo, key.n, key.chunks, bytes);
+  if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
+  return key;
 }
 
 bool Executor::is_done(int32_t rank, uint32_t op) const {
@@ -121,9 +142,8 @@ void Executor::complete(int32_t rank, uint32_t op) {
     step_end_ = std::max(step_end_, sim_.now());
     ++finished_ranks_;
     if (finished_ranks_ == layout_.world()) {
-      // Ranks that finished early waited on the others: that tail is pipeline imbalance.
       for (int32_t r = 0; r < layout_.world(); ++r)
-        stats_[r].pipeline_wait += step_end_ - stats_[r].finish;
+        stats_[r].end_wait = step_end_ - stats_[r].finish;
     }
   }
   try_start(rank);
@@ -145,11 +165,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   const std::vector<int32_t> members = layout_.group_members(rank, o.dim);
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
-  coll::ScheduleKey key_spec;
-  key_spec.op = o.coll_op;
-  key_spec.algo = coll::resolve(coll::Algorithm::kAuto, o.coll_op);
-  key_spec.n = n;
-  const auto schedule = schedules_.get(key_spec);
+  const auto schedule = schedules_.get(schedule_key(o.coll_op, o.dim, o.bytes));
   ++comm_.collectives;
   const Time started = sim_.now();
   coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,

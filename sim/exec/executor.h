@@ -24,10 +24,11 @@ struct RankStats {
   Time compute;        // kernels, recompute and optimizer included
   Time recompute;      // part of `compute`
   Time tp_comm;        // tensor-parallel collectives, which block the compute stream
-  Time pipeline_wait;  // idle, waiting for the previous or next stage (or, at the end, others)
+  Time pipeline_wait;  // idle, waiting for the previous or next stage
   Time pp_comm_wait;   // idle, waiting for a pipeline transfer already under way
   Time dp_wait;        // idle, waiting on data-parallel communication
   Time cp_wait;        // idle, waiting on context-parallel communication
+  Time end_wait;       // done, waiting for the slowest rank to finish the step
   Time finish;         // when the rank's last op completed
 };
 
@@ -91,6 +92,9 @@ class Executor {
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
   void charge_idle(int32_t rank, Time from, Time to);
+  // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
+  // by how the group sits on servers.
+  coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;
 
   Simulator& sim_;
   net::Network& network_;
@@ -98,6 +102,9 @@ class Executor {
   const workload::Layout& layout_;
   const std::vector<workload::Program>& programs_;
   coll::ScheduleCache schedules_;
+  // Per dimension: consecutive group members that share a server (layouts are regular, so the
+  // first group tells for all).
+  std::array<int32_t, workload::kNumDims> members_per_node_{};
 
   std::vector<RankState> ranks_;
   std::vector<RankStats> stats_;

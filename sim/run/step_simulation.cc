@@ -156,14 +156,19 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
     const auto& st = stats[rank];
     auto& f = r.stages[static_cast<std::size_t>(layout.coord(rank, Dim::kPp))];
     ++ranks_in_stage[static_cast<std::size_t>(layout.coord(rank, Dim::kPp))];
-    f.bubble_fraction += st.pipeline_wait.as_seconds() / step;
+    // A rank that finishes early waits for the step to close. With a pipeline that is the
+    // drain (stage s ends s backward passes before stage 0); without one it can only be
+    // data-parallel groups finishing their communication at different times.
+    const Time bubble = st.pipeline_wait + (p > 1 ? st.end_wait : Time{});
+    const Time dp_wait = st.dp_wait + (p > 1 ? Time{} : st.end_wait);
+    f.bubble_fraction += bubble.as_seconds() / step;
     f.compute_s += st.compute.as_seconds();
     f.tp_comm_s += st.tp_comm.as_seconds();
-    f.dp_wait_s += st.dp_wait.as_seconds();
+    f.dp_wait_s += dp_wait.as_seconds();
     f.cp_wait_s += st.cp_wait.as_seconds();
     r.exposed_tp_s += st.tp_comm.as_seconds() / r.gpus;
     r.exposed_pp_s += st.pp_comm_wait.as_seconds() / r.gpus;
-    r.exposed_dp_s += st.dp_wait.as_seconds() / r.gpus;
+    r.exposed_dp_s += dp_wait.as_seconds() / r.gpus;
     r.exposed_cp_s += st.cp_wait.as_seconds() / r.gpus;
   }
   const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));

@@ -69,7 +69,7 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
 }
 
 double bubble(const PipelineRun& r, int32_t stage) {
-  return static_cast<double>(r.stats[stage].pipeline_wait.count_ps()) /
+  return static_cast<double>((r.stats[stage].pipeline_wait + r.stats[stage].end_wait).count_ps()) /
          static_cast<double>(r.step.count_ps());
 }
 
