@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The main job: a ring all-reduce on one 8xH100 server at nccl-tests sizes.
+# The main job: one training step of Llama 3 405B (TP 8 x PP 16 x DP 128) on all 16,384 GPUs
+# of the Llama 3 cluster, congestion-aware.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-exec build/clustersim collective --op all_reduce --algo ring --gpus 8 --topology dgx-h100 \
-  --sizes 1K,1M,64M,1G "$@"
+exec build/clustersim run --preset llama3-405b "$@"

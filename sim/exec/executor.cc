@@ -38,6 +38,13 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
       ++local;
     members_per_node_[d] = local;
   }
+  for (int d = 0; d < workload::kNumDims; ++d) {
+    const auto dim = static_cast<Dim>(d);
+    bool alone = layout.size(dim) > 1 && members_per_node_[d] == layout.size(dim);
+    for (int e = 0; e < workload::kNumDims; ++e)
+      if (e != d && members_per_node_[e] > 1) alone = false;
+    owns_nvlink_[d] = alone;
+  }
 }
 
 coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
@@ -165,8 +172,31 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   const std::vector<int32_t> members = layout_.group_members(rank, o.dim);
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
-  const auto schedule = schedules_.get(schedule_key(o.coll_op, o.dim, o.bytes));
+  const coll::ScheduleKey schedule_spec = schedule_key(o.coll_op, o.dim, o.bytes);
+  const auto schedule = schedules_.get(schedule_spec);
   ++comm_.collectives;
+  if (isolated_timer_ && owns_nvlink_[static_cast<int>(o.dim)]) {
+    auto it = isolated_.find({schedule_spec, o.bytes});
+    if (it == isolated_.end())
+      it = isolated_
+               .emplace(std::pair{schedule_spec, o.bytes},
+                        isolated_timer_(*schedule, vertices, o.bytes))
+               .first;
+    const IsolatedCollective run = it->second;
+    comm_.by_op[static_cast<int>(o.coll_op)] += run.bytes_sent;
+    comm_.by_dim[static_cast<int>(o.dim)] += run.bytes_sent;
+    comm_.isolated_nvlink_bytes += run.bytes_sent;
+    ++comm_.isolated_collectives;
+    const Dim dim = o.dim;
+    const int32_t first = members.front(), stride = layout_.stride(dim), count = n;
+    sim_.schedule_in(run.duration, [this, first, stride, count, op, dim, duration = run.duration] {
+      for (int32_t i = 0; i < count; ++i) {
+        if (dim == Dim::kTp) stats_[first + i * stride].tp_comm += duration;
+        complete(first + i * stride, op);
+      }
+    });
+    return;
+  }
   const Time started = sim_.now();
   coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
                        [this, members, op, started, schedule, dim = o.dim,

@@ -3,7 +3,10 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -32,11 +35,22 @@ struct RankStats {
   Time finish;         // when the rank's last op completed
 };
 
+// Time and network bytes of a collective run alone on its GPUs.
+struct IsolatedCollective {
+  Time duration;
+  Bytes bytes_sent = 0;
+};
+using IsolatedCollectiveTimer = std::function<IsolatedCollective(
+    const coll::Schedule&, std::span<const net::VertexId> vertices, Bytes size)>;
+
 struct CommTally {
   std::array<Bytes, 6> by_op{};                    // indexed by coll::Op (send/recv: kSendRecv)
   std::array<Bytes, workload::kNumDims> by_dim{};  // network bytes sent, all ranks together
   uint64_t collectives = 0;
   uint64_t p2p_messages = 0;
+  // NVLink bytes of collectives timed in isolation (they never reach the network's counters).
+  Bytes isolated_nvlink_bytes = 0;
+  uint64_t isolated_collectives = 0;
 };
 
 // An op some rank could not finish: the run ended without it (a deadlock, or a peer that never
@@ -53,6 +67,16 @@ class Executor {
   // executor. Rank r runs on GPU r of the topology.
   Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
            const workload::Layout& layout, const std::vector<workload::Program>& programs);
+
+  // Collectives of a dimension whose groups each fill part of one server's NVSwitch domain, while
+  // no other dimension has two members on one server, have those NVLink ports to themselves:
+  // nothing else can slow them. Such a collective's time then depends only on its schedule and
+  // size, so `timer` runs it once alone (on the same network model) and the executor reuses the
+  // result for every group and every later call, instead of simulating each message again. For
+  // TP 8 this removes most of the events of a large run.
+  void set_isolated_collective_timer(IsolatedCollectiveTimer timer) {
+    isolated_timer_ = std::move(timer);
+  }
 
   // Starts every rank at sim.now(); then call sim.run().
   void start();
@@ -105,6 +129,9 @@ class Executor {
   // Per dimension: consecutive group members that share a server (layouts are regular, so the
   // first group tells for all).
   std::array<int32_t, workload::kNumDims> members_per_node_{};
+  std::array<bool, workload::kNumDims> owns_nvlink_{};
+  IsolatedCollectiveTimer isolated_timer_;
+  std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
 
   std::vector<RankState> ranks_;
   std::vector<RankStats> stats_;

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/coll/runner.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
@@ -78,7 +79,8 @@ std::string layout_text(const clustersim::ParallelConfig& p) {
 
 }  // namespace
 
-report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source) {
+report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
+                                 const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   const auto& par = config.parallel();
   if (!config.cluster().has_topology() || config.cluster().topology().empty())
@@ -115,6 +117,22 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
   Simulator sim;
   auto network = net::make_network(network_of(config.network()), sim, topology, routing);
   exec::Executor executor(sim, *network, topology, layout, programs);
+  const net::NetworkMode mode = network_of(config.network());
+  if (options.reuse_isolated_collectives) {
+    executor.set_isolated_collective_timer(
+        [&](const coll::Schedule& schedule, std::span<const net::VertexId> vertices, Bytes size) {
+          Simulator alone;
+          auto net = net::make_network(mode, alone, topology, routing);
+          exec::IsolatedCollective result;
+          coll::run_collective(alone, *net, schedule, vertices, size,
+                               [&](const coll::RunStats& run) {
+                                 result.duration = run.end - run.start;
+                                 result.bytes_sent = run.bytes_sent;
+                               });
+          alone.run();
+          return result;
+        });
+  }
   executor.start();
   sim.run();
   if (!executor.all_finished()) {
@@ -207,7 +225,8 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
     r.comm_bytes_by_dim[i] = static_cast<double>(comm.by_dim[i]);
   const auto& traffic = network->stats();
   r.comm_bytes_nvlink =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNvlink)]);
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNvlink)] +
+                          comm.isolated_nvlink_bytes);
   r.comm_bytes_pcie =
       static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kPcie)]);
   r.comm_bytes_network =

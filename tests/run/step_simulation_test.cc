@@ -1,0 +1,119 @@
+// End-to-end steps on small layouts: determinism, communication volumes, validation.
+#include "sim/run/step_simulation.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "sim/config/config_error.h"
+#include "sim/config/run_config.h"
+#include "sim/workload/model_math.h"
+
+namespace cs::run {
+namespace {
+
+// Llama 3 8B's layer shapes, cut to a few layers so a step takes milliseconds to simulate.
+clustersim::RunConfig small(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
+  return load_run_config("", "llama3-8b", overrides).config;
+}
+
+std::string json_of(const report::StepReport& r) {
+  std::ostringstream out;
+  report::write_json(out, r, /*include_host=*/false);
+  return out.str();
+}
+
+TEST(StepSimulation, SameConfigSameJsonBitForBit) {
+  const auto config =
+      small({"parallel.tp=4", "parallel.pp=2", "parallel.dp=4", "parallel.global_batch_size=16"});
+  const std::string a = json_of(simulate_step(config, "test"));
+  const std::string b = json_of(simulate_step(config, "test"));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a.find("\"iteration_time_s\""), std::string::npos);
+}
+
+TEST(StepSimulation, ReusingIsolatedCollectivesChangesNothingButSpeed) {
+  // TP 8 fills each server and no other dimension shares one: TP collectives own their NVLink
+  // ports, so timing one and reusing it must give exactly what simulating every message gives.
+  const auto config =
+      small({"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8"});
+  SimulationOptions every_message;
+  every_message.reuse_isolated_collectives = false;
+  const auto fast = simulate_step(config, "test");
+  const auto full = simulate_step(config, "test", every_message);
+  EXPECT_DOUBLE_EQ(fast.iteration_time_s, full.iteration_time_s);
+  EXPECT_DOUBLE_EQ(fast.comm_bytes_nvlink, full.comm_bytes_nvlink);
+  EXPECT_DOUBLE_EQ(fast.comm_bytes_by_dim[0], full.comm_bytes_by_dim[0]);
+  EXPECT_LT(fast.events, full.events / 2);
+}
+
+TEST(StepSimulation, DataParallelAllReduceMovesTwoNMinusOneOverNOfTheGradients) {
+  // ZeRO-0: every gradient byte is all-reduced once per step, in ring buckets.
+  for (const int dp : {2, 4, 8}) {
+    const auto config = small({"parallel.tp=2", "parallel.dp=" + std::to_string(dp),
+                               "parallel.global_batch_size=" + std::to_string(dp),
+                               "parallel.zero_stage=0", "parallel.dp_bucket_params=100000000"});
+    const auto r = simulate_step(config, "test");
+    const double grad_bytes = 2.0 * static_cast<double>(workload::stage_params(config, 0));
+    const double per_rank = r.comm_bytes_by_dim[3] / r.gpus;
+    EXPECT_NEAR(per_rank / grad_bytes, 2.0 * (dp - 1) / dp, 1e-6) << "dp=" << dp;
+  }
+}
+
+TEST(StepSimulation, ModelFlopsAndMfuAreConsistent) {
+  const auto config = small({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
+  const auto r = simulate_step(config, "test");
+  EXPECT_DOUBLE_EQ(r.model_flops_per_step, workload::model_flops_per_step(config));
+  EXPECT_NEAR(r.mfu, r.model_flops_per_step / (r.iteration_time_s * r.gpus * 989.4e12), 1e-12);
+  EXPECT_GT(r.mfu, 0.05);
+  EXPECT_LT(r.mfu, 0.8);
+  EXPECT_NEAR(r.tokens_per_s * r.iteration_time_s, 4.0 * 2048, 1e-6);
+}
+
+TEST(StepSimulation, IdealNetworkPipelineBubbleIsNearItsFormula) {
+  // With a small vocabulary the embedding and the head are a sliver of the first and last
+  // stages, so the stages are close to uniform and the bubble close to (p-1)/(m+p-1).
+  const auto config =
+      small({"model.num_layers=16", "model.vocab_size=1024", "parallel.pp=4", "parallel.tp=1",
+             "parallel.dp=1", "parallel.global_batch_size=8", "network=IDEAL"});
+  const auto r = simulate_step(config, "test");
+  EXPECT_DOUBLE_EQ(r.analytic_bubble_fraction, 3.0 / 11.0);
+  EXPECT_NEAR(r.bubble_fraction, r.analytic_bubble_fraction, 0.02);
+  EXPECT_GT(r.bubble_fraction, 0.1);
+  EXPECT_EQ(r.exposed_pp_s, 0);
+}
+
+TEST(StepSimulation, InvalidLayoutsNameTheField) {
+  auto expect_error = [](const clustersim::RunConfig& c, const std::string& field) {
+    try {
+      simulate_step(c, "cfg.textproto");
+      ADD_FAILURE() << "expected an error naming " << field;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("cfg.textproto"), std::string::npos) << e.what();
+    }
+  };
+  expect_error(small({"parallel.tp=3"}), "tp");
+  expect_error(small({"parallel.pp=3"}), "pp");
+  expect_error(small({"parallel.global_batch_size=33"}), "global_batch_size");
+  expect_error(small({"parallel.dp=100000", "parallel.global_batch_size=100000"}), "GPU");
+}
+
+TEST(RunConfig, OverridesGoThroughReflection) {
+  const auto c =
+      load_run_config("", "llama3-405b",
+                      {"parallel.pp=8", "model.activation=GELU", "parallel.layers_per_stage=1,2"})
+          .config;
+  EXPECT_EQ(c.parallel().pp(), 8);
+  EXPECT_EQ(c.model().activation(), clustersim::ModelConfig::GELU);
+  EXPECT_EQ(c.parallel().layers_per_stage_size(), 2);
+  EXPECT_THROW(load_run_config("", "llama3-405b", {"parallel.nope=1"}), ConfigError);
+  EXPECT_THROW(load_run_config("", "llama3-405b", {"parallel.pp=eight"}), ConfigError);
+  EXPECT_THROW(load_run_config("", "llama3-405b", {"model.activation=RELU"}), ConfigError);
+  EXPECT_THROW(load_run_config("", "llama3-405b", {"parallel"}), ConfigError);
+  EXPECT_THROW(load_run_config("", "no-such-preset", {}), ConfigError);
+}
+
+}  // namespace
+}  // namespace cs::run
