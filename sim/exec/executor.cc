@@ -114,6 +114,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
   const Op& o = program_of(rank).ops[op];
   const int s = static_cast<int>(o.stream);
   st.busy[s] = true;
+  st.started[s] = sim_.now();
   if (o.stream == Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
   switch (o.kind) {
     case OpKind::kCompute: {
@@ -139,6 +140,9 @@ void Executor::complete(int32_t rank, uint32_t op) {
   const int s = static_cast<int>(o.stream);
   set_done(rank, op);
   st.busy[s] = false;
+  if (observer_ && static_cast<std::size_t>(rank) < observed_.size() &&
+      observed_[static_cast<std::size_t>(rank)])
+    observer_(rank, op, st.started[s], sim_.now());
   ++st.head[s];
   st.last_done_class = o.op_class;
   st.last_done_kind = o.kind;

@@ -78,6 +78,15 @@ class Executor {
     isolated_timer_ = std::move(timer);
   }
 
+  // Called as each op of a rank in `ranks` completes, with the time it started (for a collective
+  // or transfer: when this rank posted it). For timelines; costs nothing when not set.
+  using OpObserver = std::function<void(int32_t rank, uint32_t op, Time start, Time end)>;
+  void set_op_observer(OpObserver observer, std::vector<bool> ranks) {
+    observer_ = std::move(observer);
+    observed_ = std::move(ranks);
+  }
+  const workload::Program& program_of_rank(int32_t rank) const { return program_of(rank); }
+
   // Starts every rank at sim.now(); then call sim.run().
   void start();
 
@@ -93,7 +102,8 @@ class Executor {
   struct RankState {
     std::array<uint32_t, workload::kNumStreams> head{};  // next position in each stream
     std::array<bool, workload::kNumStreams> busy{};
-    Time compute_free_since;  // when the compute stream last went idle
+    std::array<Time, workload::kNumStreams> started{};  // of the op running on each stream
+    Time compute_free_since;                            // when the compute stream last went idle
     workload::OpClass last_done_class = workload::OpClass::kForward;
     workload::OpKind last_done_kind = workload::OpKind::kCompute;
     workload::Dim last_done_dim = workload::Dim::kTp;
@@ -131,6 +141,8 @@ class Executor {
   std::array<int32_t, workload::kNumDims> members_per_node_{};
   std::array<bool, workload::kNumDims> owns_nvlink_{};
   IsolatedCollectiveTimer isolated_timer_;
+  OpObserver observer_;
+  std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
 
   std::vector<RankState> ranks_;

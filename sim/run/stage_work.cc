@@ -68,6 +68,8 @@ class OpMaker {
     op.duration = cost_.time(lop.kernel, lop.precision);
     op.flops = lop.kernel.flops;
     op.label = label(lop.kernel.name);
+    op.kernel = static_cast<uint32_t>(work_.kernels.size());
+    work_.kernels.push_back({lop.kernel, lop.precision});
     return op;
   }
 

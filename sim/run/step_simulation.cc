@@ -79,23 +79,18 @@ std::string layout_text(const clustersim::ParallelConfig& p) {
 
 }  // namespace
 
-report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
-                                 const SimulationOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
+PreparedStep prepare_step(const clustersim::RunConfig& config, const std::string& source) {
   const auto& par = config.parallel();
   if (!config.cluster().has_topology() || config.cluster().topology().empty())
     throw ConfigError(source + ": cluster.topology is not set");
   const auto topo_desc = net::resolve_topology(config.cluster().topology());
   workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
-  const std::string gpu_name =
-      config.cluster().gpu().empty() ? topo_desc.gpu() : config.cluster().gpu();
-  const compute::GpuProfile gpu = compute::load_gpu_profile(gpu_name);
-  const compute::KernelCostModel cost(gpu);
-
-  const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
-  const net::Topology topology =
-      net::build_topology(topo_desc, layout.world(), config.cluster().topology());
-  net::Routing routing(topology);
+  PreparedStep prepared;
+  prepared.config = config;
+  if (prepared.config.cluster().gpu().empty())
+    prepared.config.mutable_cluster()->set_gpu(topo_desc.gpu());
+  prepared.timed_for_gpu = prepared.config.cluster().gpu();
+  const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu));
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
   const auto schedule = schedule_of(par);
@@ -104,15 +99,64 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
   const int32_t m = workload::num_microbatches(par);
   std::vector<workload::StageWork> works;
   for (int32_t s = 0; s < p; ++s) works.push_back(build_stage_work(config, s, cost, split));
-  const StageCosts costs = phase_costs(works[static_cast<std::size_t>(p / 2)]);
+  prepared.costs = phase_costs(works[static_cast<std::size_t>(p / 2)]);
+  const StageCosts& costs = prepared.costs;
   const auto orders =
       split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
             : workload::pipeline_orders(schedule, p, m, v);
-  std::vector<workload::Program> programs;
   for (int32_t s = 0; s < p; ++s) {
-    programs.push_back(workload::build_stage_program(works[s], orders[s], s, p));
+    prepared.programs.push_back(workload::build_stage_program(works[s], orders[s], s, p));
+    prepared.peak_held.push_back(workload::peak_held_activations(orders[s]));
   }
-  works.clear();
+  return prepared;
+}
+
+void retime(std::vector<workload::Program>& programs, const compute::KernelCostModel& cost) {
+  for (auto& program : programs) {
+    for (auto& op : program.ops) {
+      if (op.kind != workload::OpKind::kCompute || op.kernel >= program.kernels.size()) continue;
+      const auto& call = program.kernels[op.kernel];
+      op.duration = cost.time(call.kernel, call.precision);
+    }
+  }
+}
+
+report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
+                                 const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  PreparedStep prepared = prepare_step(config, source);
+  auto report = simulate_prepared(prepared, source, options);
+  report.wall_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return report;
+}
+
+report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& source,
+                                     const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const clustersim::RunConfig& config = prepared.config;
+  const auto& par = config.parallel();
+  const auto topo_desc = net::resolve_topology(config.cluster().topology());
+  const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+  if (net::topology_capacity_gpus(topo_desc) < layout.world()) {
+    throw ConfigError(source + ": topology " + config.cluster().topology() + " holds at most " +
+                      std::to_string(net::topology_capacity_gpus(topo_desc)) +
+                      " GPUs, the layout needs " + std::to_string(layout.world()));
+  }
+  const net::Topology topology =
+      net::build_topology(topo_desc, layout.world(), config.cluster().topology());
+  net::Routing routing(topology);
+  const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
+  if (prepared.timed_for_gpu != config.cluster().gpu()) {
+    retime(prepared.programs, compute::KernelCostModel(gpu));
+    prepared.timed_for_gpu = config.cluster().gpu();
+  }
+  const std::vector<workload::Program>& programs = prepared.programs;
+  const StageCosts& costs = prepared.costs;
+  const auto schedule = schedule_of(par);
+  const bool split = schedule == workload::PipelineSchedule::kZbH1;
+  const int32_t p = par.pp(), v = par.virtual_stages();
+  const int32_t m = workload::num_microbatches(par);
 
   Simulator sim;
   auto network = net::make_network(network_of(config.network()), sim, topology, routing);
@@ -132,6 +176,16 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
           alone.run();
           return result;
         });
+  }
+  if (options.on_op) {
+    std::vector<bool> watched(static_cast<std::size_t>(layout.world()), false);
+    for (const int32_t r : options.op_ranks)
+      if (r >= 0 && r < layout.world()) watched[static_cast<std::size_t>(r)] = true;
+    executor.set_op_observer(
+        [&](int32_t rank, uint32_t op, Time start, Time end) {
+          options.on_op(rank, executor.program_of_rank(rank), op, start, end);
+        },
+        std::move(watched));
   }
   executor.start();
   sim.run();
@@ -200,7 +254,7 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
     f.cp_wait_s /= n;
     f.analytic_bubble_fraction = analytic;
     f.layers = workload::layers_on_stage(config, s);
-    f.peak_in_flight = workload::peak_held_activations(orders[s]);
+    f.peak_in_flight = prepared.peak_held[static_cast<std::size_t>(s)];
     const auto mem = workload::estimate_stage_memory(config, s, f.peak_in_flight);
     f.memory_gb = static_cast<double>(mem.total()) / 1e9;
     r.bubble_fraction += f.bubble_fraction / p;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/coll/collective.h"
+#include "sim/compute/kernel.h"
 #include "sim/core/units.h"
 #include "sim/workload/layout.h"
 
@@ -45,11 +46,19 @@ struct Op {
   uint32_t tag = 0;                         // send / recv: equal on both ends
   int32_t microbatch = -1;
   uint32_t label = 0;                     // index into Program::labels
+  uint32_t kernel = UINT32_MAX;           // compute: index into Program::kernels, for re-timing
   uint32_t deps_begin = 0, deps_end = 0;  // explicit dependencies in Program::deps
+};
+
+// What a compute op runs, kept so that a program can be re-timed for another GPU.
+struct KernelCall {
+  compute::Kernel kernel;
+  compute::Precision precision = compute::Precision::kBf16;
 };
 
 // Shared by every rank of one pipeline stage: TP, CP and DP peers run the same ops.
 struct Program {
+  std::vector<KernelCall> kernels;
   std::vector<Op> ops;
   std::vector<uint32_t> deps;  // op indices, each smaller than the op that lists it
   std::array<std::vector<uint32_t>, kNumStreams> streams;  // op indices in stream order

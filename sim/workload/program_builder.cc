@@ -30,6 +30,7 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
                             int32_t stage, int32_t stages) {
   Program program;
   for (const auto& l : work.labels) program.label(l);
+  program.kernels = work.kernels;
   const auto v = static_cast<int32_t>(work.chunks.size());
   const int32_t pieces = stages * v;
   const int32_t next = (stage + 1) % stages, prev = (stage + stages - 1) % stages;

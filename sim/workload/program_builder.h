@@ -48,6 +48,7 @@ struct ChunkWork {
 
 struct StageWork {
   std::vector<std::string> labels;  // Op::label indexes these
+  std::vector<KernelCall> kernels;  // Op::kernel indexes these
   std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
   std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)
