@@ -1,8 +1,15 @@
 #!/usr/bin/env bash
-# Regenerates everything under results/ from the built binary (run scripts/build.sh first).
+# Regenerates everything under results/ from the built binary (run scripts/build.sh first):
+# collective tables, the lesson's pipeline sweep, the Llama 3 steps, timelines and every plot.
+# BIN=path/to/clustersim overrides the binary; SKIP_405B=1 skips the ~50 s Llama 3 405B step.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bin=build/clustersim
+bin=${BIN:-build/clustersim}
+py=/usr/bin/python3  # Debian's, which has python3-matplotlib (scripts/install-deps.sh)
+plots=scripts/plots
+start=$SECONDS
+
+# --- collectives on a 64-GPU DGX H100 cluster, nccl-tests style ---------------------------------
 out=results/collectives
 mkdir -p "$out"
 sizes=1K,4K,16K,64K,256K,1M,4M,16M,64M,256M,1G
@@ -18,3 +25,75 @@ done
 "$bin" collective --op all_reduce --algo ring --gpus 16384 --group-size 128 --group-stride 128 \
   --topology llama3-24k --sizes 1G --json "$out/llama3_dp_rings_16384.json" \
   | sed 's/ *[0-9.]*$//' >"$out/llama3_dp_rings_16384.txt"
+"$py" $plots/busbw.py "$out/busbw_64xh100.png" \
+  "$out"/all_reduce_{ring,tree,hierarchical}_64xh100.json \
+  "$out"/{all_gather,reduce_scatter,all_to_all}_64xh100.json
+
+# --- the lesson's case: p = 4 stages, m = 1..32 microbatches ------------------------------------
+# A small model (Llama 3 8B's layer shapes, 16 layers, 4K tokens, a 1K vocabulary so that the
+# first and last stages are not heavier than the others), DP 1 and microbatch size 1, so the
+# global batch size is m. Interleaved needs virtual stages and m % p == 0: the sweep asks for
+# every combination and the invalid ones are skipped.
+out=results/pipeline
+mkdir -p "$out"
+small=(--preset llama3-8b --set model.num_layers=16 --set model.seq_length=4096
+       --set model.vocab_size=1024 --set parallel.pp=4 --set parallel.dp=1)
+axes=(--vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 --vary parallel.virtual_stages=1,2
+      --vary parallel.global_batch_size="$(seq -s, 1 32)")
+# Pure law: 4 GPUs, communication free.
+"$bin" sweep "${small[@]}" --set parallel.tp=1 --set parallel.zero_stage=0 \
+  --set parallel.sequence_parallel=false --vary network=IDEAL "${axes[@]}" \
+  --csv "$out/lesson_p4_ideal.csv" --json "$out/lesson_p4_ideal.json" >"$out/lesson_p4_ideal.txt"
+# Real network: TP 8 inside each DGX server, so the 4 stages sit on 4 servers and talk over RoCE.
+"$bin" sweep "${small[@]}" --set parallel.tp=8 --vary network=CONGESTION_AWARE "${axes[@]}" \
+  --csv "$out/lesson_p4_network.csv" --json "$out/lesson_p4_network.json" \
+  >"$out/lesson_p4_network.txt"
+"$py" $plots/bubbles.py "$out/lesson_p4_ideal.csv" "$out/lesson_p4_network.csv" "$out/lesson_p4"
+# Gantt charts: the same small model, 8 microbatches, each schedule, from simulated timelines.
+gantt=()
+for s in GPIPE ONE_F_ONE_B INTERLEAVED ZB_H1; do
+  v=1
+  [ "$s" = INTERLEAVED ] && v=2
+  "$bin" run "${small[@]}" --set parallel.tp=1 --set parallel.zero_stage=0 \
+    --set parallel.sequence_parallel=false --set network=IDEAL --set parallel.global_batch_size=8 \
+    --set parallel.schedule=$s --set parallel.virtual_stages=$v \
+    --timeline "$out/timeline_p4_m8_$s.json" >/dev/null
+  gantt+=("$s (v=$v)=$out/timeline_p4_m8_$s.json")
+done
+"$py" $plots/gantt.py "$out/gantt_p4_m8.png" "${gantt[@]}"
+
+# --- Llama 3 70B on 1,024 H100s: layouts, and the schedules at scale ----------------------------
+out=results/llama3
+mkdir -p "$out"
+layouts=("tp=8 pp=4 dp=32 ONE_F_ONE_B 1" "tp=8 pp=2 dp=64 ONE_F_ONE_B 1"
+         "tp=8 pp=8 dp=16 ONE_F_ONE_B 1" "tp=4 pp=8 dp=32 ONE_F_ONE_B 1"
+         "tp=8 pp=16 dp=8 ONE_F_ONE_B 1" "tp=8 pp=4 dp=32 INTERLEAVED 5"
+         "tp=8 pp=4 dp=32 ZB_H1 1")
+reports=()
+for l in "${layouts[@]}"; do
+  read -r tp pp dp sched v <<<"$l"
+  name="llama3_70b_${tp/=/}_${pp/=/}_${dp/=/}_${sched}"
+  "$bin" run --preset llama3-70b --set parallel.$tp --set parallel.$pp --set parallel.$dp \
+    --set parallel.schedule=$sched --set parallel.virtual_stages=$v --json "$out/$name.json" \
+    >"$out/$name.txt"
+  reports+=("$out/$name.json")
+done
+"$py" $plots/breakdown.py "$out/llama3_70b_layouts.png" \
+  "Llama 3 70B on 1,024 H100s, 1,024 x 8K tokens per step: where the step goes" "${reports[@]}"
+"$bin" sweep --preset llama3-70b --vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 \
+  --vary parallel.virtual_stages=1,5 --vary parallel.global_batch_size=256,512,1024 \
+  --csv "$out/llama3_70b_schedules.csv" --json "$out/llama3_70b_schedules.json" \
+  >"$out/llama3_70b_schedules.txt"
+"$py" $plots/breakdown.py "$out/llama3_70b_schedules.png" \
+  "Llama 3 70B, TP 8 x PP 4 x DP 32 on 1,024 H100s: schedules and microbatches per replica" \
+  "$out/llama3_70b_schedules.csv"
+
+# --- Llama 3 405B on 16,384 H100s: one step, broken down per stage ------------------------------
+if [ "${SKIP_405B:-0}" != 1 ]; then
+  # The default timeline (the first rank of all 16 stages) is ~15 MB; the first and the last
+  # stage keep the committed file small.
+  "$bin" run --preset llama3-405b --json "$out/llama3_405b.json" \
+    --timeline "$out/llama3_405b_timeline.json" --timeline-ranks 0,120 >"$out/llama3_405b.txt"
+  "$py" $plots/stages.py "$out/llama3_405b.json" "$out/llama3_405b_stages.png"
+fi
+echo "results regenerated in $((SECONDS - start)) s"

@@ -11,6 +11,15 @@ namespace {
 constexpr std::array kCommands = {
     Command{"run", "simulate one training step of a model, layout and cluster", &run_command},
     Command{"presets", "list the built-in workloads, topologies and GPUs", &presets_command},
+    Command{"sweep", "run the cartesian product of config variations, as a table/CSV/JSON",
+            &sweep_command},
+    Command{"generate", "write the workload trace of a configuration (protobuf)", &generate_command},
+    Command{"replay", "simulate a workload trace (ours, or Chakra with --chakra)", &replay_command},
+    Command{"convert", "convert between Chakra execution traces and our trace format",
+            &convert_command},
+    Command{"memory", "per-GPU memory breakdown of a configuration, instantly", &memory_command},
+    Command{"plan", "find the fastest or cheapest layout for a model on N GPUs", &plan_command},
+    Command{"verify", "numerical checks of the parallel math on real data (Eigen)", &verify_command},
     Command{"collective", "time one collective over a topology for several sizes, like nccl-tests",
             &collective_command},
 };

@@ -24,6 +24,13 @@ struct Command {
 int collective_command(const std::vector<std::string>& args);
 int run_command(const std::vector<std::string>& args);
 int presets_command(const std::vector<std::string>& args);
+int generate_command(const std::vector<std::string>& args);
+int replay_command(const std::vector<std::string>& args);
+int convert_command(const std::vector<std::string>& args);
+int sweep_command(const std::vector<std::string>& args);
+int memory_command(const std::vector<std::string>& args);
+int plan_command(const std::vector<std::string>& args);
+int verify_command(const std::vector<std::string>& args);
 
 // Parses argv, runs the chosen subcommand and returns the process exit code.
 int run_main(int argc, char** argv);

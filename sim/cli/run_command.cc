@@ -2,20 +2,24 @@
 #include <boost/program_options.hpp>
 #include <fstream>
 #include <iostream>
+#include <optional>
 
 #include "sim/cli/commands.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
+#include "sim/report/timeline.h"
 #include "sim/run/step_simulation.h"
+#include "sim/run/timeline_options.h"
+#include "sim/workload/layout.h"
 
 namespace cs::cli {
 
 namespace po = boost::program_options;
 
 int run_command(const std::vector<std::string>& args) {
-  std::string path, preset, json;
+  std::string path, preset, json, timeline_path, timeline_ranks;
   std::vector<std::string> overrides;
   po::options_description opts(
       "usage: clustersim run CONFIG [options]\n       clustersim run --preset NAME [options]\n\n"
@@ -27,7 +31,11 @@ int run_command(const std::vector<std::string>& args) {
       ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
       ("set", po::value(&overrides)->composing(),
        "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable)")
-      ("json", po::value(&json), "also write the report as JSON to this file");
+      ("json", po::value(&json), "also write the report as JSON to this file")
+      ("timeline", po::value(&timeline_path),
+       "write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev) to this file")
+      ("timeline-ranks", po::value(&timeline_ranks),
+       "ranks in the timeline, e.g. 0-15,1024 (default: the first rank of each pipeline stage)");
   // clang-format on
   po::options_description hidden;
   hidden.add_options()("config", po::value(&path));
@@ -49,13 +57,37 @@ int run_command(const std::vector<std::string>& args) {
   if (path.empty() == preset.empty())
     throw UsageError("give either a config file or --preset NAME");
 
+  if (!timeline_ranks.empty() && timeline_path.empty())
+    throw UsageError("--timeline-ranks needs --timeline FILE");
+
   const LoadedConfig loaded = load_run_config(path, preset, overrides);
-  const report::StepReport report = run::simulate_step(loaded.config, loaded.source);
+  // The layout is built only for a timeline, so that bad sizes get simulate_step's messages.
+  std::optional<report::Timeline> timeline;
+  if (!timeline_path.empty()) {
+    const auto& par = loaded.config.parallel();
+    const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+    try {
+      timeline.emplace(layout, timeline_ranks.empty()
+                                   ? report::default_timeline_ranks(layout)
+                                   : report::parse_rank_list(timeline_ranks, layout.world()));
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--timeline-ranks: ") + e.what());
+    }
+  }
+  const report::StepReport report =
+      timeline ? run::simulate_step(loaded.config, loaded.source, run::with_timeline(*timeline))
+               : run::simulate_step(loaded.config, loaded.source);
   report::print_table(std::cout, report);
   if (!json.empty()) {
     std::ofstream out(json);
     if (!out) throw std::runtime_error("cannot write " + json);
     report::write_json(out, report);
+  }
+  if (timeline) {
+    std::ofstream out(timeline_path);
+    if (!out) throw std::runtime_error("cannot write " + timeline_path);
+    timeline->write_json(out);
+    if (!out) throw std::runtime_error("cannot write " + timeline_path);
   }
   return 0;
 }

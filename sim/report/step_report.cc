@@ -89,6 +89,31 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
       .field("in_flight_microbatches", m.in_flight_microbatches)
       .field("peak_stage", m.peak_stage);
   w.end_object();
+  const OffloadFigures& o = r.offload;
+  w.key("offload").begin_object();
+  w.field("enabled", o.enabled)
+      .field("optimizer", o.optimizer)
+      .field("parameters", o.parameters)
+      .field("d2h_s", o.d2h_s)
+      .field("cpu_adam_s", o.cpu_adam_s)
+      .field("h2d_s", o.h2d_s)
+      .field("host_dram_gb", o.host_dram_gb)
+      .field("host_nvme_gb", o.host_nvme_gb)
+      .field("host_dram_capacity_gb", o.host_dram_capacity_gb)
+      .field("host_nvme_capacity_gb", o.host_nvme_capacity_gb)
+      .field("fits_host", o.fits_host);
+  w.end_object();
+  w.field("accumulation_steps", r.accumulation_steps)
+      .field("dp_bytes_per_sample", r.dp_bytes_per_sample);
+  const CostFigures& c = r.cost;
+  w.key("cost").begin_object();
+  w.field("price_per_gpu_hour", c.price_per_gpu_hour)
+      .field("train_tokens", c.train_tokens)
+      .field("steps", c.steps)
+      .field("wall_days", c.wall_days)
+      .field("gpu_hours", c.gpu_hours)
+      .field("dollars", c.dollars);
+  w.end_object();
   w.field("events", r.events);
   if (include_host) w.field("wall_time_s", r.wall_time_s).field("peak_rss_mb", r.peak_rss_mb);
   w.end_object();
@@ -125,6 +150,23 @@ void print_table(std::ostream& out, const StepReport& r) {
                                        " / " + fmt("%.1f GB", m.optimizer_gb));
   row("  activations", fmt("%.1f GB", m.activations_gb) + " (" +
                            std::to_string(m.in_flight_microbatches) + " microbatches in flight)");
+  if (r.offload.enabled) {
+    const OffloadFigures& o = r.offload;
+    row("offload optimizer/params", o.optimizer + " / " + o.parameters);
+    row("  PCIe d2h / CPU Adam / h2d", fmt("%.3f", o.d2h_s) + " / " + fmt("%.3f", o.cpu_adam_s) +
+                                           " / " + fmt("%.3f s per GPU", o.h2d_s));
+    row("  host DRAM / NVMe per GPU",
+        fmt("%.1f", o.host_dram_gb) + " of " + fmt("%.0f GB", o.host_dram_capacity_gb) + " / " +
+            fmt("%.1f", o.host_nvme_gb) + " of " + fmt("%.0f GB", o.host_nvme_capacity_gb) +
+            (o.fits_host ? " (fits)" : " (DOES NOT FIT)"));
+  }
+  row("grad accumulation", std::to_string(r.accumulation_steps) +
+                               " microbatches per DP reduction, " +
+                               fmt("%.3g MB", r.dp_bytes_per_sample / 1e6) + " DP bytes/sample");
+  const CostFigures& c = r.cost;
+  row("run cost", fmt("%.3g tokens", c.train_tokens) + ": " + fmt("%.1f days", c.wall_days) + ", " +
+                      fmt("%.3g GPU-hours", c.gpu_hours) + ", " + fmt("$%.3g", c.dollars) +
+                      fmt(" at $%.2f/GPU-h", c.price_per_gpu_hour));
   row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
                         fmt("%.0f MB", r.peak_rss_mb));
 }

@@ -30,6 +30,28 @@ struct MemoryFigures {
   int32_t peak_stage = 0;
 };
 
+// The whole training run at this step time (sim/plan/host.h: run_cost).
+struct CostFigures {
+  double price_per_gpu_hour = 0;
+  double train_tokens = 0;
+  double steps = 0;
+  double wall_days = 0;
+  double gpu_hours = 0;
+  double dollars = 0;
+};
+
+// ZeRO-Offload / ZeRO-Infinity: per GPU, on the stage where offload takes longest.
+struct OffloadFigures {
+  bool enabled = false;
+  std::string optimizer = "NONE", parameters = "NONE";
+  double d2h_s = 0;       // gradients to the host over PCIe (overlaps the backward)
+  double cpu_adam_s = 0;  // optimizer step on the CPU (blocks the GPU's step)
+  double h2d_s = 0;       // updated or fetched weights back over PCIe
+  double host_dram_gb = 0, host_nvme_gb = 0;
+  double host_dram_capacity_gb = 0, host_nvme_capacity_gb = 0;  // the node's share per GPU
+  bool fits_host = true;
+};
+
 struct StepReport {
   std::string name;
   std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
@@ -62,6 +84,12 @@ struct StepReport {
   double exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, exposed_cp_s = 0;
 
   MemoryFigures memory;
+  OffloadFigures offload;
+  CostFigures cost;
+  // Microbatches accumulated locally per data-parallel gradient reduction, and data-parallel
+  // network bytes per sample of the global batch (falls as 1/K with K accumulation steps).
+  int32_t accumulation_steps = 0;
+  double dp_bytes_per_sample = 0;
 
   uint64_t events = 0;
   double wall_time_s = 0;

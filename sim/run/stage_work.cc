@@ -2,6 +2,7 @@
 
 #include <unordered_map>
 
+#include "sim/plan/host.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -99,6 +100,19 @@ class OpMaker {
   std::unordered_map<std::string, uint32_t> labels_;
 };
 
+// A copy between GPU and host (or the host's optimizer step) of `seconds`: a compute-kind op, so
+// that the executor times it without the network, on `stream`; labelled so timelines show it.
+Op offload_op(OpMaker& make, Stream stream, double seconds, std::string_view name, Bytes bytes) {
+  Op op;
+  op.kind = OpKind::kCompute;
+  op.stream = stream;
+  op.op_class = stream == Stream::kCompute ? OpClass::kOptimizer : OpClass::kComm;
+  op.duration = Time::from_seconds(seconds);
+  op.bytes = bytes;
+  op.label = make.label(name);
+  return op;
+}
+
 // Parameters of one transformer layer on one tensor-parallel rank (norms replicated).
 int64_t layer_params(const clustersim::RunConfig& config) {
   const auto p = workload::count_params(config.model());
@@ -118,6 +132,13 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                                int64_t{config.model().hidden_size()} / par.tp();
   const int64_t per_layer = layer_params(config);
   const bool gather_weights = zero == 3 && dp > 1;
+  using clustersim::OffloadConfig;
+  const auto& offload = config.offload();
+  const bool offload_optimizer = offload.optimizer() != OffloadConfig::NONE;
+  const bool offload_params = offload.parameters() != OffloadConfig::NONE && zero == 3;
+  const plan::HostFigures host = plan::host_figures(config.cluster().gpu(), offload);
+  // ZeRO shards optimizer states (and, at stage 3, weights) over the DP group.
+  const int64_t shard_div = zero >= 1 ? dp : 1;
 
   workload::StageWork work;
   OpMaker make(config, cost, work);
@@ -125,17 +146,42 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   const auto bwd = workload::layer_ops(config, Phase::kBackward);
   const auto wgrad = workload::layer_ops(config, Phase::kWeightGrad);
   const auto recompute = workload::layer_recompute_ops(config);
+  // checkpoint_every_k_layers: before the backward of a run of k layers, the whole run's forward
+  // is recomputed from its kept input (the attention core included, so it replaces SELECTIVE's).
+  const int32_t every_k = par.checkpoint_every_k_layers();
+  const bool segmented = every_k > 0 && par.recompute() != clustersim::ParallelConfig::FULL;
+  std::vector<LayerOp> segment_recompute;
+  if (segmented) {
+    clustersim::RunConfig full = config;
+    full.mutable_parallel()->set_recompute(clustersim::ParallelConfig::FULL);
+    segment_recompute = workload::layer_recompute_ops(full);
+  }
   const Bytes layer_weight_bytes = 2 * per_layer;  // bf16
 
   // ZeRO-3 / FSDP: a layer's weights are all-gathered on the DP stream before the layer runs.
   // The gather may start once the layer two places back has finished, so at most two layers'
   // gathered weights exist at once and the next layer's gather overlaps the current layer.
+  // ZeRO-Infinity parameter offload: the layer's shard first comes over PCIe (NVMe reads go
+  // through host DRAM at the node's NVMe bandwidth shared by its GPUs), on the same DP stream.
   auto gathered_layer = [&](PhaseOps& phase, const std::vector<LayerOp>& ops, OpClass cls,
                             std::vector<int32_t>& layer_ends) {
     int32_t also = PhaseOp::kNone;
-    if (gather_weights) {
+    if (gather_weights || offload_params) {
       const int32_t after =
           layer_ends.size() >= 2 ? layer_ends[layer_ends.size() - 2] : PhaseOp::kItemStart;
+      if (offload_params) {
+        const Bytes shard = layer_weight_bytes / dp;
+        double seconds = static_cast<double>(shard) / host.pcie_bytes_per_s;
+        if (offload.parameters() == OffloadConfig::NVME)
+          seconds += static_cast<double>(shard) / (host.nvme_bytes_per_s / host.gpus_per_node);
+        phase.add(offload_op(make, Stream::kDp, seconds, "offload_param_h2d", shard), after);
+        also = static_cast<int32_t>(phase.ops.size()) - 1;
+      }
+    }
+    if (gather_weights) {
+      const int32_t after = offload_params           ? PhaseOp::kPrevious
+                            : layer_ends.size() >= 2 ? layer_ends[layer_ends.size() - 2]
+                                                     : PhaseOp::kItemStart;
       phase.add(make.collective(coll::Op::kAllGather, Dim::kDp, layer_weight_bytes,
                                 "zero3_weight_gather"),
                 after);
@@ -171,7 +217,18 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     int64_t bucket = 0;
     auto grads_ready = [&](int64_t params, bool flush = false) {
       bucket += params;
-      if (dp == 1 || bucket == 0 || (!flush && bucket < par.dp_bucket_params())) return;
+      if (bucket == 0 || (!flush && bucket < par.dp_bucket_params())) return;
+      if (dp == 1) {
+        if (offload_optimizer) {
+          const Bytes bytes = 2 * bucket;
+          chunk.grad_sync.push_back(
+              {static_cast<uint32_t>(grads_phase.ops.size() - 1),
+               offload_op(make, Stream::kDp, static_cast<double>(bytes) / host.pcie_bytes_per_s,
+                          "offload_grad_d2h", bytes)});
+        }
+        bucket = 0;
+        return;
+      }
       const Bytes bytes = 2 * bucket;  // bf16 gradients
       const coll::Op kind = zero == 0 ? coll::Op::kAllReduce : coll::Op::kReduceScatter;
       chunk.grad_sync.push_back(
@@ -179,6 +236,15 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
            make.collective(kind, Dim::kDp, bytes,
                            zero == 0 ? "dp_grad_all_reduce" : "dp_grad_reduce_scatter")});
       bucket = 0;
+      if (offload_optimizer) {
+        // ZeRO-Offload: the reduced bucket (this rank's shard of it) goes to the host as soon as
+        // it is ready, overlapping the rest of the backward (Ren et al. 2021, section 4.1).
+        const Bytes shard = bytes / shard_div;
+        chunk.grad_sync.push_back(
+            {static_cast<uint32_t>(grads_phase.ops.size() - 1),
+             offload_op(make, Stream::kDp, static_cast<double>(shard) / host.pcie_bytes_per_s,
+                        "offload_grad_d2h", shard)});
+      }
     };
     if (last) {
       make.append(chunk.backward, workload::head_ops(config, Phase::kBackward), OpClass::kBackward);
@@ -188,7 +254,18 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     }
     std::vector<int32_t> bwd_ends;
     for (int32_t l = 0; l < layers; ++l) {
-      if (!recompute.empty()) make.append(chunk.backward, recompute, OpClass::kRecompute);
+      // Backward runs layers in reverse: layer `layers-1-l` in forward order. A run of k starts
+      // its backward at its last layer, where the run is recomputed.
+      const int32_t fwd_index = layers - 1 - l;
+      if (segmented) {
+        if (fwd_index == layers - 1 || (fwd_index + 1) % every_k == 0) {
+          const int32_t run_len = fwd_index % every_k + 1;
+          for (int32_t r = 0; r < run_len; ++r)
+            make.append(chunk.backward, segment_recompute, OpClass::kRecompute);
+        }
+      } else if (!recompute.empty()) {
+        make.append(chunk.backward, recompute, OpClass::kRecompute);
+      }
       gathered_layer(chunk.backward, bwd, OpClass::kBackward, bwd_ends);
       make.append(grads_phase, wgrad, split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
       grads_ready(per_layer);
@@ -207,8 +284,21 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   // The optimizer updates this GPU's shard; ZeRO 1 and 2 then all-gather the updated weights.
   const int64_t params = workload::stage_params(config, stage);
   const int64_t shard = zero >= 1 ? params / dp : params;
-  LayerOp adam = workload::optimizer_op(shard);
-  work.optimizer.push_back(make.kernel(adam, OpClass::kOptimizer));
+  if (offload_optimizer) {
+    // CPU Adam on the host's copy, then the updated bf16 shard back over PCIe.
+    const double cpu_s = plan::cpu_adam_seconds(host, static_cast<double>(shard),
+                                                offload.optimizer() == OffloadConfig::NVME);
+    work.optimizer.push_back(offload_op(make, Stream::kCompute, cpu_s, "cpu_adam", 0));
+    if (!offload_params) {
+      const Bytes back = 2 * shard;
+      work.after_optimizer.push_back(offload_op(make, Stream::kDp,
+                                                static_cast<double>(back) / host.pcie_bytes_per_s,
+                                                "offload_param_h2d", back));
+    }
+  } else {
+    LayerOp adam = workload::optimizer_op(shard);
+    work.optimizer.push_back(make.kernel(adam, OpClass::kOptimizer));
+  }
   if ((zero == 1 || zero == 2) && dp > 1) {
     work.after_optimizer.push_back(
         make.collective(coll::Op::kAllGather, Dim::kDp, 2 * params, "zero_param_all_gather"));

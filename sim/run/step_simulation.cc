@@ -14,6 +14,7 @@
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
+#include "sim/plan/host.h"
 #include "sim/run/stage_work.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -79,7 +80,64 @@ std::string layout_text(const clustersim::ParallelConfig& p) {
 
 }  // namespace
 
-PreparedStep prepare_step(const clustersim::RunConfig& config, const std::string& source) {
+// Offload figures: host bytes per GPU against the node's share, and the offload ops' time per
+// step on the stage where they take longest.
+static void fill_offload(report::StepReport& r, const clustersim::RunConfig& config,
+                         const std::vector<workload::Program>& programs) {
+  using clustersim::OffloadConfig;
+  const auto& off = config.offload();
+  auto& o = r.offload;
+  o.optimizer = OffloadConfig::Target_Name(off.optimizer());
+  o.parameters = OffloadConfig::Target_Name(off.parameters());
+  o.enabled = off.optimizer() != OffloadConfig::NONE || off.parameters() != OffloadConfig::NONE;
+  if (!o.enabled) return;
+  const plan::HostFigures host = plan::host_figures(config.cluster().gpu(), off);
+  for (std::size_t s = 0; s < programs.size(); ++s) {
+    const auto& prog = programs[s];
+    double d2h = 0, cpu = 0, h2d = 0;
+    for (const auto& op : prog.ops) {
+      const std::string& label = prog.labels[op.label];
+      if (label == "offload_grad_d2h") d2h += op.duration.as_seconds();
+      if (label == "cpu_adam") cpu += op.duration.as_seconds();
+      if (label == "offload_param_h2d") h2d += op.duration.as_seconds();
+    }
+    if (d2h + cpu + h2d > o.d2h_s + o.cpu_adam_s + o.h2d_s) {
+      o.d2h_s = d2h;
+      o.cpu_adam_s = cpu;
+      o.h2d_s = h2d;
+    }
+    const auto mem = workload::estimate_stage_memory(config, static_cast<int32_t>(s), 0);
+    o.host_dram_gb = std::max(o.host_dram_gb, static_cast<double>(mem.host_dram) / 1e9);
+    o.host_nvme_gb = std::max(o.host_nvme_gb, static_cast<double>(mem.host_nvme) / 1e9);
+  }
+  o.host_dram_capacity_gb = host.host_memory_per_gpu() / 1e9;
+  o.host_nvme_capacity_gb = host.nvme_per_gpu() / 1e9;
+  o.fits_host =
+      o.host_dram_gb <= o.host_dram_capacity_gb && o.host_nvme_gb <= o.host_nvme_capacity_gb;
+}
+
+void apply_gradient_accumulation(clustersim::RunConfig& config) {
+  auto& par = *config.mutable_parallel();
+  if (par.gradient_accumulation_steps() > 0)
+    par.set_global_batch_size(par.gradient_accumulation_steps() * par.dp() * par.microbatch_size());
+}
+
+void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source) {
+  const auto& par = config.parallel();
+  if (par.checkpoint_every_k_layers() < 0)
+    throw ConfigError(source + ": parallel.checkpoint_every_k_layers must be >= 0, got " +
+                      std::to_string(par.checkpoint_every_k_layers()));
+  if (par.gradient_accumulation_steps() < 0)
+    throw ConfigError(source + ": parallel.gradient_accumulation_steps must be >= 0");
+  if (config.offload().parameters() != clustersim::OffloadConfig::NONE && par.zero_stage() != 3)
+    throw ConfigError(source + ": offload.parameters needs parallel.zero_stage 3, got " +
+                      std::to_string(par.zero_stage()));
+}
+
+PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
+  clustersim::RunConfig config = original;
+  apply_gradient_accumulation(config);
+  validate_plan_fields(config, source);
   const auto& par = config.parallel();
   if (!config.cluster().has_topology() || config.cluster().topology().empty())
     throw ConfigError(source + ": cluster.topology is not set");
@@ -98,7 +156,8 @@ PreparedStep prepare_step(const clustersim::RunConfig& config, const std::string
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
   std::vector<workload::StageWork> works;
-  for (int32_t s = 0; s < p; ++s) works.push_back(build_stage_work(config, s, cost, split));
+  for (int32_t s = 0; s < p; ++s)
+    works.push_back(build_stage_work(prepared.config, s, cost, split));
   prepared.costs = phase_costs(works[static_cast<std::size_t>(p / 2)]);
   const StageCosts& costs = prepared.costs;
   const auto orders =
@@ -271,6 +330,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   }
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
+  fill_offload(r, config, programs);
 
   const auto& comm = executor.comm();
   for (std::size_t i = 0; i < r.comm_bytes_by_op.size(); ++i)
@@ -285,6 +345,15 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kPcie)]);
   r.comm_bytes_network =
       static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNetwork)]);
+
+  r.accumulation_steps = m;
+  r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /
+                          static_cast<double>(std::max(par.global_batch_size(), 1));
+  const double price = plan::price_per_gpu_hour(gpu.name(), config.cost());
+  const plan::RunCost cost = plan::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus,
+                                            price, config.cost().train_tokens());
+  r.cost = {cost.price_per_gpu_hour, cost.train_tokens, cost.steps,
+            cost.wall_days,          cost.gpu_hours,    cost.dollars};
 
   r.events = sim.events_processed();
   r.wall_time_s =

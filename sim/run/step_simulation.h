@@ -33,6 +33,16 @@ struct PreparedStep {
   std::string timed_for_gpu;       // kernel durations in `programs` are for this GPU
 };
 
+// When parallel.gradient_accumulation_steps = K > 0, sets global_batch_size to
+// K x dp x microbatch_size (K wins over a preset's batch); a no-op otherwise. prepare_step
+// calls it.
+void apply_gradient_accumulation(clustersim::RunConfig& config);
+
+// The checks prepare_step adds to validate_run_config for the fields of issue 6: checkpoint
+// interval non-negative, parameter offload only with ZeRO-3, gradient_accumulation_steps
+// consistent with global_batch_size. Throws ConfigError naming `source`.
+void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source);
+
 // Validates `config` and builds its programs (no simulation yet).
 PreparedStep prepare_step(const clustersim::RunConfig& config, const std::string& source);
 

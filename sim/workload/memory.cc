@@ -62,6 +62,25 @@ ModelStateBytes model_state_bytes(double params, int32_t zero_stage, int64_t sha
   return s;
 }
 
+ModelStateDetail model_state_detail(double params, int32_t zero_stage, int64_t shards,
+                                    StatePrecision precision) {
+  const double n = shards > 0 ? static_cast<double>(shards) : 1.0;
+  const double opt = zero_stage >= 1 ? n : 1.0;
+  const bool fp32 = precision == StatePrecision::kFp32;
+  ModelStateDetail d;
+  d.weights = (fp32 ? 4.0 : 2.0) * params / (zero_stage >= 3 ? n : 1.0);
+  d.gradients = (fp32 ? 4.0 : 2.0) * params / (zero_stage >= 2 ? n : 1.0);
+  d.master = fp32 ? 0.0 : 4.0 * params / opt;
+  d.adam_m = 4.0 * params / opt;
+  d.adam_v = 4.0 * params / opt;
+  return d;
+}
+
+int32_t checkpoint_segments(int32_t layers, int32_t k) {
+  if (k <= 0) return layers;
+  return (layers + k - 1) / k;
+}
+
 double layer_activation_bytes(const clustersim::RunConfig& config, const MemoryOptions& options) {
   const auto& p = config.parallel();
   switch (p.recompute()) {
@@ -104,7 +123,11 @@ MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32
   for (size_t j = stage; j < pieces.size(); j += static_cast<size_t>(p.pp())) {
     chunk_layers = std::max(chunk_layers, pieces[j]);
   }
-  double per_pass = chunk_layers * layer_activation_bytes(config, options);
+  const int32_t k = p.checkpoint_every_k_layers();
+  const bool segmented = k > 0 && p.recompute() != ParallelConfig::FULL;
+  const double full_input = 2.0 * local_tokens(config) * m.hidden_size() / sp_divisor(p);
+  double per_pass = segmented ? checkpoint_segments(chunk_layers, k) * full_input
+                              : chunk_layers * layer_activation_bytes(config, options);
   if (stage == 0) per_pass += embedding_activation_bytes(config);
   if (stage == p.pp() - 1) per_pass += head_activation_bytes(config);
   out.activations = to_bytes(std::max(in_flight, 0) * per_pass);
@@ -114,6 +137,9 @@ MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32
     temporary += layer_bytes_no_recompute(config, !options.flash_attention);
   } else if (p.recompute() == ParallelConfig::SELECTIVE && !options.flash_attention) {
     temporary += score_bytes(config);
+  }
+  if (segmented) {
+    temporary += std::min(k, chunk_layers) * layer_activation_bytes(config, options);
   }
   if (p.zero_stage() >= 3 && shards > 1) {
     const ParamCounts counts = count_params(m);
@@ -125,6 +151,16 @@ MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32
     temporary += 2.0 * static_cast<double>(std::min<int64_t>(p.dp_bucket_params(), out.params));
   }
   out.temporary = to_bytes(temporary);
+
+  using clustersim::OffloadConfig;
+  const auto& off = config.offload();
+  auto move = [&](OffloadConfig::Target target, Bytes& bytes) {
+    if (target == OffloadConfig::NONE) return;
+    (target == OffloadConfig::NVME ? out.host_nvme : out.host_dram) += bytes;
+    bytes = 0;
+  };
+  move(off.optimizer(), out.optimizer);
+  move(off.parameters(), out.weights);
   return out;
 }
 

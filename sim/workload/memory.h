@@ -20,6 +20,23 @@ struct ModelStateBytes {
 };
 ModelStateBytes model_state_bytes(double params, int32_t zero_stage, int64_t shards);
 
+// How training keeps its model states, for the side-by-side comparison of `clustersim memory`:
+// kFp32: fp32 weights and gradients, Adam m and v, no master copy: 4 + 4 + 8 = 16 bytes/param.
+// kBf16: bf16 weights and gradients, fp32 master + m + v: 2 + 2 + 12 = 16 bytes/param as well; the
+//   saving is in activations and speed, not in model states.
+// kFp8: Transformer Engine's FP8 recipe keeps the BF16 states (weights are cast to FP8 per GEMM,
+//   and the small per-tensor scaling state and cast caches are neglected), so the same 16.
+// So mixed precision saves nothing on model states (the optimizer's 12 bytes dominate); what it
+// halves is the activations, so the total shrinks by well under 50%.
+enum class StatePrecision : uint8_t { kFp32, kBf16, kFp8 };
+struct ModelStateDetail {
+  double weights = 0, gradients = 0, master = 0, adam_m = 0, adam_v = 0;
+  double optimizer() const { return master + adam_m + adam_v; }
+  double total() const { return weights + gradients + optimizer(); }
+};
+ModelStateDetail model_state_detail(double params, int32_t zero_stage, int64_t shards,
+                                    StatePrecision precision);
+
 // stage_params() (parameters per GPU of a stage) lives in model_math.h.
 
 // How the activation estimate treats the attention scores. Korthikanti et al. store the softmax
@@ -51,6 +68,9 @@ double embedding_activation_bytes(const clustersim::RunConfig& config);
 // all / cp.
 double head_activation_bytes(const clustersim::RunConfig& config);
 
+// Layers of a chunk of `layers` split into runs of k (checkpoint_every_k_layers): the inputs kept.
+int32_t checkpoint_segments(int32_t layers, int32_t k);
+
 struct MemoryBreakdown {
   int32_t stage = 0;      // pipeline stage this describes (the peak one from estimate_memory)
   int64_t params = 0;     // stage_params(): parameters on this GPU before ZeRO sharding
@@ -59,6 +79,9 @@ struct MemoryBreakdown {
   Bytes optimizer = 0;    // fp32 master + m + v, / (dp·cp) under ZeRO-1..3
   Bytes activations = 0;  // kept for backward: in-flight chunk passes x layers, + embedding/head
   Bytes temporary = 0;    // the transient allowance described at estimate_stage_memory()
+  // Model states moved off the GPU by config.offload (per GPU): host DRAM and NVMe.
+  Bytes host_dram = 0;
+  Bytes host_nvme = 0;
   Bytes total() const { return weights + gradients + optimizer + activations + temporary; }
 };
 
@@ -76,6 +99,12 @@ struct MemoryBreakdown {
 // layers' gathered bf16 weights (the one in use and the prefetched next); with ZeRO-2 or 3, one
 // unsharded bf16 gradient bucket (dp_bucket_params) awaiting its reduce-scatter. The CUDA
 // context, NCCL buffers and allocator fragmentation (typically a few GB) are the caller's margin.
+// checkpoint_every_k_layers = k (with recompute NONE or SELECTIVE) keeps one 2·s·b·h input per run
+// of k layers instead of every layer's activations, and adds k layers' activations (the run being
+// recomputed) to the temporary allowance.
+// Offload: an offloaded optimizer moves the optimizer bytes to host_dram / host_nvme (gradients
+// stay on the GPU, where microbatches accumulate them); offloaded parameters (ZeRO-3) move the
+// weight shard likewise, the two gathered layers staying in the temporary allowance.
 MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32_t stage,
                                       int32_t in_flight, const MemoryOptions& options = {});
 

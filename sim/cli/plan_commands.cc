@@ -1,0 +1,205 @@
+// `clustersim memory`, `plan` and `verify`: instant memory breakdowns, the layout planner with
+// cost, and numerical checks of the parallel math.
+#include <boost/program_options.hpp>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <thread>
+
+#include "sim/cli/commands.h"
+#include "sim/config/run_config.h"
+#include "sim/net/topology_builder.h"
+#include "sim/plan/host.h"
+#include "sim/plan/memory_report.h"
+#include "sim/plan/planner.h"
+#include "sim/run/step_simulation.h"
+#include "sim/verify/checks.h"
+
+namespace cs::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+// Parses `args` against `opts` plus one positional CONFIG; returns false after printing --help.
+bool parse(const std::vector<std::string>& args, const po::options_description& opts,
+           std::string* config_path, po::variables_map& vm) {
+  po::options_description hidden;
+  if (config_path) hidden.add_options()("config", po::value(config_path));
+  po::positional_options_description positional;
+  if (config_path) positional.add("config", 1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << '\n';
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return true;
+}
+
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  write(out);
+}
+
+int32_t gpus_per_node_of(const std::string& topology) {
+  if (topology.empty()) return 8;
+  const auto desc = net::resolve_topology(topology);
+  if (desc.has_tiered() && desc.tiered().node().gpus_per_node() > 0)
+    return desc.tiered().node().gpus_per_node();
+  return 8;
+}
+
+}  // namespace
+
+int memory_command(const std::vector<std::string>& args) {
+  std::string path, preset, json, gpu;
+  std::vector<std::string> overrides;
+  po::options_description opts(
+      "usage: clustersim memory CONFIG [options]\n       clustersim memory --preset NAME "
+      "[options]\n\nPer-GPU memory of a configuration, instantly (no simulation): weights,\n"
+      "gradients, fp32 master / Adam m / Adam v, activations and temporaries per pipeline stage,\n"
+      "the peak against HBM, offloaded states against host RAM / NVMe, and side-by-side\n"
+      "comparisons of precisions and checkpointing policies.\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
+      ("set", po::value(&overrides)->composing(),
+       "override a field, e.g. --set parallel.checkpoint_every_k_layers=4, "
+       "--set offload.optimizer=CPU (repeatable)")
+      ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800), overriding cluster.gpu")
+      ("json", po::value(&json), "also write the report as JSON to this file");
+  // clang-format on
+  po::variables_map vm;
+  if (!parse(args, opts, &path, vm)) return 0;
+  if (path.empty() == preset.empty())
+    throw UsageError("give either a config file or --preset NAME");
+  LoadedConfig loaded = load_run_config(path, preset, overrides);
+  if (!gpu.empty()) loaded.config.mutable_cluster()->set_gpu(gpu);
+  const plan::MemoryReport report = plan::build_memory_report(loaded.config, loaded.source);
+  plan::print_memory_report(std::cout, report);
+  if (!json.empty())
+    write_file(json, [&](std::ostream& out) { plan::write_memory_json(out, report); });
+  return report.fits && report.fits_host ? 0 : 3;
+}
+
+int plan_command(const std::vector<std::string>& args) {
+  std::string path, preset, gpu, topology, objective = "time";
+  std::vector<std::string> overrides;
+  int64_t gpus = 0, max_gpus = 16384;
+  int32_t top = 5, jobs = 0, simulate = 12;
+  double price = 0, tokens = 0;
+  po::options_description opts(
+      "usage: clustersim plan --preset NAME --gpus N [options]\n       clustersim plan CONFIG "
+      "--gpus N [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
+      "Enumerates the parallel layouts of the model on N GPUs (TP, CP, PP, DP, virtual stages,\n"
+      "schedule, ZeRO stage, microbatch size, recompute), drops those that do not fit in HBM,\n"
+      "ranks the rest by an analytical estimate, simulates the best --simulate of them in\n"
+      "parallel threads on the congestion-free analytical network, and prints the top ones with\n"
+      "why they win or lose. Re-run a winner congestion-aware with `clustersim run`.\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("preset", po::value(&preset), "a built-in configuration: model, batch, cluster")
+      ("set", po::value(&overrides)->composing(), "override a field (repeatable)")
+      ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800)")
+      ("gpus", po::value(&gpus), "number of GPUs")
+      ("topology", po::value(&topology), "topology preset or file (default: the config's)")
+      ("objective", po::value(&objective), "time (fastest step) or cost (cheapest run; also "
+       "tries N/2 and N/4 GPUs)")
+      ("top", po::value(&top), "candidates to print (default 5)")
+      ("simulate", po::value(&simulate), "candidates to simulate (default 12)")
+      ("jobs", po::value(&jobs), "simulation threads (default: hardware threads)")
+      ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
+      ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
+      ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
+       "a100 2, h100 3.5, h200 4.5, h800 2)")
+      ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)");
+  // clang-format on
+  po::variables_map vm;
+  if (!parse(args, opts, &path, vm)) return 0;
+  if (path.empty() == preset.empty())
+    throw UsageError("give either a config file or --preset NAME");
+  LoadedConfig loaded = load_run_config(path, preset, overrides);
+  auto& base = loaded.config;
+  if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
+  if (!topology.empty()) base.mutable_cluster()->set_topology(topology);
+  if (base.cluster().gpu().empty() && !base.cluster().topology().empty())
+    base.mutable_cluster()->set_gpu(net::resolve_topology(base.cluster().topology()).gpu());
+  if (price > 0) base.mutable_cost()->set_price_per_gpu_hour(price);
+  if (tokens > 0) base.mutable_cost()->set_train_tokens(tokens);
+  if (objective != "time" && objective != "cost")
+    throw UsageError("--objective must be time or cost, got '" + objective + "'");
+  run::apply_gradient_accumulation(base);
+  const int32_t per_node = gpus_per_node_of(base.cluster().topology());
+
+  if (vm.count("min-gpus")) {
+    const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node);
+    if (min.gpus == 0) {
+      std::cout << "no layout fits on up to " << max_gpus << " GPUs\n";
+      return 3;
+    }
+    std::cout << base.model().name() << " fits on " << min.gpus << " x " << base.cluster().gpu()
+              << " at the fewest: " << plan::short_layout(min.layout.config) << ", "
+              << min.layout.fit.peak / 1e9 << " GB of " << min.layout.fit.capacity / 1e9
+              << " GB per GPU (global batch " << base.parallel().global_batch_size() << ")\n";
+    clustersim::RunConfig sim = min.layout.config;
+    sim.set_network(clustersim::ANALYTICAL);
+    const auto r = run::simulate_step(sim, "min-gpus layout");
+    std::printf("  step %.2f s, MFU %.1f%%; %.3g tokens take %.1f days, %.3g GPU-hours, $%.4g\n",
+                r.iteration_time_s, 100 * r.mfu, r.cost.train_tokens, r.cost.wall_days,
+                r.cost.gpu_hours, r.cost.dollars);
+    return 0;
+  }
+  if (gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
+  plan::PlanOptions options;
+  options.gpus = gpus;
+  options.gpus_per_node = per_node;
+  options.objective = objective == "cost" ? plan::Objective::kCost : plan::Objective::kTime;
+  options.top = top;
+  options.simulate = simulate;
+  options.jobs = jobs;
+  const plan::PlanResult result = plan::plan_layouts(base, options);
+  std::cout << base.model().name() << " on " << gpus << " x " << base.cluster().gpu() << " ("
+            << base.cluster().topology() << "), global batch "
+            << base.parallel().global_batch_size() << " x " << base.model().seq_length()
+            << " tokens\n";
+  plan::print_plan(std::cout, result, options);
+  return result.ranked.empty() ? 3 : 0;
+}
+
+int verify_command(const std::vector<std::string>& args) {
+  po::options_description opts(
+      "usage: clustersim verify [options]\n\nExecutable numerical checks of the parallel math on "
+      "real data (Eigen): sharded matmuls,\ndata-parallel and accumulated gradients, every "
+      "collective schedule, ZeRO-sharded Adam.\nExits 1 if any check fails.\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("broken", "run deliberately wrong variants instead (every check should FAIL)");
+  // clang-format on
+  po::variables_map vm;
+  if (!parse(args, opts, nullptr, vm)) return 0;
+  verify::CheckOptions options;
+  options.broken = vm.count("broken") > 0;
+  int failed = 0;
+  const auto results = verify::run_all_checks(options);
+  for (const auto& c : results) {
+    std::printf("%-4s %-44s max error %.3g (tolerance %.0e)  %s\n", c.passed() ? "ok" : "FAIL",
+                c.name.c_str(), c.max_error, c.tolerance, c.detail.c_str());
+    if (!c.passed()) ++failed;
+  }
+  std::printf("%d checks, %d failed\n", static_cast<int>(results.size()), failed);
+  return failed ? 1 : 0;
+}
+
+}  // namespace cs::cli

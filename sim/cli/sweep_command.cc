@@ -1,0 +1,258 @@
+// `clustersim sweep`: the cartesian product of config variations, on threads and MPI ranks.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "sim/cli/commands.h"
+#include "sim/config/config_error.h"
+#include "sim/config/run_config.h"
+#include "sim/run/sweep.h"
+#include "sim/run/sweep_output.h"
+
+#ifdef CLUSTERSIM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace cs::cli {
+
+namespace po = boost::program_options;
+
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  return v && *v ? std::atoi(v) : fallback;
+}
+
+// Launched by mpirun (Open MPI sets OMPI_*, PMIx-based launchers PMIX_RANK, others PMI_SIZE)?
+// Only then is MPI initialised, so a plain run never pays for it nor needs a launcher.
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");
+}
+
+// The MPI world of this process: one rank of one when not launched by mpirun.
+class World {
+ public:
+  World() {
+    if (!launched_by_mpi()) return;
+#ifdef CLUSTERSIM_HAVE_MPI
+    int provided = 0;
+    // Only the main thread calls MPI; the worker threads never do.
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    active_ = true;
+#else
+    if (env_int("OMPI_COMM_WORLD_SIZE", 1) > 1)
+      throw UsageError("launched by mpirun, but this clustersim was built without MPI");
+#endif
+  }
+  ~World() {
+#ifdef CLUSTERSIM_HAVE_MPI
+    if (active_) MPI_Finalize();
+#endif
+  }
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  int rank() const {
+    return rank_;
+  }
+  int size() const {
+    return size_;
+  }
+
+  // Rank 0 receives every rank's text, in rank order; the others get an empty list.
+  std::vector<std::string> gather(const std::string& mine) const {
+    if (size_ == 1) return {mine};
+    std::vector<std::string> all;
+#ifdef CLUSTERSIM_HAVE_MPI
+    int length = static_cast<int>(mine.size());
+    std::vector<int> lengths(static_cast<std::size_t>(size_));
+    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+    std::vector<int> offsets(static_cast<std::size_t>(size_), 0);
+    int total = 0;
+    for (int r = 0; r < size_; ++r) {
+      offsets[r] = total;
+      total += lengths[r];
+    }
+    std::string buffer(rank_ == 0 ? static_cast<std::size_t>(total) : 0, '\0');
+    MPI_Gatherv(mine.data(), length, MPI_CHAR, buffer.data(), lengths.data(), offsets.data(),
+                MPI_CHAR, 0, MPI_COMM_WORLD);
+    if (rank_ == 0)
+      for (int r = 0; r < size_; ++r) all.push_back(buffer.substr(offsets[r], lengths[r]));
+#endif
+    return all;
+  }
+
+  // A failure on one rank would leave the others waiting in gather() forever.
+  [[noreturn]] void abort() const {
+#ifdef CLUSTERSIM_HAVE_MPI
+    if (active_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, 1);
+#endif
+    std::exit(1);
+  }
+
+ private:
+  int rank_ = 0, size_ = 1;
+  bool active_ = false;
+};
+
+std::string clock_text(double seconds) {
+  const auto s = static_cast<long>(seconds + 0.5);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
+  return buf;
+}
+
+// One line on a terminal, redrawn in place; CI logs and pipes get nothing.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+  void update(std::size_t done, std::size_t total) {
+    if (!enabled_ || total == 0) return;
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    constexpr int kWidth = 30;
+    const int filled = static_cast<int>(kWidth * done / total);
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.resize(kWidth, '.');
+    std::string eta = done == 0 ? "?" : clock_text(elapsed / done * (total - done));
+    std::fprintf(stderr, "\r[%s] %zu/%zu points  elapsed %s  ETA %s ", bar.c_str(), done, total,
+                 clock_text(elapsed).c_str(), eta.c_str());
+    if (done == total) std::fprintf(stderr, "\r%*s\r", kWidth + 60, "");
+    std::fflush(stderr);
+  }
+
+ private:
+  bool enabled_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace
+
+int sweep_command(const std::vector<std::string>& args) {
+  std::string path, preset, csv, json;
+  std::vector<std::string> overrides, vary;
+  int jobs = 0;
+  po::options_description opts(
+      "usage: clustersim sweep CONFIG --vary FIELD=V1,V2,... [--vary ...] [options]\n"
+      "       clustersim sweep --preset NAME --vary FIELD=V1,V2,... [options]\n\n"
+      "Simulates one training step for every point of the cartesian product of the --vary\n"
+      "values (the last --vary changes fastest) and prints one row per point. Points that fail\n"
+      "validation are reported and skipped. Points run on --jobs threads; under mpirun they are\n"
+      "divided among the ranks and rank 0 writes the same output a single process would.\n\n"
+      "example:\n  clustersim sweep --preset llama3-70b \\\n"
+      "    --vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 \\\n"
+      "    --vary parallel.global_batch_size=256,512 --csv sweep.csv\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
+      ("set", po::value(&overrides)->composing(),
+       "override a field for every point, e.g. --set network=IDEAL (repeatable)")
+      ("vary", po::value(&vary)->composing(),
+       "FIELD=V1,V2,...: values a field takes (repeatable); separate with ';' when a value "
+       "holds commas (parallel.layers_per_stage=8,8;4,12)")
+      ("csv", po::value(&csv), "write the rows as CSV to this file")
+      ("json", po::value(&json), "write the rows (and the skipped points) as JSON to this file")
+      ("jobs,j", po::value(&jobs),
+       "points simulated at once per process (default: the cores, shared by local MPI ranks)");
+  // clang-format on
+  po::options_description hidden;
+  hidden.add_options()("config", po::value(&path));
+  po::positional_options_description positional;
+  positional.add("config", 1);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << '\n';
+      return 0;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  if (path.empty() == preset.empty())
+    throw UsageError("give either a config file or --preset NAME");
+  if (vary.empty()) throw UsageError("give at least one --vary FIELD=V1,V2,...");
+  if (vm.count("jobs") && jobs < 1) throw UsageError("--jobs must be at least 1");
+
+  const LoadedConfig loaded = load_run_config(path, preset, overrides);
+  std::vector<run::SweepAxis> axes;
+  try {
+    for (const auto& v : vary) axes.push_back(run::parse_sweep_axis(v));
+    run::check_sweep_axes(loaded.config, axes);
+  } catch (const ConfigError& e) {
+    throw UsageError(e.what());
+  }
+
+  World world;
+  if (jobs == 0) {
+    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    jobs = std::max(1, cores / std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)));
+  }
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    // Round robin: neighbouring points often cost alike, so every rank gets a fair share.
+    const std::size_t total = run::sweep_size(axes);
+    std::vector<std::size_t> mine;
+    for (std::size_t i = static_cast<std::size_t>(world.rank()); i < total;
+         i += static_cast<std::size_t>(world.size()))
+      mine.push_back(i);
+    Progress progress(world.rank() == 0 && isatty(STDERR_FILENO));
+    progress.update(0, mine.size());
+    const auto local =
+        run::run_sweep_points(loaded.config, loaded.source, axes, mine, jobs,
+                              [&](std::size_t done, std::size_t n) { progress.update(done, n); });
+
+    std::string text;
+    for (const auto& row : local) text += run::serialize_sweep_row(row) + '\n';
+    const auto gathered = world.gather(text);
+    if (world.rank() != 0) return 0;
+
+    std::vector<run::SweepRow> rows(total);
+    for (const auto& chunk : gathered) {
+      std::istringstream in(chunk);
+      for (std::string line; std::getline(in, line);) {
+        auto row = run::parse_sweep_row(line);
+        const std::size_t index = row.index;
+        rows.at(index) = std::move(row);
+      }
+    }
+    run::print_sweep_table(std::cout, axes, rows);
+    if (!csv.empty()) {
+      std::ofstream out(csv);
+      run::write_sweep_csv(out, axes, rows);
+      if (!out) throw std::runtime_error("cannot write " + csv);
+    }
+    if (!json.empty()) {
+      std::ofstream out(json);
+      run::write_sweep_json(out, loaded.source, axes, rows);
+      if (!out) throw std::runtime_error("cannot write " + json);
+    }
+    std::size_t skipped = 0;
+    for (const auto& r : rows) skipped += r.ok() ? 0 : 1;
+    const double wall =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr, "%zu points (%zu skipped) in %.1f s, %d thread(s) x %d process(es)\n",
+                 total, skipped, wall, jobs, world.size());
+    return 0;
+  } catch (const std::exception& e) {
+    if (world.size() == 1) throw;
+    std::fprintf(stderr, "clustersim sweep (rank %d): error: %s\n", world.rank(), e.what());
+    world.abort();
+  }
+}
+
+}  // namespace cs::cli

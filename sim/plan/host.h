@@ -1,0 +1,54 @@
+// Host-side figures of a GPU type's usual server (RAM, NVMe, PCIe, CPU memory bandwidth) and its
+// rental price, with the run config's overrides applied: what offload and cost estimates need.
+#pragma once
+
+#include <string>
+
+#include "proto/config.pb.h"
+
+namespace cs::plan {
+
+// One server's host resources, per node unless marked per GPU.
+struct HostFigures {
+  int32_t gpus_per_node = 8;
+  double host_memory_bytes = 0;
+  double nvme_capacity_bytes = 0;
+  double pcie_bytes_per_s = 0;         // per GPU, per direction
+  double nvme_bytes_per_s = 0;         // per node
+  double host_memory_bytes_per_s = 0;  // per node, peak DRAM bandwidth
+  // Fraction of peak DRAM bandwidth a streaming CPU Adam reaches.
+  double cpu_adam_efficiency = 0.75;
+
+  double host_memory_per_gpu() const { return host_memory_bytes / gpus_per_node; }
+  double nvme_per_gpu() const { return nvme_capacity_bytes / gpus_per_node; }
+};
+
+// The defaults for `gpu` (a100, h100, h200, h800; others get the H100 server's figures), with
+// every field set in config.offload() replacing its default.
+HostFigures host_figures(const std::string& gpu, const clustersim::OffloadConfig& offload = {});
+
+// Bytes of host DRAM traffic per parameter of one CPU Adam step: read fp32 master, m, v (12) and
+// the bf16 gradient (2); write master, m, v (12) and the bf16 weights sent back (2).
+inline constexpr double kCpuAdamBytesPerParam = 28.0;
+
+// Seconds of one GPU's share of CPU Adam over `params` parameters, with the node's DRAM bandwidth
+// shared by its GPUs' optimizer processes; with NVMe offload the 12 bytes of state per parameter
+// are also read and written back at the node's NVMe bandwidth (not overlapped: an upper bound).
+double cpu_adam_seconds(const HostFigures& host, double params, bool states_on_nvme);
+
+// Dollars per GPU-hour: config.cost.price_per_gpu_hour when > 0, else the GPU type's default.
+double price_per_gpu_hour(const std::string& gpu, const clustersim::CostConfig& cost = {});
+
+// A whole training run at a simulated step time.
+struct RunCost {
+  double price_per_gpu_hour = 0;
+  double train_tokens = 0;
+  double steps = 0;
+  double wall_days = 0;
+  double gpu_hours = 0;
+  double dollars = 0;
+};
+RunCost run_cost(double step_seconds, double tokens_per_step, int64_t gpus, double price_per_hour,
+                 double train_tokens);
+
+}  // namespace cs::plan

@@ -1,0 +1,356 @@
+#include "sim/plan/memory_report.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/net/topology_builder.h"
+#include "sim/plan/host.h"
+#include "sim/report/json_writer.h"
+#include "sim/run/step_simulation.h"
+#include "sim/workload/model_math.h"
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/validate.h"
+
+namespace cs::plan {
+
+namespace {
+
+using clustersim::ParallelConfig;
+
+workload::PipelineSchedule schedule_of(const ParallelConfig& p) {
+  switch (p.schedule()) {
+    case ParallelConfig::GPIPE:
+      return workload::PipelineSchedule::kGpipe;
+    case ParallelConfig::INTERLEAVED:
+      return workload::PipelineSchedule::kInterleaved;
+    case ParallelConfig::ZB_H1:
+      return workload::PipelineSchedule::kZbH1;
+    default:
+      return workload::PipelineSchedule::kOneFOneB;
+  }
+}
+
+std::string layout_text(const ParallelConfig& p) {
+  std::string s = "TP " + std::to_string(p.tp()) + " x CP " + std::to_string(p.cp()) + " x PP " +
+                  std::to_string(p.pp()) + " x DP " + std::to_string(p.dp());
+  if (p.virtual_stages() > 1) s += " (v " + std::to_string(p.virtual_stages()) + ")";
+  if (p.sequence_parallel()) s += ", SP";
+  s += ", ZeRO-" + std::to_string(p.zero_stage());
+  s += std::string(", recompute ") + ParallelConfig::Recompute_Name(p.recompute());
+  if (p.checkpoint_every_k_layers() > 0)
+    s += ", checkpoint every " + std::to_string(p.checkpoint_every_k_layers()) + " layers";
+  s += ", mbs " + std::to_string(p.microbatch_size());
+  return s;
+}
+
+// The peak-stage breakdown of `config` as a comparison row.
+VariantRow row_of(const clustersim::RunConfig& config, const std::vector<int32_t>& held,
+                  double capacity) {
+  const auto mem = workload::estimate_memory(config, std::span<const int32_t>(held));
+  VariantRow r;
+  r.weights = static_cast<double>(mem.weights);
+  r.gradients = static_cast<double>(mem.gradients);
+  r.optimizer = static_cast<double>(mem.optimizer);
+  r.activations = static_cast<double>(mem.activations);
+  r.temporary = static_cast<double>(mem.temporary);
+  r.total = static_cast<double>(mem.total());
+  r.fits = r.total <= capacity;
+  return r;
+}
+
+// Recompute FLOPs of `config` beyond model FLOPs. Checkpointing every k layers recomputes every
+// layer's forward once, as FULL does.
+double recompute_flops(const clustersim::RunConfig& config) {
+  clustersim::RunConfig c = config;
+  if (c.parallel().checkpoint_every_k_layers() > 0)
+    c.mutable_parallel()->set_recompute(ParallelConfig::FULL);
+  return workload::hardware_flops_per_step(c) - workload::model_flops_per_step(c);
+}
+
+std::string gb(double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f", bytes / 1e9);
+  return buf;
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
+}
+
+std::string resolved_gpu(const clustersim::RunConfig& config) {
+  if (!config.cluster().gpu().empty()) return config.cluster().gpu();
+  if (!config.cluster().topology().empty())
+    return net::resolve_topology(config.cluster().topology()).gpu();
+  return "h100";
+}
+
+}  // namespace
+
+std::vector<int32_t> held_per_stage(const clustersim::RunConfig& config) {
+  const auto& p = config.parallel();
+  const auto orders = workload::pipeline_orders(
+      schedule_of(p), p.pp(), workload::num_microbatches(p), p.virtual_stages(), 1.0, 1.0, 1.0);
+  std::vector<int32_t> held;
+  for (const auto& order : orders) held.push_back(workload::peak_held_activations(order));
+  return held;
+}
+
+FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_bytes) {
+  FitCheck f;
+  f.capacity = hbm_capacity_bytes;
+  const auto held = held_per_stage(config);
+  const auto mem = workload::estimate_memory(config, std::span<const int32_t>(held));
+  f.peak = static_cast<double>(mem.total());
+  f.fits = f.peak <= hbm_capacity_bytes;
+  if (f.fits && (config.offload().optimizer() != clustersim::OffloadConfig::NONE ||
+                 config.offload().parameters() != clustersim::OffloadConfig::NONE)) {
+    const HostFigures host = host_figures(resolved_gpu(config), config.offload());
+    for (int32_t s = 0; s < config.parallel().pp(); ++s) {
+      const auto m = workload::estimate_stage_memory(config, s, 0);
+      if (static_cast<double>(m.host_dram) > host.host_memory_per_gpu() ||
+          static_cast<double>(m.host_nvme) > host.nvme_per_gpu())
+        f.fits = false;
+    }
+  }
+  return f;
+}
+
+MemoryReport build_memory_report(const clustersim::RunConfig& original, const std::string& source) {
+  clustersim::RunConfig config = original;
+  run::apply_gradient_accumulation(config);
+  run::validate_plan_fields(config, source);
+  workload::validate_run_config(config, 0, source);
+  const auto& p = config.parallel();
+  MemoryReport r;
+  r.name = config.name().empty() ? config.model().name() : config.name();
+  r.layout = layout_text(p);
+  r.schedule = ParallelConfig::Schedule_Name(p.schedule());
+  r.gpu = resolved_gpu(config);
+  r.precision = clustersim::Precision_Name(config.precision());
+  r.gpus = p.tp() * p.cp() * p.pp() * p.dp();
+  r.microbatches = workload::num_microbatches(p);
+  const auto gpu = compute::load_gpu_profile(r.gpu);
+  r.capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+
+  const auto held = held_per_stage(config);
+  const int64_t ranks_per_stage = int64_t{p.tp()} * p.cp() * p.dp();
+  const int64_t shards = int64_t{p.dp()} * p.cp();
+  for (int32_t s = 0; s < p.pp(); ++s) {
+    StageMemory sm;
+    sm.stage = s;
+    sm.layers = workload::layers_on_stage(config, s);
+    sm.in_flight = held[static_cast<std::size_t>(s)];
+    sm.mem = workload::estimate_stage_memory(config, s, sm.in_flight);
+    if (sm.mem.optimizer > 0) {
+      const auto d =
+          workload::model_state_detail(static_cast<double>(sm.mem.params), p.zero_stage(), shards,
+                                       workload::StatePrecision::kBf16);
+      sm.master = d.master;
+      sm.adam_m = d.adam_m;
+      sm.adam_v = d.adam_v;
+    }
+    const double total = static_cast<double>(sm.mem.total());
+    if (s == 0 || total > r.peak) {
+      r.peak = total;
+      r.peak_stage = s;
+    }
+    r.total_all_gpus += total * static_cast<double>(ranks_per_stage);
+    r.host_dram = std::max(r.host_dram, static_cast<double>(sm.mem.host_dram));
+    r.host_nvme = std::max(r.host_nvme, static_cast<double>(sm.mem.host_nvme));
+    r.stages.push_back(sm);
+  }
+  r.fits = r.peak <= r.capacity;
+  const HostFigures host = host_figures(r.gpu, config.offload());
+  r.host_dram_capacity = host.host_memory_per_gpu();
+  r.host_nvme_capacity = host.nvme_per_gpu();
+  r.fits_host = r.host_dram <= r.host_dram_capacity && r.host_nvme <= r.host_nvme_capacity;
+
+  // Mixed precision side by side, on the peak stage (offload ignored: model states on the GPU).
+  {
+    clustersim::RunConfig c = config;
+    c.clear_offload();
+    const auto base = row_of(c, held, r.capacity);
+    const double params =
+        static_cast<double>(r.stages[static_cast<std::size_t>(r.peak_stage)].mem.params);
+    struct P {
+      const char* name;
+      workload::StatePrecision prec;
+      double act_scale;
+      const char* note;
+    };
+    const P rows[] = {
+        {"FP32", workload::StatePrecision::kFp32, 2.0,
+         "fp32 weights 4 + grads 4 + Adam m,v 8 = 16 B/param; 4-byte activations"},
+        {"BF16 + FP32 master", workload::StatePrecision::kBf16, 1.0,
+         "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param"},
+        {"FP8 (Transformer Engine)", workload::StatePrecision::kFp8, 1.0,
+         "same states as BF16: weights cast to FP8 per GEMM; activations taken as BF16"},
+    };
+    for (const P& pr : rows) {
+      // Unsharded (ZeRO-0) states: sharding would hide which state dominates.
+      const auto d = workload::model_state_detail(params, 0, 1, pr.prec);
+      VariantRow v = base;
+      v.name = pr.name;
+      v.note = pr.note;
+      v.weights = d.weights;
+      v.gradients = d.gradients;
+      v.optimizer = d.optimizer();
+      v.activations = base.activations * pr.act_scale;
+      v.total = v.weights + v.gradients + v.optimizer + v.activations + v.temporary;
+      v.fits = v.total <= r.capacity;
+      r.precision_rows.push_back(v);
+    }
+  }
+
+  // Checkpointing: memory against recompute, on the peak stage.
+  {
+    const double model_flops = workload::model_flops_per_step(config);
+    const double throughput =
+        r.gpus * compute::peak_flops(gpu, compute::Precision::kBf16) * gpu.gemm().efficiency_bf16();
+    auto add = [&](const std::string& name, ParallelConfig::Recompute rc, int32_t k) {
+      clustersim::RunConfig c = config;
+      c.mutable_parallel()->set_recompute(rc);
+      c.mutable_parallel()->set_checkpoint_every_k_layers(k);
+      VariantRow v = row_of(c, held, r.capacity);
+      v.name = name;
+      const double extra = recompute_flops(c);
+      v.extra_flops_fraction = extra / model_flops;
+      v.extra_seconds = extra / throughput;
+      r.checkpoint_rows.push_back(v);
+    };
+    add("none", ParallelConfig::NONE, 0);
+    add("selective", ParallelConfig::SELECTIVE, 0);
+    int32_t max_layers = 0;
+    for (const auto& st : r.stages) max_layers = std::max(max_layers, st.layers);
+    for (int32_t k : {8, 4, 2})
+      if (k < max_layers) add("every " + std::to_string(k) + " layers", ParallelConfig::NONE, k);
+    add("full", ParallelConfig::FULL, 0);
+  }
+  return r;
+}
+
+void print_memory_report(std::ostream& out, const MemoryReport& r) {
+  out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
+      << " microbatches, " << r.gpus << " x " << r.gpu << " (" << r.precision << ")\n";
+  out << "per GPU, GB:\n  " << pad("stage", 7) << pad("layers", 8) << pad("held", 6)
+      << pad("weights", 9) << pad("grads", 8) << pad("master", 8) << pad("adam_m", 8)
+      << pad("adam_v", 8) << pad("activ.", 8) << pad("temp", 7) << pad("total", 8) << "host\n";
+  for (const auto& s : r.stages) {
+    out << "  " << pad(std::to_string(s.stage), 7) << pad(std::to_string(s.layers), 8)
+        << pad(std::to_string(s.in_flight), 6) << pad(gb(s.mem.weights), 9)
+        << pad(gb(s.mem.gradients), 8) << pad(gb(s.master), 8) << pad(gb(s.adam_m), 8)
+        << pad(gb(s.adam_v), 8) << pad(gb(s.mem.activations), 8) << pad(gb(s.mem.temporary), 7)
+        << pad(gb(s.mem.total()), 8) << gb(s.mem.host_dram + s.mem.host_nvme)
+        << (s.stage == r.peak_stage ? "  <- peak" : "") << '\n';
+  }
+  out << "  peak " << gb(r.peak) << " GB of " << gb(r.capacity)
+      << " GB HBM: " << (r.fits ? "fits" : "DOES NOT FIT") << " (" << gb(r.capacity - r.peak)
+      << " GB headroom, before CUDA context / NCCL buffers / fragmentation)\n";
+  out << "  total over " << r.gpus << " GPUs: " << gb(r.total_all_gpus) << " GB\n";
+  if (r.host_dram > 0 || r.host_nvme > 0) {
+    out << "  offloaded per GPU: host DRAM " << gb(r.host_dram) << " of "
+        << gb(r.host_dram_capacity) << " GB, NVMe " << gb(r.host_nvme) << " of "
+        << gb(r.host_nvme_capacity) << " GB: " << (r.fits_host ? "fits" : "DOES NOT FIT") << '\n';
+  }
+  out << "\nmixed precision (peak stage, per GPU, GB, states without ZeRO):\n  " << pad("", 26)
+      << pad("weights", 9) << pad("grads", 8) << pad("optim.", 8) << pad("activ.", 8)
+      << pad("total", 8) << '\n';
+  for (const auto& v : r.precision_rows) {
+    const double states = v.weights + v.gradients + v.optimizer;
+    char share[96];
+    std::snprintf(share, sizeof share, "optimizer %.0f%% of states",
+                  states > 0 ? 100 * v.optimizer / states : 0.0);
+    out << "  " << pad(v.name, 26) << pad(gb(v.weights), 9) << pad(gb(v.gradients), 8)
+        << pad(gb(v.optimizer), 8) << pad(gb(v.activations), 8) << pad(gb(v.total), 8) << share
+        << "\n    " << v.note << '\n';
+  }
+  if (r.precision_rows.size() >= 2 && r.precision_rows[0].total > 0) {
+    char line[512];
+    std::snprintf(
+        line, sizeof line,
+        "  (states unsharded, as without ZeRO, so that their shares show.) Per parameter:\n"
+        "  FP32 4+4+8 = 16 B; BF16 with fp32 master 2+2+12 = 16 B. Halving weights and\n"
+        "  gradients alone would save 25%% (16 -> 12 B), not 50%%, because Adam's m and v\n"
+        "  dominate; the fp32 master copy then takes even that back. Total here: BF16 is\n"
+        "  %.0f%% smaller than FP32, all of it from 16-bit activations.\n",
+        100 * (1 - r.precision_rows[1].total / r.precision_rows[0].total));
+    out << line;
+  }
+  out << "\ncheckpointing (peak stage, per GPU):\n  " << pad("policy", 18) << pad("activ. GB", 11)
+      << pad("temp GB", 9) << pad("total GB", 10) << pad("saved GB", 10) << "extra compute\n";
+  const double none_total = r.checkpoint_rows.empty() ? 0 : r.checkpoint_rows[0].total;
+  for (const auto& v : r.checkpoint_rows) {
+    char extra[80];
+    std::snprintf(extra, sizeof extra, "+%.1f%% FLOPs, ~%.2f s/step", 100 * v.extra_flops_fraction,
+                  v.extra_seconds);
+    out << "  " << pad(v.name, 18) << pad(gb(v.activations), 11) << pad(gb(v.temporary), 9)
+        << pad(gb(v.total), 10) << pad(gb(none_total - v.total), 10) << extra
+        << (v.fits ? "" : "  (does not fit)") << '\n';
+  }
+}
+
+void write_memory_json(std::ostream& out, const MemoryReport& r) {
+  report::JsonWriter w(out);
+  w.begin_object()
+      .field("name", r.name)
+      .field("layout", r.layout)
+      .field("schedule", r.schedule)
+      .field("gpu", r.gpu)
+      .field("precision", r.precision)
+      .field("gpus", r.gpus)
+      .field("microbatches", r.microbatches)
+      .field("capacity_gb", r.capacity / 1e9)
+      .field("peak_gb", r.peak / 1e9)
+      .field("peak_stage", r.peak_stage)
+      .field("total_all_gpus_gb", r.total_all_gpus / 1e9)
+      .field("fits", r.fits)
+      .field("host_dram_gb", r.host_dram / 1e9)
+      .field("host_nvme_gb", r.host_nvme / 1e9)
+      .field("host_dram_capacity_gb", r.host_dram_capacity / 1e9)
+      .field("host_nvme_capacity_gb", r.host_nvme_capacity / 1e9)
+      .field("fits_host", r.fits_host);
+  w.key("stages").begin_array();
+  for (const auto& s : r.stages) {
+    w.begin_object()
+        .field("stage", s.stage)
+        .field("layers", s.layers)
+        .field("in_flight", s.in_flight)
+        .field("weights_gb", static_cast<double>(s.mem.weights) / 1e9)
+        .field("gradients_gb", static_cast<double>(s.mem.gradients) / 1e9)
+        .field("master_gb", s.master / 1e9)
+        .field("adam_m_gb", s.adam_m / 1e9)
+        .field("adam_v_gb", s.adam_v / 1e9)
+        .field("activations_gb", static_cast<double>(s.mem.activations) / 1e9)
+        .field("temporary_gb", static_cast<double>(s.mem.temporary) / 1e9)
+        .field("total_gb", static_cast<double>(s.mem.total()) / 1e9)
+        .field("host_dram_gb", static_cast<double>(s.mem.host_dram) / 1e9)
+        .field("host_nvme_gb", static_cast<double>(s.mem.host_nvme) / 1e9)
+        .end_object();
+  }
+  w.end_array();
+  auto rows = [&](const char* key, const std::vector<VariantRow>& v) {
+    w.key(key).begin_array();
+    for (const auto& x : v) {
+      w.begin_object()
+          .field("name", x.name)
+          .field("weights_gb", x.weights / 1e9)
+          .field("gradients_gb", x.gradients / 1e9)
+          .field("optimizer_gb", x.optimizer / 1e9)
+          .field("activations_gb", x.activations / 1e9)
+          .field("temporary_gb", x.temporary / 1e9)
+          .field("total_gb", x.total / 1e9)
+          .field("extra_flops_fraction", x.extra_flops_fraction)
+          .field("extra_seconds", x.extra_seconds)
+          .field("fits", x.fits)
+          .end_object();
+    }
+    w.end_array();
+  };
+  rows("precision", r.precision_rows);
+  rows("checkpointing", r.checkpoint_rows);
+  w.end_object();
+  out << '\n';
+}
+
+}  // namespace cs::plan

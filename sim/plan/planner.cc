@@ -1,0 +1,364 @@
+#include "sim/plan/planner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/compute/kernel_cost.h"
+#include "sim/config/config_error.h"
+#include "sim/plan/host.h"
+#include "sim/run/stage_work.h"
+#include "sim/run/step_simulation.h"
+#include "sim/workload/model_math.h"
+#include "sim/workload/validate.h"
+
+namespace cs::plan {
+
+namespace {
+
+using clustersim::ParallelConfig;
+using clustersim::RunConfig;
+
+std::vector<int32_t> divisors(int64_t n, int64_t limit) {
+  std::vector<int32_t> out;
+  for (int64_t d = 1; d <= std::min(n, limit); ++d)
+    if (n % d == 0) out.push_back(static_cast<int32_t>(d));
+  return out;
+}
+
+bool valid(const RunConfig& c) {
+  try {
+    workload::validate_run_config(c, 0, "plan");
+    run::validate_plan_fields(c, "plan");
+    return true;
+  } catch (const ConfigError&) {
+    return false;
+  }
+}
+
+std::string gpu_of(const RunConfig& c) {
+  return c.cluster().gpu().empty() ? "h100" : c.cluster().gpu();
+}
+
+double run_dollars(const Candidate& c) {
+  return c.report.cost.dollars;
+}
+
+double objective_value(const Candidate& c, Objective o) {
+  return o == Objective::kCost ? run_dollars(c) : c.report.iteration_time_s;
+}
+
+// The biggest differences between `c` and the winner, in seconds of step time.
+std::string why(const Candidate& c, const Candidate& best) {
+  const auto& r = c.report;
+  const auto& b = best.report;
+  auto mean_compute = [](const report::StepReport& x) {
+    double s = 0;
+    for (const auto& st : x.stages) s += st.compute_s;
+    return x.stages.empty() ? 0.0 : s / static_cast<double>(x.stages.size());
+  };
+  char buf[320];
+  std::snprintf(buf, sizeof buf,
+                "headroom %.1f GB; bubble %.1f%%; exposed comm %.2f s (TP %.2f, PP %.2f, DP "
+                "%.2f, CP %.2f); compute %.2f s; MFU %.1f%%",
+                (c.fit.capacity - c.fit.peak) / 1e9, 100 * r.bubble_fraction,
+                r.exposed_tp_s + r.exposed_pp_s + r.exposed_dp_s + r.exposed_cp_s, r.exposed_tp_s,
+                r.exposed_pp_s, r.exposed_dp_s, r.exposed_cp_s, mean_compute(r), 100 * r.mfu);
+  std::string s = buf;
+  if (&c == &best) return s;
+  struct Diff {
+    const char* what;
+    double seconds;
+  };
+  std::vector<Diff> d = {
+      {"bubble", r.bubble_fraction * r.iteration_time_s - b.bubble_fraction * b.iteration_time_s},
+      {"compute (recompute, kernel shapes)", mean_compute(r) - mean_compute(b)},
+      {"exposed TP", r.exposed_tp_s - b.exposed_tp_s},
+      {"exposed PP", r.exposed_pp_s - b.exposed_pp_s},
+      {"exposed DP", r.exposed_dp_s - b.exposed_dp_s},
+      {"exposed CP", r.exposed_cp_s - b.exposed_cp_s}};
+  std::sort(d.begin(), d.end(), [](const Diff& x, const Diff& y) { return x.seconds > y.seconds; });
+  s += "\n      loses to #1 on: ";
+  int shown = 0;
+  for (const auto& x : d) {
+    if (x.seconds <= 1e-3 || shown == 2) break;
+    std::snprintf(buf, sizeof buf, "%s%s +%.2f s", shown ? ", " : "", x.what, x.seconds);
+    s += buf;
+    ++shown;
+  }
+  if (shown == 0) s += "nothing large (within noise)";
+  return s;
+}
+
+}  // namespace
+
+std::string short_layout(const RunConfig& c) {
+  const auto& p = c.parallel();
+  std::string s = "TP " + std::to_string(p.tp()) + " CP " + std::to_string(p.cp()) + " PP " +
+                  std::to_string(p.pp()) + " DP " + std::to_string(p.dp());
+  switch (p.schedule()) {
+    case ParallelConfig::INTERLEAVED:
+      s += ", interleaved v" + std::to_string(p.virtual_stages());
+      break;
+    case ParallelConfig::ZB_H1:
+      s += ", ZB-H1";
+      break;
+    case ParallelConfig::GPIPE:
+      s += ", GPipe";
+      break;
+    default:
+      s += ", 1F1B";
+  }
+  s += ", mbs " + std::to_string(p.microbatch_size()) + ", ZeRO-" + std::to_string(p.zero_stage());
+  if (p.recompute() == ParallelConfig::SELECTIVE) s += ", sel. recompute";
+  if (p.recompute() == ParallelConfig::FULL) s += ", full recompute";
+  return s;
+}
+
+std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus,
+                                         int32_t gpus_per_node) {
+  std::vector<RunConfig> out;
+  const auto& m = base.model();
+  for (int32_t tp : divisors(gpus_per_node, gpus_per_node)) {
+    if (gpus % tp) continue;
+    for (int32_t cp : {1, 2, 4}) {
+      if (gpus % (int64_t{tp} * cp)) continue;
+      for (int32_t pp : divisors(m.num_layers(), 128)) {
+        const int64_t tcp = int64_t{tp} * cp * pp;
+        if (gpus % tcp) continue;
+        const int32_t dp = static_cast<int32_t>(gpus / tcp);
+        struct Sched {
+          ParallelConfig::Schedule schedule;
+          int32_t v;
+        };
+        std::vector<Sched> scheds = {{ParallelConfig::ONE_F_ONE_B, 1}};
+        if (pp > 1) {
+          scheds.push_back({ParallelConfig::ZB_H1, 1});
+          scheds.push_back({ParallelConfig::INTERLEAVED, 2});
+          scheds.push_back({ParallelConfig::INTERLEAVED, 4});
+        }
+        for (const Sched& sc : scheds) {
+          for (int32_t zero : {1, 3}) {
+            for (int32_t mbs : {1, 2}) {
+              for (auto rc :
+                   {ParallelConfig::NONE, ParallelConfig::SELECTIVE, ParallelConfig::FULL}) {
+                RunConfig c = base;
+                auto& p = *c.mutable_parallel();
+                p.clear_layers_per_stage();
+                p.set_tp(tp);
+                p.set_cp(cp);
+                p.set_pp(pp);
+                p.set_dp(dp);
+                p.set_virtual_stages(sc.v);
+                p.set_schedule(sc.schedule);
+                p.set_sequence_parallel(tp > 1);
+                p.set_zero_stage(zero);
+                p.set_microbatch_size(mbs);
+                p.set_recompute(rc);
+                p.set_checkpoint_every_k_layers(0);
+                p.set_gradient_accumulation_steps(0);
+                if (valid(c)) out.push_back(std::move(c));
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+double estimate_step_seconds(const RunConfig& config) {
+  const auto& p = config.parallel();
+  const auto gpu = compute::load_gpu_profile(gpu_of(config));
+  const compute::KernelCostModel cost(gpu);
+  const int32_t stage = p.pp() / 2;
+  const auto work = run::build_stage_work(config, stage, cost, false);
+  const double nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
+  const double nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
+  auto comm_seconds = [&](const workload::PhaseOps& phase) {
+    double s = 0;
+    for (const auto& e : phase.ops) {
+      const auto& op = e.op;
+      if (op.kind != workload::OpKind::kCollective) continue;
+      const int32_t n = op.dim == workload::Dim::kTp   ? p.tp()
+                        : op.dim == workload::Dim::kCp ? p.cp()
+                                                       : 1;
+      if (n <= 1) continue;
+      const double factor =
+          op.coll_op == coll::Op::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+      s += 5e-6 +
+           static_cast<double>(op.bytes) * factor / (op.dim == workload::Dim::kTp ? nvlink : nic);
+    }
+    return s;
+  };
+  const auto costs = run::phase_costs(work);
+  const auto& chunk = work.chunks.front();
+  const double per_slot = costs.t_f + costs.t_b + costs.t_w + comm_seconds(chunk.forward) +
+                          comm_seconds(chunk.backward) + comm_seconds(chunk.weight_grad);
+  const int32_t m = workload::num_microbatches(p), v = p.virtual_stages();
+  double bubble_slots = p.pp() - 1;
+  if (p.schedule() == ParallelConfig::ZB_H1)
+    bubble_slots *= std::max(0.0, costs.t_f + costs.t_b - costs.t_w) /
+                    std::max(costs.t_f + costs.t_b + costs.t_w, 1e-12);
+  double pipeline = (static_cast<double>(v) * m + bubble_slots) * per_slot;
+
+  // Data-parallel traffic per GPU (bf16), over the GPU's NIC.
+  const double params = static_cast<double>(workload::stage_params(config, stage));
+  const double dp = p.dp();
+  double exposed = 0;
+  if (p.dp() > 1) {
+    const double one_pass = 2.0 * params * (dp - 1) / dp / nic;  // a reduce-scatter or all-gather
+    if (p.zero_stage() == 3) {
+      // Weights gathered per layer in forward and backward of every microbatch-chunk.
+      const double gathers = 2.0 * m * one_pass;
+      pipeline = std::max(pipeline, gathers);
+      exposed += one_pass / (static_cast<double>(v) * m);  // last gradient bucket
+    } else {
+      exposed += one_pass;  // parameter all-gather after the optimizer, never hidden
+      exposed += one_pass / (static_cast<double>(v) * m);
+    }
+  }
+  double optimizer = 0;
+  for (const auto& op : work.optimizer) optimizer += op.duration.as_seconds();
+  return pipeline + exposed + optimizer;
+}
+
+PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  PlanResult result;
+  const auto gpu = compute::load_gpu_profile(gpu_of(base));
+  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  std::vector<int64_t> counts = {options.gpus};
+  // Cheapest may not be fastest: fewer GPUs at a higher MFU can cost less in total.
+  if (options.objective == Objective::kCost)
+    for (int64_t g = options.gpus / 2; g >= options.gpus_per_node && counts.size() < 3; g /= 2)
+      counts.push_back(g);
+  std::vector<Candidate> fitting;
+  for (int64_t g : counts) {
+    for (auto& c : enumerate_layouts(base, g, options.gpus_per_node)) {
+      ++result.enumerated;
+      Candidate cand;
+      cand.fit = check_fit(c, capacity);
+      if (!cand.fit.fits) continue;
+      cand.config = std::move(c);
+      cand.estimate_s = estimate_step_seconds(cand.config);
+      fitting.push_back(std::move(cand));
+    }
+  }
+  result.fitting = static_cast<int64_t>(fitting.size());
+  // Pre-rank by the estimate (in dollars when the objective is cost: time x GPUs).
+  auto pre = [&](const Candidate& c) {
+    const auto& p = c.config.parallel();
+    const double g = static_cast<double>(p.tp()) * p.cp() * p.pp() * p.dp();
+    return options.objective == Objective::kCost ? c.estimate_s * g : c.estimate_s;
+  };
+  std::sort(fitting.begin(), fitting.end(),
+            [&](const Candidate& a, const Candidate& b) { return pre(a) < pre(b); });
+  if (static_cast<int64_t>(fitting.size()) > options.simulate) fitting.resize(options.simulate);
+
+  std::atomic<std::size_t> next{0};
+  std::mutex error_mutex;
+  std::string first_error;
+  const int32_t jobs =
+      options.jobs > 0 ? options.jobs
+                       : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  auto worker = [&] {
+    for (std::size_t i = next++; i < fitting.size(); i = next++) {
+      Candidate& c = fitting[i];
+      RunConfig sim = c.config;
+      sim.set_network(options.search_network);
+      try {
+        c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
+        c.simulated = true;
+        c.dollars = c.report.cost.dollars;
+      } catch (const std::exception& e) {
+        const std::lock_guard lock(error_mutex);
+        if (first_error.empty()) first_error = e.what();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int32_t j = 0; j < std::min<int32_t>(jobs, static_cast<int32_t>(fitting.size())); ++j)
+    threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  for (auto& c : fitting)
+    if (c.simulated) result.ranked.push_back(std::move(c));
+  result.simulated = static_cast<int64_t>(result.ranked.size());
+  if (result.ranked.empty() && !first_error.empty()) throw std::runtime_error(first_error);
+  std::stable_sort(
+      result.ranked.begin(), result.ranked.end(), [&](const Candidate& a, const Candidate& b) {
+        return objective_value(a, options.objective) < objective_value(b, options.objective);
+      });
+  result.wall_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return result;
+}
+
+MinGpus find_min_gpus(const RunConfig& base, int64_t max_gpus, int32_t gpus_per_node) {
+  const auto gpu = compute::load_gpu_profile(gpu_of(base));
+  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  MinGpus out;
+  for (int64_t g = 1; g <= max_gpus; g = g < gpus_per_node ? g + 1 : g + gpus_per_node) {
+    bool found = false;
+    for (auto& c : enumerate_layouts(base, g, gpus_per_node)) {
+      const FitCheck f = check_fit(c, capacity);
+      if (!f.fits) continue;
+      if (!found || f.peak < out.layout.fit.peak) {
+        out.layout.config = c;
+        out.layout.fit = f;
+      }
+      found = true;
+    }
+    if (found) {
+      out.gpus = g;
+      return out;
+    }
+  }
+  return out;
+}
+
+void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "%lld layouts enumerated, %lld fit in memory, %lld simulated (%s network, best "
+                "by analytical pre-estimate), %.1f s\n",
+                static_cast<long long>(result.enumerated), static_cast<long long>(result.fitting),
+                static_cast<long long>(result.simulated),
+                options.search_network == clustersim::ANALYTICAL ? "analytical" : "as configured",
+                result.wall_s);
+  out << buf;
+  out << "objective: " << (options.objective == Objective::kCost ? "cost" : "time") << "\n\n";
+  const std::size_t n =
+      std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(options.top));
+  std::snprintf(buf, sizeof buf, "  %-3s %-62s %6s %9s %6s %7s %8s %9s %11s\n", "#", "layout",
+                "GPUs", "step s", "MFU", "bubble", "mem GB", "est. s", "run $");
+  out << buf;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Candidate& c = result.ranked[i];
+    const auto& r = c.report;
+    std::snprintf(buf, sizeof buf, "  %-3zu %-62s %6d %9.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n",
+                  i + 1, short_layout(c.config).c_str(), r.gpus, r.iteration_time_s, 100 * r.mfu,
+                  100 * r.bubble_fraction, c.fit.peak / 1e9, c.estimate_s, r.cost.dollars);
+    out << buf;
+  }
+  out << "\nwhy:\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    const Candidate& c = result.ranked[i];
+    out << "  #" << i + 1 << ": " << why(c, result.ranked.front()) << '\n';
+  }
+  if (!result.ranked.empty()) {
+    const auto& c = result.ranked.front().report.cost;
+    std::snprintf(buf, sizeof buf,
+                  "\nbest: %.3g tokens in %.1f days, %.3g GPU-hours, $%.4g at $%.2f per GPU-hour\n",
+                  c.train_tokens, c.wall_days, c.gpu_hours, c.dollars, c.price_per_gpu_hour);
+    out << buf;
+  }
+}
+
+}  // namespace cs::plan

@@ -1,0 +1,76 @@
+// The layout planner: enumerates parallel layouts of a model on N GPUs, drops those that do not
+// fit, ranks the rest by a cheap analytical estimate and simulates the best few in parallel.
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "proto/config.pb.h"
+#include "sim/plan/memory_report.h"
+#include "sim/report/step_report.h"
+
+namespace cs::plan {
+
+enum class Objective : uint8_t { kTime, kCost };
+
+struct PlanOptions {
+  int64_t gpus = 0;
+  int32_t gpus_per_node = 8;  // TP stays inside a node: tp divides this
+  Objective objective = Objective::kTime;
+  int32_t top = 5;
+  int32_t simulate = 12;  // candidates simulated, best first by the analytical pre-estimate
+  int32_t jobs = 0;       // threads; 0: hardware concurrency
+  // The search simulates with network = ANALYTICAL (congestion-free, ~10x fewer events); the
+  // winners can then be re-run congestion-aware with `clustersim run`.
+  clustersim::NetworkMode search_network = clustersim::ANALYTICAL;
+};
+
+// Every valid layout of `base`'s model on `gpus` GPUs (tp·cp·pp·dp = gpus): tp dividing
+// gpus_per_node, cp in {1, 2, 4}, pp dividing the layers, interleaving with 2 or 4 virtual
+// stages, schedules 1F1B / interleaved / ZB-H1 (GPipe is left out: the same bubble as 1F1B and
+// m instead of p microbatches of activations), ZeRO 1 or 3, microbatch size 1 or 2, recompute
+// none / selective / full, sequence parallelism whenever tp > 1. The batch, precision, offload
+// and cluster of `base` are kept; layers_per_stage is cleared (an even split).
+std::vector<clustersim::RunConfig> enumerate_layouts(const clustersim::RunConfig& base,
+                                                     int64_t gpus, int32_t gpus_per_node);
+
+// Seconds per step without simulation: per-chunk compute from the kernel cost model plus
+// tensor-parallel collectives at NVLink bandwidth, times (v·m + p − 1) pipeline slots; plus
+// the data-parallel traffic that cannot overlap (the ZeRO parameter all-gather after the
+// optimizer, or ZeRO-3's per-layer gathers beyond the compute they hide behind) and the optimizer.
+double estimate_step_seconds(const clustersim::RunConfig& config);
+
+struct Candidate {
+  clustersim::RunConfig config;
+  FitCheck fit;
+  double estimate_s = 0;
+  bool simulated = false;
+  report::StepReport report;
+  double dollars = 0;  // the whole run (cost.train_tokens) at the simulated step time
+};
+
+struct PlanResult {
+  int64_t enumerated = 0, fitting = 0, simulated = 0;
+  std::vector<Candidate> ranked;  // simulated candidates, best first by the objective
+  double wall_s = 0;
+};
+
+PlanResult plan_layouts(const clustersim::RunConfig& base, const PlanOptions& options);
+
+// The smallest GPU count (1..8, then multiples of gpus_per_node up to `max_gpus`) on which some
+// enumerated layout fits in memory, and the layout with the most headroom there; gpus = 0 when
+// none fits up to max_gpus.
+struct MinGpus {
+  int64_t gpus = 0;
+  Candidate layout;
+};
+MinGpus find_min_gpus(const clustersim::RunConfig& base, int64_t max_gpus, int32_t gpus_per_node);
+
+// One line per parallel layout, short: "TP 8 x CP 1 x PP 4 x DP 32, 1F1B, mbs 1, ZeRO-1, sel.".
+std::string short_layout(const clustersim::RunConfig& config);
+
+void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& options);
+
+}  // namespace cs::plan

@@ -1,0 +1,189 @@
+#include "sim/report/timeline.h"
+
+#include <algorithm>
+#include <charconv>
+#include <stdexcept>
+#include <tuple>
+
+#include "sim/report/json_writer.h"
+
+namespace cs::report {
+
+namespace {
+
+using workload::Dim;
+using workload::OpClass;
+using workload::OpKind;
+using workload::Stream;
+
+constexpr const char* kStreamNames[workload::kNumStreams] = {
+    "compute",      "dp comm",      "cp comm",     "pp send next",
+    "pp send prev", "pp recv prev", "pp recv next"};
+
+const char* class_name(OpClass c) {
+  switch (c) {
+    case OpClass::kForward:
+      return "forward";
+    case OpClass::kBackward:
+      return "backward";
+    case OpClass::kWeightGrad:
+      return "weight_grad";
+    case OpClass::kRecompute:
+      return "recompute";
+    case OpClass::kOptimizer:
+      return "optimizer";
+    case OpClass::kComm:
+      return "comm";
+  }
+  return "?";
+}
+
+const char* dim_name(Dim d) {
+  switch (d) {
+    case Dim::kTp:
+      return "tp";
+    case Dim::kCp:
+      return "cp";
+    case Dim::kPp:
+      return "pp";
+    case Dim::kDp:
+      return "dp";
+  }
+  return "?";
+}
+
+// Microseconds with picosecond precision, printed exactly from the integer (no binary rounding).
+std::string micros(Time t) {
+  const int64_t ps = t.count_ps();
+  const bool negative = ps < 0;
+  const uint64_t abs = negative ? static_cast<uint64_t>(-(ps + 1)) + 1 : static_cast<uint64_t>(ps);
+  std::string s = negative ? "-" : "";
+  s += std::to_string(abs / 1'000'000);
+  uint64_t frac = abs % 1'000'000;
+  if (frac == 0) return s;
+  std::string digits = std::to_string(frac);
+  digits.insert(0, 6 - digits.size(), '0');
+  while (digits.back() == '0') digits.pop_back();
+  return s + '.' + digits;
+}
+
+int32_t parse_int(std::string_view text, std::string_view whole) {
+  int32_t v = 0;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (text.empty() || ec != std::errc() || ptr != text.data() + text.size())
+    throw std::invalid_argument(std::string("rank list '").append(whole) + "': '" +
+                                std::string(text) + "' is not a rank");
+  return v;
+}
+
+}  // namespace
+
+std::vector<int32_t> parse_rank_list(std::string_view text, int32_t world) {
+  std::vector<int32_t> ranks;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find(',', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view item = text.substr(start, end - start);
+    const std::size_t dash = item.find('-');
+    const int32_t lo = parse_int(item.substr(0, dash), text);
+    const int32_t hi = dash == std::string_view::npos ? lo : parse_int(item.substr(dash + 1), text);
+    if (hi < lo)
+      throw std::invalid_argument(std::string("rank list '").append(text) + "': reversed range");
+    if (lo < 0 || hi >= world)
+      throw std::invalid_argument(std::string("rank list '").append(text) + "': ranks are 0.." +
+                                  std::to_string(world - 1));
+    for (int32_t r = lo; r <= hi; ++r) ranks.push_back(r);
+    start = end + 1;
+  }
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
+}
+
+std::vector<int32_t> default_timeline_ranks(const workload::Layout& layout) {
+  std::vector<int32_t> ranks;
+  for (int32_t s = 0; s < layout.size(Dim::kPp); ++s) ranks.push_back(layout.with_stage(0, s));
+  return ranks;
+}
+
+Timeline::Timeline(const workload::Layout& layout, std::vector<int32_t> ranks)
+    : layout_(layout), ranks_(std::move(ranks)) {}
+
+void Timeline::record(int32_t rank, const workload::Program& program, uint32_t op_index, Time start,
+                      Time end) {
+  const workload::Op& op = program.ops[op_index];
+  const std::string& text = op.label < program.labels.size() ? program.labels[op.label] : "op";
+  const auto [it, added] = label_index_.emplace(text, static_cast<uint32_t>(labels_.size()));
+  if (added) labels_.push_back(text);
+  events_.push_back({rank, op.stream, op.kind, op.op_class, op.dim, op.coll_op, op.microbatch,
+                     op.peer_stage, it->second, op.bytes, start, end});
+}
+
+void Timeline::write_json(std::ostream& out) const {
+  std::vector<const Event*> sorted;
+  sorted.reserve(events_.size());
+  for (const auto& e : events_) sorted.push_back(&e);
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Event* a, const Event* b) {
+    return std::tie(a->rank, a->stream, a->start, a->end) <
+           std::tie(b->rank, b->stream, b->start, b->end);
+  });
+
+  // One event per line: a trace of 100k events stays readable and diffable.
+  out << "{\"displayTimeUnit\": \"ns\",\n\"traceEvents\": [\n";
+  bool first = true;
+  auto line = [&](const std::string& text) {
+    out << (first ? "" : ",\n") << text;
+    first = false;
+  };
+  std::vector<bool> used(workload::kNumStreams);
+  for (const int32_t rank : ranks_) {
+    const int32_t stage = layout_.coord(rank, Dim::kPp);
+    const std::string pid = std::to_string(rank);
+    line("{\"ph\": \"M\", \"pid\": " + pid + ", \"name\": \"process_name\", \"args\": {\"name\": " +
+         json_escape("rank " + pid + " (stage " + std::to_string(stage) + ")") + "}}");
+    line("{\"ph\": \"M\", \"pid\": " + pid +
+         ", \"name\": \"process_sort_index\", \"args\": {\"sort_index\": " + pid + "}}");
+    std::fill(used.begin(), used.end(), false);
+    for (const auto& e : events_)
+      if (e.rank == rank) used[static_cast<std::size_t>(e.stream)] = true;
+    for (int s = 0; s < workload::kNumStreams; ++s) {
+      if (!used[static_cast<std::size_t>(s)]) continue;
+      const std::string tid = std::to_string(s);
+      line("{\"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + tid +
+           ", \"name\": \"thread_name\", \"args\": {\"name\": \"" + kStreamNames[s] + "\"}}");
+      line("{\"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + tid +
+           ", \"name\": \"thread_sort_index\", \"args\": {\"sort_index\": " + tid + "}}");
+    }
+  }
+  for (const Event* e : sorted) {
+    std::string name = labels_[e->label];
+    const std::string mb = e->microbatch >= 0 ? std::to_string(e->microbatch) : "";
+    if (e->kind == OpKind::kCollective) {
+      name += std::string(" (") + dim_name(e->dim) + ' ' +
+              std::string(coll::to_string(e->coll_op)) + ')';
+    } else if (e->kind == OpKind::kSend || e->kind == OpKind::kRecv) {
+      name += " mb " + mb + (e->kind == OpKind::kSend ? " to" : " from") + " stage " +
+              std::to_string(e->peer_stage);
+    } else if (!mb.empty()) {
+      name += " mb " + mb;
+    }
+    std::string text = "{\"ph\": \"X\", \"pid\": " + std::to_string(e->rank) +
+                       ", \"tid\": " + std::to_string(static_cast<int>(e->stream)) +
+                       ", \"ts\": " + micros(e->start) + ", \"dur\": " + micros(e->end - e->start) +
+                       ", \"name\": " + json_escape(name) + ", \"cat\": \"" +
+                       class_name(e->op_class) +
+                       "\", \"args\": {\"op\": " + json_escape(labels_[e->label]) +
+                       ", \"class\": \"" + class_name(e->op_class) + "\"";
+    if (e->microbatch >= 0) text += ", \"microbatch\": " + mb;
+    if (e->kind != OpKind::kCompute) {
+      text += ", \"bytes\": " + std::to_string(e->bytes) + ", \"group\": \"" + dim_name(e->dim) +
+              "\", \"collective\": \"" + std::string(coll::to_string(e->coll_op)) + "\"";
+    }
+    if (e->peer_stage >= 0) text += ", \"peer_stage\": " + std::to_string(e->peer_stage);
+    line(text + "}}");
+  }
+  out << "\n]}\n";
+}
+
+}  // namespace cs::report

@@ -1,0 +1,179 @@
+#include "sim/run/sweep_output.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+
+#include "sim/report/json_writer.h"
+
+namespace cs::run {
+
+namespace {
+
+std::string shortest(double v) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return std::string(buf, end);
+}
+
+// RFC 4180: quote a field holding a comma, quote or line break; double the quotes inside.
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (const char c : s) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  return out + '"';
+}
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+constexpr const char* kFigureColumns[] = {"layout",
+                                          "schedule",
+                                          "gpus",
+                                          "microbatches",
+                                          "step_time_s",
+                                          "tokens_per_s",
+                                          "mfu",
+                                          "bubble_fraction",
+                                          "analytic_bubble_fraction",
+                                          "compute_s",
+                                          "exposed_tp_s",
+                                          "exposed_pp_s",
+                                          "exposed_dp_s",
+                                          "exposed_cp_s",
+                                          "peak_memory_gb",
+                                          "activations_gb",
+                                          "in_flight_microbatches",
+                                          "fits"};
+
+}  // namespace
+
+void write_sweep_csv(std::ostream& out, const std::vector<SweepAxis>& axes,
+                     const std::vector<SweepRow>& rows) {
+  std::string line;
+  for (const auto& a : axes) line += csv_field(a.field) + ',';
+  for (const char* c : kFigureColumns) line += std::string(c) + ',';
+  line.back() = '\n';
+  out << line;
+  for (const auto& r : rows) {
+    if (!r.ok()) continue;
+    line.clear();
+    for (const auto& v : r.values) line += csv_field(v) + ',';
+    line += csv_field(r.layout) + ',' + csv_field(r.schedule) + ',' + std::to_string(r.gpus) + ',' +
+            std::to_string(r.microbatches);
+    for (const double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
+                           r.analytic_bubble_fraction, r.compute_s, r.exposed_tp_s, r.exposed_pp_s,
+                           r.exposed_dp_s, r.exposed_cp_s, r.peak_memory_gb, r.activations_gb})
+      line += ',' + shortest(v);
+    line += ',' + std::to_string(r.in_flight_microbatches) + (r.fits ? ",true\n" : ",false\n");
+    out << line;
+  }
+}
+
+void write_sweep_json(std::ostream& out, const std::string& source,
+                      const std::vector<SweepAxis>& axes, const std::vector<SweepRow>& rows) {
+  report::JsonWriter w(out);
+  w.begin_object();
+  w.field("source", source);
+  w.key("axes").begin_array();
+  for (const auto& a : axes) {
+    w.begin_object().field("field", a.field).key("values").begin_array();
+    for (const auto& v : a.values) w.value(v);
+    w.end_array().end_object();
+  }
+  w.end_array();
+  auto fields = [&](const SweepRow& r) {
+    w.field("index", static_cast<int64_t>(r.index));
+    w.key("fields").begin_object();
+    for (std::size_t a = 0; a < axes.size(); ++a) w.field(axes[a].field, r.values[a]);
+    w.end_object();
+  };
+  w.key("points").begin_array();
+  for (const auto& r : rows) {
+    if (!r.ok()) continue;
+    w.begin_object();
+    fields(r);
+    w.field("layout", r.layout).field("schedule", r.schedule);
+    w.field("gpus", r.gpus).field("microbatches", r.microbatches);
+    w.field("step_time_s", r.step_time_s).field("tokens_per_s", r.tokens_per_s);
+    w.field("mfu", r.mfu);
+    w.field("bubble_fraction", r.bubble_fraction);
+    w.field("analytic_bubble_fraction", r.analytic_bubble_fraction);
+    w.field("compute_s", r.compute_s);
+    w.key("exposed_comm_s").begin_object();
+    w.field("tp", r.exposed_tp_s).field("pp", r.exposed_pp_s);
+    w.field("dp", r.exposed_dp_s).field("cp", r.exposed_cp_s);
+    w.end_object();
+    w.field("peak_memory_gb", r.peak_memory_gb).field("activations_gb", r.activations_gb);
+    w.field("in_flight_microbatches", r.in_flight_microbatches).field("fits", r.fits);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("skipped").begin_array();
+  for (const auto& r : rows) {
+    if (r.ok()) continue;
+    w.begin_object();
+    fields(r);
+    w.field("error", r.error);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+}
+
+void print_sweep_table(std::ostream& out, const std::vector<SweepAxis>& axes,
+                       const std::vector<SweepRow>& rows) {
+  std::vector<std::string> header;
+  for (const auto& a : axes) header.push_back(a.field);
+  for (const char* h : {"step s", "tokens/s", "MFU", "bubble", "formula", "exp TP s", "exp PP s",
+                        "exp DP s", "exp CP s", "mem GB", "fits"})
+    header.emplace_back(h);
+  std::vector<std::vector<std::string>> cells;
+  for (const auto& r : rows) {
+    if (!r.ok()) continue;
+    std::vector<std::string> c = r.values;
+    c.push_back(fixed(r.step_time_s, 4));
+    c.push_back(fixed(r.tokens_per_s, 0));
+    c.push_back(fixed(100 * r.mfu, 1) + "%");
+    c.push_back(fixed(100 * r.bubble_fraction, 2) + "%");
+    c.push_back(fixed(100 * r.analytic_bubble_fraction, 2) + "%");
+    for (const double v : {r.exposed_tp_s, r.exposed_pp_s, r.exposed_dp_s, r.exposed_cp_s})
+      c.push_back(fixed(v, 4));
+    c.push_back(fixed(r.peak_memory_gb, 1));
+    c.push_back(r.fits ? "yes" : "NO");
+    cells.push_back(std::move(c));
+  }
+  std::vector<std::size_t> width(header.size());
+  for (std::size_t i = 0; i < header.size(); ++i) {
+    width[i] = header[i].size();
+    for (const auto& c : cells) width[i] = std::max(width[i], c[i].size());
+  }
+  // Varied fields read left-aligned like labels; figures right-aligned like numbers.
+  auto print = [&](const std::vector<std::string>& c) {
+    std::string line;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      const std::string pad(width[i] - c[i].size(), ' ');
+      line += i < axes.size() ? c[i] + pad : pad + c[i];
+      if (i + 1 < c.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out << line << '\n';
+  };
+  print(header);
+  for (const auto& c : cells) print(c);
+  for (const auto& r : rows) {
+    if (r.ok()) continue;
+    std::string what;
+    for (std::size_t a = 0; a < axes.size(); ++a)
+      what += (a ? ", " : "") + axes[a].field + "=" + r.values[a];
+    out << "skipped " << what << ": " << r.error << '\n';
+  }
+}
+
+}  // namespace cs::run
