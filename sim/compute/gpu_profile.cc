@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "sim/config/embedded_presets.h"
+#include "sim/config/field_checks.h"
 #include "sim/config/text_proto.h"
 
 namespace cs::compute {
@@ -14,25 +15,7 @@ namespace {
 constexpr std::string_view kFolder = "topologies/gpus";
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw ConfigError(source + ": " + what);
-}
-
-std::string num(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
-// `!(v > 0)` rather than `v <= 0` so that NaN is rejected too.
-void require_positive(double v, const std::string& source, const std::string& field) {
-  if (!(v > 0) || !std::isfinite(v)) fail(source, field + " must be > 0 (is " + num(v) + ")");
-}
-void require_non_negative(double v, const std::string& source, const std::string& field) {
-  if (!(v >= 0) || !std::isfinite(v)) fail(source, field + " must be >= 0 (is " + num(v) + ")");
-}
-// Efficiencies are fractions of a peak: above 1 would beat the hardware.
-void require_fraction(double v, const std::string& source, const std::string& field) {
-  if (!(v > 0 && v <= 1)) fail(source, field + " must be in (0, 1] (is " + num(v) + ")");
+  config_fail(source, what);
 }
 
 }  // namespace

@@ -1,8 +1,5 @@
 #include "sim/net/topology_builder.h"
 
-#include <google/protobuf/io/tokenizer.h>
-#include <google/protobuf/text_format.h>
-
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -14,53 +11,17 @@
 #include <vector>
 
 #include "sim/config/embedded_presets.h"
+#include "sim/config/field_checks.h"
+#include "sim/config/text_proto.h"
 
 namespace cs::net {
 
 namespace {
 
-// Keeps the first error only: the ones after it are mostly its echoes.
-class FirstErrorCollector : public google::protobuf::io::ErrorCollector {
- public:
-  void AddError(int line, google::protobuf::io::ColumnNumber column,
-                const std::string& message) override {
-    if (found_) return;
-    found_ = true;
-    line_ = line;
-    column_ = column;
-    message_ = message;
-  }
-
-  bool found() const { return found_; }
-  // Protobuf counts lines and columns from 0; editors and compilers from 1.
-  std::string located(const std::string& source) const {
-    return source + ":" + std::to_string(line_ + 1) + ":" + std::to_string(column_ + 1) + ": " +
-           message_;
-  }
-
- private:
-  bool found_ = false;
-  int line_ = 0;
-  int column_ = 0;
-  std::string message_;
-};
+using cs::config_fail;
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw ConfigError(source + ": " + what);
-}
-
-std::string num(double v) {
-  std::ostringstream out;
-  out << v;
-  return out.str();
-}
-
-// `!(v > 0)` rather than `v <= 0` so that NaN is rejected too.
-void require_positive(double v, const std::string& source, const std::string& field) {
-  if (!(v > 0) || !std::isfinite(v)) fail(source, field + " must be > 0 (is " + num(v) + ")");
-}
-void require_non_negative(double v, const std::string& source, const std::string& field) {
-  if (!(v >= 0) || !std::isfinite(v)) fail(source, field + " must be >= 0 (is " + num(v) + ")");
+  config_fail(source, what);
 }
 
 Time from_ns(double ns) {
@@ -390,13 +351,7 @@ Topology build_explicit(const clustersim::ExplicitTopology& e) {
 
 clustersim::Topology load_topology_text(std::string_view text, const std::string& source_name) {
   clustersim::Topology desc;
-  google::protobuf::TextFormat::Parser parser;
-  FirstErrorCollector errors;
-  parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(std::string(text), &desc)) {
-    if (errors.found()) throw ConfigError(errors.located(source_name));
-    fail(source_name, "not a clustersim.Topology in protobuf text format");
-  }
+  parse_text_proto(text, source_name, &desc);
   validate_topology(desc, source_name);
   return desc;
 }
@@ -407,10 +362,7 @@ clustersim::Topology resolve_topology(const std::string& preset_or_path) {
   }
   std::error_code ec;
   if (std::filesystem::is_regular_file(preset_or_path, ec)) {
-    std::ifstream in(preset_or_path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    if (in) return load_topology_text(text.str(), preset_or_path);
+    return load_topology_text(read_text_file(preset_or_path), preset_or_path);
   }
   std::string names;
   for (const auto& name : preset_names("topologies")) names += (names.empty() ? "" : ", ") + name;
