@@ -1,10 +1,227 @@
-// Placeholder until the trace subcommands land; each says so and exits 2.
+// `clustersim generate`, `replay` and `convert`: write, simulate and translate workload traces.
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
 #include "sim/cli/commands.h"
+#include "sim/config/run_config.h"
+#include "sim/config/text_proto.h"
+#include "sim/net/network_factory.h"
+#include "sim/run/step_simulation.h"
+#include "sim/trace/chakra.h"
+#include "sim/trace/replay.h"
+#include "sim/trace/trace_format.h"
 
 namespace cs::cli {
 
-int generate_command(const std::vector<std::string>&) { throw UsageError("'generate' is not implemented yet"); }
-int replay_command(const std::vector<std::string>&) { throw UsageError("'replay' is not implemented yet"); }
-int convert_command(const std::vector<std::string>&) { throw UsageError("'convert' is not implemented yet"); }
+namespace po = boost::program_options;
+
+namespace {
+
+po::variables_map parse(const std::vector<std::string>& args, const po::options_description& opts,
+                        const char* positional_name, int positional_count) {
+  po::options_description hidden;
+  hidden.add_options()(positional_name, po::value<std::vector<std::string>>());
+  po::positional_options_description positional;
+  positional.add(positional_name, positional_count);
+  po::options_description all;
+  all.add(opts).add(hidden);
+  po::variables_map vm;
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (!vm.count("help")) po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return vm;
+}
+
+std::string positional(const po::variables_map& vm, const char* name) {
+  if (!vm.count(name)) return "";
+  return vm[name].as<std::vector<std::string>>().front();
+}
+
+clustersim::NetworkMode network_mode(const std::string& text) {
+  try {
+    switch (net::parse_network_mode(text)) {
+      case net::NetworkMode::kAnalytical:
+        return clustersim::ANALYTICAL;
+      case net::NetworkMode::kIdeal:
+        return clustersim::IDEAL;
+      case net::NetworkMode::kCongestionAware:
+        return clustersim::CONGESTION_AWARE;
+    }
+  } catch (const std::invalid_argument&) {
+  }
+  throw UsageError("--network must be congestion_aware, analytical or ideal, not " + text);
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+trace::CommGroups load_groups(const std::string& path) {
+  return path.empty() ? trace::CommGroups{} : trace::parse_comm_groups(read_file(path), path);
+}
+
+void write_report_json(const std::string& path, const report::StepReport& r) {
+  if (path.empty()) return;
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  report::write_json(out, r);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+int generate_command(const std::vector<std::string>& args) {
+  std::string preset, output;
+  std::vector<std::string> overrides;
+  po::options_description opts(
+      "usage: clustersim generate CONFIG -o FILE.pb\n"
+      "       clustersim generate --preset NAME [--set ...] -o FILE.pb\n\n"
+      "Writes the workload trace of a configuration: one program per pipeline stage, shared by\n"
+      "its ranks, with the config, layout and communicator groups (binary protobuf,\n"
+      "proto/trace.proto; times in ps, sizes in bytes).\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
+      ("set", po::value(&overrides)->composing(), "override a field, e.g. --set parallel.pp=8")
+      ("output,o", po::value(&output), "the trace file to write");
+  // clang-format on
+  const auto vm = parse(args, opts, "config", 1);
+  if (vm.count("help")) return std::cout << opts << '\n', 0;
+  const std::string path = positional(vm, "config");
+  if (path.empty() == preset.empty())
+    throw UsageError("give either a config file or --preset NAME");
+  if (output.empty()) throw UsageError("give the output file with -o FILE.pb");
+  const auto start = std::chrono::steady_clock::now();
+  const LoadedConfig loaded = load_run_config(path, preset, overrides);
+  const run::PreparedStep step = run::prepare_step(loaded.config, loaded.source);
+  const double built = seconds_since(start);
+  const auto written_start = std::chrono::steady_clock::now();
+  trace::write_trace_file(trace::to_trace(step), output);
+  const double written = seconds_since(written_start);
+  std::size_t ops = 0;
+  for (const auto& p : step.programs) ops += p.ops.size();
+  const auto par = step.config.parallel();
+  std::printf("%s: %d ranks, %zu programs, %zu ops; %.1f MB; built in %.2f s, written in %.2f s\n",
+              output.c_str(), par.tp() * par.cp() * par.pp() * par.dp(), step.programs.size(), ops,
+              static_cast<double>(std::filesystem::file_size(output)) / 1e6, built, written);
+  return 0;
+}
+
+int replay_command(const std::vector<std::string>& args) {
+  std::string chakra, topology, gpu, network, json, groups;
+  po::options_description opts(
+      "usage: clustersim replay FILE.pb [--topology X] [--gpu Y] [--network M] [--json F]\n"
+      "       clustersim replay --chakra PREFIX [--topology X] [--gpu Y] [--comm-groups F.json]\n\n"
+      "Simulates a workload trace and prints the report `run` prints. A trace from `generate`\n"
+      "can be retargeted to another topology or GPU (compute is re-timed). --chakra reads\n"
+      "PREFIX.0.et, PREFIX.1.et, ... (gzip accepted) until a rank file is missing.\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("chakra", po::value(&chakra), "replay the Chakra execution trace with this file prefix")
+      ("topology", po::value(&topology),
+       "cluster preset or file (default: the trace's; dgx-h100 for imported traces)")
+      ("gpu", po::value(&gpu), "GPU profile to time compute for (default: the trace's)")
+      ("network", po::value(&network), "congestion_aware, analytical or ideal")
+      ("comm-groups", po::value(&groups),
+       "Chakra: JSON object pg_name -> ranks (without it a collective spans all ranks)")
+      ("json", po::value(&json), "also write the report as JSON to this file");
+  // clang-format on
+  const auto vm = parse(args, opts, "trace", 1);
+  if (vm.count("help")) return std::cout << opts << '\n', 0;
+  const std::string path = positional(vm, "trace");
+  if (path.empty() == chakra.empty()) throw UsageError("give either FILE.pb or --chakra PREFIX");
+  trace::ReplayTarget target;
+  target.topology = topology.empty() ? "dgx-h100" : topology;
+  target.gpu = gpu;
+  if (!network.empty()) target.network = network_mode(network);
+
+  if (!chakra.empty()) {
+    const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
+    const auto workload = trace::read_chakra(chakra, cost, load_groups(groups));
+    const auto name = std::filesystem::path(chakra).filename().string();
+    const auto r = trace::simulate_workload(workload, target, name, chakra);
+    trace::print_workload_table(std::cout, r);
+    write_report_json(json, r);
+    return 0;
+  }
+  if (!groups.empty()) throw UsageError("--comm-groups goes with --chakra");
+  auto loaded = trace::from_trace(trace::read_trace_file(path), path);
+  if (loaded.workload) {
+    if (!gpu.empty()) trace::retime_workload(*loaded.workload, gpu);
+    const auto name = std::filesystem::path(path).stem().string();
+    const auto r = trace::simulate_workload(*loaded.workload, target, name, path);
+    trace::print_workload_table(std::cout, r);
+    write_report_json(json, r);
+    return 0;
+  }
+  run::PreparedStep& step = *loaded.step;
+  auto* cluster = step.config.mutable_cluster();
+  // Compute stays timed for the trace's GPU unless --gpu names another, even on a new cluster.
+  if (!topology.empty()) cluster->set_topology(topology);
+  if (!gpu.empty()) cluster->set_gpu(gpu);
+  if (!network.empty()) step.config.set_network(target.network);
+  const auto r = run::simulate_prepared(step, path);
+  report::print_table(std::cout, r);
+  write_report_json(json, r);
+  return 0;
+}
+
+int convert_command(const std::vector<std::string>& args) {
+  std::string chakra, output, to_chakra, gpu, groups;
+  po::options_description opts(
+      "usage: clustersim convert --chakra PREFIX -o FILE.pb [--gpu Y] [--comm-groups F.json]\n"
+      "       clustersim convert FILE.pb --to-chakra PREFIX\n\n"
+      "Translates between Chakra execution traces (one .et file per rank) and clustersim's\n"
+      "trace. --to-chakra writes PREFIX.<rank>.et for every rank and PREFIX.comm_groups.json;\n"
+      "stream order becomes ctrl_deps.\n\noptions");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("chakra", po::value(&chakra), "the Chakra trace's file prefix")
+      ("output,o", po::value(&output), "the clustersim trace to write")
+      ("to-chakra", po::value(&to_chakra), "the Chakra file prefix to write")
+      ("gpu", po::value(&gpu), "GPU that times COMP nodes without a duration (default h100)")
+      ("comm-groups", po::value(&groups), "JSON object pg_name -> ranks");
+  // clang-format on
+  const auto vm = parse(args, opts, "trace", 1);
+  if (vm.count("help")) return std::cout << opts << '\n', 0;
+  const std::string path = positional(vm, "trace");
+  if (!chakra.empty()) {
+    if (output.empty() || !path.empty() || !to_chakra.empty())
+      throw UsageError("convert --chakra PREFIX takes -o FILE.pb and nothing else to convert");
+    const compute::KernelCostModel cost(compute::load_gpu_profile(gpu.empty() ? "h100" : gpu));
+    const auto workload = trace::read_chakra(chakra, cost, load_groups(groups));
+    trace::write_trace_file(trace::to_trace(workload, "chakra " + chakra), output);
+    std::printf("%s: %zu ranks from %s.*.et\n", output.c_str(), workload.program_of_rank.size(),
+                chakra.c_str());
+    return 0;
+  }
+  if (path.empty() || to_chakra.empty())
+    throw UsageError("give --chakra PREFIX -o FILE.pb, or FILE.pb --to-chakra PREFIX");
+  auto loaded = trace::from_trace(trace::read_trace_file(path), path);
+  const auto workload =
+      loaded.workload ? std::move(*loaded.workload) : trace::expand_layout(*loaded.step);
+  trace::write_chakra(workload, to_chakra);
+  std::printf("%s.{0..%zu}.et and %s.comm_groups.json written\n", to_chakra.c_str(),
+              workload.program_of_rank.size() - 1, to_chakra.c_str());
+  return 0;
+}
 
 }  // namespace cs::cli

@@ -13,6 +13,25 @@ using workload::OpClass;
 using workload::OpKind;
 using workload::Stream;
 
+namespace {
+
+coll::ScheduleKey make_schedule_key(coll::Op op, int32_t n, int32_t local, Bytes bytes) {
+  coll::ScheduleKey key;
+  key.op = op;
+  key.n = n;
+  key.algo = coll::choose_algorithm(op, key.n, local, bytes);
+  key.chunks = coll::auto_chunks(op, key.algo, key.n, bytes);
+  key.window = coll::auto_window(op, key.algo, key.n, key.chunks, bytes);
+  if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
+  return key;
+}
+
+uint64_t pair_key(int64_t a, int64_t b) {
+  return static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
+}
+
+}  // namespace
+
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
                    const workload::Layout& layout, const std::vector<workload::Program>& programs)
     : sim_(sim), network_(network), topology_(topology), layout_(layout), programs_(programs) {
@@ -20,15 +39,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
     throw std::invalid_argument("need one program per pipeline stage");
   if (static_cast<int64_t>(topology.num_gpus()) < layout.world())
     throw std::invalid_argument("the topology has fewer GPUs than the layout has ranks");
-  std::size_t max_ops = 0;
-  for (const auto& p : programs) max_ops = std::max(max_ops, p.ops.size());
-  words_per_rank_ = (max_ops + 63) / 64;
-  const auto world = static_cast<std::size_t>(layout.world());
-  ranks_.resize(world);
-  stats_.resize(world);
-  done_bits_.assign(world * words_per_rank_, 0);
-  for (int32_t r = 0; r < layout.world(); ++r)
-    ranks_[r].ops_left = static_cast<uint32_t>(program_of(r).ops.size());
+  init_ranks();
   for (int d = 0; d < workload::kNumDims; ++d) {
     const auto members = layout.group_members(0, static_cast<Dim>(d));
     const int32_t node = topology.vertex(topology.gpu(members[0])).node;
@@ -47,16 +58,91 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
   }
 }
 
+Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
+                   const ExplicitWorkload& workload)
+    : sim_(sim),
+      network_(network),
+      topology_(topology),
+      own_layout_(std::in_place, 1, 1, 1,
+                  static_cast<int32_t>(std::max<std::size_t>(workload.program_of_rank.size(), 1))),
+      layout_(*own_layout_),
+      programs_(workload.programs),
+      rank_program_(workload.program_of_rank),
+      groups_(&workload.groups) {
+  const auto world = static_cast<int32_t>(rank_program_.size());
+  if (world == 0) throw std::invalid_argument("the workload has no ranks");
+  for (const uint32_t p : rank_program_)
+    if (p >= programs_.size()) throw std::invalid_argument("a rank names a program that is absent");
+  if (static_cast<int64_t>(topology.num_gpus()) < world)
+    throw std::invalid_argument("the topology has fewer GPUs (" +
+                                std::to_string(topology.num_gpus()) +
+                                ") than the workload has ranks (" + std::to_string(world) + ")");
+  for (const auto& program : programs_) {
+    const auto n = static_cast<uint32_t>(program.ops.size());
+    for (const uint32_t d : program.deps)
+      if (d >= n) throw std::invalid_argument("a dependency names an op that is absent");
+  }
+  // Collectives pick NCCL's algorithm by how many consecutive members share a server; groups that
+  // are not regular (every server holding the same run of members) count as one per server.
+  group_local_.assign(groups_->size(), 1);
+  for (std::size_t g = 0; g < groups_->size(); ++g) {
+    const auto& members = (*groups_)[g];
+    for (const int32_t m : members)
+      if (m < 0 || m >= world) throw std::invalid_argument("a communicator names an absent rank");
+    if (members.empty()) continue;
+    auto node_of = [&](int32_t r) { return topology.vertex(topology.gpu(r)).node; };
+    std::size_t local = 1;
+    while (local < members.size() && node_of(members[local]) == node_of(members[0])) ++local;
+    bool regular = members.size() % local == 0;
+    for (std::size_t i = 0; i < members.size() && regular; ++i)
+      regular = node_of(members[i]) == node_of(members[i - i % local]) &&
+                (i % local != 0 || i == 0 || node_of(members[i]) != node_of(members[i - 1]));
+    group_local_[g] = regular ? static_cast<int32_t>(local) : 1;
+  }
+  init_ranks();
+  // Dataflow programs: who waits on each op, and per rank how many dependencies each op awaits.
+  dependents_begin_.resize(programs_.size());
+  dependents_.resize(programs_.size());
+  for (std::size_t p = 0; p < programs_.size(); ++p) {
+    const auto& program = programs_[p];
+    if (!program.dataflow) continue;
+    auto& begin = dependents_begin_[p];
+    auto& list = dependents_[p];
+    begin.assign(program.ops.size() + 1, 0);
+    for (const uint32_t d : program.deps) ++begin[d + 1];
+    for (std::size_t i = 1; i < begin.size(); ++i) begin[i] += begin[i - 1];
+    list.resize(program.deps.size());
+    std::vector<uint32_t> fill(begin.begin(), begin.end() - 1);
+    for (uint32_t op = 0; op < program.ops.size(); ++op) {
+      const auto& o = program.ops[op];
+      for (uint32_t d = o.deps_begin; d < o.deps_end; ++d) list[fill[program.deps[d]]++] = op;
+    }
+  }
+  op_offset_.resize(static_cast<std::size_t>(world) + 1, 0);
+  for (int32_t r = 0; r < world; ++r) op_offset_[r + 1] = op_offset_[r] + program_of(r).ops.size();
+  pending_deps_.assign(op_offset_.back(), 0);
+  posted_.assign(op_offset_.back(), false);
+  for (int32_t r = 0; r < world; ++r) {
+    const auto& program = program_of(r);
+    for (uint32_t op = 0; op < program.ops.size(); ++op)
+      pending_deps_[op_offset_[r] + op] = program.ops[op].deps_end - program.ops[op].deps_begin;
+  }
+}
+
+void Executor::init_ranks() {
+  std::size_t max_ops = 0;
+  for (const auto& p : programs_) max_ops = std::max(max_ops, p.ops.size());
+  words_per_rank_ = (max_ops + 63) / 64;
+  const auto world = static_cast<std::size_t>(layout_.world());
+  ranks_.resize(world);
+  stats_.resize(world);
+  done_bits_.assign(world * words_per_rank_, 0);
+  for (int32_t r = 0; r < layout_.world(); ++r)
+    ranks_[r].ops_left = static_cast<uint32_t>(program_of(r).ops.size());
+}
+
 coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
-  coll::ScheduleKey key;
-  key.op = op;
-  key.n = layout_.size(dim);
-  const int32_t local = members_per_node_[static_cast<int>(dim)];
-  key.algo = coll::choose_algorithm(op, key.n, local, bytes);
-  key.chunks = coll::auto_chunks(op, key.algo, key.n, bytes);
-  key.window = coll::auto_window(op, key.algo, key.n, key.chunks, bytes);
-  if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
-  return key;
+  return make_schedule_key(op, layout_.size(dim), members_per_node_[static_cast<int>(dim)], bytes);
 }
 
 bool Executor::is_done(int32_t rank, uint32_t op) const {
@@ -72,6 +158,11 @@ void Executor::start() {
     ranks_[r].compute_free_since = sim_.now();
     if (ranks_[r].ops_left == 0) ++finished_ranks_;
     try_start(r);
+    const auto& program = program_of(r);
+    if (!program.dataflow) continue;
+    for (uint32_t op = 0; op < program.ops.size(); ++op)
+      if (is_free(program, program.ops[op]) && pending_deps_[op_offset_[r] + op] == 0)
+        start_op(r, op);
   }
 }
 
@@ -111,11 +202,16 @@ void Executor::charge_idle(int32_t rank, Time from, Time to) {
 
 void Executor::start_op(int32_t rank, uint32_t op) {
   RankState& st = ranks_[rank];
-  const Op& o = program_of(rank).ops[op];
-  const int s = static_cast<int>(o.stream);
-  st.busy[s] = true;
-  st.started[s] = sim_.now();
-  if (o.stream == Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
+  const auto& program = program_of(rank);
+  const Op& o = program.ops[op];
+  if (!posted_.empty()) posted_[op_offset_[rank] + op] = true;
+  if (!is_free(program, o)) {
+    const int s = static_cast<int>(o.stream);
+    st.busy[s] = true;
+    st.started[s] = sim_.now();
+    if (o.stream == Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
+  }
+  const bool explicit_groups = groups_ != nullptr;
   switch (o.kind) {
     case OpKind::kCompute: {
       RankStats& stats = stats_[rank];
@@ -125,25 +221,35 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       break;
     }
     case OpKind::kCollective:
-      arrive_collective(rank, op);
+      if (explicit_groups)
+        arrive_explicit_collective(rank, op);
+      else
+        arrive_collective(rank, op);
       break;
     case OpKind::kSend:
     case OpKind::kRecv:
-      arrive_p2p(rank, op);
+      if (explicit_groups)
+        arrive_explicit_p2p(rank, op);
+      else
+        arrive_p2p(rank, op);
       break;
   }
 }
 
 void Executor::complete(int32_t rank, uint32_t op) {
   RankState& st = ranks_[rank];
-  const Op& o = program_of(rank).ops[op];
+  const auto& program = program_of(rank);
+  const Op& o = program.ops[op];
   const int s = static_cast<int>(o.stream);
+  const bool free = is_free(program, o);
   set_done(rank, op);
-  st.busy[s] = false;
-  if (observer_ && static_cast<std::size_t>(rank) < observed_.size() &&
-      observed_[static_cast<std::size_t>(rank)])
-    observer_(rank, op, st.started[s], sim_.now());
-  ++st.head[s];
+  if (!free) {
+    st.busy[s] = false;
+    if (observer_ && static_cast<std::size_t>(rank) < observed_.size() &&
+        observed_[static_cast<std::size_t>(rank)])
+      observer_(rank, op, st.started[s], sim_.now());
+    ++st.head[s];
+  }
   st.last_done_class = o.op_class;
   st.last_done_kind = o.kind;
   st.last_done_dim = o.dim;
@@ -157,7 +263,137 @@ void Executor::complete(int32_t rank, uint32_t op) {
         stats_[r].end_wait = step_end_ - stats_[r].finish;
     }
   }
+  if (program.dataflow) release_dependents(rank, op);
   try_start(rank);
+}
+
+void Executor::release_dependents(int32_t rank, uint32_t op) {
+  const auto p = static_cast<std::size_t>(rank_program_.empty()
+                                              ? layout_.coord(rank, Dim::kPp)
+                                              : rank_program_[static_cast<std::size_t>(rank)]);
+  if (dependents_begin_.size() <= p || dependents_begin_[p].empty()) return;
+  const auto& program = programs_[p];
+  const std::size_t base = op_offset_[rank];
+  for (uint32_t i = dependents_begin_[p][op]; i < dependents_begin_[p][op + 1]; ++i) {
+    const uint32_t d = dependents_[p][i];
+    if (--pending_deps_[base + d] == 0 && is_free(program, program.ops[d])) start_op(rank, d);
+  }
+}
+
+void Executor::block(int32_t rank, uint32_t op, std::string reason) {
+  blocked_[pair_key(rank, op)] = std::move(reason);
+}
+
+void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
+  const Op& o = program_of(rank).ops[op];
+  if (o.comm < 0 || static_cast<std::size_t>(o.comm) >= groups_->size()) {
+    block(rank, op, "communicator " + std::to_string(o.comm) + " does not exist");
+    return;
+  }
+  const auto& members = (*groups_)[static_cast<std::size_t>(o.comm)];
+  if (std::find(members.begin(), members.end(), rank) == members.end()) {
+    block(rank, op,
+          "rank " + std::to_string(rank) + " is not a member of communicator " +
+              std::to_string(o.comm));
+    return;
+  }
+  // The n-th collective a rank posts on a communicator meets the n-th of every other member.
+  const uint32_t seq = coll_seq_[pair_key(rank, o.comm)]++;
+  const uint64_t key = pair_key(o.comm, seq);
+  auto& entry = coll_posts_[key];
+  if (!entry.posts.empty()) {
+    const auto [first_rank, first_op] = entry.posts.front();
+    const Op& first = program_of(first_rank).ops[first_op];
+    if (first.coll_op != o.coll_op || first.bytes != o.bytes) {
+      block(rank, op,
+            "collective #" + std::to_string(seq) + " of communicator " + std::to_string(o.comm) +
+                ": this rank posts " + std::string(coll::to_string(o.coll_op)) + " of " +
+                std::to_string(o.bytes) + " bytes, rank " + std::to_string(first_rank) +
+                " posted " + std::string(coll::to_string(first.coll_op)) + " of " +
+                std::to_string(first.bytes) + " bytes");
+      return;
+    }
+  }
+  entry.posts.emplace_back(rank, op);
+  if (entry.posts.size() < members.size()) return;
+  std::vector<std::pair<int32_t, uint32_t>> posts = std::move(entry.posts);
+  coll_posts_.erase(key);
+  std::vector<net::VertexId> vertices(members.size());
+  for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
+  const auto schedule =
+      schedules_.get(make_schedule_key(o.coll_op, static_cast<int32_t>(members.size()),
+                                       group_local_[static_cast<std::size_t>(o.comm)], o.bytes));
+  ++comm_.collectives;
+  const Time started = sim_.now();
+  coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
+                       [this, posts = std::move(posts), started, schedule, dim = o.dim,
+                        coll_op = o.coll_op](const coll::RunStats& run) {
+                         comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
+                         comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
+                         for (const auto& [m, mop] : posts) {
+                           if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
+                           complete(m, mop);
+                         }
+                       });
+}
+
+void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
+  const Op& o = program_of(rank).ops[op];
+  const int32_t peer = o.peer_rank;
+  if (peer < 0 || peer >= layout_.world()) {
+    block(rank, op, "peer rank " + std::to_string(peer) + " does not exist");
+    return;
+  }
+  const bool sending = o.kind == OpKind::kSend;
+  const P2pKey key{sending ? rank : peer, sending ? peer : rank, o.tag};
+  P2pChannel& channel = p2p_queues_[key];
+  auto mismatch = [&](int32_t send_rank, uint32_t send_op, int32_t recv_rank, uint32_t recv_op) {
+    const Bytes sent = program_of(send_rank).ops[send_op].bytes;
+    const Bytes expected = program_of(recv_rank).ops[recv_op].bytes;
+    if (sent == expected) return false;
+    const std::string why = "send of " + std::to_string(sent) + " bytes from rank " +
+                            std::to_string(send_rank) + " met a receive of " +
+                            std::to_string(expected) + " bytes on rank " +
+                            std::to_string(recv_rank);
+    block(recv_rank, recv_op, why);
+    return true;
+  };
+  if (!sending) {
+    if (channel.sends.empty()) {
+      channel.recvs.push_back({rank, op});
+      return;
+    }
+    // First in, first out: the oldest message on the channel is this receive's.
+    const auto msg = channel.sends.front();
+    channel.sends.pop_front();
+    if (channel.sends.empty() && channel.recvs.empty()) p2p_queues_.erase(key);
+    if (mismatch(msg->sender, msg->send_op, rank, op)) return;
+    msg->recv_op = op;
+    if (msg->arrived) sim_.schedule_in(Time{}, [this, rank, op] { complete(rank, op); });
+    return;
+  }
+  auto msg = std::make_shared<P2pMessage>(P2pMessage{rank, op, peer});
+  if (!channel.recvs.empty()) {
+    const PendingP2p recv = channel.recvs.front();
+    channel.recvs.pop_front();
+    if (!mismatch(rank, op, recv.rank, recv.op)) msg->recv_op = recv.op;
+  } else {
+    channel.sends.push_back(msg);
+  }
+  if (channel.sends.empty() && channel.recvs.empty()) p2p_queues_.erase(key);
+  ++comm_.p2p_messages;
+  comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
+  comm_.by_dim[static_cast<int>(o.dim)] += o.bytes;
+  auto arrived = [this, msg, started = sim_.now()] {
+    msg->arrived = true;
+    ranks_[msg->receiver].last_transfer_start = started;
+    complete(msg->sender, msg->send_op);
+    if (msg->recv_op != UINT32_MAX) complete(msg->receiver, msg->recv_op);
+  };
+  if (peer == rank)
+    sim_.schedule_in(Time{}, std::move(arrived));  // a copy within one GPU: no network
+  else
+    network_.send(topology_.gpu(rank), topology_.gpu(peer), o.bytes, std::move(arrived));
 }
 
 void Executor::arrive_collective(int32_t rank, uint32_t op) {
@@ -239,19 +475,80 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
                 });
 }
 
+bool Executor::all_finished() const {
+  if (finished_ranks_ != layout_.world()) return false;
+  for (const auto& [key, channel] : p2p_queues_)
+    if (!channel.sends.empty()) return false;
+  return true;
+}
+
+std::string Executor::describe(int32_t rank, uint32_t op) const {
+  const auto& program = program_of(rank);
+  const Op& o = program.ops[op];
+  std::string what = o.label < program.labels.size() ? program.labels[o.label] : "op";
+  what += " [op " + std::to_string(op);
+  switch (o.kind) {
+    case OpKind::kCompute:
+      what += ", compute";
+      break;
+    case OpKind::kCollective:
+      what += ", " + std::string(coll::to_string(o.coll_op)) + " of " + std::to_string(o.bytes) +
+              " bytes";
+      if (groups_) what += " on communicator " + std::to_string(o.comm);
+      break;
+    case OpKind::kSend:
+    case OpKind::kRecv: {
+      const int32_t peer =
+          o.peer_rank >= 0 || groups_ ? o.peer_rank : layout_.with_stage(rank, o.peer_stage);
+      what += std::string(o.kind == OpKind::kSend ? ", send of " : ", recv of ") +
+              std::to_string(o.bytes) + " bytes " + (o.kind == OpKind::kSend ? "to" : "from") +
+              " rank " + std::to_string(peer) + " tag " + std::to_string(o.tag);
+      break;
+    }
+  }
+  return what + "]";
+}
+
 std::vector<StuckOp> Executor::stuck_ops(std::size_t limit) const {
   std::vector<StuckOp> stuck;
+  auto add = [&](int32_t r, uint32_t op, bool started) {
+    std::string what = describe(r, op);
+    const auto reason = blocked_.find(pair_key(r, op));
+    if (reason != blocked_.end())
+      what += " (cannot proceed: " + reason->second + ")";
+    else
+      what += started ? " (started, waiting for its peers)" : " (waiting for its dependencies)";
+    stuck.push_back({r, op, std::move(what)});
+  };
+  // Messages delivered that no receive ever took, oldest channel first.
+  std::vector<std::pair<int32_t, uint32_t>> unreceived;
+  for (const auto& [key, channel] : p2p_queues_)
+    for (const auto& msg : channel.sends) unreceived.emplace_back(msg->sender, msg->send_op);
+  std::sort(unreceived.begin(), unreceived.end());
+  for (const auto& [r, op] : unreceived) {
+    if (stuck.size() >= limit) break;
+    stuck.push_back({r, op, describe(r, op) + " (sent, but no matching receive was posted)"});
+  }
   for (int32_t r = 0; r < layout_.world() && stuck.size() < limit; ++r) {
     const RankState& st = ranks_[r];
     const auto& program = program_of(r);
+    if (st.ops_left == 0) continue;
+    const std::size_t before = stuck.size();
     for (int s = 0; s < workload::kNumStreams && stuck.size() < limit; ++s) {
       if (st.head[s] >= program.streams[s].size()) continue;
-      const uint32_t op = program.streams[s][st.head[s]];
-      const Op& o = program.ops[op];
-      std::string what = program.labels.empty() ? "op" : program.labels[o.label];
-      what += st.busy[s] ? " (started, waiting for its peers)" : " (waiting for its dependencies)";
-      stuck.push_back({r, op, what});
+      add(r, program.streams[s][st.head[s]], st.busy[s]);
     }
+    if (!program.dataflow) continue;
+    // Off-stream ops: those posted and unfinished are the ones waiting on another rank.
+    for (uint32_t op = 0; op < program.ops.size() && stuck.size() < limit; ++op)
+      if (is_free(program, program.ops[op]) && posted_[op_offset_[r] + op] && !is_done(r, op))
+        add(r, op, true);
+    if (stuck.size() != before) continue;
+    for (uint32_t op = 0; op < program.ops.size() && stuck.size() < limit; ++op)
+      if (!is_done(r, op)) {
+        add(r, op, false);
+        break;
+      }
   }
   return stuck;
 }

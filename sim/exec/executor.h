@@ -3,9 +3,11 @@
 
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <unordered_map>
@@ -61,12 +63,25 @@ struct StuckOp {
   std::string what;
 };
 
+// A workload whose ranks do not follow a layout (an imported trace): each rank names its program,
+// collectives name a communicator group (Op::comm) and sends / receives an absolute peer
+// (Op::peer_rank). A group's collectives match in the order each member posts them, as NCCL's
+// do on one communicator; messages between two ranks with one tag match first-in first-out.
+struct ExplicitWorkload {
+  std::vector<workload::Program> programs;
+  std::vector<uint32_t> program_of_rank;     // rank -> index into programs
+  std::vector<std::vector<int32_t>> groups;  // communicator id -> member ranks, in ring order
+};
+
 class Executor {
  public:
   // `programs[s]` is run by every rank of pipeline stage s. Everything passed must outlive the
   // executor. Rank r runs on GPU r of the topology.
   Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
            const workload::Layout& layout, const std::vector<workload::Program>& programs);
+  // Runs an explicit workload: rank r runs workload.programs[workload.program_of_rank[r]].
+  Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
+           const ExplicitWorkload& workload);
 
   // Collectives of a dimension whose groups each fill part of one server's NVSwitch domain, while
   // no other dimension has two members on one server, have those NVLink ports to themselves:
@@ -90,7 +105,8 @@ class Executor {
   // Starts every rank at sim.now(); then call sim.run().
   void start();
 
-  bool all_finished() const { return finished_ranks_ == layout_.world(); }
+  // Also false while a delivered message has met no receive (explicit workloads).
+  bool all_finished() const;
   // At most `limit` stuck ops, in rank order, for error messages.
   std::vector<StuckOp> stuck_ops(std::size_t limit) const;
 
@@ -114,10 +130,38 @@ class Executor {
     int32_t rank;
     uint32_t op;
   };
+  // The members of one explicit collective that have posted it so far.
+  struct CollectivePosts {
+    std::vector<std::pair<int32_t, uint32_t>> posts;  // (rank, op), by arrival
+  };
+  struct P2pKey {
+    int32_t sender, receiver;
+    uint64_t tag;
+    bool operator==(const P2pKey&) const = default;
+  };
+  struct P2pKeyHash {
+    std::size_t operator()(const P2pKey& k) const {
+      return std::hash<uint64_t>()(
+          k.tag * 0x9E3779B97F4A7C15ull ^
+          (static_cast<uint64_t>(k.sender) << 32 | static_cast<uint32_t>(k.receiver)));
+    }
+  };
 
   const workload::Program& program_of(int32_t rank) const {
+    if (!rank_program_.empty()) return programs_[rank_program_[static_cast<std::size_t>(rank)]];
     return programs_[static_cast<std::size_t>(layout_.coord(rank, workload::Dim::kPp))];
   }
+  void init_ranks();
+  // Dataflow programs: ops off the compute stream start when their last dependency completes.
+  bool is_free(const workload::Program& program, const workload::Op& o) const {
+    return program.dataflow && o.stream != workload::Stream::kCompute;
+  }
+  void release_dependents(int32_t rank, uint32_t op);
+  void arrive_explicit_collective(int32_t rank, uint32_t op);
+  void arrive_explicit_p2p(int32_t rank, uint32_t op);
+  // Marks (rank, op) as unable to proceed, with the reason stuck_ops() will give.
+  void block(int32_t rank, uint32_t op, std::string reason);
+  std::string describe(int32_t rank, uint32_t op) const;
   bool is_done(int32_t rank, uint32_t op) const;
   void set_done(int32_t rank, uint32_t op);
   void try_start(int32_t rank);
@@ -133,6 +177,7 @@ class Executor {
   Simulator& sim_;
   net::Network& network_;
   const net::Topology& topology_;
+  std::optional<workload::Layout> own_layout_;  // explicit workloads: 1 x 1 x 1 x world
   const workload::Layout& layout_;
   const std::vector<workload::Program>& programs_;
   coll::ScheduleCache schedules_;
@@ -154,6 +199,33 @@ class Executor {
   CommTally comm_;
   int32_t finished_ranks_ = 0;
   Time step_end_;
+
+  // Explicit workloads only.
+  std::vector<uint32_t> rank_program_;
+  const std::vector<std::vector<int32_t>>* groups_ = nullptr;
+  std::vector<int32_t> group_local_;  // per group: consecutive members per server (1: irregular)
+  std::vector<std::vector<uint32_t>> dependents_begin_, dependents_;  // per program, CSR
+  std::vector<std::size_t> op_offset_;  // per rank: its first slot in pending_deps_ / posted_
+  std::vector<uint32_t> pending_deps_;  // per (rank, op): dependencies not yet done
+  std::vector<bool> posted_;            // per (rank, op): started, for stuck_ops
+  std::unordered_map<uint64_t, uint32_t> coll_seq_;  // (rank, comm) -> collectives posted so far
+  std::unordered_map<uint64_t, CollectivePosts> coll_posts_;  // (comm, sequence) -> posts
+  // Explicit sends are eager, as NCCL's and ASTRA-sim's are: the transfer starts when the send is
+  // posted and the send ends when the bytes arrive; the receive ends once it is posted and its
+  // message (the oldest unreceived one on its channel) has arrived.
+  struct P2pMessage {
+    int32_t sender;
+    uint32_t send_op;
+    int32_t receiver;
+    uint32_t recv_op = UINT32_MAX;  // none yet
+    bool arrived = false;
+  };
+  struct P2pChannel {
+    std::deque<std::shared_ptr<P2pMessage>> sends;  // posted, no receive yet
+    std::deque<PendingP2p> recvs;                   // posted, no send yet
+  };
+  std::unordered_map<P2pKey, P2pChannel, P2pKeyHash> p2p_queues_;
+  std::unordered_map<uint64_t, std::string> blocked_;  // (rank, op) -> why it cannot proceed
 };
 
 }  // namespace cs::exec

@@ -3,6 +3,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -48,6 +49,9 @@ struct Op {
   uint32_t label = 0;                     // index into Program::labels
   uint32_t kernel = UINT32_MAX;           // compute: index into Program::kernels, for re-timing
   uint32_t deps_begin = 0, deps_end = 0;  // explicit dependencies in Program::deps
+  // Workloads with explicit groups (imported traces), where ranks do not follow a layout:
+  int32_t peer_rank = -1;  // send / recv: the other end's rank; when >= 0 it wins over peer_stage
+  int32_t comm = -1;       // collectives: index into the executor's group table; < 0: by `dim`
 };
 
 // What a compute op runs, kept so that a program can be re-timed for another GPU.
@@ -64,6 +68,13 @@ struct Program {
   std::array<std::vector<uint32_t>, kNumStreams> streams;  // op indices in stream order
   std::vector<std::string> labels;
   std::unordered_map<std::string, uint32_t> label_index;
+  // Dataflow programs (imported traces have no streams): every op other than compute starts as
+  // soon as its dependencies are done; compute ops still queue on the compute stream, one kernel
+  // at a time, in the order `streams` gives.
+  bool dataflow = false;
+  // Owns the text that kernels' `name` views point into, for programs read back from a file
+  // (built-in programs point at static labels). Shared so that copies stay valid.
+  std::shared_ptr<const std::vector<std::string>> kernel_names;
 
   // Appends `op` on its stream after the ops already there, depending on `after` as well.
   uint32_t add(Op op, std::initializer_list<uint32_t> after = {});

@@ -1,0 +1,117 @@
+#include "sim/trace/replay.h"
+
+#include <chrono>
+#include <cstdio>
+#include <ostream>
+#include <stdexcept>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/config/config_error.h"
+#include "sim/net/network_factory.h"
+#include "sim/net/routing.h"
+#include "sim/net/topology_builder.h"
+
+namespace cs::trace {
+
+namespace {
+
+net::NetworkMode mode_of(clustersim::NetworkMode mode) {
+  switch (mode) {
+    case clustersim::ANALYTICAL:
+      return net::NetworkMode::kAnalytical;
+    case clustersim::IDEAL:
+      return net::NetworkMode::kIdeal;
+    default:
+      return net::NetworkMode::kCongestionAware;
+  }
+}
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+}  // namespace
+
+std::string target_gpu(const ReplayTarget& target) {
+  return target.gpu.empty() ? net::resolve_topology(target.topology).gpu() : target.gpu;
+}
+
+report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
+                                     const ReplayTarget& target, const std::string& name,
+                                     const std::string& source) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const auto desc = net::resolve_topology(target.topology);
+  const auto world = static_cast<int32_t>(workload.program_of_rank.size());
+  if (net::topology_capacity_gpus(desc) < world)
+    throw ConfigError(source + ": topology " + target.topology + " holds at most " +
+                      std::to_string(net::topology_capacity_gpus(desc)) + " GPUs, the trace has " +
+                      std::to_string(world) + " ranks");
+  const net::Topology topology = net::build_topology(desc, world, target.topology);
+  net::Routing routing(topology);
+  const compute::GpuProfile gpu = compute::load_gpu_profile(target_gpu(target));
+  Simulator sim;
+  auto network = net::make_network(mode_of(target.network), sim, topology, routing);
+  exec::Executor executor(sim, *network, topology, workload);
+  executor.start();
+  sim.run();
+  if (!executor.all_finished()) {
+    std::string msg = source + ": the trace cannot complete; stuck:";
+    for (const auto& s : executor.stuck_ops(16))
+      msg += "\n  rank " + std::to_string(s.rank) + ": " + s.what;
+    throw std::runtime_error(msg);
+  }
+  report::StepReport r;
+  r.name = name;
+  r.layout = std::to_string(world) + " ranks, explicit programs (imported trace)";
+  r.schedule = "as traced";
+  r.gpu = gpu.name();
+  r.topology = topology.name;
+  r.network = std::string(net::to_string(mode_of(target.network)));
+  r.precision = "as traced";
+  r.gpus = world;
+  r.iteration_time_s = executor.step_end().as_seconds();
+  const auto& comm = executor.comm();
+  for (std::size_t i = 0; i < r.comm_bytes_by_op.size(); ++i)
+    r.comm_bytes_by_op[i] = static_cast<double>(comm.by_op[i]);
+  for (std::size_t i = 0; i < r.comm_bytes_by_dim.size(); ++i)
+    r.comm_bytes_by_dim[i] = static_cast<double>(comm.by_dim[i]);
+  const auto& traffic = network->stats();
+  r.comm_bytes_nvlink =
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNvlink)]);
+  r.comm_bytes_pcie =
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kPcie)]);
+  r.comm_bytes_network =
+      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNetwork)]);
+  r.memory.capacity_gb = static_cast<double>(compute::hbm_capacity_bytes(gpu)) / 1e9;
+  r.events = sim.events_processed();
+  r.wall_time_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return r;
+}
+
+void print_workload_table(std::ostream& out, const report::StepReport& r) {
+  auto row = [&out](const std::string& k, const std::string& v) {
+    out << "  " << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << '\n';
+  };
+  out << r.name << ": " << r.layout << ", " << r.gpus << " x " << r.gpu << " on " << r.topology
+      << " (" << r.network << " network)\n";
+  row("iteration time",
+      fmt("%.6f s", r.iteration_time_s) + fmt(" (%.3f us)", r.iteration_time_s * 1e6));
+  static constexpr const char* kOps[] = {"all_reduce", "all_gather", "reduce_scatter",
+                                         "all_to_all", "broadcast",  "send_recv"};
+  std::string by_op;
+  for (int i = 0; i < 6; ++i)
+    if (r.comm_bytes_by_op[i] > 0)
+      by_op += std::string(by_op.empty() ? "" : ", ") + kOps[i] + " " +
+               fmt("%.4g", r.comm_bytes_by_op[i] / 1e6);
+  row("comm MB by op", by_op.empty() ? "none" : by_op);
+  row("comm MB nvlink / network",
+      fmt("%.4g", r.comm_bytes_nvlink / 1e6) + " / " + fmt("%.4g", r.comm_bytes_network / 1e6));
+  row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s));
+  out << "  (an imported trace has no model config: MFU, FLOP/s, bubbles and memory are not\n"
+         "   available and are 0 in the JSON)\n";
+}
+
+}  // namespace cs::trace
