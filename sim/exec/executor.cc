@@ -509,6 +509,14 @@ std::string Executor::describe(int32_t rank, uint32_t op) const {
   return what + "]";
 }
 
+void Executor::require_finished(const std::string& what, std::size_t limit) const {
+  if (all_finished()) return;
+  std::string msg = what + "; stuck:";
+  for (const auto& s : stuck_ops(limit))
+    msg += "\n  rank " + std::to_string(s.rank) + ": " + s.what;
+  throw std::runtime_error(msg);
+}
+
 std::vector<StuckOp> Executor::stuck_ops(std::size_t limit) const {
   std::vector<StuckOp> stuck;
   auto add = [&](int32_t r, uint32_t op, bool started) {

@@ -109,6 +109,9 @@ class Executor {
   bool all_finished() const;
   // At most `limit` stuck ops, in rank order, for error messages.
   std::vector<StuckOp> stuck_ops(std::size_t limit) const;
+  // Throws std::runtime_error "<what>; stuck:" and one line per stuck op (at most `limit`) unless
+  // every rank finished.
+  void require_finished(const std::string& what, std::size_t limit) const;
 
   const std::vector<RankStats>& rank_stats() const { return stats_; }
   const CommTally& comm() const { return comm_; }

@@ -1,5 +1,6 @@
 #include "sim/report/step_report.h"
 
+#include <cmath>
 #include <cstdio>
 #include <string>
 
@@ -12,6 +13,19 @@ namespace {
 constexpr const char* kOpNames[] = {"all_reduce", "all_gather", "reduce_scatter",
                                     "all_to_all", "broadcast",  "send_recv"};
 constexpr const char* kDimNames[] = {"tp", "cp", "pp", "dp"};
+
+// 7.13e6 -> "7.13 M": large counts read at a glance.
+std::string human(double v) {
+  static constexpr const char* kSuffix[] = {"", " k", " M", " G", " T"};
+  int i = 0;
+  while (i < 4 && std::abs(v) >= 1000) {
+    v /= 1000;
+    ++i;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3g%s", v, kSuffix[i]);
+  return buf;
+}
 
 std::string fmt(const char* format, double v) {
   char buf[64];
@@ -160,12 +174,12 @@ void print_table(std::ostream& out, const StepReport& r) {
             fmt("%.1f", o.host_nvme_gb) + " of " + fmt("%.0f GB", o.host_nvme_capacity_gb) +
             (o.fits_host ? " (fits)" : " (DOES NOT FIT)"));
   }
-  row("grad accumulation", std::to_string(r.accumulation_steps) +
-                               " microbatches per DP reduction, " +
-                               fmt("%.3g MB", r.dp_bytes_per_sample / 1e6) + " DP bytes/sample");
+  row("grad accumulation",
+      std::to_string(r.accumulation_steps) + " microbatches per DP reduction, " +
+          fmt("%.1f GB", r.dp_bytes_per_sample / 1e9) + " of DP traffic per sample");
   const CostFigures& c = r.cost;
-  row("run cost", fmt("%.3g tokens", c.train_tokens) + ": " + fmt("%.1f days", c.wall_days) + ", " +
-                      fmt("%.3g GPU-hours", c.gpu_hours) + ", " + fmt("$%.3g", c.dollars) +
+  row("run cost", human(c.train_tokens) + " tokens: " + fmt("%.1f days", c.wall_days) + ", " +
+                      human(c.gpu_hours) + " GPU-hours, $" + human(c.dollars) +
                       fmt(" at $%.2f/GPU-h", c.price_per_gpu_hour));
   row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
                         fmt("%.0f MB", r.peak_rss_mb));

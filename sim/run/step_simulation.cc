@@ -134,6 +134,22 @@ void validate_plan_fields(const clustersim::RunConfig& config, const std::string
                       std::to_string(par.zero_stage()));
 }
 
+void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
+                       const net::TrafficStats& traffic) {
+  for (std::size_t i = 0; i < r.comm_bytes_by_op.size(); ++i)
+    r.comm_bytes_by_op[i] = static_cast<double>(comm.by_op[i]);
+  for (std::size_t i = 0; i < r.comm_bytes_by_dim.size(); ++i)
+    r.comm_bytes_by_dim[i] = static_cast<double>(comm.by_dim[i]);
+  auto bytes = [&](net::LinkClass c) {
+    return static_cast<double>(traffic.bytes_by_class[static_cast<int>(c)]);
+  };
+  // Collectives timed alone never reached the network's counters; they ran on NVLink.
+  r.comm_bytes_nvlink =
+      bytes(net::LinkClass::kNvlink) + static_cast<double>(comm.isolated_nvlink_bytes);
+  r.comm_bytes_pcie = bytes(net::LinkClass::kPcie);
+  r.comm_bytes_network = bytes(net::LinkClass::kNetwork);
+}
+
 PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
   clustersim::RunConfig config = original;
   apply_gradient_accumulation(config);
@@ -248,12 +264,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   }
   executor.start();
   sim.run();
-  if (!executor.all_finished()) {
-    std::string msg = source + ": the step cannot complete; stuck:";
-    for (const auto& s : executor.stuck_ops(8))
-      msg += "\n  rank " + std::to_string(s.rank) + ": " + s.what;
-    throw std::runtime_error(msg);
-  }
+  executor.require_finished(source + ": the step cannot complete", 8);
 
   report::StepReport r;
   r.name = config.name();
@@ -332,19 +343,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
   fill_offload(r, config, programs);
 
-  const auto& comm = executor.comm();
-  for (std::size_t i = 0; i < r.comm_bytes_by_op.size(); ++i)
-    r.comm_bytes_by_op[i] = static_cast<double>(comm.by_op[i]);
-  for (std::size_t i = 0; i < r.comm_bytes_by_dim.size(); ++i)
-    r.comm_bytes_by_dim[i] = static_cast<double>(comm.by_dim[i]);
-  const auto& traffic = network->stats();
-  r.comm_bytes_nvlink =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNvlink)] +
-                          comm.isolated_nvlink_bytes);
-  r.comm_bytes_pcie =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kPcie)]);
-  r.comm_bytes_network =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNetwork)]);
+  fill_comm_figures(r, executor.comm(), network->stats());
 
   r.accumulation_steps = m;
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /

@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/exec/executor.h"
+#include "sim/net/network.h"
 #include "sim/report/step_report.h"
 #include "sim/run/stage_work.h"
 #include "sim/workload/program.h"
@@ -42,6 +44,11 @@ void apply_gradient_accumulation(clustersim::RunConfig& config);
 // interval non-negative, parameter offload only with ZeRO-3, gradient_accumulation_steps
 // consistent with global_batch_size. Throws ConfigError naming `source`.
 void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source);
+
+// Fills the report's communication volumes from the executor's tallies and the network's
+// per-link-class counters.
+void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
+                       const net::TrafficStats& traffic);
 
 // Validates `config` and builds its programs (no simulation yet).
 PreparedStep prepare_step(const clustersim::RunConfig& config, const std::string& source);

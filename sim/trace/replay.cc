@@ -10,6 +10,7 @@
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
+#include "sim/run/step_simulation.h"
 
 namespace cs::trace {
 
@@ -56,12 +57,7 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   exec::Executor executor(sim, *network, topology, workload);
   executor.start();
   sim.run();
-  if (!executor.all_finished()) {
-    std::string msg = source + ": the trace cannot complete; stuck:";
-    for (const auto& s : executor.stuck_ops(16))
-      msg += "\n  rank " + std::to_string(s.rank) + ": " + s.what;
-    throw std::runtime_error(msg);
-  }
+  executor.require_finished(source + ": the trace cannot complete", 16);
   report::StepReport r;
   r.name = name;
   r.layout = std::to_string(world) + " ranks, explicit programs (imported trace)";
@@ -72,18 +68,7 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   r.precision = "as traced";
   r.gpus = world;
   r.iteration_time_s = executor.step_end().as_seconds();
-  const auto& comm = executor.comm();
-  for (std::size_t i = 0; i < r.comm_bytes_by_op.size(); ++i)
-    r.comm_bytes_by_op[i] = static_cast<double>(comm.by_op[i]);
-  for (std::size_t i = 0; i < r.comm_bytes_by_dim.size(); ++i)
-    r.comm_bytes_by_dim[i] = static_cast<double>(comm.by_dim[i]);
-  const auto& traffic = network->stats();
-  r.comm_bytes_nvlink =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNvlink)]);
-  r.comm_bytes_pcie =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kPcie)]);
-  r.comm_bytes_network =
-      static_cast<double>(traffic.bytes_by_class[static_cast<int>(net::LinkClass::kNetwork)]);
+  run::fill_comm_figures(r, executor.comm(), network->stats());
   r.memory.capacity_gb = static_cast<double>(compute::hbm_capacity_bytes(gpu)) / 1e9;
   r.events = sim.events_processed();
   r.wall_time_s =
