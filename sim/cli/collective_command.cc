@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 #include "sim/cli/size_list.h"
 #include "sim/coll/algorithms.h"
 #include "sim/coll/collective.h"
@@ -151,16 +152,7 @@ int collective_command(const std::vector<std::string>& args) {
       ("json", po::value(&req.json), "also write the results as JSON to this file");
   // clang-format on
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(opts).run(), vm);
-    if (vm.count("help")) {
-      std::cout << opts << '\n';
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
+  if (!parse_options(args, opts, nullptr, vm)) return 0;
 
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;

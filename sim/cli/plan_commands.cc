@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 #include "sim/config/run_config.h"
 #include "sim/net/topology_builder.h"
 #include "sim/plan/host.h"
@@ -21,28 +22,6 @@ namespace cs::cli {
 namespace po = boost::program_options;
 
 namespace {
-
-// Parses `args` against `opts` plus one positional CONFIG; returns false after printing --help.
-bool parse(const std::vector<std::string>& args, const po::options_description& opts,
-           std::string* config_path, po::variables_map& vm) {
-  po::options_description hidden;
-  if (config_path) hidden.add_options()("config", po::value(config_path));
-  po::positional_options_description positional;
-  if (config_path) positional.add("config", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << opts << '\n';
-      return false;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
-  return true;
-}
 
 void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
   std::ofstream out(path);
@@ -80,7 +59,7 @@ int memory_command(const std::vector<std::string>& args) {
       ("json", po::value(&json), "also write the report as JSON to this file");
   // clang-format on
   po::variables_map vm;
-  if (!parse(args, opts, &path, vm)) return 0;
+  if (!parse_options(args, opts, &path, vm)) return 0;
   if (path.empty() == preset.empty())
     throw UsageError("give either a config file or --preset NAME");
   LoadedConfig loaded = load_run_config(path, preset, overrides);
@@ -126,7 +105,7 @@ int plan_command(const std::vector<std::string>& args) {
       ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)");
   // clang-format on
   po::variables_map vm;
-  if (!parse(args, opts, &path, vm)) return 0;
+  if (!parse_options(args, opts, &path, vm)) return 0;
   if (path.empty() == preset.empty())
     throw UsageError("give either a config file or --preset NAME");
   LoadedConfig loaded = load_run_config(path, preset, overrides);
@@ -188,7 +167,7 @@ int verify_command(const std::vector<std::string>& args) {
       ("broken", "run deliberately wrong variants instead (every check should FAIL)");
   // clang-format on
   po::variables_map vm;
-  if (!parse(args, opts, nullptr, vm)) return 0;
+  if (!parse_options(args, opts, nullptr, vm)) return 0;
   verify::CheckOptions options;
   options.broken = vm.count("broken") > 0;
   int failed = 0;

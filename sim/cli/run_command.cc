@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
@@ -37,23 +38,8 @@ int run_command(const std::vector<std::string>& args) {
       ("timeline-ranks", po::value(&timeline_ranks),
        "ranks in the timeline, e.g. 0-15,1024 (default: the first rank of each pipeline stage)");
   // clang-format on
-  po::options_description hidden;
-  hidden.add_options()("config", po::value(&path));
-  po::positional_options_description positional;
-  positional.add("config", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << opts << '\n';
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
+  if (!parse_options(args, opts, &path, vm)) return 0;
   if (path.empty() == preset.empty())
     throw UsageError("give either a config file or --preset NAME");
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/run/sweep.h"
@@ -166,23 +167,8 @@ int sweep_command(const std::vector<std::string>& args) {
       ("jobs,j", po::value(&jobs),
        "points simulated at once per process (default: the cores, shared by local MPI ranks)");
   // clang-format on
-  po::options_description hidden;
-  hidden.add_options()("config", po::value(&path));
-  po::positional_options_description positional;
-  positional.add("config", 1);
-  po::options_description all;
-  all.add(opts).add(hidden);
   po::variables_map vm;
-  try {
-    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
-    if (vm.count("help")) {
-      std::cout << opts << '\n';
-      return 0;
-    }
-    po::notify(vm);
-  } catch (const po::error& e) {
-    throw UsageError(e.what());
-  }
+  if (!parse_options(args, opts, &path, vm)) return 0;
   if (path.empty() == preset.empty())
     throw UsageError("give either a config file or --preset NAME");
   if (vary.empty()) throw UsageError("give at least one --vary FIELD=V1,V2,...");

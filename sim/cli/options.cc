@@ -1,0 +1,34 @@
+#include "sim/cli/options.h"
+
+#include <iostream>
+
+#include "sim/cli/commands.h"
+
+namespace cs::cli {
+
+namespace po = boost::program_options;
+
+bool parse_options(const std::vector<std::string>& args, const po::options_description& opts,
+                   std::string* config_path, po::variables_map& vm) {
+  po::options_description hidden;
+  po::positional_options_description positional;
+  if (config_path != nullptr) {
+    hidden.add_options()("config", po::value(config_path));
+    positional.add("config", 1);
+  }
+  po::options_description all;
+  all.add(opts).add(hidden);
+  try {
+    po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
+    if (vm.count("help")) {
+      std::cout << opts << '\n';
+      return false;
+    }
+    po::notify(vm);
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return true;
+}
+
+}  // namespace cs::cli
