@@ -13,6 +13,15 @@ EventId Simulator::schedule_at(Time at, Handler handler) {
   return queue_.push(at, std::move(handler));
 }
 
+EventId Simulator::schedule_in(Time delay, Handler handler) {
+  if (delay > Time{} && delay > Time::max() - now_) {
+    throw std::overflow_error(
+        "simulated time overflow: an event " + std::to_string(delay.as_seconds()) + " s after " +
+        std::to_string(now_.as_seconds()) + " s is beyond the clock's range of about 106 days");
+  }
+  return schedule_at(now_ + delay, std::move(handler));
+}
+
 uint64_t Simulator::run() {
   return run_until(Time::max());
 }

@@ -17,9 +17,9 @@ class Simulator {
   Time now() const { return now_; }
   // Scheduling before now() is a logic error and throws std::logic_error.
   EventId schedule_at(Time at, Handler handler);
-  EventId schedule_in(Time delay, Handler handler) {
-    return schedule_at(now_ + delay, std::move(handler));
-  }
+  // Throws std::overflow_error when now() + delay does not fit the clock.
+  // Throws std::overflow_error when now() + delay does not fit the clock.
+  EventId schedule_in(Time delay, Handler handler);
   bool cancel(EventId id) { return queue_.cancel(id); }
 
   // Runs until no events remain or stop() is called. Returns the number of events handled.

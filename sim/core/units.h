@@ -5,6 +5,8 @@
 #include <compare>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 
 namespace cs {
 
@@ -18,9 +20,17 @@ class Time {
   static constexpr Time us(int64_t v) { return Time(v * 1'000'000); }
   static constexpr Time ms(int64_t v) { return Time(v * 1'000'000'000); }
   static constexpr Time s(int64_t v) { return Time(v * 1'000'000'000'000); }
-  // Rounds to the nearest picosecond.
-  static Time from_seconds(double s) { return Time(std::llround(s * 1e12)); }
-  static Time from_us(double us) { return Time(std::llround(us * 1e6)); }
+  // Round to the nearest picosecond. Throw std::overflow_error beyond the clock's range
+  // (2^63 ps, about 106 days) rather than wrap into a negative time.
+  static Time from_seconds(double s) { return Time(checked_ps(s * 1e12)); }
+  static Time from_us(double us) { return Time(checked_ps(us * 1e6)); }
+  static int64_t checked_ps(double ps) {
+    if (!(std::fabs(ps) < 9.2e18)) {
+      throw std::overflow_error("simulated time overflow: " + std::to_string(ps * 1e-12) +
+                                " s is beyond the clock's range of about 106 days");
+    }
+    return std::llround(ps);
+  }
   static constexpr Time max() { return Time(std::numeric_limits<int64_t>::max()); }
 
   constexpr int64_t count_ps() const { return ps_; }
@@ -72,7 +82,7 @@ class Bandwidth {
 // Time to push `bytes` through `bw`, rounded up to a whole picosecond so nothing finishes early.
 inline Time transfer_time(Bytes bytes, Bandwidth bw) {
   return Time::ps(
-      static_cast<int64_t>(std::ceil(static_cast<double>(bytes) * 1e12 / bw.in_bytes_per_s())));
+      Time::checked_ps(std::ceil(static_cast<double>(bytes) * 1e12 / bw.in_bytes_per_s())));
 }
 
 }  // namespace cs

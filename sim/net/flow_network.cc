@@ -352,7 +352,7 @@ void FlowNetwork::set_rate(uint32_t f, double rate) {
   } else {
     // Rounded up like transfer_time, so a lone flow matches it exactly.
     const double ps = std::ceil(flow.remaining * 1e12 / rate);
-    flow.finish = sim_.now() + Time::ps(static_cast<int64_t>(ps));
+    flow.finish = sim_.now() + Time::ps(Time::checked_ps(ps));
   }
   heap_update(f);
 }

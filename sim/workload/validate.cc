@@ -19,6 +19,14 @@ class Checker {
   void positive(const char* field, int64_t value) const {
     if (value <= 0) fail(std::string(field) + " = " + std::to_string(value) + " must be positive");
   }
+  // Far beyond any real model or run, so that a typo fails at once instead of building
+  // programs that exhaust memory or overflowing the picosecond clock.
+  void at_most(const char* field, int64_t value, int64_t limit) const {
+    if (value > limit) {
+      fail(std::string(field) + " = " + std::to_string(value) + " is above the supported " +
+           std::to_string(limit));
+    }
+  }
   // `divisor_field` = d must divide `field` = n.
   void divides(const char* divisor_field, int64_t d, const char* field, int64_t n,
                const std::string& why = "") const {
@@ -60,6 +68,14 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   if (!p.has_global_batch_size()) c.fail("parallel.global_batch_size is not set");
   c.positive("parallel.global_batch_size", p.global_batch_size());
   c.positive("parallel.dp_bucket_params", p.dp_bucket_params());
+  c.at_most("model.num_layers", m.num_layers(), 10'000);
+  c.at_most("model.hidden_size", m.hidden_size(), 1 << 20);
+  c.at_most("model.ffn_hidden_size", m.ffn_hidden_size(), 1 << 22);
+  c.at_most("model.vocab_size", m.vocab_size(), 1 << 24);
+  c.at_most("model.seq_length", m.seq_length(), 1 << 24);
+  c.at_most("parallel.microbatch_size", p.microbatch_size(), 1 << 16);
+  c.at_most("microbatches per step (global_batch_size / (dp x microbatch_size))",
+            p.global_batch_size() / (static_cast<int64_t>(p.dp()) * p.microbatch_size()), 1 << 16);
 
   c.divides("model.num_heads", m.num_heads(), "model.hidden_size", m.hidden_size());
   c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),

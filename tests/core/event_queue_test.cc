@@ -206,8 +206,28 @@ TEST(EventQueue, CancelAndRescheduleKeepsOrderAfterCompaction) {
   ASSERT_EQ(got.size(), 100u);
   // Within one time, the last round's push order (which is index order) holds.
   for (std::size_t k = 1; k < popped.size(); ++k) {
-    if (popped[k].first == popped[k - 1].first) EXPECT_LT(popped[k - 1].second, popped[k].second);
+    if (popped[k].first == popped[k - 1].first) {
+      EXPECT_LT(popped[k - 1].second, popped[k].second);
+    }
   }
+}
+
+}  // namespace
+}  // namespace cs
+
+namespace cs {
+namespace {
+
+TEST(Time, OverflowIsAnErrorNotANegativeTime) {
+  EXPECT_THROW(Time::from_seconds(1e9), std::overflow_error);  // ~32 years
+  EXPECT_THROW(Time::from_seconds(std::nan("")), std::overflow_error);
+  EXPECT_THROW(transfer_time(kGiB, Bandwidth::bytes_per_s(1e-6)), std::overflow_error);
+  EXPECT_EQ(Time::from_seconds(86400.0), Time::s(86400));  // a day is fine
+  Simulator sim;
+  sim.schedule_at(Time::s(9'000'000), [&] {
+    EXPECT_THROW(sim.schedule_in(Time::s(300'000), [] {}), std::overflow_error);
+  });
+  sim.run();
 }
 
 }  // namespace
