@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
 #include "sim/config/run_config.h"
 #include "sim/net/topology_builder.h"
@@ -146,8 +147,21 @@ int plan_command(const std::vector<std::string>& args) {
   options.objective = objective == "cost" ? plan::Objective::kCost : plan::Objective::kTime;
   options.top = top;
   options.simulate = simulate;
-  options.jobs = jobs;
-  const plan::PlanResult result = plan::plan_layouts(base, options);
+  // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
+  World world;
+  options.jobs = jobs > 0 ? jobs : world.local_jobs();
+  options.rank = world.rank();
+  options.ranks = world.size();
+  options.gather = [&world](const std::string& mine) { return world.gather(mine); };
+  plan::PlanResult result;
+  try {
+    result = plan::plan_layouts(base, options);
+  } catch (const std::exception& e) {
+    if (world.size() == 1) throw;
+    std::fprintf(stderr, "clustersim plan (rank %d): error: %s\n", world.rank(), e.what());
+    world.abort();
+  }
+  if (world.rank() != 0) return 0;
   std::cout << base.model().name() << " on " << gpus << " x " << base.cluster().gpu() << " ("
             << base.cluster().topology() << "), global batch "
             << base.parallel().global_batch_size() << " x " << base.model().seq_length()

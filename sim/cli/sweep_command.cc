@@ -11,100 +11,18 @@
 #include <thread>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/run/sweep.h"
 #include "sim/run/sweep_output.h"
 
-#ifdef CLUSTERSIM_HAVE_MPI
-#include <mpi.h>
-#endif
-
 namespace cs::cli {
 
 namespace po = boost::program_options;
 
 namespace {
-
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  return v && *v ? std::atoi(v) : fallback;
-}
-
-// Launched by mpirun (Open MPI sets OMPI_*, PMIx-based launchers PMIX_RANK, others PMI_SIZE)?
-// Only then is MPI initialised, so a plain run never pays for it nor needs a launcher.
-bool launched_by_mpi() {
-  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMIX_RANK") || std::getenv("PMI_SIZE");
-}
-
-// The MPI world of this process: one rank of one when not launched by mpirun.
-class World {
- public:
-  World() {
-    if (!launched_by_mpi()) return;
-#ifdef CLUSTERSIM_HAVE_MPI
-    int provided = 0;
-    // Only the main thread calls MPI; the worker threads never do.
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
-    MPI_Comm_size(MPI_COMM_WORLD, &size_);
-    active_ = true;
-#else
-    if (env_int("OMPI_COMM_WORLD_SIZE", 1) > 1)
-      throw UsageError("launched by mpirun, but this clustersim was built without MPI");
-#endif
-  }
-  ~World() {
-#ifdef CLUSTERSIM_HAVE_MPI
-    if (active_) MPI_Finalize();
-#endif
-  }
-  World(const World&) = delete;
-  World& operator=(const World&) = delete;
-
-  int rank() const {
-    return rank_;
-  }
-  int size() const {
-    return size_;
-  }
-
-  // Rank 0 receives every rank's text, in rank order; the others get an empty list.
-  std::vector<std::string> gather(const std::string& mine) const {
-    if (size_ == 1) return {mine};
-    std::vector<std::string> all;
-#ifdef CLUSTERSIM_HAVE_MPI
-    int length = static_cast<int>(mine.size());
-    std::vector<int> lengths(static_cast<std::size_t>(size_));
-    MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-    std::vector<int> offsets(static_cast<std::size_t>(size_), 0);
-    int total = 0;
-    for (int r = 0; r < size_; ++r) {
-      offsets[r] = total;
-      total += lengths[r];
-    }
-    std::string buffer(rank_ == 0 ? static_cast<std::size_t>(total) : 0, '\0');
-    MPI_Gatherv(mine.data(), length, MPI_CHAR, buffer.data(), lengths.data(), offsets.data(),
-                MPI_CHAR, 0, MPI_COMM_WORLD);
-    if (rank_ == 0)
-      for (int r = 0; r < size_; ++r) all.push_back(buffer.substr(offsets[r], lengths[r]));
-#endif
-    return all;
-  }
-
-  // A failure on one rank would leave the others waiting in gather() forever.
-  [[noreturn]] void abort() const {
-#ifdef CLUSTERSIM_HAVE_MPI
-    if (active_ && size_ > 1) MPI_Abort(MPI_COMM_WORLD, 1);
-#endif
-    std::exit(1);
-  }
-
- private:
-  int rank_ = 0, size_ = 1;
-  bool active_ = false;
-};
 
 std::string clock_text(double seconds) {
   const auto s = static_cast<long>(seconds + 0.5);
@@ -184,10 +102,7 @@ int sweep_command(const std::vector<std::string>& args) {
   }
 
   World world;
-  if (jobs == 0) {
-    const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    jobs = std::max(1, cores / std::max(1, env_int("OMPI_COMM_WORLD_LOCAL_SIZE", 1)));
-  }
+  if (jobs == 0) jobs = world.local_jobs();
   const auto start = std::chrono::steady_clock::now();
   try {
     // Round robin: neighbouring points often cost alike, so every rank gets a fair share.

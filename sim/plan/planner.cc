@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "sim/compute/gpu_profile.h"
@@ -20,6 +22,67 @@
 namespace cs::plan {
 
 namespace {
+
+// What the ranking and its explanation read from a simulated report, one line per candidate,
+// doubles in shortest round-trip form so rank 0 ranks exactly what a single process would.
+constexpr int kFigures = 13;
+
+std::string serialize_figures(std::size_t index, const report::StepReport& r) {
+  const double v[kFigures] = {static_cast<double>(r.gpus),
+                              r.iteration_time_s,
+                              r.mfu,
+                              r.bubble_fraction,
+                              r.exposed_tp_s,
+                              r.exposed_pp_s,
+                              r.exposed_dp_s,
+                              r.exposed_cp_s,
+                              r.cost.price_per_gpu_hour,
+                              r.cost.train_tokens,
+                              r.cost.wall_days,
+                              r.cost.gpu_hours,
+                              r.cost.dollars};
+  std::string line = std::to_string(index);
+  auto put = [&line](double x) {
+    char buf[32];
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
+    (void)ec;
+    line += ' ';
+    line.append(buf, end);
+  };
+  for (const double x : v) put(x);
+  // Per-stage compute, which the explanation compares.
+  put(static_cast<double>(r.stages.size()));
+  for (const auto& stage : r.stages) put(stage.compute_s);
+  return line;
+}
+
+std::size_t parse_figures(const std::string& line, std::vector<Candidate>& candidates) {
+  std::istringstream in(line);
+  std::size_t index = 0;
+  double v[kFigures] = {};
+  in >> index;
+  auto get = [&in] {
+    std::string token;
+    in >> token;
+    double x = 0;
+    std::from_chars(token.data(), token.data() + token.size(), x);
+    return x;
+  };
+  for (double& x : v) x = get();
+  std::vector<double> stage_compute(static_cast<std::size_t>(get()));
+  for (double& x : stage_compute) x = get();
+  if (!in || index >= candidates.size())
+    throw std::runtime_error("bad plan figures from an MPI rank");
+  report::StepReport& r = candidates[index].report;
+  r.gpus = static_cast<int32_t>(v[0]);
+  r.iteration_time_s = v[1], r.mfu = v[2], r.bubble_fraction = v[3];
+  r.exposed_tp_s = v[4], r.exposed_pp_s = v[5], r.exposed_dp_s = v[6], r.exposed_cp_s = v[7];
+  r.cost.price_per_gpu_hour = v[8], r.cost.train_tokens = v[9], r.cost.wall_days = v[10];
+  r.cost.gpu_hours = v[11], r.cost.dollars = v[12];
+  r.stages.resize(stage_compute.size());
+  for (std::size_t i = 0; i < stage_compute.size(); ++i) r.stages[i].compute_s = stage_compute[i];
+  return index;
+}
 
 using clustersim::ParallelConfig;
 using clustersim::RunConfig;
@@ -268,9 +331,14 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   const int32_t jobs =
       options.jobs > 0 ? options.jobs
                        : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  // Candidate i belongs to MPI rank i % ranks; the threads of a rank share its candidates.
+  std::vector<std::size_t> mine;
+  for (std::size_t i = static_cast<std::size_t>(options.rank); i < fitting.size();
+       i += static_cast<std::size_t>(std::max(1, options.ranks)))
+    mine.push_back(i);
   auto worker = [&] {
-    for (std::size_t i = next++; i < fitting.size(); i = next++) {
-      Candidate& c = fitting[i];
+    for (std::size_t k = next++; k < mine.size(); k = next++) {
+      Candidate& c = fitting[mine[k]];
       RunConfig sim = c.config;
       sim.set_network(options.search_network);
       try {
@@ -284,9 +352,24 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
     }
   };
   std::vector<std::thread> threads;
-  for (int32_t j = 0; j < std::min<int32_t>(jobs, static_cast<int32_t>(fitting.size())); ++j)
+  for (int32_t j = 0; j < std::min<int32_t>(jobs, static_cast<int32_t>(mine.size())); ++j)
     threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  if (options.ranks > 1) {
+    std::string text;
+    for (const std::size_t i : mine)
+      if (fitting[i].simulated) text += serialize_figures(i, fitting[i].report) + '\n';
+    const std::vector<std::string> all = options.gather(text);
+    if (options.rank != 0) return result;
+    for (const auto& part : all) {
+      std::size_t begin = 0;
+      for (std::size_t end; (end = part.find('\n', begin)) != std::string::npos; begin = end + 1) {
+        const std::size_t index = parse_figures(part.substr(begin, end - begin), fitting);
+        fitting[index].simulated = true;
+        fitting[index].dollars = fitting[index].report.cost.dollars;
+      }
+    }
+  }
   for (auto& c : fitting)
     if (c.simulated) result.ranked.push_back(std::move(c));
   result.simulated = static_cast<int64_t>(result.ranked.size());

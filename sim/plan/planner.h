@@ -2,6 +2,8 @@
 // fit, ranks the rest by a cheap analytical estimate and simulates the best few in parallel.
 #pragma once
 
+#include <functional>
+
 #include <cstdint>
 #include <ostream>
 #include <string>
@@ -25,6 +27,11 @@ struct PlanOptions {
   // The search simulates with network = ANALYTICAL (congestion-free, ~10x fewer events); the
   // winners can then be re-run congestion-aware with `clustersim run`.
   clustersim::NetworkMode search_network = clustersim::ANALYTICAL;
+  // Spreading over MPI ranks: this process is `rank` of `ranks` and simulates every ranks-th
+  // candidate; `gather` brings each rank's text to rank 0 (in rank order; empty elsewhere).
+  // Rank 0 returns the full result, the others an empty ranking.
+  int32_t rank = 0, ranks = 1;
+  std::function<std::vector<std::string>(const std::string&)> gather;
 };
 
 // Every valid layout of `base`'s model on `gpus` GPUs (tp·cp·pp·dp = gpus): tp dividing
