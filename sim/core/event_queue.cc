@@ -71,9 +71,10 @@ bool EventQueue::refill() {
   // Every entry of the first non-empty bucket moves to a strictly lower one.
   for (Entry& e : source) buckets_[bucket_of(e.at)].push_back(std::move(e));
   source.clear();
-  if (zero.size() > 1) {
-    std::sort(zero.begin(), zero.end(),
-              [](const Entry& a, const Entry& b) { return a.key < b.key; });
+  // Ties arrive mostly in push order already (a bucket fills by appends), so check first.
+  const auto by_seq = [](const Entry& a, const Entry& b) { return a.key < b.key; };
+  if (zero.size() > 1 && !std::is_sorted(zero.begin(), zero.end(), by_seq)) {
+    std::sort(zero.begin(), zero.end(), by_seq);
   }
   return true;
 }
