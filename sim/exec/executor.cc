@@ -185,9 +185,11 @@ void Executor::charge_idle(int32_t rank, Time from, Time to) {
   if (to <= from) return;
   RankState& st = ranks_[rank];
   RankStats& stats = stats_[rank];
-  if (st.last_done_kind == OpKind::kCollective && st.last_done_dim == Dim::kDp) {
+  // By stream: gradient synchronisation runs on the DP stream even where a step of it reduces
+  // over another group (context-parallel ranks), and it is DP communication that was exposed.
+  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kDp) {
     stats.dp_wait += to - from;
-  } else if (st.last_done_kind == OpKind::kCollective && st.last_done_dim == Dim::kCp) {
+  } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kCp) {
     stats.cp_wait += to - from;
   } else if (st.last_done_kind == OpKind::kRecv) {
     // Until the transfer began the stage waited for its neighbour (the bubble); after that, for
@@ -252,7 +254,7 @@ void Executor::complete(int32_t rank, uint32_t op) {
   }
   st.last_done_class = o.op_class;
   st.last_done_kind = o.kind;
-  st.last_done_dim = o.dim;
+  st.last_done_stream = o.stream;
   if (o.stream == Stream::kCompute) st.compute_free_since = sim_.now();
   if (--st.ops_left == 0) {
     stats_[rank].finish = sim_.now();

@@ -125,7 +125,7 @@ class Executor {
     Time compute_free_since;                            // when the compute stream last went idle
     workload::OpClass last_done_class = workload::OpClass::kForward;
     workload::OpKind last_done_kind = workload::OpKind::kCompute;
-    workload::Dim last_done_dim = workload::Dim::kTp;
+    workload::Stream last_done_stream = workload::Stream::kCompute;
     Time last_transfer_start;  // of the latest pipeline receive to complete
     uint32_t ops_left = 0;
   };

@@ -218,23 +218,35 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     auto grads_ready = [&](int64_t params, bool flush = false) {
       bucket += params;
       if (bucket == 0 || (!flush && bucket < par.dp_bucket_params())) return;
-      if (dp == 1) {
+      const auto after = static_cast<uint32_t>(grads_phase.ops.size() - 1);
+      const Bytes bytes = 2 * bucket;  // bf16 gradients
+      if (dp == 1 && par.cp() == 1) {
         if (offload_optimizer) {
-          const Bytes bytes = 2 * bucket;
           chunk.grad_sync.push_back(
-              {static_cast<uint32_t>(grads_phase.ops.size() - 1),
+              {after,
                offload_op(make, Stream::kDp, static_cast<double>(bytes) / host.pcie_bytes_per_s,
                           "offload_grad_d2h", bytes)});
         }
         bucket = 0;
         return;
       }
-      const Bytes bytes = 2 * bucket;  // bf16 gradients
-      const coll::Op kind = zero == 0 ? coll::Op::kAllReduce : coll::Op::kReduceScatter;
-      chunk.grad_sync.push_back(
-          {static_cast<uint32_t>(grads_phase.ops.size() - 1),
-           make.collective(kind, Dim::kDp, bytes,
-                           zero == 0 ? "dp_grad_all_reduce" : "dp_grad_reduce_scatter")});
+      if (dp > 1) {
+        const coll::Op kind = zero == 0 ? coll::Op::kAllReduce : coll::Op::kReduceScatter;
+        chunk.grad_sync.push_back(
+            {after, make.collective(kind, Dim::kDp, bytes,
+                                    zero == 0 ? "dp_grad_all_reduce" : "dp_grad_reduce_scatter")});
+      }
+      if (par.cp() > 1) {
+        // Context-parallel ranks hold the same weights but saw different tokens: their
+        // gradients are summed too. Megatron reduces over one DP x CP group; here the DP
+        // reduction is followed, on the same stream, by an all-reduce over CP of what it left
+        // on this rank (the whole bucket, or its shard under ZeRO), which sums the same terms.
+        Op cp_sum =
+            make.collective(coll::Op::kAllReduce, Dim::kCp,
+                            zero == 0 || dp == 1 ? bytes : bytes / dp, "cp_grad_all_reduce");
+        cp_sum.stream = Stream::kDp;
+        chunk.grad_sync.push_back({after, cp_sum});
+      }
       bucket = 0;
       if (offload_optimizer) {
         // ZeRO-Offload: the reduced bucket (this rank's shard of it) goes to the host as soon as

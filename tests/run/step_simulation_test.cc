@@ -61,6 +61,16 @@ TEST(StepSimulation, DataParallelAllReduceMovesTwoNMinusOneOverNOfTheGradients) 
   }
 }
 
+TEST(StepSimulation, ContextParallelRanksSumTheirGradients) {
+  // CP ranks saw different tokens of the same sequences: their gradients must be all-reduced,
+  // 2(cp-1)/cp of the gradient bytes per rank at least (K/V gathers come on top).
+  const auto config = small({"parallel.tp=1", "parallel.cp=2", "parallel.dp=1",
+                             "parallel.global_batch_size=2", "parallel.zero_stage=0"});
+  const auto r = simulate_step(config, "test");
+  const double grad_bytes = 2.0 * static_cast<double>(workload::stage_params(config, 0));
+  EXPECT_GE(r.comm_bytes_by_dim[1] / r.gpus, grad_bytes * 2.0 * (2 - 1) / 2);
+}
+
 TEST(StepSimulation, ModelFlopsAndMfuAreConsistent) {
   const auto config = small({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
   const auto r = simulate_step(config, "test");
