@@ -73,7 +73,7 @@ int memory_command(const std::vector<std::string>& args) {
 }
 
 int plan_command(const std::vector<std::string>& args) {
-  std::string path, preset, gpu, topology, objective = "time";
+  std::string path, preset, gpu, topology, objective = "time", json;
   std::vector<std::string> overrides;
   int64_t gpus = 0, max_gpus = 16384;
   int32_t top = 5, jobs = 0, simulate = 12;
@@ -103,7 +103,8 @@ int plan_command(const std::vector<std::string>& args) {
       ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
       ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
        "a100 2, h100 3.5, h200 4.5, h800 2)")
-      ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)");
+      ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
+      ("json", po::value(&json), "also write the ranking as JSON to this file");
   // clang-format on
   po::variables_map vm;
   if (!parse_options(args, opts, &path, vm)) return 0;
@@ -167,6 +168,8 @@ int plan_command(const std::vector<std::string>& args) {
             << base.parallel().global_batch_size() << " x " << base.model().seq_length()
             << " tokens\n";
   plan::print_plan(std::cout, result, options);
+  if (!json.empty())
+    write_file(json, [&](std::ostream& out) { plan::write_plan_json(out, result, options); });
   return result.ranked.empty() ? 3 : 0;
 }
 

@@ -14,6 +14,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
 #include "sim/plan/host.h"
+#include "sim/report/json_writer.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/model_math.h"
@@ -442,6 +443,45 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
                   c.train_tokens, c.wall_days, c.gpu_hours, c.dollars, c.price_per_gpu_hour);
     out << buf;
   }
+}
+
+void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
+  report::JsonWriter w(out);
+  w.begin_object()
+      .field("gpus", options.gpus)
+      .field("objective", options.objective == Objective::kCost ? "cost" : "time")
+      .field("enumerated", result.enumerated)
+      .field("fitting", result.fitting)
+      .field("simulated", result.simulated);
+  w.key("ranked").begin_array();
+  for (const Candidate& c : result.ranked) {
+    const auto& p = c.config.parallel();
+    const auto& r = c.report;
+    w.begin_object()
+        .field("layout", short_layout(c.config))
+        .field("tp", p.tp())
+        .field("cp", p.cp())
+        .field("pp", p.pp())
+        .field("dp", p.dp())
+        .field("virtual_stages", p.virtual_stages())
+        .field("schedule", clustersim::ParallelConfig::Schedule_Name(p.schedule()))
+        .field("microbatch_size", p.microbatch_size())
+        .field("zero_stage", p.zero_stage())
+        .field("recompute", clustersim::ParallelConfig::Recompute_Name(p.recompute()))
+        .field("iteration_time_s", r.iteration_time_s)
+        .field("mfu", r.mfu)
+        .field("bubble_fraction", r.bubble_fraction)
+        .field("exposed_tp_s", r.exposed_tp_s)
+        .field("exposed_pp_s", r.exposed_pp_s)
+        .field("exposed_dp_s", r.exposed_dp_s)
+        .field("exposed_cp_s", r.exposed_cp_s)
+        .field("peak_memory_gb", c.fit.peak / 1e9)
+        .field("estimate_s", c.estimate_s)
+        .field("run_dollars", r.cost.dollars)
+        .field("run_days", r.cost.wall_days)
+        .end_object();
+  }
+  w.end_array().end_object();
 }
 
 }  // namespace cs::plan

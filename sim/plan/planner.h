@@ -79,5 +79,7 @@ MinGpus find_min_gpus(const clustersim::RunConfig& base, int64_t max_gpus, int32
 std::string short_layout(const clustersim::RunConfig& config);
 
 void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& options);
+// The ranking as JSON: counts, then per candidate its layout fields and simulated figures.
+void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOptions& options);
 
 }  // namespace cs::plan

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
 
@@ -45,6 +47,14 @@ TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
       EXPECT_LE(r.ranked[i - 1].report.iteration_time_s, r.ranked[i].report.iteration_time_s);
     }
   }
+  // The JSON lists the same candidates in the same order.
+  std::ostringstream json;
+  write_plan_json(json, r, o);
+  std::size_t entries = 0, at = 0;
+  while ((at = json.str().find("\"iteration_time_s\"", at)) != std::string::npos) ++entries, ++at;
+  EXPECT_EQ(entries, r.ranked.size());
+  EXPECT_NE(json.str().find("\"layout\": \"" + short_layout(r.ranked[0].config) + "\""),
+            std::string::npos);
 }
 
 TEST(Planner, MinGpusIsMinimal) {
