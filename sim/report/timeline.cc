@@ -117,7 +117,7 @@ void Timeline::record(int32_t rank, const workload::Program& program, uint32_t o
   const auto [it, added] = label_index_.emplace(text, static_cast<uint32_t>(labels_.size()));
   if (added) labels_.push_back(text);
   events_.push_back({rank, op.stream, op.kind, op.op_class, op.dim, op.coll_op, op.microbatch,
-                     op.peer_stage, it->second, op.bytes, start, end});
+                     op.layer, op.peer_stage, it->second, op.bytes, start, end});
 }
 
 void Timeline::write_json(std::ostream& out) const {
@@ -168,6 +168,7 @@ void Timeline::write_json(std::ostream& out) const {
     } else if (!mb.empty()) {
       name += " mb " + mb;
     }
+    if (e->layer >= 0) name += " layer " + std::to_string(e->layer);
     std::string text = "{\"ph\": \"X\", \"pid\": " + std::to_string(e->rank) +
                        ", \"tid\": " + std::to_string(static_cast<int>(e->stream)) +
                        ", \"ts\": " + micros(e->start) + ", \"dur\": " + micros(e->end - e->start) +
@@ -176,6 +177,7 @@ void Timeline::write_json(std::ostream& out) const {
                        "\", \"args\": {\"op\": " + json_escape(labels_[e->label]) +
                        ", \"class\": \"" + class_name(e->op_class) + "\"";
     if (e->microbatch >= 0) text += ", \"microbatch\": " + mb;
+    if (e->layer >= 0) text += ", \"layer\": " + std::to_string(e->layer);
     if (e->kind != OpKind::kCompute) {
       text += ", \"bytes\": " + std::to_string(e->bytes) + ", \"group\": \"" + dim_name(e->dim) +
               "\", \"collective\": \"" + std::string(coll::to_string(e->coll_op)) + "\"";

@@ -47,6 +47,7 @@ class Timeline {
     workload::Dim dim;
     coll::Op coll_op;
     int32_t microbatch;
+    int32_t layer;
     int32_t peer_stage;
     uint32_t label;
     Bytes bytes;

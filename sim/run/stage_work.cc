@@ -30,6 +30,9 @@ class OpMaker {
           workload::StageWork& work)
       : config_(config), cost_(cost), work_(work) {}
 
+  // The transformer layer the next ops belong to (model order), -1 outside layers.
+  int32_t layer = -1;
+
   uint32_t label(std::string_view name) {
     const auto [it, added] =
         labels_.emplace(std::string(name), static_cast<uint32_t>(work_.labels.size()));
@@ -59,6 +62,7 @@ class OpMaker {
     op.coll_op = kind;
     op.bytes = bytes;
     op.label = label(name);
+    op.layer = layer;
     return op;
   }
 
@@ -69,6 +73,7 @@ class OpMaker {
     op.duration = cost_.time(lop.kernel, lop.precision);
     op.flops = lop.kernel.flops;
     op.label = label(lop.kernel.name);
+    op.layer = layer;
     op.kernel = static_cast<uint32_t>(work_.kernels.size());
     work_.kernels.push_back({lop.kernel, lop.precision});
     return op;
@@ -195,6 +200,8 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     const int32_t piece = workload::model_piece(stage, c, p);
     const bool first = piece == 0, last = piece == p * v - 1;
     const int32_t layers = pieces[static_cast<std::size_t>(piece)];
+    int32_t first_layer = 0;  // of this piece, in model order
+    for (int32_t q = 0; q < piece; ++q) first_layer += pieces[static_cast<std::size_t>(q)];
     workload::ChunkWork chunk;
     // Activations between stages: microbatch x tokens x hidden in bf16, per TP rank (sharded
     // by sequence parallelism or, without it, replicated on every TP rank).
@@ -206,8 +213,11 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     if (first)
       make.append(chunk.forward, workload::embedding_ops(config, Phase::kForward),
                   OpClass::kForward);
-    for (int32_t l = 0; l < layers; ++l)
+    for (int32_t l = 0; l < layers; ++l) {
+      make.layer = first_layer + l;
       gathered_layer(chunk.forward, fwd, OpClass::kForward, ends);
+    }
+    make.layer = -1;
     if (last)
       make.append(chunk.forward, workload::head_ops(config, Phase::kForward), OpClass::kForward);
 
@@ -269,6 +279,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       // Backward runs layers in reverse: layer `layers-1-l` in forward order. A run of k starts
       // its backward at its last layer, where the run is recomputed.
       const int32_t fwd_index = layers - 1 - l;
+      make.layer = first_layer + fwd_index;
       if (segmented) {
         if (fwd_index == layers - 1 || (fwd_index + 1) % every_k == 0) {
           const int32_t run_len = fwd_index % every_k + 1;
@@ -280,6 +291,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       }
       gathered_layer(chunk.backward, bwd, OpClass::kBackward, bwd_ends);
       make.append(grads_phase, wgrad, split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      make.layer = -1;  // gradient buckets span layers
       grads_ready(per_layer);
     }
     if (first) {

@@ -64,6 +64,7 @@ pb::Program program_to_proto(const workload::Program& p) {
     if (o.peer_stage != -1) po->set_peer_stage(o.peer_stage);
     if (o.tag != 0) po->set_tag(o.tag);
     if (o.microbatch != -1) po->set_microbatch(o.microbatch);
+    if (o.layer != -1) po->set_layer(o.layer);
     if (o.label != 0) po->set_label(o.label);
     if (o.kernel != UINT32_MAX) po->set_kernel(o.kernel);
     for (uint32_t d = o.deps_begin; d < o.deps_end; ++d) po->add_deps(p.deps[d]);
@@ -124,6 +125,7 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
     o.peer_stage = po.peer_stage();
     o.tag = po.tag();
     o.microbatch = po.microbatch();
+    o.layer = po.layer();
     o.label = po.label();
     o.kernel = po.kernel();
     o.peer_rank = po.peer_rank();

@@ -52,6 +52,7 @@ struct Op {
   // Workloads with explicit groups (imported traces), where ranks do not follow a layout:
   int32_t peer_rank = -1;  // send / recv: the other end's rank; when >= 0 it wins over peer_stage
   int32_t comm = -1;       // collectives: index into the executor's group table; < 0: by `dim`
+  int32_t layer = -1;      // the transformer layer (in model order) an op belongs to, for timelines
 };
 
 // What a compute op runs, kept so that a program can be re-timed for another GPU.

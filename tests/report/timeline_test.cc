@@ -117,6 +117,11 @@ TEST_F(TimelineRun, TraceJsonIsDeterministicAndNamesRanksAndStreams) {
   EXPECT_NE(a.find("\"name\": \"pp send next\""), std::string::npos);
   EXPECT_NE(a.find("\"group\": \"tp\""), std::string::npos);
   EXPECT_NE(a.find("\"microbatch\": 3"), std::string::npos);
+  // 4 layers over 2 stages: stage 0 runs layers 0-1, stage 1 layers 2-3, and no other.
+  EXPECT_NE(a.find("\"layer\": 0"), std::string::npos);
+  EXPECT_NE(a.find("\"layer\": 3"), std::string::npos);
+  EXPECT_EQ(a.find("\"layer\": 4"), std::string::npos);
+  EXPECT_NE(a.find("qkv_fwd mb 0 layer 2"), std::string::npos);
   // One "X" event per recorded op, one line each.
   std::size_t complete = 0;
   for (std::size_t pos = 0; (pos = a.find("\"ph\": \"X\"", pos)) != std::string::npos; ++pos)
