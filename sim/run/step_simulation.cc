@@ -50,18 +50,6 @@ workload::PipelineSchedule schedule_of(const clustersim::ParallelConfig& p) {
   throw std::logic_error("unknown schedule");
 }
 
-net::NetworkMode network_of(clustersim::NetworkMode mode) {
-  switch (mode) {
-    case clustersim::CONGESTION_AWARE:
-      return net::NetworkMode::kCongestionAware;
-    case clustersim::ANALYTICAL:
-      return net::NetworkMode::kAnalytical;
-    case clustersim::IDEAL:
-      return net::NetworkMode::kIdeal;
-  }
-  throw std::logic_error("unknown network mode");
-}
-
 compute::Precision precision_of(clustersim::Precision p) {
   return p == clustersim::FP8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
 }
@@ -132,6 +120,18 @@ void validate_plan_fields(const clustersim::RunConfig& config, const std::string
   if (config.offload().parameters() != clustersim::OffloadConfig::NONE && par.zero_stage() != 3)
     throw ConfigError(source + ": offload.parameters needs parallel.zero_stage 3, got " +
                       std::to_string(par.zero_stage()));
+}
+
+net::NetworkMode network_mode(clustersim::NetworkMode mode) {
+  switch (mode) {
+    case clustersim::CONGESTION_AWARE:
+      return net::NetworkMode::kCongestionAware;
+    case clustersim::ANALYTICAL:
+      return net::NetworkMode::kAnalytical;
+    case clustersim::IDEAL:
+      return net::NetworkMode::kIdeal;
+  }
+  throw std::logic_error("unknown network mode");
 }
 
 void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
@@ -234,9 +234,9 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const int32_t m = workload::num_microbatches(par);
 
   Simulator sim;
-  auto network = net::make_network(network_of(config.network()), sim, topology, routing);
+  const net::NetworkMode mode = network_mode(config.network());
+  auto network = net::make_network(mode, sim, topology, routing);
   exec::Executor executor(sim, *network, topology, layout, programs);
-  const net::NetworkMode mode = network_of(config.network());
   if (options.reuse_isolated_collectives) {
     executor.set_isolated_collective_timer(
         [&](const coll::Schedule& schedule, std::span<const net::VertexId> vertices, Bytes size) {
@@ -272,7 +272,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.schedule = std::string(workload::to_string(schedule));
   r.gpu = gpu.name();
   r.topology = topology.name;
-  r.network = std::string(net::to_string(network_of(config.network())));
+  r.network = std::string(net::to_string(mode));
   r.precision = clustersim::Precision_Name(config.precision());
   r.gpus = layout.world();
   r.microbatches = m;

@@ -8,6 +8,7 @@
 #include "proto/config.pb.h"
 #include "sim/exec/executor.h"
 #include "sim/net/network.h"
+#include "sim/net/network_factory.h"
 #include "sim/report/step_report.h"
 #include "sim/run/stage_work.h"
 #include "sim/workload/program.h"
@@ -44,6 +45,9 @@ void apply_gradient_accumulation(clustersim::RunConfig& config);
 // interval non-negative, parameter offload only with ZeRO-3, gradient_accumulation_steps
 // consistent with global_batch_size. Throws ConfigError naming `source`.
 void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source);
+
+// The transfer model a config's network field names.
+net::NetworkMode network_mode(clustersim::NetworkMode mode);
 
 // Fills the report's communication volumes from the executor's tallies and the network's
 // per-link-class counters.

@@ -16,17 +16,6 @@ namespace cs::trace {
 
 namespace {
 
-net::NetworkMode mode_of(clustersim::NetworkMode mode) {
-  switch (mode) {
-    case clustersim::ANALYTICAL:
-      return net::NetworkMode::kAnalytical;
-    case clustersim::IDEAL:
-      return net::NetworkMode::kIdeal;
-    default:
-      return net::NetworkMode::kCongestionAware;
-  }
-}
-
 std::string fmt(const char* format, double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, format, v);
@@ -53,7 +42,7 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(target_gpu(target));
   Simulator sim;
-  auto network = net::make_network(mode_of(target.network), sim, topology, routing);
+  auto network = net::make_network(run::network_mode(target.network), sim, topology, routing);
   exec::Executor executor(sim, *network, topology, workload);
   executor.start();
   sim.run();
@@ -64,7 +53,7 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   r.schedule = "as traced";
   r.gpu = gpu.name();
   r.topology = topology.name;
-  r.network = std::string(net::to_string(mode_of(target.network)));
+  r.network = std::string(net::to_string(run::network_mode(target.network)));
   r.precision = "as traced";
   r.gpus = world;
   r.iteration_time_s = executor.step_end().as_seconds();
