@@ -18,19 +18,6 @@ namespace {
 
 using clustersim::ParallelConfig;
 
-workload::PipelineSchedule schedule_of(const ParallelConfig& p) {
-  switch (p.schedule()) {
-    case ParallelConfig::GPIPE:
-      return workload::PipelineSchedule::kGpipe;
-    case ParallelConfig::INTERLEAVED:
-      return workload::PipelineSchedule::kInterleaved;
-    case ParallelConfig::ZB_H1:
-      return workload::PipelineSchedule::kZbH1;
-    default:
-      return workload::PipelineSchedule::kOneFOneB;
-  }
-}
-
 std::string layout_text(const ParallelConfig& p) {
   std::string s = "TP " + std::to_string(p.tp()) + " x CP " + std::to_string(p.cp()) + " x PP " +
                   std::to_string(p.pp()) + " x DP " + std::to_string(p.dp());
@@ -89,8 +76,9 @@ std::string resolved_gpu(const clustersim::RunConfig& config) {
 
 std::vector<int32_t> held_per_stage(const clustersim::RunConfig& config) {
   const auto& p = config.parallel();
-  const auto orders = workload::pipeline_orders(
-      schedule_of(p), p.pp(), workload::num_microbatches(p), p.virtual_stages(), 1.0, 1.0, 1.0);
+  const auto orders =
+      workload::pipeline_orders(workload::pipeline_schedule_of(p), p.pp(),
+                                workload::num_microbatches(p), p.virtual_stages(), 1.0, 1.0, 1.0);
   std::vector<int32_t> held;
   for (const auto& order : orders) held.push_back(workload::peak_held_activations(order));
   return held;

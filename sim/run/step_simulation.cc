@@ -36,20 +36,6 @@ double peak_rss_mb() {
   return 0;
 }
 
-workload::PipelineSchedule schedule_of(const clustersim::ParallelConfig& p) {
-  switch (p.schedule()) {
-    case clustersim::ParallelConfig::GPIPE:
-      return workload::PipelineSchedule::kGpipe;
-    case clustersim::ParallelConfig::ONE_F_ONE_B:
-      return workload::PipelineSchedule::kOneFOneB;
-    case clustersim::ParallelConfig::INTERLEAVED:
-      return workload::PipelineSchedule::kInterleaved;
-    case clustersim::ParallelConfig::ZB_H1:
-      return workload::PipelineSchedule::kZbH1;
-  }
-  throw std::logic_error("unknown schedule");
-}
-
 compute::Precision precision_of(clustersim::Precision p) {
   return p == clustersim::FP8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
 }
@@ -167,7 +153,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu));
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
-  const auto schedule = schedule_of(par);
+  const auto schedule = workload::pipeline_schedule_of(par);
   const bool split = schedule == workload::PipelineSchedule::kZbH1;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
@@ -228,7 +214,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   }
   const std::vector<workload::Program>& programs = prepared.programs;
   const StageCosts& costs = prepared.costs;
-  const auto schedule = schedule_of(par);
+  const auto schedule = workload::pipeline_schedule_of(par);
   const bool split = schedule == workload::PipelineSchedule::kZbH1;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);

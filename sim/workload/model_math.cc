@@ -1,5 +1,7 @@
 #include "sim/workload/model_math.h"
 
+#include <stdexcept>
+
 namespace cs::workload {
 
 int64_t kv_heads(const clustersim::ModelConfig& model) {
@@ -117,6 +119,20 @@ int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
 int32_t num_microbatches(const clustersim::ParallelConfig& parallel) {
   const int64_t per_step = static_cast<int64_t>(parallel.dp()) * parallel.microbatch_size();
   return per_step > 0 ? static_cast<int32_t>(parallel.global_batch_size() / per_step) : 0;
+}
+
+PipelineSchedule pipeline_schedule_of(const clustersim::ParallelConfig& parallel) {
+  switch (parallel.schedule()) {
+    case clustersim::ParallelConfig::GPIPE:
+      return PipelineSchedule::kGpipe;
+    case clustersim::ParallelConfig::ONE_F_ONE_B:
+      return PipelineSchedule::kOneFOneB;
+    case clustersim::ParallelConfig::INTERLEAVED:
+      return PipelineSchedule::kInterleaved;
+    case clustersim::ParallelConfig::ZB_H1:
+      return PipelineSchedule::kZbH1;
+  }
+  throw std::logic_error("unknown pipeline schedule");
 }
 
 }  // namespace cs::workload

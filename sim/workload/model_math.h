@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/workload/pipeline_schedule.h"
 
 namespace cs::workload {
 
@@ -80,5 +81,8 @@ int64_t stage_params(const clustersim::RunConfig& config, int32_t stage);
 // Microbatches per optimizer step on one data-parallel replica:
 // global_batch_size / (dp x microbatch_size).
 int32_t num_microbatches(const clustersim::ParallelConfig& parallel);
+
+// The pipeline schedule a config names.
+PipelineSchedule pipeline_schedule_of(const clustersim::ParallelConfig& parallel);
 
 }  // namespace cs::workload
