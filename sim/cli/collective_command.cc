@@ -1,7 +1,6 @@
 // `clustersim collective`: nccl-tests for the simulated cluster.
 #include <boost/program_options.hpp>
 #include <chrono>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -89,32 +88,32 @@ bool uniform_nodes(const net::Topology& topo, const std::vector<net::VertexId>& 
 
 void write_json(const std::string& path, const Request& req, const net::Topology& topo,
                 std::string_view algo, int32_t groups, const std::vector<SizeResult>& results) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path);
-  report::JsonWriter w(out);
-  w.begin_object()
-      .field("op", req.op)
-      .field("algo", algo)
-      .field("gpus", req.gpus)
-      .field("group_size", req.group_size)
-      .field("groups", groups)
-      .field("topology", topo.name)
-      .field("gpu", topo.gpu_type)
-      .field("network", req.network);
-  w.key("results").begin_array();
-  for (const auto& r : results) {
+  write_file(path, [&](std::ostream& out) {
+    report::JsonWriter w(out);
     w.begin_object()
-        .field("size_bytes", r.size)
-        .field("algo", coll::to_string(r.algo))
-        .field("chunks", r.chunks)
-        .field("window", r.window)
-        .field("time_us", r.time.as_us())
-        .field("algbw_gbps", r.algbw_gbps)
-        .field("busbw_gbps", r.busbw_gbps)
-        .field("events", r.events)
-        .end_object();
-  }
-  w.end_array().end_object();
+        .field("op", req.op)
+        .field("algo", algo)
+        .field("gpus", req.gpus)
+        .field("group_size", req.group_size)
+        .field("groups", groups)
+        .field("topology", topo.name)
+        .field("gpu", topo.gpu_type)
+        .field("network", req.network);
+    w.key("results").begin_array();
+    for (const auto& r : results) {
+      w.begin_object()
+          .field("size_bytes", r.size)
+          .field("algo", coll::to_string(r.algo))
+          .field("chunks", r.chunks)
+          .field("window", r.window)
+          .field("time_us", r.time.as_us())
+          .field("algbw_gbps", r.algbw_gbps)
+          .field("busbw_gbps", r.busbw_gbps)
+          .field("events", r.events)
+          .end_object();
+    }
+    w.end_array().end_object();
+  });
 }
 
 }  // namespace

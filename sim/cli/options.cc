@@ -1,6 +1,8 @@
 #include "sim/cli/options.h"
 
+#include <fstream>
 #include <iostream>
+#include <stdexcept>
 
 #include "sim/cli/commands.h"
 
@@ -29,6 +31,14 @@ bool parse_options(const std::vector<std::string>& args, const po::options_descr
     throw UsageError(e.what());
   }
   return true;
+}
+
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write " + path);
+  write(out);
+  out.flush();
+  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace cs::cli

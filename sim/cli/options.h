@@ -3,6 +3,8 @@
 
 #include <boost/program_options.hpp>
 
+#include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -13,5 +15,9 @@ namespace cs::cli {
 bool parse_options(const std::vector<std::string>& args,
                    const boost::program_options::options_description& opts,
                    std::string* config_path, boost::program_options::variables_map& vm);
+
+// Opens `path` for writing, lets `write` fill it, and throws std::runtime_error naming the path
+// if it cannot be opened or written.
+void write_file(const std::string& path, const std::function<void(std::ostream&)>& write);
 
 }  // namespace cs::cli

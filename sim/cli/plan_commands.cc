@@ -2,7 +2,6 @@
 // cost, and numerical checks of the parallel math.
 #include <boost/program_options.hpp>
 #include <cstdio>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <thread>
@@ -23,12 +22,6 @@ namespace cs::cli {
 namespace po = boost::program_options;
 
 namespace {
-
-void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path);
-  write(out);
-}
 
 int32_t gpus_per_node_of(const std::string& topology) {
   if (topology.empty()) return 8;

@@ -1,6 +1,5 @@
 // `clustersim run` and `clustersim presets`: time one training step; list what is built in.
 #include <boost/program_options.hpp>
-#include <fstream>
 #include <iostream>
 #include <optional>
 
@@ -64,17 +63,8 @@ int run_command(const std::vector<std::string>& args) {
       timeline ? run::simulate_step(loaded.config, loaded.source, run::with_timeline(*timeline))
                : run::simulate_step(loaded.config, loaded.source);
   report::print_table(std::cout, report);
-  if (!json.empty()) {
-    std::ofstream out(json);
-    if (!out) throw std::runtime_error("cannot write " + json);
-    report::write_json(out, report);
-  }
-  if (timeline) {
-    std::ofstream out(timeline_path);
-    if (!out) throw std::runtime_error("cannot write " + timeline_path);
-    timeline->write_json(out);
-    if (!out) throw std::runtime_error("cannot write " + timeline_path);
-  }
+  if (!json.empty()) write_file(json, [&](std::ostream& out) { report::write_json(out, report); });
+  if (timeline) write_file(timeline_path, [&](std::ostream& out) { timeline->write_json(out); });
   return 0;
 }
 

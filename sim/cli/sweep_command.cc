@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <thread>
@@ -132,15 +131,11 @@ int sweep_command(const std::vector<std::string>& args) {
       }
     }
     run::print_sweep_table(std::cout, axes, rows);
-    if (!csv.empty()) {
-      std::ofstream out(csv);
-      run::write_sweep_csv(out, axes, rows);
-      if (!out) throw std::runtime_error("cannot write " + csv);
-    }
+    if (!csv.empty())
+      write_file(csv, [&](std::ostream& out) { run::write_sweep_csv(out, axes, rows); });
     if (!json.empty()) {
-      std::ofstream out(json);
-      run::write_sweep_json(out, loaded.source, axes, rows);
-      if (!out) throw std::runtime_error("cannot write " + json);
+      write_file(json,
+                 [&](std::ostream& out) { run::write_sweep_json(out, loaded.source, axes, rows); });
     }
     std::size_t skipped = 0;
     for (const auto& r : rows) skipped += r.ok() ? 0 : 1;

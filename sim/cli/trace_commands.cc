@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "sim/cli/commands.h"
+#include "sim/cli/options.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
 #include "sim/net/network_factory.h"
@@ -73,10 +74,7 @@ trace::CommGroups load_groups(const std::string& path) {
 }
 
 void write_report_json(const std::string& path, const report::StepReport& r) {
-  if (path.empty()) return;
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write " + path);
-  report::write_json(out, r);
+  if (!path.empty()) write_file(path, [&](std::ostream& out) { report::write_json(out, r); });
 }
 
 double seconds_since(std::chrono::steady_clock::time_point t) {
