@@ -1,0 +1,58 @@
+#!/usr/bin/env python3
+"""What each modelled effect costs: every preset's step time with all effects on, and with each
+one switched off in turn. The effects are read from proto/config.proto's EffectsConfig, so a new
+effect appears here without touching this script.
+
+Usage: effects_table.py BIN OUT.md [PRESET ...]   (default: every workload preset but 405B)
+"""
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def effect_fields():
+    text = (ROOT / "proto/config.proto").read_text()
+    body = re.search(r"message EffectsConfig \{(.*?)\n\}", text, re.S).group(1)
+    return re.findall(r"optional bool (\w+) = \d+", body)
+
+
+def step_time(binary, preset, overrides):
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        cmd = [binary, "run", "--preset", preset, "--json", out.name]
+        for o in overrides:
+            cmd += ["--set", o]
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        report = json.load(open(out.name))
+    return report["iteration_time_s"], report["mfu"]
+
+
+def main():
+    binary, out_path, presets = sys.argv[1], sys.argv[2], sys.argv[3:]
+    if not presets:
+        presets = ["llama3-8b", "llama3-70b", "gpt3-175b"]
+    fields = effect_fields()
+    lines = ["# What each effect costs", "",
+             "Step time (s) of each preset with every effect on (MFU in brackets), then with one",
+             "effect switched off (`--set effects.NAME=false`) and its change against all-on.",
+             "Regenerate: `scripts/effects_table.py build/clustersim results/effects.md`.", "",
+             "| effect off | " + " | ".join(presets) + " |",
+             "|---" * (len(presets) + 1) + "|"]
+    base = {p: step_time(binary, p, []) for p in presets}
+    lines.append("| (none: all on) | " +
+                 " | ".join(f"{t:.3f} ({100 * m:.1f}%)" for t, m in base.values()) + " |")
+    for f in fields:
+        cells = []
+        for p in presets:
+            t, _ = step_time(binary, p, [f"effects.{f}=false"])
+            cells.append(f"{t:.3f} ({100 * (t - base[p][0]) / base[p][0]:+.1f}%)")
+        lines.append(f"| {f} | " + " | ".join(cells) + " |")
+    Path(out_path).write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    main()
