@@ -88,6 +88,16 @@ TEST(ValidationModel, GemmIsTheKernelCostModelsAnswer) {
   EXPECT_EQ(r.kind, "gemm");
 }
 
+TEST(ValidationModel, Fp8GemmReadsOneByteInputsAndRunsAtTheFp8Peak) {
+  const auto r = run_case(one_case(
+      "gemm { gpu: \"h100\" m: 8192 n: 8192 k: 8192 precision: VALIDATION_FP8 }", 1, "TFLOP/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  compute::Kernel k = compute::gemm("g", 8192, 8192, 8192, 1.0);
+  k.bytes = 1.0 * 2 * 8192.0 * 8192 + 2.0 * 8192.0 * 8192;  // FP8 A and B, 16-bit C
+  const double direct = k.flops / model.time(k, compute::Precision::kFp8).as_seconds() * 1e-12;
+  EXPECT_DOUBLE_EQ(r.model, direct);
+}
+
 TEST(ValidationModel, AttentionIsTheKernelCostModelsAnswer) {
   const auto r = run_case(one_case(
       "attention { gpu: \"h100\" batch: 2 heads: 16 seq_len: 8192 head_dim: 128 causal: true "
