@@ -22,6 +22,7 @@ constexpr std::array kCommands = {
     Command{"plan", "find the fastest or cheapest layout for a model on N GPUs", &plan_command},
     Command{"verify", "numerical checks of the parallel math on real data (Eigen)",
             &verify_command},
+    Command{"validate", "micro-benchmark cases against their published figures", &validate_command},
     Command{"collective", "time one collective over a topology for several sizes, like nccl-tests",
             &collective_command},
 };

@@ -31,6 +31,7 @@ int sweep_command(const std::vector<std::string>& args);
 int memory_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 int verify_command(const std::vector<std::string>& args);
+int validate_command(const std::vector<std::string>& args);
 
 // Parses argv, runs the chosen subcommand and returns the process exit code.
 int run_main(int argc, char** argv);

@@ -1,0 +1,106 @@
+#include "sim/validation/kernel_cases.h"
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/config/field_checks.h"
+
+namespace cs::validation {
+
+namespace {
+
+// Activations and outputs stay 16-bit; FP8 shrinks only GEMM inputs (Transformer Engine), as in
+// the workload layer's GEMMs.
+constexpr double kActivationBytes = 2.0;
+
+double input_bytes(clustersim::ValidationPrecision p) {
+  switch (p) {
+    case clustersim::VALIDATION_FP8:
+      return 1.0;
+    case clustersim::VALIDATION_FP32:
+      return 4.0;
+    case clustersim::VALIDATION_BF16:
+      break;
+  }
+  return 2.0;
+}
+
+void require_at_least_one(int64_t v, const std::string& where, const std::string& field) {
+  if (v < 1) config_fail(where, field + " must be >= 1 (is " + std::to_string(v) + ")");
+}
+
+void require_set(const std::string& v, const std::string& where, const std::string& field,
+                 const std::string& example) {
+  if (v.empty()) config_fail(where, field + " must be set, e.g. " + example);
+}
+
+double tflops(const compute::Kernel& kernel, compute::Precision precision, const std::string& gpu,
+              compute::KernelCostOptions options = {}) {
+  const compute::KernelCostModel model(compute::load_gpu_profile(gpu), options);
+  return kernel.flops / model.time(kernel, precision).as_seconds() * 1e-12;
+}
+
+}  // namespace
+
+compute::Precision to_precision(clustersim::ValidationPrecision p) {
+  switch (p) {
+    case clustersim::VALIDATION_FP8:
+      return compute::Precision::kFp8;
+    case clustersim::VALIDATION_FP32:
+      return compute::Precision::kFp32;
+    case clustersim::VALIDATION_BF16:
+      break;
+  }
+  return compute::Precision::kBf16;
+}
+
+compute::Kernel gemm_kernel(const clustersim::GemmCase& g) {
+  const double e = input_bytes(g.precision());
+  compute::Kernel k = compute::gemm("validate_gemm", g.m(), g.n(), g.k(), e, g.batch());
+  if (e != kActivationBytes && g.precision() == clustersim::VALIDATION_FP8) {
+    k.bytes =
+        static_cast<double>(g.batch()) * (e * static_cast<double>(g.m() * g.k() + g.k() * g.n()) +
+                                          kActivationBytes * static_cast<double>(g.m() * g.n()));
+  }
+  return k;
+}
+
+compute::Kernel attention_kernel(const clustersim::AttentionCase& a) {
+  const bool fp8 = a.precision() == clustersim::VALIDATION_FP8 && !a.backward();
+  return compute::attention("validate_attention", a.batch() * a.heads(), a.seq_len(), a.seq_len(),
+                            a.head_dim(), a.causal(), a.backward(), fp8 ? 1.0 : kActivationBytes);
+}
+
+compute::KernelCostOptions attention_options(const clustersim::AttentionCase& a) {
+  compute::KernelCostOptions options;
+  options.fp8_attention = a.precision() == clustersim::VALIDATION_FP8;
+  return options;
+}
+
+double gemm_tflops(const clustersim::GemmCase& g) {
+  return tflops(gemm_kernel(g), to_precision(g.precision()), g.gpu());
+}
+
+double attention_tflops(const clustersim::AttentionCase& a) {
+  return tflops(attention_kernel(a), to_precision(a.precision()), a.gpu(), attention_options(a));
+}
+
+void check_gemm(const clustersim::GemmCase& g, const std::string& where,
+                const std::string& prefix) {
+  require_set(g.gpu(), where, prefix + "gpu", "gpu: \"h100\"");
+  require_at_least_one(g.m(), where, prefix + "m");
+  require_at_least_one(g.n(), where, prefix + "n");
+  require_at_least_one(g.k(), where, prefix + "k");
+  require_at_least_one(g.batch(), where, prefix + "batch");
+}
+
+void check_attention(const clustersim::AttentionCase& a, const std::string& where) {
+  require_set(a.gpu(), where, "attention.gpu", "gpu: \"h100\"");
+  require_at_least_one(a.batch(), where, "attention.batch");
+  require_at_least_one(a.heads(), where, "attention.heads");
+  require_at_least_one(a.seq_len(), where, "attention.seq_len");
+  require_at_least_one(a.head_dim(), where, "attention.head_dim");
+  if (a.precision() == clustersim::VALIDATION_FP32) {
+    config_fail(where, "attention.precision must be VALIDATION_BF16 or VALIDATION_FP8");
+  }
+}
+
+}  // namespace cs::validation

@@ -1,0 +1,87 @@
+#include "sim/validation/report.h"
+
+#include <cstdio>
+#include <string>
+
+#include "sim/report/json_writer.h"
+
+namespace cs::validation {
+
+namespace {
+
+// Two decimals below 10 (slowdown factors), one above (TFLOP/s, GB/s).
+std::string number(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, v < 10 ? "%.2f" : "%.1f", v);
+  return buf;
+}
+
+std::string signed_pct(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%+.1f", v);
+  return buf;
+}
+
+std::string tolerance(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "±%g", v);
+  return buf;
+}
+
+// Table cells cannot hold a bare '|'.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (const char ch : text) {
+    if (ch == '|') out += '\\';
+    out += ch;
+  }
+  return out;
+}
+
+}  // namespace
+
+void write_table(std::ostream& out, const std::vector<CaseResult>& results) {
+  const Summary s = summarize(results);
+  out << "clustersim validate: " << results.size() << " cases, " << s.passed << " passed, "
+      << s.failed << " failed, " << s.skipped << " skipped\n\n";
+  out << "| case | kind | model | published | unit | error % | tolerance % | result | source |\n"
+      << "| --- | --- | ---: | ---: | --- | ---: | ---: | --- | --- |\n";
+  for (const auto& r : results) {
+    const bool skipped = r.verdict == Verdict::kSkip;
+    out << "| " << r.name << " | " << r.kind << " | " << (skipped ? "-" : number(r.model)) << " | "
+        << number(r.published) << " | " << r.unit << " | "
+        << (skipped ? "-" : signed_pct(r.error_pct)) << " | " << tolerance(r.tolerance_pct) << " | "
+        << to_string(r.verdict) << " | " << cell(r.source) << " |\n";
+  }
+  if (s.skipped == 0) return;
+  out << "\nSkipped (counted neither as passed nor as failed):\n";
+  for (const auto& r : results) {
+    if (r.verdict == Verdict::kSkip) out << "- " << r.name << ": " << r.note << '\n';
+  }
+}
+
+void write_json(std::ostream& out, const std::vector<CaseResult>& results) {
+  const Summary s = summarize(results);
+  report::JsonWriter w(out);
+  w.begin_object()
+      .field("cases", static_cast<int64_t>(results.size()))
+      .field("passed", s.passed)
+      .field("failed", s.failed)
+      .field("skipped", s.skipped);
+  w.key("results").begin_array();
+  for (const auto& r : results) {
+    w.begin_object()
+        .field("name", r.name)
+        .field("kind", r.kind)
+        .field("result", to_string(r.verdict))
+        .field("unit", r.unit)
+        .field("published", r.published)
+        .field("tolerance_pct", r.tolerance_pct);
+    if (r.verdict != Verdict::kSkip) w.field("model", r.model).field("error_pct", r.error_pct);
+    w.field("note", r.note).field("source", r.source).field("file", r.file).end_object();
+  }
+  w.end_array().end_object();
+  out << '\n';
+}
+
+}  // namespace cs::validation

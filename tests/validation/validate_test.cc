@@ -1,0 +1,322 @@
+// `clustersim validate`: the machinery (model values computed as the real models compute them,
+// verdicts, filters, exit codes, errors for bad case files), not today's pass/fail state.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/commands.h"
+#include "sim/compute/gpu_profile.h"
+#include "sim/compute/kernel.h"
+#include "sim/compute/kernel_cost.h"
+#include "sim/validation/case_file.h"
+#include "sim/validation/case_kinds.h"
+#include "sim/validation/validate.h"
+
+namespace cs::validation {
+namespace {
+
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+Outcome run(std::vector<std::string> args) {
+  args.insert(args.begin(), "clustersim");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  const int code = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  return {code, out.str(), err.str()};
+}
+
+std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The first number after "key": in a JSON text.
+double json_number(const std::string& json, const std::string& key) {
+  const auto at = json.find("\"" + key + "\":");
+  EXPECT_NE(at, std::string::npos) << key;
+  return std::stod(json.substr(at + key.size() + 3));
+}
+
+// A case file around one case body, with a published figure and tolerance.
+std::string case_file(const std::string& body, double published, const std::string& unit,
+                      double tolerance = 1) {
+  std::ostringstream s;
+  s.precision(17);
+  s << "cases {\n  name: \"c\"\n  " << body << "\n  published { value: " << published << " unit: \""
+    << unit << "\" source: \"test\" where: \"here\" }\n  tolerance { percent: " << tolerance
+    << " reason: \"test\" }\n}\n";
+  return s.str();
+}
+
+LoadedCase one_case(const std::string& body, double published, const std::string& unit) {
+  auto cases = load_case_text(case_file(body, published, unit), "test.textproto");
+  EXPECT_EQ(cases.size(), 1u);
+  return cases.front();
+}
+
+// --- model values: exactly what the real models answer ------------------------------------------
+
+TEST(ValidationModel, GemmIsTheKernelCostModelsAnswer) {
+  const auto r = run_case(one_case("gemm { gpu: \"h100\" m: 4096 n: 2048 k: 1024 }", 1, "TFLOP/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  const compute::Kernel k = compute::gemm("g", 4096, 2048, 1024, 2.0);
+  const double direct =
+      2.0 * 4096 * 2048 * 1024 / model.time(k, compute::Precision::kBf16).as_seconds() * 1e-12;
+  EXPECT_DOUBLE_EQ(r.model, direct);
+  EXPECT_EQ(r.kind, "gemm");
+}
+
+TEST(ValidationModel, Fp8GemmReadsOneByteInputsAndRunsAtTheFp8Peak) {
+  const auto r = run_case(one_case(
+      "gemm { gpu: \"h100\" m: 8192 n: 8192 k: 8192 precision: VALIDATION_FP8 }", 1, "TFLOP/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  compute::Kernel k = compute::gemm("g", 8192, 8192, 8192, 1.0);
+  k.bytes = 1.0 * 2 * 8192.0 * 8192 + 2.0 * 8192.0 * 8192;  // FP8 A and B, 16-bit C
+  const double direct = k.flops / model.time(k, compute::Precision::kFp8).as_seconds() * 1e-12;
+  EXPECT_DOUBLE_EQ(r.model, direct);
+}
+
+TEST(ValidationModel, AttentionIsTheKernelCostModelsAnswer) {
+  const auto r = run_case(one_case(
+      "attention { gpu: \"h100\" batch: 2 heads: 16 seq_len: 8192 head_dim: 128 causal: true "
+      "backward: true }",
+      1, "TFLOP/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  const compute::Kernel a = compute::attention("a", 32, 8192, 8192, 128, true, true, 2.0);
+  // FlashAttention's count: 4·s²·d per head forward, halved causal, 2.5x backward.
+  const double flops = 2.5 * 0.5 * 4.0 * 32 * 8192.0 * 8192.0 * 128;
+  EXPECT_DOUBLE_EQ(a.flops, flops);
+  EXPECT_DOUBLE_EQ(r.model, flops / model.time(a, compute::Precision::kBf16).as_seconds() * 1e-12);
+}
+
+TEST(ValidationModel, Fp8AttentionRunsTheFp8Kernel) {
+  const std::string shape = "gpu: \"h100\" batch: 1 heads: 8 seq_len: 16384 head_dim: 256";
+  const double bf16 = run_case(one_case("attention { " + shape + " }", 1, "TFLOP/s")).model;
+  const double fp8 =
+      run_case(one_case("attention { " + shape + " precision: VALIDATION_FP8 }", 1, "TFLOP/s"))
+          .model;
+  // The FP8 peak is twice BF16's: the FP8 forward must beat the BF16 one.
+  EXPECT_GT(fp8, 1.5 * bf16);
+}
+
+// Whatever `clustersim collective` prints is what a collective case must report.
+double cli_busbw(const clustersim::CollectiveCase& c) {
+  const std::string json = ::testing::TempDir() + "validation_collective.json";
+  const auto r = run({"collective", "--op", c.op(), "--algo", c.algo(), "--topology", c.topology(),
+                      "--gpus", std::to_string(c.gpus()), "--sizes", std::to_string(c.size_bytes()),
+                      "--network", c.network(), "--json", json});
+  EXPECT_EQ(r.code, 0) << r.err;
+  return json_number(read(json), "busbw_gbps");
+}
+
+TEST(ValidationModel, CollectiveIsWhatTheCollectiveCommandMeasures) {
+  const auto r = run_case(
+      one_case("collective { op: \"all_reduce\" algo: \"auto\" topology: \"dgx-h100\" gpus: 16 "
+               "size_bytes: 1073741824 }",
+               1, "GB/s"));
+  clustersim::CollectiveCase c;
+  c.set_op("all_reduce");
+  c.set_topology("dgx-h100");
+  c.set_gpus(16);
+  c.set_size_bytes(1073741824);
+  EXPECT_DOUBLE_EQ(r.model, cli_busbw(c));
+}
+
+TEST(ValidationModel, EveryBuiltinCollectiveCaseMatchesTheCollectiveCommand) {
+  int checked = 0;
+  for (const auto& c : load_builtin_cases()) {
+    if (!c.spec.has_collective()) continue;
+    EXPECT_DOUBLE_EQ(run_case(c).model, cli_busbw(c.spec.collective())) << c.spec.name();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(ValidationModel, InterferenceIsSkippedWithAReasonUntilModelled) {
+  const auto r = run_case(one_case(
+      "interference { gemm { gpu: \"h100\" m: 2048 n: 2048 k: 2048 } collective { op: "
+      "\"all_gather\" topology: \"dgx-h100\" gpus: 8 size_bytes: 1048576 } comm_ctas: 24 }",
+      1.7, "x"));
+  EXPECT_EQ(r.verdict, Verdict::kSkip);
+  EXPECT_NE(r.note.find("not modelled"), std::string::npos);
+}
+
+// --- verdicts
+// -------------------------------------------------------------------------------------
+
+TEST(ValidationVerdict, ToleranceIsInclusiveAndSymmetric) {
+  EXPECT_EQ(judge(5.0, 5.0), Verdict::kPass);
+  EXPECT_EQ(judge(-5.0, 5.0), Verdict::kPass);
+  EXPECT_EQ(judge(5.01, 5.0), Verdict::kFail);
+  EXPECT_EQ(judge(-5.01, 5.0), Verdict::kFail);
+  EXPECT_EQ(judge(std::nan(""), 5.0), Verdict::kFail);
+}
+
+TEST(ValidationVerdict, ErrorIsRelativeToThePublishedValue) {
+  const std::string body = "gemm { gpu: \"h100\" m: 4096 n: 4096 k: 4096 }";
+  const double model = run_case(one_case(body, 1, "TFLOP/s")).model;
+  const auto r = run_case(one_case(body, model / 1.25, "TFLOP/s"));
+  EXPECT_NEAR(r.error_pct, 25.0, 1e-9);
+  EXPECT_EQ(r.verdict, Verdict::kFail);
+}
+
+// --- the built-in cases
+// ---------------------------------------------------------------------------
+
+TEST(ValidationCases, BuiltinCasesLoadAndCoverEveryKind) {
+  const auto cases = load_builtin_cases();
+  std::set<std::string> kinds;
+  for (const auto& c : cases) {
+    kinds.insert(std::string(kind_of(c.spec)->name));
+    EXPECT_TRUE(c.file.starts_with("workloads/validation/")) << c.file;
+    EXPECT_FALSE(c.spec.published().source().empty()) << c.spec.name();
+    EXPECT_FALSE(c.spec.tolerance().reason().empty()) << c.spec.name();
+  }
+  for (const auto& k : case_kinds()) EXPECT_TRUE(kinds.count(std::string(k.name))) << k.name;
+}
+
+// --- the command
+// ----------------------------------------------------------------------------------
+
+TEST(ValidateCommand, ExitsOneWhenACaseFailsAndZeroWhenAllPass) {
+  const std::string body = "gemm { gpu: \"h100\" m: 4096 n: 4096 k: 4096 }";
+  const double model = run_case(one_case(body, 1, "TFLOP/s")).model;
+  const auto pass = run({"validate", "--file",
+                         temp_file("pass.textproto", case_file(body, model * 1.005, "TFLOP/s"))});
+  EXPECT_EQ(pass.code, 0) << pass.out << pass.err;
+  EXPECT_NE(pass.out.find("| PASS |"), std::string::npos);
+  const auto fail = run(
+      {"validate", "--file", temp_file("fail.textproto", case_file(body, model * 2, "TFLOP/s"))});
+  EXPECT_EQ(fail.code, 1);
+  EXPECT_NE(fail.out.find("| FAIL |"), std::string::npos);
+  EXPECT_NE(fail.out.find("1 failed"), std::string::npos);
+}
+
+TEST(ValidateCommand, SkippedCasesDoNotFailAndAreListedWithTheirReason) {
+  const auto r = run({"validate", "--kind", "interference"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("| SKIP |"), std::string::npos);
+  EXPECT_NE(r.out.find("Skipped"), std::string::npos);
+  EXPECT_NE(r.out.find("not modelled yet"), std::string::npos);
+}
+
+TEST(ValidateCommand, FiltersByKindAndCase) {
+  const auto gemm = run({"validate", "--kind", "gemm"});
+  EXPECT_NE(gemm.out.find("| gemm |"), std::string::npos);
+  EXPECT_EQ(gemm.out.find("| collective |"), std::string::npos);
+  const auto one = run({"validate", "--case", "nccl-h100-8gpu-allgather-1g"});
+  EXPECT_NE(one.out.find("1 cases"), std::string::npos) << one.out << one.err;
+  const auto prefix = run({"validate", "--case", "nccl-h100-*"});
+  EXPECT_EQ(prefix.out.find("nccl-a100"), std::string::npos);
+  EXPECT_NE(prefix.out.find("nccl-h100-8gpu-allreduce-ring-1g"), std::string::npos);
+  EXPECT_EQ(run({"validate", "--kind", "bogus"}).code, 2);
+  EXPECT_EQ(run({"validate", "--case", "no-such-case"}).code, 2);
+}
+
+TEST(ValidateCommand, JsonHoldsEveryCaseAndIsReproducible) {
+  const std::string json = ::testing::TempDir() + "validation.json";
+  const auto first = run({"validate", "--kind", "collective", "--json", json});
+  const std::string text = read(json);
+  EXPECT_NE(text.find("\"results\""), std::string::npos);
+  EXPECT_NE(text.find("\"nccl-h100-8gpu-allreduce-ring-1g\""), std::string::npos);
+  const auto second = run({"validate", "--kind", "collective", "--json", json});
+  EXPECT_EQ(first.out, second.out);
+  EXPECT_EQ(read(json), text);
+}
+
+// --- bad case files
+// -------------------------------------------------------------------------------
+
+// Runs the command on `text` and returns stderr; expects exit code 1.
+std::string error_for(const std::string& file, const std::string& text) {
+  const auto r = run({"validate", "--file", temp_file(file, text)});
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
+  return r.err;
+}
+
+TEST(ValidateCommand, SyntaxErrorsNameFileLineAndColumn) {
+  const auto err = error_for("syntax.textproto", "cases {\n  name: \"x\"\n  gemm { m: }\n}\n");
+  EXPECT_NE(err.find("syntax.textproto:3:"), std::string::npos) << err;
+}
+
+TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
+  const std::string gemm = "gemm { gpu: \"h100\" m: 64 n: 64 k: 64 }";
+  EXPECT_NE(error_for("zero.textproto",
+                      case_file("gemm { gpu: \"h100\" m: 0 n: 64 k: 64 }", 10, "TFLOP/s"))
+                .find("cases[0] \"c\": gemm.m must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(error_for("unit.textproto", case_file(gemm, 10, "GB/s")).find("published.unit"),
+            std::string::npos);
+  EXPECT_NE(error_for("nokind.textproto",
+                      "cases { name: \"c\" published { value: 1 unit: \"x\" source: \"s\" "
+                      "where: \"w\" } tolerance { percent: 1 reason: \"r\" } }")
+                .find("one of gemm, attention, collective, interference"),
+            std::string::npos);
+  EXPECT_NE(error_for("nosource.textproto",
+                      "cases { name: \"c\" " + gemm +
+                          " published { value: 1 unit: \"TFLOP/s\" where: \"w\" } tolerance { "
+                          "percent: 1 reason: \"r\" } }")
+                .find("published.source must be set"),
+            std::string::npos);
+  EXPECT_NE(error_for("noreason.textproto",
+                      "cases { name: \"c\" " + gemm +
+                          " published { value: 1 unit: \"TFLOP/s\" source: \"s\" where: \"w\" } "
+                          "tolerance { percent: 1 } }")
+                .find("tolerance.reason must be set"),
+            std::string::npos);
+  EXPECT_NE(error_for("op.textproto",
+                      case_file("collective { op: \"all_sum\" topology: \"dgx-h100\" gpus: 8 "
+                                "size_bytes: 1024 }",
+                                10, "GB/s"))
+                .find("collective.op"),
+            std::string::npos);
+  EXPECT_NE(error_for("empty.textproto", "").find("at least one case"), std::string::npos);
+}
+
+TEST(ValidateCommand, InputsOnlyTheModelsCanRejectNameTheCase) {
+  const auto gpu = error_for("gpu.textproto",
+                             case_file("gemm { gpu: \"z100\" m: 64 n: 64 k: 64 }", 10, "TFLOP/s"));
+  EXPECT_NE(gpu.find("cases[0] \"c\""), std::string::npos) << gpu;
+  EXPECT_NE(gpu.find("z100"), std::string::npos) << gpu;
+  const auto big =
+      error_for("big.textproto", case_file("collective { op: \"all_reduce\" topology: \"dgx-h100\" "
+                                           "gpus: 100000 size_bytes: 1024 }",
+                                           10, "GB/s"));
+  EXPECT_NE(big.find("holds at most"), std::string::npos) << big;
+}
+
+TEST(ValidateCommand, DuplicateNamesAcrossFilesNameBothPlaces) {
+  const std::string text = case_file("gemm { gpu: \"h100\" m: 64 n: 64 k: 64 }", 10, "TFLOP/s");
+  const auto r = run({"validate", "--file", temp_file("dup_a.textproto", text), "--file",
+                      temp_file("dup_b.textproto", text)});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("already used by"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("dup_a.textproto"), std::string::npos);
+  EXPECT_NE(r.err.find("dup_b.textproto"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace cs::validation
