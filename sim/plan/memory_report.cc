@@ -176,7 +176,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
         {"FP32", workload::StatePrecision::kFp32, 2.0,
          "fp32 weights 4 + grads 4 + Adam m,v 8 = 16 B/param; 4-byte activations"},
         {"BF16 + FP32 master", workload::StatePrecision::kBf16, 1.0,
-         "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param"},
+         "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param (fp32 main_grad: 18)"},
         {"FP8 (Transformer Engine)", workload::StatePrecision::kFp8, 1.0,
          "same states as BF16: weights cast to FP8 per GEMM; activations taken as BF16"},
     };
@@ -190,6 +190,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
       v.gradients = d.gradients;
       v.optimizer = d.optimizer();
       v.activations = base.activations * pr.act_scale;
+      v.working_set = base.working_set * pr.act_scale;
       v.total = v.weights + v.gradients + v.optimizer + v.activations + v.temporary + v.working_set;
       v.fits = v.total <= r.capacity;
       r.precision_rows.push_back(v);
