@@ -18,8 +18,9 @@ namespace cs::workload {
 // shards the 12 over the `shards` data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 also the
 // weights. The ZeRO paper counts fp16 gradients (2 bytes, the default here); Megatron's
 // distributed optimizer keeps fp32 main_grad buffers by default (4 bytes: its docs,
-// docs/source/api-guide/dist_optimizer.md, give 6 + 12/d bytes per parameter for bf16 parameters
-// with fp32 gradients), see grad_bytes(). FP8 runs keep the same states (Transformer Engine casts
+// docs/api-guide/dist_optimizer.md, give 6 + 12/d bytes per parameter for bf16 parameters
+// with fp32 gradients, the whole fp32 gradient buffer reduce-scattered in place and kept), see
+// grad_bytes(). FP8 runs keep the same states (Transformer Engine casts
 // weights to FP8 per GEMM).
 struct ModelStateBytes {
   double weights = 0, gradients = 0, optimizer = 0;
