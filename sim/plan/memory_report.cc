@@ -32,15 +32,16 @@ std::string layout_text(const ParallelConfig& p) {
 }
 
 // The peak-stage breakdown of `config` as a comparison row.
-VariantRow row_of(const clustersim::RunConfig& config, const std::vector<int32_t>& held,
-                  double capacity) {
-  const auto mem = workload::estimate_memory(config, std::span<const int32_t>(held));
+VariantRow row_of(const clustersim::RunConfig& config,
+                  const std::vector<std::vector<workload::WorkItem>>& orders, double capacity) {
+  const auto mem = workload::estimate_memory(config, orders);
   VariantRow r;
   r.weights = static_cast<double>(mem.weights);
   r.gradients = static_cast<double>(mem.gradients);
   r.optimizer = static_cast<double>(mem.optimizer);
   r.activations = static_cast<double>(mem.activations);
   r.temporary = static_cast<double>(mem.temporary);
+  r.working_set = static_cast<double>(mem.working_set);
   r.total = static_cast<double>(mem.total());
   r.fits = r.total <= capacity;
   return r;
@@ -74,21 +75,24 @@ std::string resolved_gpu(const clustersim::RunConfig& config) {
 
 }  // namespace
 
-std::vector<int32_t> held_per_stage(const clustersim::RunConfig& config) {
+std::vector<std::vector<workload::WorkItem>> stage_orders(const clustersim::RunConfig& config) {
   const auto& p = config.parallel();
-  const auto orders =
-      workload::pipeline_orders(workload::pipeline_schedule_of(p), p.pp(),
-                                workload::num_microbatches(p), p.virtual_stages(), 1.0, 1.0, 1.0);
+  return workload::pipeline_orders(workload::pipeline_schedule_of(p), p.pp(),
+                                   workload::num_microbatches(p), p.virtual_stages(), 1.0, 1.0,
+                                   1.0);
+}
+
+std::vector<int32_t> held_per_stage(const clustersim::RunConfig& config) {
   std::vector<int32_t> held;
-  for (const auto& order : orders) held.push_back(workload::peak_held_activations(order));
+  for (const auto& order : stage_orders(config))
+    held.push_back(workload::peak_held_activations(order));
   return held;
 }
 
 FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_bytes) {
   FitCheck f;
   f.capacity = hbm_capacity_bytes;
-  const auto held = held_per_stage(config);
-  const auto mem = workload::estimate_memory(config, std::span<const int32_t>(held));
+  const auto mem = workload::estimate_memory(config, stage_orders(config));
   f.peak = static_cast<double>(mem.total());
   f.fits = f.peak <= hbm_capacity_bytes;
   if (f.fits && (config.offload().optimizer() != clustersim::OffloadConfig::NONE ||
@@ -121,15 +125,16 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   const auto gpu = compute::load_gpu_profile(r.gpu);
   r.capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
 
-  const auto held = held_per_stage(config);
+  const auto orders = stage_orders(config);
   const int64_t ranks_per_stage = int64_t{p.tp()} * p.cp() * p.dp();
   const int64_t shards = int64_t{p.dp()} * p.cp();
   for (int32_t s = 0; s < p.pp(); ++s) {
     StageMemory sm;
     sm.stage = s;
     sm.layers = workload::layers_on_stage(config, s);
-    sm.in_flight = held[static_cast<std::size_t>(s)];
-    sm.mem = workload::estimate_stage_memory(config, s, sm.in_flight);
+    const auto& order = orders[static_cast<std::size_t>(s)];
+    sm.in_flight = workload::peak_held_activations(order);
+    sm.mem = workload::estimate_stage_memory(config, s, std::span<const workload::WorkItem>(order));
     if (sm.mem.optimizer > 0) {
       const auto d =
           workload::model_state_detail(static_cast<double>(sm.mem.params), p.zero_stage(), shards,
@@ -158,7 +163,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   {
     clustersim::RunConfig c = config;
     c.clear_offload();
-    const auto base = row_of(c, held, r.capacity);
+    const auto base = row_of(c, orders, r.capacity);
     const double params =
         static_cast<double>(r.stages[static_cast<std::size_t>(r.peak_stage)].mem.params);
     struct P {
@@ -171,7 +176,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
         {"FP32", workload::StatePrecision::kFp32, 2.0,
          "fp32 weights 4 + grads 4 + Adam m,v 8 = 16 B/param; 4-byte activations"},
         {"BF16 + FP32 master", workload::StatePrecision::kBf16, 1.0,
-         "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param"},
+         "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param (fp32 main_grad: 18)"},
         {"FP8 (Transformer Engine)", workload::StatePrecision::kFp8, 1.0,
          "same states as BF16: weights cast to FP8 per GEMM; activations taken as BF16"},
     };
@@ -185,7 +190,8 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
       v.gradients = d.gradients;
       v.optimizer = d.optimizer();
       v.activations = base.activations * pr.act_scale;
-      v.total = v.weights + v.gradients + v.optimizer + v.activations + v.temporary;
+      v.working_set = base.working_set * pr.act_scale;
+      v.total = v.weights + v.gradients + v.optimizer + v.activations + v.temporary + v.working_set;
       v.fits = v.total <= r.capacity;
       r.precision_rows.push_back(v);
     }
@@ -200,7 +206,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
       clustersim::RunConfig c = config;
       c.mutable_parallel()->set_recompute(rc);
       c.mutable_parallel()->set_checkpoint_every_k_layers(k);
-      VariantRow v = row_of(c, held, r.capacity);
+      VariantRow v = row_of(c, orders, r.capacity);
       v.name = name;
       const double extra = recompute_flops(c);
       v.extra_flops_fraction = extra / model_flops;
@@ -223,14 +229,16 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
       << " microbatches, " << r.gpus << " x " << r.gpu << " (" << r.precision << ")\n";
   out << "per GPU, GB:\n  " << pad("stage", 7) << pad("layers", 8) << pad("held", 6)
       << pad("weights", 9) << pad("grads", 8) << pad("master", 8) << pad("adam_m", 8)
-      << pad("adam_v", 8) << pad("activ.", 8) << pad("temp", 7) << pad("total", 8) << "host\n";
+      << pad("adam_v", 8) << pad("activ.", 8) << pad("temp", 7) << pad("bwd ws", 8)
+      << pad("total", 8) << "host\n";
   for (const auto& s : r.stages) {
     out << "  " << pad(std::to_string(s.stage), 7) << pad(std::to_string(s.layers), 8)
         << pad(std::to_string(s.in_flight), 6) << pad(gb(s.mem.weights), 9)
         << pad(gb(s.mem.gradients), 8) << pad(gb(s.master), 8) << pad(gb(s.adam_m), 8)
         << pad(gb(s.adam_v), 8) << pad(gb(s.mem.activations), 8) << pad(gb(s.mem.temporary), 7)
-        << pad(gb(s.mem.total()), 8) << gb(s.mem.host_dram + s.mem.host_nvme)
-        << (s.stage == r.peak_stage ? "  <- peak" : "") << '\n';
+        << pad(gb(s.mem.working_set), 8) << pad(gb(s.mem.total()), 8)
+        << gb(s.mem.host_dram + s.mem.host_nvme) << (s.stage == r.peak_stage ? "  <- peak" : "")
+        << '\n';
   }
   out << "  peak " << gb(r.peak) << " GB of " << gb(r.capacity)
       << " GB HBM: " << (r.fits ? "fits" : "DOES NOT FIT") << " (" << gb(r.capacity - r.peak)
@@ -311,6 +319,7 @@ void write_memory_json(std::ostream& out, const MemoryReport& r) {
         .field("adam_v_gb", s.adam_v / 1e9)
         .field("activations_gb", static_cast<double>(s.mem.activations) / 1e9)
         .field("temporary_gb", static_cast<double>(s.mem.temporary) / 1e9)
+        .field("working_set_gb", static_cast<double>(s.mem.working_set) / 1e9)
         .field("total_gb", static_cast<double>(s.mem.total()) / 1e9)
         .field("host_dram_gb", static_cast<double>(s.mem.host_dram) / 1e9)
         .field("host_nvme_gb", static_cast<double>(s.mem.host_nvme) / 1e9)
@@ -327,6 +336,7 @@ void write_memory_json(std::ostream& out, const MemoryReport& r) {
           .field("optimizer_gb", x.optimizer / 1e9)
           .field("activations_gb", x.activations / 1e9)
           .field("temporary_gb", x.temporary / 1e9)
+          .field("working_set_gb", x.working_set / 1e9)
           .field("total_gb", x.total / 1e9)
           .field("extra_flops_fraction", x.extra_flops_fraction)
           .field("extra_seconds", x.extra_seconds)

@@ -24,6 +24,7 @@ struct VariantRow {
   std::string name;
   std::string note;
   double weights = 0, gradients = 0, optimizer = 0, activations = 0, temporary = 0;
+  double working_set = 0;
   double total = 0;
   double extra_flops_fraction = 0;  // recompute FLOPs over model FLOPs (checkpointing rows)
   double extra_seconds = 0;         // that work per step at the GPU's large-GEMM throughput
@@ -46,6 +47,9 @@ struct MemoryReport {
   std::vector<VariantRow> precision_rows;
   std::vector<VariantRow> checkpoint_rows;
 };
+
+// Each stage's exact order of work items under the configuration's schedule.
+std::vector<std::vector<workload::WorkItem>> stage_orders(const clustersim::RunConfig& config);
 
 // Microbatch-chunks whose activations each stage holds at its peak, from the schedule's exact
 // order (GPipe m, 1F1B p − s, interleaved its warm-up).

@@ -300,6 +300,10 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     r.exposed_cp_s += st.cp_wait.as_seconds() / r.gpus;
   }
   const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  // The stages' exact orders again: the memory peak follows each held chunk (a trace keeps none).
+  const auto orders =
+      split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
+            : workload::pipeline_orders(schedule, p, m, v);
   for (int32_t s = 0; s < p; ++s) {
     auto& f = r.stages[static_cast<std::size_t>(s)];
     const double n = ranks_in_stage[static_cast<std::size_t>(s)];
@@ -311,7 +315,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     f.analytic_bubble_fraction = analytic;
     f.layers = workload::layers_on_stage(config, s);
     f.peak_in_flight = prepared.peak_held[static_cast<std::size_t>(s)];
-    const auto mem = workload::estimate_stage_memory(config, s, f.peak_in_flight);
+    const auto mem = workload::estimate_stage_memory(
+        config, s, std::span<const workload::WorkItem>(orders[static_cast<std::size_t>(s)]));
     f.memory_gb = static_cast<double>(mem.total()) / 1e9;
     r.bubble_fraction += f.bubble_fraction / p;
     if (s == 0 || f.memory_gb > r.memory.peak_gb) {
@@ -321,7 +326,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       r.memory.gradients_gb = static_cast<double>(mem.gradients) / 1e9;
       r.memory.optimizer_gb = static_cast<double>(mem.optimizer) / 1e9;
       r.memory.activations_gb = static_cast<double>(mem.activations) / 1e9;
-      r.memory.other_gb = static_cast<double>(mem.temporary) / 1e9;
+      r.memory.other_gb = static_cast<double>(mem.temporary + mem.working_set) / 1e9;
       r.memory.in_flight_microbatches = f.peak_in_flight;
     }
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
+#include <utility>
 #include <vector>
 
 #include "sim/workload/model_math.h"
@@ -9,6 +11,7 @@
 namespace cs::workload {
 namespace {
 
+using clustersim::ModelConfig;
 using clustersim::ParallelConfig;
 
 // Divisor of the norm / dropout / residual regions: tp under sequence parallelism, else 1.
@@ -22,9 +25,24 @@ double local_tokens(const clustersim::RunConfig& config) {
          config.parallel().cp();
 }
 
-// One layer's activations as if nothing were recomputed and the scores were stored when
-// `with_scores`: the working set that FULL recompute rematerialises during backward.
-double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_scores) {
+bool has_hidden_dropout(const ModelConfig& m) {
+  return m.hidden_dropout() > 0;
+}
+
+// Bytes per token of the attention core's own saved tensors (beyond Q, K, V and O): FLASH's fp32
+// log-sum-exp per local head; UNFUSED's softmax output over all s keys, plus its dropout mask and
+// output when attention dropout is on.
+double core_attention_bytes_per_token(const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const double heads = static_cast<double>(m.num_heads()) / config.parallel().tp();
+  if (m.attention() == ModelConfig::FLASH) return 4.0 * heads;
+  const double per_score = m.attention_dropout() > 0 ? 5.0 : 2.0;
+  return per_score * heads * static_cast<double>(m.seq_length());
+}
+
+// One layer's activations as if nothing were recomputed, with the attention core's own tensors
+// when `with_core`: the working set that FULL recompute rematerialises during backward.
+double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_core) {
   const auto& m = config.model();
   const auto& p = config.parallel();
   const double t = p.tp();
@@ -32,18 +50,19 @@ double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_s
   const double h = m.hidden_size();
   const double kv_width = static_cast<double>(kv_heads(m) * head_dim(m));
   const double ffn = m.ffn_hidden_size();
-  // Norm inputs 2+2, QKV input 2, MLP input 2 (16-bit) and two 1-byte dropout masks.
-  const double replicated = 10.0 * tokens * h / sp_divisor(p);
-  const double mlp_hidden =
-      (m.activation() == clustersim::ModelConfig::SWIGLU ? 6.0 : 4.0) * tokens * ffn;
+  // Two norms' inputs and outputs (16-bit), and two 1-byte dropout masks where there is dropout.
+  const double masks = has_hidden_dropout(m) ? 2.0 : 0.0;
+  const double replicated = (8.0 + masks) * tokens * h / sp_divisor(p);
+  const double mlp_hidden = (m.activation() == ModelConfig::SWIGLU ? 6.0 : 4.0) * tokens * ffn;
   // Q and the projection input (2 bytes x h each), K and V (2 bytes x kv width each).
   const double split = (4.0 * tokens * h + 4.0 * tokens * kv_width + mlp_hidden) / t;
-  const double scores =
-      with_scores ? 5.0 * (m.num_heads() / t) * tokens * static_cast<double>(m.seq_length()) : 0.0;
-  return replicated + split + scores;
+  const double core = with_core ? core_attention_bytes_per_token(config) * tokens : 0.0;
+  return replicated + split + core;
 }
 
+// The attention core's tensors that SELECTIVE recompute rematerialises, when they are scores.
 double score_bytes(const clustersim::RunConfig& config) {
+  if (config.model().attention() == ModelConfig::FLASH) return 0.0;
   return layer_bytes_no_recompute(config, true) - layer_bytes_no_recompute(config, false);
 }
 
@@ -51,13 +70,86 @@ Bytes to_bytes(double b) {
   return static_cast<Bytes>(std::llround(b));
 }
 
+// The stage's model-chunk layer counts in chunk order (pieces stage, stage + p, ...).
+std::vector<int32_t> chunk_layers_of(const clustersim::RunConfig& config, int32_t stage) {
+  const std::vector<int32_t> pieces = layers_per_piece(config);
+  std::vector<int32_t> out;
+  for (size_t j = static_cast<size_t>(stage); j < pieces.size();
+       j += static_cast<size_t>(config.parallel().pp())) {
+    out.push_back(pieces[j]);
+  }
+  return out;
+}
+
+bool segmented(const ParallelConfig& p) {
+  return p.checkpoint_every_k_layers() > 0 && p.recompute() != ParallelConfig::FULL;
+}
+
+// Activations one forward pass of a chunk of `layers` layers keeps, with the embedding / head
+// extras when the chunk is the model's first / last piece.
+double pass_bytes(const clustersim::RunConfig& config, int32_t layers, bool first_piece,
+                  bool last_piece) {
+  const auto& p = config.parallel();
+  const double full_input =
+      2.0 * local_tokens(config) * config.model().hidden_size() / sp_divisor(p);
+  double bytes = segmented(p)
+                     ? checkpoint_segments(layers, p.checkpoint_every_k_layers()) * full_input
+                     : layers * layer_activation_bytes(config);
+  if (first_piece) bytes += embedding_activation_bytes(config);
+  if (last_piece) bytes += head_activation_bytes(config);
+  return bytes;
+}
+
+// The largest sum of pass_bytes() over the microbatch-chunks `order` holds at once.
+double exact_peak_activation_bytes(const clustersim::RunConfig& config, int32_t stage,
+                                   std::span<const WorkItem> order) {
+  const int32_t p = config.parallel().pp();
+  const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
+  const int32_t last_piece = p * static_cast<int32_t>(chunks.size()) - 1;
+  std::vector<double> chunk_bytes;
+  for (size_t c = 0; c < chunks.size(); ++c) {
+    const int32_t piece = model_piece(stage, static_cast<int32_t>(c), p);
+    chunk_bytes.push_back(pass_bytes(config, chunks[c], piece == 0, piece == last_piece));
+  }
+  std::set<std::pair<int32_t, int32_t>> split;  // (microbatch, chunk) whose W is its own item
+  for (const WorkItem& item : order) {
+    if (item.phase == Phase::kWeightGrad) split.insert({item.microbatch, item.chunk});
+  }
+  double now = 0, peak = 0;
+  for (const WorkItem& item : order) {
+    const double bytes = chunk_bytes.at(static_cast<size_t>(item.chunk));
+    const bool has_w = split.count({item.microbatch, item.chunk}) > 0;
+    if (item.phase == Phase::kForward) {
+      now += bytes;
+      peak = std::max(peak, now);
+    } else if (item.phase == (has_w ? Phase::kWeightGrad : Phase::kBackward)) {
+      now -= bytes;
+    }
+  }
+  return peak;
+}
+
+// `in_flight` passes of the stage's largest chunk, each with the stage's embedding / head.
+double upper_bound_activation_bytes(const clustersim::RunConfig& config, int32_t stage,
+                                    int32_t in_flight) {
+  const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
+  const int32_t largest = chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());
+  return std::max(in_flight, 0) *
+         pass_bytes(config, largest, stage == 0, stage == config.parallel().pp() - 1);
+}
+
 }  // namespace
 
-ModelStateBytes model_state_bytes(double params, int32_t zero_stage, int64_t shards) {
+double grad_bytes(const ParallelConfig& parallel) {
+  return parallel.grad_reduce_dtype() == ParallelConfig::GRAD_BF16 ? 2.0 : 4.0;
+}
+
+ModelStateBytes model_state_bytes(double params, int32_t zero_stage, int64_t shards,
+                                  double grad_bytes) {
   const double n = shards > 0 ? static_cast<double>(shards) : 1.0;
   ModelStateBytes s;
   s.weights = 2.0 * params / (zero_stage >= 3 ? n : 1.0);
-  s.gradients = 2.0 * params / (zero_stage >= 2 ? n : 1.0);
+  s.gradients = grad_bytes * params / (zero_stage >= 2 ? n : 1.0);
   s.optimizer = 12.0 * params / (zero_stage >= 1 ? n : 1.0);
   return s;
 }
@@ -81,7 +173,7 @@ int32_t checkpoint_segments(int32_t layers, int32_t k) {
   return (layers + k - 1) / k;
 }
 
-double layer_activation_bytes(const clustersim::RunConfig& config, const MemoryOptions& options) {
+double layer_activation_bytes(const clustersim::RunConfig& config) {
   const auto& p = config.parallel();
   switch (p.recompute()) {
     case ParallelConfig::FULL:
@@ -89,11 +181,12 @@ double layer_activation_bytes(const clustersim::RunConfig& config, const MemoryO
     case ParallelConfig::SELECTIVE:
       return layer_bytes_no_recompute(config, false);
     default:
-      return layer_bytes_no_recompute(config, !options.flash_attention);
+      return layer_bytes_no_recompute(config, true);
   }
 }
 
 double embedding_activation_bytes(const clustersim::RunConfig& config) {
+  if (!has_hidden_dropout(config.model())) return 0.0;
   return local_tokens(config) * config.model().hidden_size() / sp_divisor(config.parallel());
 }
 
@@ -104,42 +197,59 @@ double head_activation_bytes(const clustersim::RunConfig& config) {
          4.0 * tokens * static_cast<double>(padded_vocab(config.model(), p.tp())) / p.tp();
 }
 
-MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32_t stage,
-                                      int32_t in_flight, const MemoryOptions& options) {
+double backward_working_set_bytes(const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const auto& p = config.parallel();
+  const double t = p.tp();
+  const double h = m.hidden_size();
+  const double kv_width = static_cast<double>(kv_heads(m) * head_dim(m));
+  const double ffn = m.ffn_hidden_size();
+  const bool sp = sp_divisor(p) > 1.0;
+  const double gathered_input = sp ? 2.0 * h : 0.0;  // ln_out re-gathered for the wgrad GEMM
+  const double fc1_out = (m.activation() == ModelConfig::SWIGLU ? 4.0 : 2.0) * ffn / t;
+  // Per token: output gradient + re-gathered input + full-sequence input gradient.
+  const double qkv = 2.0 * (h + 2.0 * kv_width) / t + gathered_input + 2.0 * h;
+  const double proj = 2.0 * h + 2.0 * h / t;  // row-parallel: output grad full (gathered under SP)
+  const double fc1 = fc1_out + gathered_input + 2.0 * h;
+  const double fc2 = 2.0 * h + 2.0 * ffn / t;
+  return std::max({qkv, proj, fc1, fc2}) * local_tokens(config);
+}
+
+double head_working_set_bytes(const clustersim::RunConfig& config) {
+  const auto& p = config.parallel();
+  return 2.0 * local_tokens(config) * static_cast<double>(padded_vocab(config.model(), p.tp())) /
+         p.tp();
+}
+
+namespace {
+
+// Model states, transients and offload of `stage`; activations are the caller's.
+MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& config,
+                                                 int32_t stage) {
   const auto& m = config.model();
   const auto& p = config.parallel();
   MemoryBreakdown out;
   out.stage = stage;
   out.params = stage_params(config, stage);
   const int64_t shards = static_cast<int64_t>(p.dp()) * p.cp();
+  const double g = grad_bytes(p);
   const ModelStateBytes states =
-      model_state_bytes(static_cast<double>(out.params), p.zero_stage(), shards);
+      model_state_bytes(static_cast<double>(out.params), p.zero_stage(), shards, g);
   out.weights = to_bytes(states.weights);
   out.gradients = to_bytes(states.gradients);
   out.optimizer = to_bytes(states.optimizer);
 
-  const std::vector<int32_t> pieces = layers_per_piece(config);
-  int32_t chunk_layers = 0;
-  for (size_t j = stage; j < pieces.size(); j += static_cast<size_t>(p.pp())) {
-    chunk_layers = std::max(chunk_layers, pieces[j]);
-  }
+  const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
+  const int32_t chunk_layers = chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());
   const int32_t k = p.checkpoint_every_k_layers();
-  const bool segmented = k > 0 && p.recompute() != ParallelConfig::FULL;
-  const double full_input = 2.0 * local_tokens(config) * m.hidden_size() / sp_divisor(p);
-  double per_pass = segmented ? checkpoint_segments(chunk_layers, k) * full_input
-                              : chunk_layers * layer_activation_bytes(config, options);
-  if (stage == 0) per_pass += embedding_activation_bytes(config);
-  if (stage == p.pp() - 1) per_pass += head_activation_bytes(config);
-  out.activations = to_bytes(std::max(in_flight, 0) * per_pass);
-
   double temporary = 0;
   if (p.recompute() == ParallelConfig::FULL) {
-    temporary += layer_bytes_no_recompute(config, !options.flash_attention);
-  } else if (p.recompute() == ParallelConfig::SELECTIVE && !options.flash_attention) {
+    temporary += layer_bytes_no_recompute(config, true);
+  } else if (p.recompute() == ParallelConfig::SELECTIVE) {
     temporary += score_bytes(config);
   }
-  if (segmented) {
-    temporary += std::min(k, chunk_layers) * layer_activation_bytes(config, options);
+  if (segmented(p)) {
+    temporary += std::min(k, chunk_layers) * layer_activation_bytes(config);
   }
   if (p.zero_stage() >= 3 && shards > 1) {
     const ParamCounts counts = count_params(m);
@@ -148,9 +258,16 @@ MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32
                                      counts.norms_per_layer);
   }
   if (p.zero_stage() >= 2 && shards > 1) {
-    temporary += 2.0 * static_cast<double>(std::min<int64_t>(p.dp_bucket_params(), out.params));
+    const int64_t buckets = p.overlap_grad_reduce() ? 2 : 1;
+    temporary +=
+        g * static_cast<double>(std::min<int64_t>(buckets * p.dp_bucket_params(), out.params));
   }
   out.temporary = to_bytes(temporary);
+  if (config.effects().memory_backward_working_set()) {
+    double ws = backward_working_set_bytes(config);
+    if (stage == p.pp() - 1) ws = std::max(ws, head_working_set_bytes(config));
+    out.working_set = to_bytes(ws);
+  }
 
   using clustersim::OffloadConfig;
   const auto& off = config.offload();
@@ -164,26 +281,67 @@ MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32
   return out;
 }
 
-MemoryBreakdown estimate_memory(const clustersim::RunConfig& config,
-                                std::span<const int32_t> in_flight_per_stage,
-                                const MemoryOptions& options) {
+}  // namespace
+
+MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32_t stage,
+                                      std::span<const WorkItem> order) {
+  MemoryBreakdown out = stage_memory_without_activations(config, stage);
+  const double held =
+      config.effects().memory_exact_pipeline_peak()
+          ? exact_peak_activation_bytes(config, stage, order)
+          : upper_bound_activation_bytes(
+                config, stage,
+                peak_held_activations(std::vector<WorkItem>(order.begin(), order.end())));
+  out.activations = to_bytes(held);
+  return out;
+}
+
+MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32_t stage,
+                                      int32_t in_flight) {
+  MemoryBreakdown out = stage_memory_without_activations(config, stage);
+  out.activations = to_bytes(upper_bound_activation_bytes(config, stage, in_flight));
+  return out;
+}
+
+namespace {
+
+// The stage whose breakdown has the largest total (the first of equals).
+template <typename StageFn>
+MemoryBreakdown peak_over_stages(int32_t stages, StageFn&& stage_memory) {
   MemoryBreakdown peak;
-  bool first = true;
-  for (int32_t s = 0; s < config.parallel().pp(); ++s) {
-    const int32_t held =
-        static_cast<size_t>(s) < in_flight_per_stage.size() ? in_flight_per_stage[s] : 0;
-    MemoryBreakdown b = estimate_stage_memory(config, s, held, options);
-    if (first || b.total() > peak.total()) peak = b;
-    first = false;
+  for (int32_t s = 0; s < stages; ++s) {
+    MemoryBreakdown b = stage_memory(s);
+    if (s == 0 || b.total() > peak.total()) peak = b;
   }
   return peak;
 }
 
-MemoryBreakdown estimate_memory(const clustersim::RunConfig& config, int32_t in_flight_microbatches,
-                                const MemoryOptions& options) {
+}  // namespace
+
+MemoryBreakdown estimate_memory(const clustersim::RunConfig& config,
+                                std::span<const int32_t> in_flight_per_stage) {
+  return peak_over_stages(config.parallel().pp(), [&](int32_t s) {
+    const int32_t held =
+        static_cast<size_t>(s) < in_flight_per_stage.size() ? in_flight_per_stage[s] : 0;
+    return estimate_stage_memory(config, s, held);
+  });
+}
+
+MemoryBreakdown estimate_memory(const clustersim::RunConfig& config,
+                                const std::vector<std::vector<WorkItem>>& orders) {
+  return peak_over_stages(config.parallel().pp(), [&](int32_t s) {
+    const size_t i = static_cast<size_t>(s);
+    return i < orders.size()
+               ? estimate_stage_memory(config, s, std::span<const WorkItem>(orders[i]))
+               : estimate_stage_memory(config, s, 0);
+  });
+}
+
+MemoryBreakdown estimate_memory(const clustersim::RunConfig& config,
+                                int32_t in_flight_microbatches) {
   const std::vector<int32_t> held(static_cast<size_t>(std::max(config.parallel().pp(), 0)),
                                   in_flight_microbatches);
-  return estimate_memory(config, std::span<const int32_t>(held), options);
+  return estimate_memory(config, std::span<const int32_t>(held));
 }
 
 }  // namespace cs::workload

@@ -119,6 +119,21 @@ TEST(MemoryReport, TotalsPeakAndOptimizerSplit) {
   EXPECT_GT(r.checkpoint_rows.back().extra_flops_fraction, 0.2);
 }
 
+TEST(MemoryReport, ThePlannersFilterSeesTheSamePeakAsTheReport) {
+  // Interleaved, with the head on the last stage's last chunk: both take the exact order's peak.
+  const auto c = small({"parallel.tp=2", "parallel.pp=4", "parallel.virtual_stages=2",
+                        "parallel.schedule=INTERLEAVED", "parallel.dp=1",
+                        "parallel.global_batch_size=8", "cluster.gpu=h100"});
+  const MemoryReport r = build_memory_report(c, "test");
+  EXPECT_DOUBLE_EQ(check_fit(c, r.capacity).peak, r.peak);
+  // The last stage holds several chunk passes but the logits of one.
+  const auto& last = r.stages.back();
+  ASSERT_GT(last.in_flight, 1);
+  const auto bound = workload::estimate_stage_memory(c, 3, last.in_flight);
+  EXPECT_NEAR(static_cast<double>(bound.activations - last.mem.activations),
+              (last.in_flight - 1) * workload::head_activation_bytes(c), 2.0);
+}
+
 TEST(MemoryReport, ParameterOffloadNeedsZero3) {
   auto c = small({"parallel.dp=2", "parallel.global_batch_size=2", "cluster.gpu=h100",
                   "offload.parameters=CPU"});
