@@ -477,24 +477,18 @@ std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t 
   // simulated; the scaling by the clip coefficient runs only on steps whose norm exceeds the
   // threshold.)
   b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm);
-  LayerOp adam;
-  adam.kernel = compute::memory_bound(
-      "adam_step", (kAdamStateBytes + grad_bytes) * n + kAdamStateBytes * n + kActBytes * n,
-      12.0 * n, KernelGroup::kOptimizer);
-  std::vector<LayerOp> ops = b.take();
-  ops.push_back(adam);
+  // Reads states and gradient, writes the states and the bf16 weight.
+  b.memory("adam_step", (kAdamStateBytes + grad_bytes + kAdamStateBytes + kActBytes) * n, 12.0 * n,
+           KernelGroup::kOptimizer);
   if (b.fp8_casts_ && fp8_weight_params > 0) {
-    Builder c(config);
-    const double w = static_cast<double>(fp8_weight_params);
     // Transformer Engine casts each updated weight to FP8 (and its transpose for dgrad) once per
     // step, on the first microbatch, and reuses it for the others (is_first_microbatch); the
     // delayed-scaling recipe then rolls the amax history and recomputes every scale in one
     // fused kernel (amax_and_scale_update) over a few floats per FP8 tensor.
-    c.fp8_cast_transpose("fp8_weight_cast", w);
-    c.memory("fp8_scale_update", 0, 0, KernelGroup::kFp8Cast);
-    for (LayerOp& op : c.take()) ops.push_back(op);
+    b.fp8_cast_transpose("fp8_weight_cast", static_cast<double>(fp8_weight_params));
+    b.memory("fp8_scale_update", 0, 0, KernelGroup::kFp8Cast);
   }
-  return ops;
+  return b.take();
 }
 
 }  // namespace cs::workload
