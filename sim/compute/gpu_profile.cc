@@ -58,6 +58,15 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.attention_fp8().has_backward()) {
     require_fraction(p.attention_fp8().backward(), src, "attention_fp8.backward");
   }
+  if (p.has_clocks()) {
+    const auto& c = p.clocks();
+    require_positive(c.peak_clock_mhz(), src, "clocks.peak_clock_mhz");
+    if (c.has_sustained_clock_mhz()) {
+      require_positive(c.sustained_clock_mhz(), src, "clocks.sustained_clock_mhz");
+      if (c.sustained_clock_mhz() > c.peak_clock_mhz())
+        fail(src, "clocks.sustained_clock_mhz must be <= clocks.peak_clock_mhz");
+    }
+  }
   for (int i = 0; i < p.measured_kernels_size(); ++i) {
     const auto& m = p.measured_kernels(i);
     const std::string field = "measured_kernels[" + std::to_string(i) + "]";
@@ -87,6 +96,12 @@ GpuProfile load_gpu_profile(const std::string& name_or_path) {
   for (const auto& name : gpu_profile_names()) names += (names.empty() ? "" : ", ") + name;
   throw ConfigError("unknown GPU '" + name_or_path + "': neither a profile (" + names +
                     ") nor a readable file");
+}
+
+double sustained_clock_ratio(const GpuProfile& profile) {
+  const auto& c = profile.clocks();
+  if (!profile.has_clocks() || !c.has_sustained_clock_mhz()) return 1.0;
+  return c.sustained_clock_mhz() / c.peak_clock_mhz();
 }
 
 double peak_flops(const GpuProfile& profile, Precision precision) {

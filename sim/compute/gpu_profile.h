@@ -33,6 +33,10 @@ void validate_gpu_profile(const GpuProfile& profile, const std::string& source_n
 // at the BF16 peak (the kernels fall back to BF16).
 double peak_flops(const GpuProfile& profile, Precision precision);
 
+// Sustained over peak SM clock of dense tensor-core work at the power limit (ClockModel); 1 when
+// the profile has no sustained-clock measurement.
+double sustained_clock_ratio(const GpuProfile& profile);
+
 // Whether the GPU has FP8 tensor cores.
 inline bool has_fp8(const GpuProfile& profile) {
   return profile.peak_fp8_tflops() > 0;

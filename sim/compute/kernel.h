@@ -1,6 +1,7 @@
 // One GPU kernel described by what it computes (shapes, FLOPs, bytes), before any timing.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string_view>
 
@@ -14,11 +15,33 @@ enum class KernelKind : uint8_t {
   kMemoryBound,  // elementwise, norms, softmax, embedding lookup, optimizer: bytes dominate
 };
 
+// What a kernel is for, so that reports can say where the time goes and effects can be switched
+// off by group. Order and names are the report's; kNumGroups must stay last.
+enum class KernelGroup : uint8_t {
+  kGemm,         // the linear layers' GEMMs
+  kAttention,    // FlashAttention, or the unfused path's score GEMMs and softmax
+  kNorm,         // RMSNorm / LayerNorm, forward and backward
+  kElementwise,  // RoPE, activations, residual adds, bias adds and gradients, dropout
+  kLoss,         // embedding gather / scatter-add, position embedding, cross-entropy
+  kFp8Cast,      // Transformer Engine FP8 cast / transpose / amax and scale update
+  kOptimizer,    // the optimizer step over the local shard
+  kGradNorm,     // gradient norm for clipping
+  kOther,        // anything else (imported traces)
+  kNumGroups
+};
+inline constexpr std::array<std::string_view, static_cast<std::size_t>(KernelGroup::kNumGroups)>
+    kKernelGroupNames = {"gemm",     "attention", "norm",      "elementwise", "loss",
+                         "fp8_cast", "optimizer", "grad_norm", "other"};
+inline std::string_view to_string(KernelGroup g) {
+  return kKernelGroupNames[static_cast<std::size_t>(g)];
+}
+
 // What the cost model needs to time a kernel. Shapes are those of one GPU's share (after
 // tensor/context/sequence parallel splits). FLOPs and bytes are filled by the constructors below
 // so every consumer (cost model, MFU accounting, reports) counts them the same way.
 struct Kernel {
   KernelKind kind = KernelKind::kMemoryBound;
+  KernelGroup group = KernelGroup::kOther;
   std::string_view name;  // static label, e.g. "qkv_fwd"
   // kGemm
   int64_t m = 0, n = 0, k = 0, batch = 1;
@@ -36,6 +59,7 @@ inline Kernel gemm(std::string_view name, int64_t m, int64_t n, int64_t k, doubl
                    int64_t batch = 1) {
   Kernel g;
   g.kind = KernelKind::kGemm;
+  g.group = KernelGroup::kGemm;
   g.name = name;
   g.m = m, g.n = n, g.k = k, g.batch = batch;
   g.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) *
@@ -55,6 +79,7 @@ inline Kernel attention(std::string_view name, int64_t batch_heads, int64_t seq_
                         int64_t kv_heads_ratio = 1) {
   Kernel a;
   a.kind = KernelKind::kAttention;
+  a.group = KernelGroup::kAttention;
   a.name = name;
   a.heads = batch_heads, a.seq_q = seq_q, a.seq_kv = seq_kv, a.head_dim = head_dim;
   a.causal = causal, a.backward = backward;
@@ -72,9 +97,11 @@ inline Kernel attention(std::string_view name, int64_t batch_heads, int64_t seq_
   return a;
 }
 
-inline Kernel memory_bound(std::string_view name, double bytes, double flops = 0) {
+inline Kernel memory_bound(std::string_view name, double bytes, double flops = 0,
+                           KernelGroup group = KernelGroup::kOther) {
   Kernel e;
   e.kind = KernelKind::kMemoryBound;
+  e.group = group;
   e.name = name;
   e.bytes = bytes;
   e.flops = flops;

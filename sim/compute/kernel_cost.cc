@@ -83,25 +83,40 @@ bool matches(const clustersim::MeasuredKernel& mk, const Kernel& k, Precision p)
   return false;
 }
 
+// Running clock over the clock a figure was measured at, both as fractions of the peak clock.
+double clock_factor(double ratio, bool sustained_clocks, bool measured_sustained) {
+  return (sustained_clocks ? ratio : 1.0) / (measured_sustained ? ratio : 1.0);
+}
+
 }  // namespace
+
+KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
+  KernelCostOptions o;
+  o.sustained_clocks = effects.sustained_clocks();
+  return o;
+}
 
 KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions options)
     : profile_(profile),
       options_(options),
       launch_(Time::from_us(profile.kernel_launch_overhead_us())),
-      bw_(achievable_hbm_bandwidth(profile).in_bytes_per_s()) {}
+      bw_(achievable_hbm_bandwidth(profile).in_bytes_per_s()) {
+  const double ratio = sustained_clock_ratio(profile);
+  gemm_clock_ =
+      clock_factor(ratio, options.sustained_clocks, profile.gemm().measured_at_sustained_clock());
+}
 
 double KernelCostModel::gemm_ceiling(Precision precision) const {
   const auto& g = profile_.gemm();
   switch (precision) {
     case Precision::kFp8:
-      return has_fp8(profile_) ? g.efficiency_fp8() : g.efficiency_bf16();
+      return gemm_clock_ * (has_fp8(profile_) ? g.efficiency_fp8() : g.efficiency_bf16());
     case Precision::kFp32:
-      return g.efficiency_fp32();
+      return gemm_clock_ * g.efficiency_fp32();
     case Precision::kBf16:
       break;
   }
-  return g.efficiency_bf16();
+  return gemm_clock_ * g.efficiency_bf16();
 }
 
 double KernelCostModel::gemm_shape_efficiency(const Kernel& g, Precision precision) const {
@@ -123,7 +138,9 @@ bool KernelCostModel::attention_in_fp8(const Kernel& kernel, Precision precision
 double KernelCostModel::attention_efficiency(const Kernel& a, Precision precision) const {
   const auto& eff =
       attention_in_fp8(a, precision) ? profile_.attention_fp8() : profile_.attention_bf16();
-  const double base = a.backward ? eff.backward() : eff.forward();
+  const double clock = clock_factor(sustained_clock_ratio(profile_), options_.sustained_clocks,
+                                    eff.measured_at_sustained_clock());
+  const double base = (a.backward ? eff.backward() : eff.forward()) * clock;
   const int64_t blocks = std::max<int64_t>(a.heads, 1) *
                          ceil_div(std::max<int64_t>(a.seq_q, 1), profile_.gemm().tile_m());
   return base * wave_use(blocks, profile_.sm_count());

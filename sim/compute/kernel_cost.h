@@ -2,6 +2,7 @@
 // measured time from the profile's table when one matches.
 #pragma once
 
+#include "proto/config.pb.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel.h"
 #include "sim/core/units.h"
@@ -13,7 +14,13 @@ struct KernelCostOptions {
   // figures (FlashAttention-3 FP8). Off by default because the common FP8 training recipe
   // (Transformer Engine) keeps attention in BF16 and quantizes only the GEMMs.
   bool fp8_attention = false;
+  // Run GEMM and attention at the sustained clock under the power limit (gpu.proto ClockModel);
+  // off: at the clock the datasheet peak is quoted at.
+  bool sustained_clocks = true;
 };
+
+// The options a run's effect switches ask for.
+KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 
 // The model, per kernel kind (every time also pays the profile's kernel_launch_overhead_us):
 //  GEMM       max(flops / (peak x shape_eff), bytes / achievable_bw)
@@ -30,6 +37,9 @@ struct KernelCostOptions {
 //  Attention  max(flops / (peak x attention_eff x wave use), bytes / achievable_bw); waves over
 //             blocks of tile_m query rows per (batch x head), as FlashAttention parallelizes.
 //  Memory     max(bytes / achievable_bw, flops / bf16 peak).
+// GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
+// (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
+// sustained clock are divided by the ratio first, so the drop is counted once.
 // Precisions: FP8 GEMMs use the FP8 peak and ceiling (BF16 on GPUs without FP8); attention runs in
 // BF16 unless KernelCostOptions::fp8_attention; FP32 uses the TF32 tensor-core peak with the
 // BF16 attention efficiency.
@@ -46,8 +56,12 @@ class KernelCostModel {
 
   // GEMM compute-side efficiency alone (ceiling x tile use x wave use x k factor), ignoring HBM.
   double gemm_shape_efficiency(const Kernel& gemm, Precision precision) const;
-  // The large-GEMM ceiling for `precision`: the asymptote of gemm_shape_efficiency.
+  // The large-GEMM ceiling for `precision` at the clock GEMMs run at: the asymptote of
+  // gemm_shape_efficiency.
   double gemm_ceiling(Precision precision) const;
+  // What the GEMM efficiency figures are multiplied by for the clock GEMMs run at:
+  // (running clock / peak clock) / (measured clock / peak clock).
+  double gemm_clock_factor() const { return gemm_clock_; }
   // Peak FLOP/s the kernel's math runs at (after the precision rules above).
   double compute_peak(const Kernel& kernel, Precision precision) const;
   // The profile's measured entry for this kernel, or nullptr if none matches (first match wins).
@@ -66,6 +80,7 @@ class KernelCostModel {
   KernelCostOptions options_;
   Time launch_;
   double bw_ = 0;  // achievable HBM bytes/s
+  double gemm_clock_ = 1;
 };
 
 }  // namespace cs::compute

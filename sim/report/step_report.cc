@@ -73,6 +73,9 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
         .end_object();
   }
   w.end_array();
+  w.key("compute_by_kernel_group_s").begin_object();
+  for (const auto& [group, seconds] : r.compute_by_kernel_group_s) w.field(group, seconds);
+  w.end_object();
   w.key("comm_bytes").begin_object();
   for (int i = 0; i < 6; ++i) w.field(kOpNames[i], r.comm_bytes_by_op[i]);
   w.key("by_dim").begin_object();
@@ -146,6 +149,8 @@ void print_table(std::ostream& out, const StepReport& r) {
   row("MFU / HFU", fmt("%.1f%%", 100 * r.mfu) + " / " + fmt("%.1f%%", 100 * r.hfu));
   row("bubble (measured / formula)", fmt("%.2f%%", 100 * r.bubble_fraction) + " / " +
                                          fmt("%.2f%%", 100 * r.analytic_bubble_fraction));
+  for (const auto& [group, seconds] : r.compute_by_kernel_group_s)
+    row("  compute: " + group, fmt("%.4f s per GPU", seconds));
   row("exposed comm TP/PP/DP/CP",
       fmt("%.4f", r.exposed_tp_s) + " / " + fmt("%.4f", r.exposed_pp_s) + " / " +
           fmt("%.4f", r.exposed_dp_s) + " / " + fmt("%.4f", r.exposed_cp_s) + " s");

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cs::report {
@@ -74,6 +75,9 @@ struct StepReport {
   double bubble_fraction = 0;
   double analytic_bubble_fraction = 0;
   std::vector<StageFigures> stages;
+  // Kernel seconds per GPU per step by kernel group (report/kernel_breakdown.h), recompute
+  // included; the groups sum to the mean compute_s of the stages.
+  std::vector<std::pair<std::string, double>> compute_by_kernel_group_s;
 
   // Network bytes sent, all GPUs together.
   std::array<double, 6> comm_bytes_by_op{};   // all_reduce, all_gather, reduce_scatter, all_to_all,

@@ -320,8 +320,11 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                                                 "offload_param_h2d", back));
     }
   } else {
-    LayerOp adam = workload::optimizer_op(shard);
-    work.optimizer.push_back(make.kernel(adam, OpClass::kOptimizer));
+    int64_t stage_layers = 0;  // FP8 runs cast this stage's layer weights once per step
+    for (int32_t c = 0; c < v; ++c)
+      stage_layers += pieces[static_cast<std::size_t>(workload::model_piece(stage, c, p))];
+    for (const LayerOp& lop : workload::optimizer_ops(config, shard, per_layer * stage_layers))
+      work.optimizer.push_back(make.kernel(lop, OpClass::kOptimizer));
   }
   if ((zero == 1 || zero == 2) && dp > 1) {
     work.after_optimizer.push_back(

@@ -15,6 +15,7 @@
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 #include "sim/plan/host.h"
+#include "sim/report/kernel_breakdown.h"
 #include "sim/run/stage_work.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -150,7 +151,8 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   if (prepared.config.cluster().gpu().empty())
     prepared.config.mutable_cluster()->set_gpu(topo_desc.gpu());
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
-  const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu));
+  const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
+                                      compute::cost_options(config.effects()));
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
   const auto schedule = workload::pipeline_schedule_of(par);
@@ -209,7 +211,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
-    retime(prepared.programs, compute::KernelCostModel(gpu));
+    retime(prepared.programs,
+           compute::KernelCostModel(gpu, compute::cost_options(config.effects())));
     prepared.timed_for_gpu = config.cluster().gpu();
   }
   const std::vector<workload::Program>& programs = prepared.programs;
@@ -278,6 +281,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const double analytic = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
+  r.compute_by_kernel_group_s = report::kernel_time_by_group(programs);
   r.stages.resize(static_cast<std::size_t>(p));
   std::vector<int32_t> ranks_in_stage(static_cast<std::size_t>(p), 0);
   for (int32_t rank = 0; rank < layout.world(); ++rank) {

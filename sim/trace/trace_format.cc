@@ -24,6 +24,19 @@ bool in_range(int value, int count) {
   return value >= 0 && value < count;
 }
 
+// The group a kernel of `kind` has when its trace does not say.
+compute::KernelGroup default_group(compute::KernelKind kind) {
+  switch (kind) {
+    case compute::KernelKind::kGemm:
+      return compute::KernelGroup::kGemm;
+    case compute::KernelKind::kAttention:
+      return compute::KernelGroup::kAttention;
+    case compute::KernelKind::kMemoryBound:
+      break;
+  }
+  return compute::KernelGroup::kOther;
+}
+
 pb::Program program_to_proto(const workload::Program& p) {
   pb::Program out;
   out.mutable_labels()->Reserve(static_cast<int>(p.labels.size()));
@@ -47,6 +60,7 @@ pb::Program program_to_proto(const workload::Program& p) {
     if (k.bytes != 0) pk->set_bytes(k.bytes);
     if (call.precision != compute::Precision::kBf16)
       pk->set_precision(static_cast<pb::Precision>(call.precision));
+    if (k.group != default_group(k.kind)) pk->set_group(static_cast<uint32_t>(k.group));
   }
   out.mutable_ops()->Reserve(static_cast<int>(p.ops.size()));
   for (const auto& o : p.ops) {
@@ -101,6 +115,10 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
     k.heads = pk.heads(), k.seq_q = pk.seq_q(), k.seq_kv = pk.seq_kv(), k.head_dim = pk.head_dim();
     k.causal = pk.causal(), k.backward = pk.backward();
     k.flops = pk.flops(), k.bytes = pk.bytes();
+    if (pk.has_group() && pk.group() >= static_cast<uint32_t>(compute::KernelGroup::kNumGroups))
+      fail("kernel " + std::to_string(i) + ": unknown group " + std::to_string(pk.group()));
+    k.group =
+        pk.has_group() ? static_cast<compute::KernelGroup>(pk.group()) : default_group(k.kind);
     call.precision = static_cast<compute::Precision>(pk.precision());
     p.kernels.push_back(call);
   }

@@ -5,14 +5,22 @@
 namespace cs::workload {
 namespace {
 
-// 16-bit activations and gradients everywhere outside GEMM inputs.
+// 16-bit activations and gradients everywhere outside GEMM inputs; fp32 for the loss and the
+// optimizer states.
 constexpr double kActBytes = 2.0;
+constexpr double kFp32Bytes = 4.0;
+constexpr double kMaskBytes = 1.0;        // torch's dropout keeps a bool mask
+constexpr double kAdamStateBytes = 12.0;  // fp32 master weight, m and v
+using compute::KernelGroup;
 
 // The shapes of one GPU's share of a layer for one microbatch, and an op list to append to.
 class Builder {
  public:
   explicit Builder(const clustersim::RunConfig& config)
-      : model_(config.model()), par_(config.parallel()), precision_(config.precision()) {
+      : model_(config.model()),
+        par_(config.parallel()),
+        effects_(config.effects()),
+        precision_(config.precision()) {
     t_ = par_.tp();
     cp_ = par_.cp();
     h_ = model_.hidden_size();
@@ -25,41 +33,67 @@ class Builder {
     norm_tokens_ = sp_ ? tokens_ / t_ : tokens_;
     swiglu_ = model_.activation() == clustersim::ModelConfig::SWIGLU;
     vocab_shard_ = padded_vocab(model_, t_) / t_;
+    fp8_casts_ = precision_ == clustersim::FP8 && effects_.fp8_casts();
+    hidden_dropout_ = model_.hidden_dropout() > 0;
+    attention_dropout_ = model_.attention_dropout() > 0;
   }
 
   std::vector<LayerOp> take() { return std::move(ops_); }
 
-  void memory(std::string_view name, double bytes, double flops) {
+  bool enabled(KernelGroup group) const {
+    switch (group) {
+      case KernelGroup::kNorm:
+        return effects_.norm_kernels();
+      case KernelGroup::kElementwise:
+        return effects_.elementwise_kernels();
+      case KernelGroup::kLoss:
+        return effects_.loss_kernels();
+      case KernelGroup::kFp8Cast:
+        return fp8_casts_;
+      case KernelGroup::kGradNorm:
+        return effects_.grad_norm();
+      default:
+        return true;
+    }
+  }
+
+  void memory(std::string_view name, double bytes, double flops, KernelGroup group) {
+    if (!enabled(group)) return;
     LayerOp op;
-    op.kernel = compute::memory_bound(name, bytes, flops);
+    op.kernel = compute::memory_bound(name, bytes, flops, group);
     ops_.push_back(op);
   }
 
   // Forward GEMM X[m,k]·W[k,n]; dgrad dX = dY·Wᵀ is (m, k, n); wgrad dW = Xᵀ·dY is (k, n, m).
-  // All three have 2·m·n·k FLOPs.
-  void gemm(std::string_view name, int64_t m, int64_t n, int64_t k) {
-    const double e = gemm_input_bytes(precision_);
+  // All three have 2·m·n·k FLOPs. `low_precision`: the run's precision (FP8 inputs); the output
+  // layer and the attention score GEMMs stay in BF16 (Megatron-Core builds only the transformer
+  // layers' linears from Transformer Engine modules; its output_layer is a plain
+  // ColumnParallelLinear).
+  void gemm(std::string_view name, int64_t m, int64_t n, int64_t k, bool low_precision = true,
+            int64_t batch = 1, KernelGroup group = KernelGroup::kGemm) {
+    const bool fp8 = low_precision && precision_ == clustersim::FP8;
+    const double e = fp8 ? gemm_input_bytes(clustersim::FP8) : kActBytes;
     LayerOp op;
-    op.kernel = compute::gemm(name, m, n, k, e);
+    op.kernel = compute::gemm(name, m, n, k, e, batch);
+    op.kernel.group = group;
     if (e != kActBytes) {
       op.kernel.bytes =
           e * static_cast<double>(m * k + k * n) + kActBytes * static_cast<double>(m * n);
     }
-    op.precision =
-        precision_ == clustersim::FP8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+    op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
     ops_.push_back(op);
   }
   void gemm_phase(Phase phase, std::string_view fwd, std::string_view dgrad, std::string_view wgrad,
-                  int64_t m, int64_t n, int64_t k) {
+                  int64_t m, int64_t n, int64_t k, bool low_precision = true) {
     switch (phase) {
       case Phase::kForward:
-        gemm(fwd, m, n, k);
+        gemm(fwd, m, n, k, low_precision);
         break;
       case Phase::kBackward:
-        gemm(dgrad, m, k, n);
+        gemm(dgrad, m, k, n, low_precision);
         break;
       case Phase::kWeightGrad:
-        gemm(wgrad, k, n, m);
+        gemm(wgrad, k, n, m, low_precision);
         break;
     }
   }
@@ -94,29 +128,145 @@ class Builder {
     if (sp_) tp_comm(CommKind::kTpAllGather, sp_name);
   }
 
-  void norm(std::string_view name, bool backward) {
-    const double n = static_cast<double>(norm_tokens_) * h_;
-    // Forward reads x and writes y; backward reads x and dy and writes dx.
-    memory(name, (backward ? 3.0 : 2.0) * kActBytes * n, (backward ? 8.0 : 5.0) * n);
+  // Elements of the hidden state this GPU's norms, residuals and dropouts see (T/tp under SP).
+  double norm_elements() const { return static_cast<double>(norm_tokens_) * h_; }
+  double token_elements(int64_t width) const {
+    return static_cast<double>(tokens_) * static_cast<double>(width);
   }
-  void residual(std::string_view name) {
-    const double n = static_cast<double>(norm_tokens_) * h_;
-    // Two 16-bit reads, one 16-bit write and a 1-byte dropout mask.
-    memory(name, 3.0 * kActBytes * n + n, 2.0 * n);
+
+  // Fused RMSNorm / LayerNorm (Apex / Transformer Engine kernels: one pass). Forward reads x
+  // and writes y (FP8 under Transformer Engine's LayerNormLinear, which casts in the norm
+  // kernel); backward reads x and dy and writes dx. LayerNorm also subtracts the mean.
+  void norm(std::string_view name, bool backward, bool feeds_fp8_gemm = true) {
+    const double n = norm_elements();
+    const bool layernorm = model_.norm() == clustersim::ModelConfig::LAYERNORM;
+    const double out = !backward && feeds_fp8_gemm && fp8_casts_ ? 1.0 : kActBytes;
+    const double bytes = backward ? 3.0 * kActBytes * n : (kActBytes + out) * n;
+    const double flops = (backward ? 8.0 : 5.0) * n + (layernorm ? 2.0 * n : 0.0);
+    memory(name, bytes, flops, KernelGroup::kNorm);
   }
+  // Megatron's bias-dropout-add (fused_bias_dropout_add): out = residual + dropout(x + bias).
+  // Reads x and the residual, writes out, and writes the mask when hidden_dropout > 0.
+  void residual_fwd(std::string_view name) {
+    const double n = norm_elements();
+    memory(name, 3.0 * kActBytes * n + (hidden_dropout_ ? kMaskBytes * n : 0.0), 3.0 * n,
+           KernelGroup::kElementwise);
+  }
+  // Backward of the dropout on a residual branch: dx = dy x mask / (1 - p). Without dropout
+  // the add's backward is the identity and no kernel runs.
+  void dropout_bwd(std::string_view name, double n) {
+    if (!hidden_dropout_) return;
+    memory(name, (2.0 * kActBytes + kMaskBytes) * n, n, KernelGroup::kElementwise);
+  }
+  // Where the residual stream forks (into the norm and the skip connection), autograd sums the
+  // two gradients: read both, write one.
+  void residual_grad_sum(std::string_view name) {
+    const double n = norm_elements();
+    memory(name, 3.0 * kActBytes * n, n, KernelGroup::kElementwise);
+  }
+  // Bias-GeLU / bias-SwiGLU (Megatron's fused bias_gelu / bias_swiglu; the bias of the first
+  // MLP GEMM is added here, not in its own kernel). GeLU: x -> y, backward (x, dy) -> dx.
+  // SwiGLU: (gate, up) -> y, backward (gate, up, dy) -> (dgate, dup).
   void activation(std::string_view name, bool backward) {
-    const double n = static_cast<double>(tokens_) * (ffn_ / t_);
-    // GELU: x -> y, backward (x, dy) -> dx. SwiGLU: (gate, up) -> y, backward (gate, up, dy) ->
-    // (dgate, dup).
+    const double n = token_elements(ffn_ / t_);
     const double tensors = swiglu_ ? (backward ? 5.0 : 3.0) : (backward ? 3.0 : 2.0);
-    memory(name, tensors * kActBytes * n, (backward ? 12.0 : 8.0) * n);
+    memory(name, tensors * kActBytes * n, (backward ? 12.0 : 8.0) * n, KernelGroup::kElementwise);
   }
+  // Rotary embedding on this GPU's query and key heads (Transformer Engine's fused RoPE: one
+  // kernel reads and writes Q and K; backward the same on dQ and dK).
+  void rope(std::string_view name) {
+    if (model_.position_embedding() != clustersim::ModelConfig::ROPE) return;
+    const double n = token_elements((model_.num_heads() + kv_) / t_ * d_);
+    memory(name, 2.0 * kActBytes * n, 3.0 * n, KernelGroup::kElementwise);
+  }
+  // Megatron-LM's ColumnParallelLinear adds its bias in a separate kernel when the bias is not
+  // handed on to a fused consumer (the QKV projection: read and write the output).
+  void bias_add(std::string_view name, int64_t width) {
+    if (!model_.add_bias()) return;
+    const double n = token_elements(width);
+    memory(name, 2.0 * kActBytes * n, n, KernelGroup::kElementwise);
+  }
+  // Bias gradient = column sums of dY (Megatron-LM's linear backward: grad_output.sum(dim=0)).
+  void bias_grad(std::string_view name, int64_t width) {
+    if (!model_.add_bias()) return;
+    const double n = token_elements(width);
+    memory(name, kActBytes * n, n, KernelGroup::kElementwise);
+  }
+  // Transformer Engine delayed scaling: a bf16 tensor entering an FP8 GEMM is cast to FP8 and
+  // transposed in one kernel (cast_transpose, amax taken on the way): read 2 bytes, write the
+  // FP8 tensor and its transpose (1 + 1). The transpose feeds the wgrad GEMM, since Hopper FP8
+  // GEMMs take only the TN layout.
+  void fp8_cast_transpose(std::string_view name, double elements) {
+    memory(name, (kActBytes + 2.0) * elements, elements, KernelGroup::kFp8Cast);
+  }
+  // The norm kernel already wrote an FP8 input; wgrad needs its transpose (read 1, write 1).
+  void fp8_transpose(std::string_view name, double elements) {
+    memory(name, 2.0 * elements, 0, KernelGroup::kFp8Cast);
+  }
+
   void attention(std::string_view name, bool backward) {
+    if (model_.attention() == clustersim::ModelConfig::UNFUSED) {
+      if (backward) {
+        unfused_attention_bwd();
+      } else {
+        unfused_attention_fwd();
+      }
+      return;
+    }
     LayerOp op;
     op.kernel = compute::attention(name, par_.microbatch_size() * (model_.num_heads() / t_),
                                    seq_ / cp_, seq_, d_, model_.causal(), backward, kActBytes,
                                    model_.num_heads() / kv_);
     ops_.push_back(op);
+  }
+
+  // Megatron's unfused core attention (DotProductAttention without flash): per (batch x head)
+  // the s_q x s_kv scores go through HBM. With GQA, K and V are first repeated to every query
+  // head. The score GEMMs compute the whole square; the causal mask is applied in the softmax.
+  int64_t attn_batch() const { return par_.microbatch_size() * (model_.num_heads() / t_); }
+  double score_elements() const {
+    return static_cast<double>(attn_batch()) * static_cast<double>(seq_ / cp_) *
+           static_cast<double>(seq_);
+  }
+  double kv_elements(int64_t heads) const {
+    return 2.0 * static_cast<double>(par_.microbatch_size()) * static_cast<double>(heads) *
+           static_cast<double>(seq_) * static_cast<double>(d_);
+  }
+  void unfused_attention_fwd() {
+    const int64_t sq = seq_ / cp_, sk = seq_, bh = attn_batch();
+    if (kv_ < model_.num_heads()) {
+      memory("attn_kv_repeat_fwd",
+             kActBytes * (kv_elements(kv_ / t_) + kv_elements(model_.num_heads() / t_)), 0,
+             KernelGroup::kAttention);
+    }
+    gemm("attn_scores_fwd", sq, sk, d_, false, bh, KernelGroup::kAttention);
+    // Fused scale-mask-softmax (Megatron's scaled_upper_triang_masked_softmax): read the
+    // scores, write the probabilities.
+    const double s = score_elements();
+    memory("attn_softmax_fwd", 2.0 * kActBytes * s, 5.0 * s, KernelGroup::kAttention);
+    if (attention_dropout_) {
+      memory("attn_dropout_fwd", (2.0 * kActBytes + kMaskBytes) * s, s, KernelGroup::kElementwise);
+    }
+    gemm("attn_context_fwd", sq, d_, sk, false, bh, KernelGroup::kAttention);
+  }
+  void unfused_attention_bwd() {
+    const int64_t sq = seq_ / cp_, sk = seq_, bh = attn_batch();
+    const double s = score_elements();
+    gemm("attn_dvalue_bwd", sk, d_, sq, false, bh, KernelGroup::kAttention);
+    gemm("attn_dprobs_bwd", sq, sk, d_, false, bh, KernelGroup::kAttention);
+    if (attention_dropout_) {
+      memory("attn_dropout_bwd", (2.0 * kActBytes + kMaskBytes) * s, s, KernelGroup::kElementwise);
+    }
+    // Softmax backward: read the probabilities and their gradient, write the score gradient.
+    memory("attn_softmax_bwd", 3.0 * kActBytes * s, 4.0 * s, KernelGroup::kAttention);
+    gemm("attn_dquery_bwd", sq, d_, sk, false, bh, KernelGroup::kAttention);
+    gemm("attn_dkey_bwd", sk, d_, sq, false, bh, KernelGroup::kAttention);
+    if (kv_ < model_.num_heads()) {
+      // Sum the repeated heads' dK and dV back onto the key/value heads.
+      memory("attn_kv_repeat_bwd",
+             kActBytes * (kv_elements(kv_ / t_) + kv_elements(model_.num_heads() / t_)),
+             kv_elements(model_.num_heads() / t_), KernelGroup::kAttention);
+    }
   }
   // K and V of the whole sequence for this GPU's kv/tp heads.
   void cp_comm(CommKind kind, std::string_view name) {
@@ -128,10 +278,12 @@ class Builder {
 
   const clustersim::ModelConfig& model_;
   const clustersim::ParallelConfig& par_;
+  const clustersim::EffectsConfig& effects_;
   clustersim::Precision precision_;
   int64_t t_ = 1, cp_ = 1, h_ = 0, d_ = 0, kv_ = 0, ffn_ = 0, seq_ = 0;
   int64_t tokens_ = 0, norm_tokens_ = 0, vocab_shard_ = 0;
-  bool sp_ = false, swiglu_ = false;
+  bool sp_ = false, swiglu_ = false, fp8_casts_ = false;
+  bool hidden_dropout_ = false, attention_dropout_ = false;
 
  private:
   std::vector<LayerOp> ops_;
@@ -165,47 +317,65 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase)
   const int64_t qkv_n = (h + 2 * b.kv_ * b.d_) / t;
   const int64_t up_n = (b.swiglu_ ? 2 : 1) * b.ffn_ / t;
   const int64_t ffn_shard = b.ffn_ / t;
+  const bool fp8 = b.fp8_casts_;
   switch (phase) {
     case Phase::kForward:
       b.norm("ln1_fwd", false);
       b.enter_tp_forward("attn_sp_ag");
       b.gemm_phase(phase, "qkv_fwd", "", "", T, qkv_n, h);
+      b.bias_add("qkv_bias_fwd", qkv_n);
+      b.rope("rope_fwd");
       b.cp_comm(CommKind::kCpAllGather, "kv_cp_ag");
       b.attention("attn_fwd", false);
+      if (fp8) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(h / t));
       b.gemm_phase(phase, "proj_fwd", "", "", T, h, h / t);
       b.leave_tp_forward("attn_ar", "attn_sp_rs");
-      b.residual("attn_residual_fwd");
+      b.residual_fwd("attn_residual_fwd");
       b.norm("ln2_fwd", false);
       b.enter_tp_forward("mlp_sp_ag");
       b.gemm_phase(phase, "mlp_up_fwd", "", "", T, up_n, h);
       b.activation("mlp_act_fwd", false);
+      if (fp8) b.fp8_cast_transpose("mlp_down_input_fp8_cast", b.token_elements(ffn_shard));
       b.gemm_phase(phase, "mlp_down_fwd", "", "", T, h, ffn_shard);
       b.leave_tp_forward("mlp_ar", "mlp_sp_rs");
-      b.residual("mlp_residual_fwd");
+      b.residual_fwd("mlp_residual_fwd");
       break;
     case Phase::kBackward:
-      b.residual("mlp_residual_bwd");
+      b.dropout_bwd("mlp_dropout_bwd", b.norm_elements());
       b.leave_tp_backward("mlp_sp_ag_bwd");
+      if (fp8) b.fp8_cast_transpose("mlp_down_dgrad_fp8_cast", b.token_elements(h));
       b.gemm_phase(phase, "", "mlp_down_dgrad", "", T, h, ffn_shard);
       b.activation("mlp_act_bwd", true);
+      if (fp8) b.fp8_cast_transpose("mlp_up_dgrad_fp8_cast", b.token_elements(up_n));
       b.gemm_phase(phase, "", "mlp_up_dgrad", "", T, up_n, h);
       b.enter_tp_backward("mlp_ar_bwd", "mlp_sp_rs_bwd");
       b.norm("ln2_bwd", true);
-      b.residual("attn_residual_bwd");
+      b.residual_grad_sum("mlp_residual_grad_sum");
+      b.dropout_bwd("attn_dropout_bwd", b.norm_elements());
       b.leave_tp_backward("attn_sp_ag_bwd");
+      if (fp8) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
       b.gemm_phase(phase, "", "proj_dgrad", "", T, h, h / t);
       b.attention("attn_bwd", true);
       b.cp_comm(CommKind::kCpReduceScatter, "dkv_cp_rs");
+      b.rope("rope_bwd");
+      if (fp8) b.fp8_cast_transpose("qkv_dgrad_fp8_cast", b.token_elements(qkv_n));
       b.gemm_phase(phase, "", "qkv_dgrad", "", T, qkv_n, h);
       b.enter_tp_backward("attn_ar_bwd", "attn_sp_rs_bwd");
       b.norm("ln1_bwd", true);
+      b.residual_grad_sum("attn_residual_grad_sum");
       break;
     case Phase::kWeightGrad:
+      b.bias_grad("mlp_down_bias_grad", h);
       b.gemm_phase(phase, "", "", "mlp_down_wgrad", T, h, ffn_shard);
       b.enter_tp_forward("mlp_sp_ag_wgrad");
+      b.bias_grad("mlp_up_bias_grad", up_n);
+      if (fp8) b.fp8_transpose("mlp_up_wgrad_fp8_transpose", b.token_elements(h));
       b.gemm_phase(phase, "", "", "mlp_up_wgrad", T, up_n, h);
+      b.bias_grad("proj_bias_grad", h);
       b.gemm_phase(phase, "", "", "proj_wgrad", T, h, h / t);
       b.enter_tp_forward("attn_sp_ag_wgrad");
+      b.bias_grad("qkv_bias_grad", qkv_n);
+      if (fp8) b.fp8_transpose("qkv_wgrad_fp8_transpose", b.token_elements(h));
       b.gemm_phase(phase, "", "", "qkv_wgrad", T, qkv_n, h);
       break;
   }
@@ -228,19 +398,29 @@ std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config) {
 
 std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase phase) {
   Builder b(config);
-  const double n = static_cast<double>(b.tokens_) * b.h_;
+  const double n = b.token_elements(b.h_);
+  const bool learned = config.model().position_embedding() == clustersim::ModelConfig::LEARNED;
   switch (phase) {
     case Phase::kForward:
       // Each vocabulary shard reads its rows and writes a full (partly zero) output.
-      b.memory("embedding_fwd", 2.0 * kActBytes * n, 0);
+      b.memory("embedding_fwd", 2.0 * kActBytes * n, 0, KernelGroup::kLoss);
       b.leave_tp_forward("embedding_ar", "embedding_sp_rs");
+      // Learned absolute positions: gather the position rows and add them (read both, write).
+      if (learned) b.memory("position_embedding_fwd", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
+      // Megatron's embedding_dropout (hidden_dropout) on the sequence-parallel shard.
+      if (b.hidden_dropout_) {
+        b.memory("embedding_dropout_fwd", (2.0 * kActBytes + kMaskBytes) * b.norm_elements(),
+                 b.norm_elements(), KernelGroup::kElementwise);
+      }
       break;
     case Phase::kBackward:
+      b.dropout_bwd("embedding_dropout_bwd", b.norm_elements());
       b.leave_tp_backward("embedding_sp_ag_bwd");
       break;
     case Phase::kWeightGrad:
       // Read the gradient rows, read-modify-write the embedding gradient rows.
-      b.memory("embedding_wgrad", 3.0 * kActBytes * n, n);
+      b.memory("embedding_wgrad", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
+      if (learned) b.memory("position_embedding_wgrad", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
       break;
   }
   return b.take();
@@ -250,34 +430,65 @@ std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase) 
   Builder b(config);
   const int64_t T = b.tokens_, h = b.h_, v = b.vocab_shard_;
   const double logits = static_cast<double>(T) * static_cast<double>(v);
+  const KernelGroup loss = KernelGroup::kLoss;
   switch (phase) {
     case Phase::kForward:
-      b.norm("final_norm_fwd", false);
+      b.norm("final_norm_fwd", false, false);
       b.enter_tp_forward("head_sp_ag");
-      b.gemm_phase(phase, "logits_fwd", "", "", T, v, h);
-      // Read bf16 logits, keep the fp32 softmax for backward.
-      b.memory("cross_entropy_fwd", (kActBytes + 4.0) * logits, 5.0 * logits);
+      b.gemm_phase(phase, "logits_fwd", "", "", T, v, h, false);
+      // Megatron-Core's VocabParallelCrossEntropy (unfused, the default without
+      // --cross-entropy-loss-fusion), one kernel per tensor op over this GPU's vocabulary shard:
+      // cast the bf16 logits to fp32; max; subtract the (all-reduced) max in place; exp in place;
+      // sum; divide by the (all-reduced) sum in place, which keeps the fp32 softmax for backward.
+      b.memory("cross_entropy_cast_fwd", (kActBytes + kFp32Bytes) * logits, logits, loss);
+      b.memory("cross_entropy_max_fwd", kFp32Bytes * logits, logits, loss);
       if (b.t_ > 1) b.comm(CommKind::kTpAllReduce, "loss_ar", 3.0 * 4.0 * static_cast<double>(T));
+      b.memory("cross_entropy_sub_fwd", 2.0 * kFp32Bytes * logits, logits, loss);
+      b.memory("cross_entropy_exp_fwd", 2.0 * kFp32Bytes * logits, logits, loss);
+      b.memory("cross_entropy_sum_fwd", kFp32Bytes * logits, logits, loss);
+      b.memory("cross_entropy_div_fwd", 2.0 * kFp32Bytes * logits, logits, loss);
       break;
     case Phase::kBackward:
-      b.memory("cross_entropy_bwd", (4.0 + kActBytes) * logits, 2.0 * logits);
-      b.gemm_phase(phase, "", "logits_dgrad", "", T, v, h);
+      // The gradient is the saved softmax minus the one-hot target, scaled in place by the loss
+      // gradient (read and write fp32), then cast back to bf16 for the logits dgrad GEMM.
+      b.memory("cross_entropy_scale_bwd", 2.0 * kFp32Bytes * logits, logits, loss);
+      b.memory("cross_entropy_cast_bwd", (kFp32Bytes + kActBytes) * logits, 0, loss);
+      b.gemm_phase(phase, "", "logits_dgrad", "", T, v, h, false);
       b.enter_tp_backward("head_ar_bwd", "head_sp_rs_bwd");
       b.norm("final_norm_bwd", true);
       break;
     case Phase::kWeightGrad:
       b.enter_tp_forward("head_sp_ag_wgrad");
-      b.gemm_phase(phase, "", "", "logits_wgrad", T, v, h);
+      b.gemm_phase(phase, "", "", "logits_wgrad", T, v, h, false);
       break;
   }
   return b.take();
 }
 
-LayerOp optimizer_op(int64_t params) {
-  const double n = static_cast<double>(params);
-  LayerOp op;
-  op.kernel = compute::memory_bound("adam_step", 28.0 * n, 12.0 * n);
-  return op;
+std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
+                                   int64_t fp8_weight_params) {
+  Builder b(config);
+  const double n = static_cast<double>(shard_params);
+  const bool fp32_grads =
+      config.parallel().grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_FP32;
+  const double grad_bytes = fp32_grads ? kFp32Bytes : kActBytes;
+  // Megatron's clip_grad_norm_fp32: a multi-tensor L2 norm over this GPU's gradient shard. (The
+  // scalar's all-reduce over the model-parallel and data-parallel groups is a few bytes and not
+  // simulated; the scaling by the clip coefficient runs only on steps whose norm exceeds the
+  // threshold.)
+  b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm);
+  // Reads states and gradient, writes the states and the bf16 weight.
+  b.memory("adam_step", (kAdamStateBytes + grad_bytes + kAdamStateBytes + kActBytes) * n, 12.0 * n,
+           KernelGroup::kOptimizer);
+  if (b.fp8_casts_ && fp8_weight_params > 0) {
+    // Transformer Engine casts each updated weight to FP8 (and its transpose for dgrad) once per
+    // step, on the first microbatch, and reuses it for the others (is_first_microbatch); the
+    // delayed-scaling recipe then rolls the amax history and recomputes every scale in one
+    // fused kernel (amax_and_scale_update) over a few floats per FP8 tensor.
+    b.fp8_cast_transpose("fp8_weight_cast", static_cast<double>(fp8_weight_params));
+    b.memory("fp8_scale_update", 0, 0, KernelGroup::kFp8Cast);
+  }
+  return b.take();
 }
 
 }  // namespace cs::workload

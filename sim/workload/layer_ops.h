@@ -51,17 +51,30 @@ double gemm_input_bytes(clustersim::Precision precision);
 // attention / norm / activation backward, mirrored TP comms); kWeightGrad = W (wgrad GEMMs).
 // Every dgrad and wgrad GEMM has the FLOPs of its forward GEMM, so F + B + W GEMMs = 3 x forward.
 //
-// Forward: ln1, [SP all-gather], QKV (column parallel, n = (h + 2·kv·d)/tp), [CP K/V all-gather],
-// FlashAttention (heads/tp, s/cp queries against s keys, GQA), output projection (row parallel,
-// k = h/tp), TP all-reduce (SP: reduce-scatter), residual, ln2, [SP all-gather], MLP up (SwiGLU:
-// gate and up fused, n = 2·ffn/tp), activation, MLP down (row parallel), all-reduce (SP:
-// reduce-scatter), residual.
-// Backward B, in reverse: the row-parallel all-reduce's backward is the identity (SP: an
-// all-gather of the gradient); the column-parallel input's backward is an all-reduce (SP: a
-// reduce-scatter), so 2 all-reduces as in Megatron; CP reduce-scatters dK/dV.
-// Backward W: with SP the column-parallel GEMMs' wgrad needs their all-gathered input, which
-// Megatron stores sharded (that is what makes Korthikanti's 34/t) and all-gathers again; those
-// two extra all-gathers are in W, just before the wgrads that need them.
+// The kernels are those Megatron-LM / Transformer Engine launch, fused where they fuse, each
+// with the HBM bytes it moves (memory-bound: timed at the achievable HBM bandwidth):
+// Forward: ln1 (fused RMSNorm / LayerNorm), [SP all-gather], QKV (column parallel,
+// n = (h + 2·kv·d)/tp), [QKV bias add], [fused RoPE on Q and K], [CP K/V all-gather], attention
+// (FlashAttention, or the unfused path: Q·Kᵀ GEMM, scale-mask-softmax, [dropout], ·V GEMM),
+// output projection (row parallel, k = h/tp), TP all-reduce (SP: reduce-scatter),
+// bias-dropout-add (mask only when hidden_dropout > 0), ln2, [SP all-gather], MLP up (SwiGLU:
+// gate and up fused, n = 2·ffn/tp), fused bias-activation, MLP down (row parallel),
+// all-reduce (SP: reduce-scatter), bias-dropout-add.
+// Backward B, in reverse: dropout backward (when p > 0), the row-parallel all-reduce's backward
+// is the identity (SP: an all-gather of the gradient); the column-parallel input's backward is an
+// all-reduce (SP: a reduce-scatter), so 2 all-reduces as in Megatron; norm backward, then the sum
+// of the residual stream's two gradients; RoPE backward; CP reduce-scatters dK/dV.
+// Backward W: bias gradients (column sums of dY) when add_bias; with SP the column-parallel
+// GEMMs' wgrad needs their all-gathered input, which Megatron stores sharded (that is what makes
+// Korthikanti's 34/t) and all-gathers again; those two extra all-gathers are in W, just before
+// the wgrads that need them.
+// FP8 (Transformer Engine delayed scaling, when effects.fp8_casts): every bf16 tensor entering a
+// transformer-layer GEMM is cast to FP8 with its transpose in one kernel (the inputs of the
+// projection and MLP down GEMMs forward, the output gradients of all four backward); the norms
+// write FP8 directly and wgrad transposes their output. Weights are cast once per step
+// (optimizer_ops). The output layer and attention stay BF16.
+// Each kernel group can be switched off (EffectsConfig: norm_kernels, elementwise_kernels,
+// loss_kernels, fp8_casts, grad_norm); GEMMs and attention always run.
 std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase);
 
 // What recomputation re-runs before a layer's backward: FULL the whole forward (comms included),
@@ -80,10 +93,15 @@ std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase ph
 // final-norm backward; W: logits wgrad.
 std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase);
 
-// Mixed-precision Adam over `params` parameters (this GPU's shard): reads fp32 master, m, v
-// (12 bytes) and the bf16 gradient (2), writes master, m, v (12) and the bf16 weight (2): 28
-// bytes per parameter, about 12 FLOPs. (The 16-18 bytes sometimes quoted count only the fp32
-// states read or only written; a fused kernel still has to move both directions.)
-LayerOp optimizer_op(int64_t params);
+// The once-per-step kernels after the backward, in order, on one GPU:
+// - grad_norm: the L2 norm of this GPU's `shard_params` gradients for clipping (read once);
+// - adam_step: mixed-precision Adam over the shard: reads fp32 master, m, v (12 bytes) and the
+//   gradient (4 bytes in fp32, parallel.grad_reduce_dtype GRAD_FP32; 2 in bf16), writes master,
+//   m, v (12) and the bf16 weight (2): 30 (28) bytes per parameter, about 12 FLOPs. (The 16-18
+//   bytes sometimes quoted count only one direction; a fused kernel moves both.)
+// - FP8 runs: fp8_weight_cast of the stage's `fp8_weight_params` transformer-layer weights on
+//   this TP rank (cast + transpose) and the delayed-scaling amax / scale update.
+std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
+                                   int64_t fp8_weight_params);
 
 }  // namespace cs::workload

@@ -127,6 +127,15 @@ TEST(GpuProfile, NonsenseValuesNameTheField) {
   EXPECT_NE(msg_for([](GpuProfile& p) { p.set_peak_bf16_tflops(-1); }).find("peak_bf16_tflops"),
             std::string::npos);
   EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.mutable_clocks()->set_peak_clock_mhz(1000);
+              p.mutable_clocks()->set_sustained_clock_mhz(1200);
+            }).find("f: clocks.sustained_clock_mhz must be <= clocks.peak_clock_mhz"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.mutable_clocks()->set_sustained_clock_mhz(1200);
+            }).find("clocks.peak_clock_mhz"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
               p.add_measured_kernels()->set_time_us(0);
             }).find("measured_kernels[0].time_us"),
             std::string::npos);

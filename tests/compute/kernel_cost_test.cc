@@ -230,5 +230,44 @@ TEST(KernelCost, MeasuredKernelsOverrideTheModelOnlyWhenTheyMatch) {
   EXPECT_NE(model.time(memory_bound("softmax", 1e6), Precision::kBf16), Time::from_us(42));
 }
 
+// Sustained clocks: compute-bound kernels run at sustained / peak clock, each figure's own
+// measurement clock divided out once; memory-bound kernels do not slow.
+TEST(KernelCost, SustainedClockSlowsTensorCoreWorkOnceAndLeavesMemoryAlone) {
+  const GpuProfile a100 = load_gpu_profile("a100");
+  const double ratio = a100.clocks().sustained_clock_mhz() / a100.clocks().peak_clock_mhz();
+  ASSERT_LT(ratio, 1.0);
+  EXPECT_DOUBLE_EQ(sustained_clock_ratio(a100), ratio);
+  KernelCostOptions boost;
+  boost.sustained_clocks = false;
+  const KernelCostModel on(a100), off(a100, boost);
+  // The A100 GEMM ceiling is per clock at the peak clock: sustained runs it at the ratio.
+  ASSERT_FALSE(a100.gemm().measured_at_sustained_clock());
+  const Kernel big = gemm("big", 16384, 16384, 16384, 2);
+  EXPECT_NEAR(body_seconds(on, big, Precision::kBf16) * ratio,
+              body_seconds(off, big, Precision::kBf16), 1e-9);
+  EXPECT_DOUBLE_EQ(on.gemm_ceiling(Precision::kBf16), a100.gemm().efficiency_bf16() * ratio);
+  // FlashAttention-2's figures were measured power-limited: kept as they are when sustained,
+  // and the clock drop divided out at the peak clock.
+  ASSERT_TRUE(a100.attention_bf16().measured_at_sustained_clock());
+  // 108 heads x 64 query blocks: whole waves on 108 SMs.
+  const Kernel attn = attention("attn", 108, 8192, 8192, 128, false, false, 2);
+  EXPECT_NEAR(body_seconds(on, attn, Precision::kBf16),
+              attn.flops / (312e12 * a100.attention_bf16().forward()), 1e-9);
+  EXPECT_NEAR(body_seconds(off, attn, Precision::kBf16) / ratio,
+              body_seconds(on, attn, Precision::kBf16), 1e-9);
+  const Kernel copy = memory_bound("copy", 1e10);
+  EXPECT_EQ(on.time(copy, Precision::kBf16), off.time(copy, Precision::kBf16));
+  // Hopper has no sustained-clock measurement: ratio 1, the switch changes nothing.
+  const GpuProfile h100 = load_gpu_profile("h100");
+  EXPECT_DOUBLE_EQ(sustained_clock_ratio(h100), 1.0);
+  EXPECT_EQ(KernelCostModel(h100).time(big, Precision::kBf16),
+            KernelCostModel(h100, boost).time(big, Precision::kBf16));
+  // The run's effect switch reaches the options.
+  clustersim::EffectsConfig effects;
+  EXPECT_TRUE(cost_options(effects).sustained_clocks);
+  effects.set_sustained_clocks(false);
+  EXPECT_FALSE(cost_options(effects).sustained_clocks);
+}
+
 }  // namespace
 }  // namespace cs::compute

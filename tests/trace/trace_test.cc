@@ -51,6 +51,12 @@ TEST(TraceRoundTrip, ReplayEqualsRunBitForBit) {
        "parallel.zero_stage=3", "parallel.sequence_parallel=false"},
       {"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=4",
        "parallel.zero_stage=0"},
+      // Every kernel kind and group around the GEMMs: unfused attention, biases, dropout,
+      // LayerNorm, learned positions, FP8 casts (the breakdown by group is in the JSON).
+      {"parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8",
+       "model.attention=UNFUSED", "model.add_bias=true", "model.hidden_dropout=0.1",
+       "model.attention_dropout=0.1", "model.norm=LAYERNORM", "model.position_embedding=LEARNED",
+       "precision=FP8"},
   };
   for (const auto& overrides : configs) {
     const auto config = small(overrides);

@@ -162,8 +162,8 @@ TEST(LayerOps, ComputeScalesAsOneOverTp) {
         EXPECT_EQ(split[i].kernel.name, one[i].kernel.name);
         const compute::Kernel& k = split[i].kernel;
         // Norms and residuals are replicated over TP ranks unless SP splits their tokens.
-        const bool splits =
-            k.kind != compute::KernelKind::kMemoryBound || sp || k.name == "mlp_act_fwd";
+        const bool splits = k.kind != compute::KernelKind::kMemoryBound || sp ||
+                            k.name == "mlp_act_fwd" || k.name == "rope_fwd";
         const double factor = splits ? t : 1;
         EXPECT_DOUBLE_EQ(k.flops * factor, one[i].kernel.flops) << k.name;
         if (k.kind == compute::KernelKind::kMemoryBound) {
@@ -267,14 +267,13 @@ TEST(LayerOps, EmbeddingHeadAndOptimizer) {
       EXPECT_EQ(op.kernel.n, 8001);
     }
   }
-  EXPECT_DOUBLE_EQ(optimizer_op(1000).kernel.bytes, 28000);
-  EXPECT_EQ(optimizer_op(1000).kernel.kind, compute::KernelKind::kMemoryBound);
 }
 
 TEST(LayerOps, Fp8HalvesGemmInputsNotFlops) {
   clustersim::RunConfig c = llama_like(2, 1, false);
   const auto bf16 = layer_ops(c, Phase::kForward);
   c.set_precision(clustersim::FP8);
+  c.mutable_effects()->set_fp8_casts(false);  // same op list, only the GEMMs change
   const auto fp8 = layer_ops(c, Phase::kForward);
   ASSERT_EQ(bf16.size(), fp8.size());
   for (size_t i = 0; i < fp8.size(); ++i) {
@@ -288,4 +287,253 @@ TEST(LayerOps, Fp8HalvesGemmInputsNotFlops) {
 }
 
 }  // namespace
+
+const LayerOp* find(const std::vector<LayerOp>& ops, std::string_view name) {
+  for (const LayerOp& op : ops)
+    if (op.name() == name) return &op;
+  return nullptr;
+}
+
+std::vector<LayerOp> all_ops(const clustersim::RunConfig& c) {
+  std::vector<LayerOp> out;
+  for (Phase ph : kPhases) {
+    for (const auto& list : {layer_ops(c, ph), embedding_ops(c, ph), head_ops(c, ph)})
+      out.insert(out.end(), list.begin(), list.end());
+  }
+  const auto rec = layer_recompute_ops(c);
+  out.insert(out.end(), rec.begin(), rec.end());
+  const auto opt = optimizer_ops(c, 1000, 1000);
+  out.insert(out.end(), opt.begin(), opt.end());
+  return out;
+}
+
+double group_bytes(const std::vector<LayerOp>& ops, compute::KernelGroup g) {
+  double b = 0;
+  for (const LayerOp& op : ops)
+    if (!op.is_comm && op.kernel.group == g) b += op.kernel.bytes;
+  return b;
+}
+
+bool has_name_part(const std::vector<LayerOp>& ops, std::string_view part) {
+  for (const LayerOp& op : ops)
+    if (op.name().find(part) != std::string_view::npos) return true;
+  return false;
+}
+
+// GPT-3 style: LayerNorm, learned positions, biases, dropout 0.1, GeLU, unfused attention.
+clustersim::RunConfig gpt_like(int32_t tp, bool sp) {
+  clustersim::RunConfig c = llama_like(tp, 1, sp);
+  auto* m = c.mutable_model();
+  m->set_num_kv_heads(0);
+  m->set_activation(clustersim::ModelConfig::GELU);
+  m->set_ffn_hidden_size(4096);
+  m->set_norm(clustersim::ModelConfig::LAYERNORM);
+  m->set_position_embedding(clustersim::ModelConfig::LEARNED);
+  m->set_add_bias(true);
+  m->set_hidden_dropout(0.1);
+  m->set_attention_dropout(0.1);
+  m->set_attention(clustersim::ModelConfig::UNFUSED);
+  return c;
+}
+
+TEST(LayerKernels, NormBytesAreOneReadOneWriteForwardTwoReadsOneWriteBackward) {
+  for (bool sp : {false, true}) {
+    const clustersim::RunConfig c = llama_like(4, 1, sp);
+    const double n = 2.0 * 2048 / (sp ? 4 : 1) * 1024;  // T (/ tp under SP) x h
+    EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 2 * 2 * n);
+    EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kBackward), "ln2_bwd")->kernel.bytes, 3 * 2 * n);
+    EXPECT_EQ(find(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.group,
+              compute::KernelGroup::kNorm);
+  }
+  // LayerNorm moves the same bytes and does more arithmetic (the mean).
+  clustersim::RunConfig ln = llama_like(1, 1, false);
+  ln.mutable_model()->set_norm(clustersim::ModelConfig::LAYERNORM);
+  const auto rms_ops = layer_ops(llama_like(1, 1, false), Phase::kForward);
+  const auto ln_ops = layer_ops(ln, Phase::kForward);
+  const auto& rms = find(rms_ops, "ln1_fwd")->kernel;
+  const auto& layer = find(ln_ops, "ln1_fwd")->kernel;
+  EXPECT_DOUBLE_EQ(layer.bytes, rms.bytes);
+  EXPECT_GT(layer.flops, rms.flops);
+}
+
+TEST(LayerKernels, RopeOnQueryAndKeyHeadsOnlyWithRotaryPositions) {
+  const clustersim::RunConfig c = llama_like(2, 1, true);
+  // Q and K of this GPU's heads: T x (16 + 4) / 2 heads x 64, read and written in bf16.
+  const double n = 2.0 * 2048 * (16 + 4) / 2 * 64;
+  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "rope_fwd")->kernel.bytes, 2 * 2 * n);
+  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kBackward), "rope_bwd")->kernel.bytes, 2 * 2 * n);
+  EXPECT_EQ(find(embedding_ops(c, Phase::kForward), "position_embedding_fwd"), nullptr);
+  clustersim::RunConfig learned = c;
+  learned.mutable_model()->set_position_embedding(clustersim::ModelConfig::LEARNED);
+  for (Phase ph : kPhases) EXPECT_FALSE(has_name_part(layer_ops(learned, ph), "rope"));
+  // Learned positions: added once, on the first stage (embedding_ops), over T x h.
+  EXPECT_DOUBLE_EQ(
+      find(embedding_ops(learned, Phase::kForward), "position_embedding_fwd")->kernel.bytes,
+      3 * 2 * 2.0 * 2048 * 1024);
+  EXPECT_NE(find(embedding_ops(learned, Phase::kWeightGrad), "position_embedding_wgrad"), nullptr);
+}
+
+TEST(LayerKernels, DropoutKernelsAndMasksOnlyWhereTheModelHasDropout) {
+  const clustersim::RunConfig none = llama_like(2, 1, false);
+  EXPECT_FALSE(has_name_part(all_ops(none), "dropout"));
+  const double n = 2.0 * 2048 * 1024;
+  // Bias-dropout-add without dropout: read x and the residual, write the sum.
+  EXPECT_DOUBLE_EQ(find(layer_ops(none, Phase::kForward), "attn_residual_fwd")->kernel.bytes,
+                   3 * 2 * n);
+  clustersim::RunConfig hidden = none;
+  hidden.mutable_model()->set_hidden_dropout(0.1);
+  EXPECT_DOUBLE_EQ(find(layer_ops(hidden, Phase::kForward), "attn_residual_fwd")->kernel.bytes,
+                   3 * 2 * n + n);  // + the 1-byte mask
+  EXPECT_DOUBLE_EQ(find(layer_ops(hidden, Phase::kBackward), "mlp_dropout_bwd")->kernel.bytes,
+                   (2 * 2 + 1) * n);
+  EXPECT_NE(find(embedding_ops(hidden, Phase::kForward), "embedding_dropout_fwd"), nullptr);
+  // Attention dropout runs as its own kernel only on the unfused path (FlashAttention applies it
+  // inside the kernel from its RNG state).
+  clustersim::RunConfig attn = none;
+  attn.mutable_model()->set_attention_dropout(0.1);
+  EXPECT_FALSE(has_name_part(all_ops(attn), "dropout"));
+  attn.mutable_model()->set_attention(clustersim::ModelConfig::UNFUSED);
+  const double scores = 2.0 * 16 / 2 * 2048 * 2048;  // b x heads/tp x s x s
+  EXPECT_DOUBLE_EQ(find(layer_ops(attn, Phase::kForward), "attn_dropout_fwd")->kernel.bytes,
+                   (2 * 2 + 1) * scores);
+  EXPECT_NE(find(layer_ops(attn, Phase::kBackward), "attn_dropout_bwd"), nullptr);
+}
+
+TEST(LayerKernels, BiasAddsAndGradientsOnlyWithBiases) {
+  const clustersim::RunConfig c = gpt_like(2, false);
+  const int64_t qkv_n = 3 * 1024 / 2;
+  const double T = 2.0 * 2048;
+  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "qkv_bias_fwd")->kernel.bytes,
+                   2 * 2 * T * qkv_n);
+  const auto w = layer_ops(c, Phase::kWeightGrad);
+  EXPECT_DOUBLE_EQ(find(w, "qkv_bias_grad")->kernel.bytes, 2 * T * qkv_n);
+  EXPECT_DOUBLE_EQ(find(w, "mlp_up_bias_grad")->kernel.bytes, 2 * T * 4096 / 2);
+  EXPECT_NE(find(w, "proj_bias_grad"), nullptr);
+  EXPECT_NE(find(w, "mlp_down_bias_grad"), nullptr);
+  clustersim::RunConfig no_bias = c;
+  no_bias.mutable_model()->set_add_bias(false);
+  EXPECT_FALSE(has_name_part(all_ops(no_bias), "bias"));
+}
+
+TEST(LayerKernels, UnfusedAttentionHasTheScoreGemmsAndSoftmaxInHbm) {
+  const clustersim::RunConfig c = gpt_like(2, false);
+  const int64_t bh = 2 * 16 / 2, s = 2048, d = 64;
+  const auto fwd = layer_ops(c, Phase::kForward);
+  const compute::Kernel& scores = find(fwd, "attn_scores_fwd")->kernel;
+  EXPECT_EQ(scores.kind, compute::KernelKind::kGemm);
+  EXPECT_EQ(scores.batch, bh);
+  // Q·Kᵀ per head: 2·s·s·d FLOPs, the whole square (the causal mask is applied in the softmax).
+  EXPECT_DOUBLE_EQ(scores.flops, 2.0 * bh * s * s * d);
+  EXPECT_DOUBLE_EQ(find(fwd, "attn_context_fwd")->kernel.flops, 2.0 * bh * s * s * d);
+  EXPECT_DOUBLE_EQ(find(fwd, "attn_softmax_fwd")->kernel.bytes, 2 * 2.0 * bh * s * s);
+  EXPECT_EQ(find(fwd, "attn_fwd"), nullptr);
+  // Backward: four GEMMs of the forward's shape (dV, dP, dQ, dK).
+  double bwd_gemm = 0;
+  for (const LayerOp& op : layer_ops(c, Phase::kBackward))
+    if (op.kernel.group == compute::KernelGroup::kAttention &&
+        op.kernel.kind == compute::KernelKind::kGemm)
+      bwd_gemm += op.kernel.flops;
+  EXPECT_DOUBLE_EQ(bwd_gemm, 2 * 2 * 2.0 * bh * s * s * d);
+  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kBackward), "attn_softmax_bwd")->kernel.bytes,
+                   3 * 2.0 * bh * s * s);
+  // Selective recompute re-runs the unfused core.
+  clustersim::RunConfig sel = c;
+  sel.mutable_parallel()->set_recompute(clustersim::ParallelConfig::SELECTIVE);
+  EXPECT_NE(find(layer_recompute_ops(sel), "attn_scores_fwd"), nullptr);
+  // GQA repeats K and V to every query head first.
+  clustersim::RunConfig gqa = llama_like(2, 1, false);
+  gqa.mutable_model()->set_attention(clustersim::ModelConfig::UNFUSED);
+  EXPECT_NE(find(layer_ops(gqa, Phase::kForward), "attn_kv_repeat_fwd"), nullptr);
+}
+
+TEST(LayerKernels, ModelFlopsDoNotChangeWithKernelsAroundTheGemms) {
+  const clustersim::RunConfig flash = llama_like(2, 1, false);
+  clustersim::RunConfig other = gpt_like(2, false);
+  other.mutable_model()->set_num_kv_heads(4);
+  other.mutable_model()->set_activation(clustersim::ModelConfig::SWIGLU);
+  other.mutable_model()->set_ffn_hidden_size(2816);
+  other.mutable_model()->set_add_bias(false);
+  other.mutable_model()->set_position_embedding(clustersim::ModelConfig::ROPE);
+  EXPECT_DOUBLE_EQ(model_flops_per_step(other), model_flops_per_step(flash));
+  other.set_precision(clustersim::FP8);
+  EXPECT_DOUBLE_EQ(model_flops_per_step(other), model_flops_per_step(flash));
+}
+
+TEST(LayerKernels, CrossEntropyIsMegatronsFp32PassesOverTheVocabularyShard) {
+  const clustersim::RunConfig c = llama_like(4, 1, false);
+  const double logits = 2.0 * 2048 * 32000 / 4;
+  // cast (2 + 4), max (4), subtract (8), exp (8), sum (4), divide (8) bytes per logit.
+  EXPECT_DOUBLE_EQ(group_bytes(head_ops(c, Phase::kForward), compute::KernelGroup::kLoss),
+                   38 * logits);
+  // scale by the loss gradient (8), cast back to bf16 (6).
+  EXPECT_DOUBLE_EQ(group_bytes(head_ops(c, Phase::kBackward), compute::KernelGroup::kLoss),
+                   14 * logits);
+}
+
+TEST(LayerKernels, Fp8CastsEveryTensorEnteringALayerGemmOnlyUnderFp8) {
+  clustersim::RunConfig c = llama_like(2, 1, false);
+  EXPECT_EQ(group_bytes(all_ops(c), compute::KernelGroup::kFp8Cast), 0);
+  c.set_precision(clustersim::FP8);
+  const double T = 2.0 * 2048, h = 1024, t = 2;
+  const double qkv_n = (1024 + 2 * 4 * 64) / t, up_n = 2 * 2816 / t, ffn = 2816 / t;
+  // cast_transpose: read 2 bytes, write the FP8 tensor and its transpose.
+  EXPECT_DOUBLE_EQ(group_bytes(layer_ops(c, Phase::kForward), compute::KernelGroup::kFp8Cast),
+                   4 * T * (h / t + ffn));
+  EXPECT_DOUBLE_EQ(group_bytes(layer_ops(c, Phase::kBackward), compute::KernelGroup::kFp8Cast),
+                   4 * T * (h + up_n + h + qkv_n));
+  // The two norm-fed inputs are transposed for wgrad (1 + 1 bytes).
+  EXPECT_DOUBLE_EQ(group_bytes(layer_ops(c, Phase::kWeightGrad), compute::KernelGroup::kFp8Cast),
+                   2 * 2 * T * h);
+  // The norms write FP8 themselves: 2 + 1 bytes per element.
+  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 3 * T * h);
+  // Weights once per step: cast + transpose, 4 bytes per weight.
+  EXPECT_DOUBLE_EQ(find(optimizer_ops(c, 100, 5000), "fp8_weight_cast")->kernel.bytes, 4 * 5000);
+  EXPECT_NE(find(optimizer_ops(c, 100, 5000), "fp8_scale_update"), nullptr);
+  // The output layer stays BF16.
+  EXPECT_EQ(find(head_ops(c, Phase::kForward), "logits_fwd")->precision, compute::Precision::kBf16);
+}
+
+TEST(LayerKernels, OptimizerStepAndGradNormOverTheShard) {
+  clustersim::RunConfig c = llama_like(2, 1, false);
+  const auto ops = optimizer_ops(c, 1000, 0);
+  ASSERT_EQ(ops.size(), 2u);
+  EXPECT_EQ(ops[0].name(), "grad_norm");            // clipping needs the norm before the step
+  EXPECT_DOUBLE_EQ(ops[0].kernel.bytes, 4 * 1000);  // fp32 main gradients
+  EXPECT_DOUBLE_EQ(ops[1].kernel.bytes, 30 * 1000);
+  c.mutable_parallel()->set_grad_reduce_dtype(clustersim::ParallelConfig::GRAD_BF16);
+  EXPECT_DOUBLE_EQ(find(optimizer_ops(c, 1000, 0), "grad_norm")->kernel.bytes, 2 * 1000);
+  EXPECT_DOUBLE_EQ(find(optimizer_ops(c, 1000, 0), "adam_step")->kernel.bytes, 28 * 1000);
+}
+
+TEST(LayerKernels, EachEffectSwitchRemovesExactlyItsGroup) {
+  struct Switch {
+    void (clustersim::EffectsConfig::*set)(bool);
+    compute::KernelGroup group;
+  };
+  const Switch switches[] = {
+      {&clustersim::EffectsConfig::set_norm_kernels, compute::KernelGroup::kNorm},
+      {&clustersim::EffectsConfig::set_elementwise_kernels, compute::KernelGroup::kElementwise},
+      {&clustersim::EffectsConfig::set_loss_kernels, compute::KernelGroup::kLoss},
+      {&clustersim::EffectsConfig::set_fp8_casts, compute::KernelGroup::kFp8Cast},
+      {&clustersim::EffectsConfig::set_grad_norm, compute::KernelGroup::kGradNorm}};
+  clustersim::RunConfig on = gpt_like(2, true);
+  on.set_precision(clustersim::FP8);
+  const auto all = all_ops(on);
+  for (const Switch& sw : switches) {
+    EXPECT_GT(group_bytes(all, sw.group), 0) << compute::to_string(sw.group);
+    clustersim::RunConfig off = on;
+    (off.mutable_effects()->*sw.set)(false);
+    const auto fewer = all_ops(off);
+    EXPECT_EQ(group_bytes(fewer, sw.group), 0) << compute::to_string(sw.group);
+    for (auto g : {compute::KernelGroup::kGemm, compute::KernelGroup::kAttention,
+                   compute::KernelGroup::kOptimizer, compute::KernelGroup::kNorm,
+                   compute::KernelGroup::kElementwise, compute::KernelGroup::kLoss}) {
+      if (g == sw.group) continue;
+      // The norms write FP8 only while the casts are modelled.
+      if (sw.group == compute::KernelGroup::kFp8Cast && g == compute::KernelGroup::kNorm) continue;
+      EXPECT_DOUBLE_EQ(group_bytes(fewer, g), group_bytes(all, g)) << compute::to_string(g);
+    }
+  }
+}
+
 }  // namespace cs::workload

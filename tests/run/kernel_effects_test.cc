@@ -1,0 +1,52 @@
+// The kernel effect switches reach a whole simulated step: the breakdown by kernel group adds up
+// to the compute time, and switching an effect off removes its line and its time.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/config/run_config.h"
+#include "sim/run/step_simulation.h"
+
+namespace cs::run {
+namespace {
+
+// GPT-3's kernels (LayerNorm, biases, dropout, learned positions) on 8 A100s, two layers.
+clustersim::RunConfig small_gpt3(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), {"model.num_layers=2", "parallel.pp=1", "parallel.dp=1",
+                                       "parallel.global_batch_size=2"});
+  return load_run_config("", "gpt3-175b", overrides).config;
+}
+
+double group_seconds(const report::StepReport& r, const std::string& group) {
+  for (const auto& [name, seconds] : r.compute_by_kernel_group_s)
+    if (name == group) return seconds;
+  return 0;
+}
+
+TEST(KernelEffects, BreakdownSumsToComputeAndEachSwitchRemovesItsLine) {
+  const auto on = simulate_step(small_gpt3({}), "test");
+  double sum = 0;
+  for (const auto& [name, seconds] : on.compute_by_kernel_group_s) sum += seconds;
+  ASSERT_EQ(on.stages.size(), 1u);
+  EXPECT_NEAR(sum, on.stages[0].compute_s, 1e-9 * sum);
+  for (const char* group :
+       {"gemm", "attention", "norm", "elementwise", "loss", "optimizer", "grad_norm"})
+    EXPECT_GT(group_seconds(on, group), 0) << group;
+
+  const auto no_norms = simulate_step(small_gpt3({"effects.norm_kernels=false"}), "test");
+  EXPECT_EQ(group_seconds(no_norms, "norm"), 0);
+  EXPECT_LT(no_norms.stages[0].compute_s, on.stages[0].compute_s);
+}
+
+TEST(KernelEffects, SustainedClocksSlowA100GemmsByTheClockRatio) {
+  const auto on = simulate_step(small_gpt3({}), "test");
+  const auto off = simulate_step(small_gpt3({"effects.sustained_clocks=false"}), "test");
+  // A100: 1228 of 1410 MHz sustained; GEMMs are compute-bound here, launch overhead aside.
+  EXPECT_NEAR(group_seconds(off, "gemm") / group_seconds(on, "gemm"), 1228.0 / 1410.0, 0.01);
+  EXPECT_EQ(group_seconds(off, "norm"), group_seconds(on, "norm"));
+  EXPECT_LT(off.iteration_time_s, on.iteration_time_s);
+}
+
+}  // namespace
+}  // namespace cs::run
