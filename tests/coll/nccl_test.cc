@@ -179,6 +179,21 @@ TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
   EXPECT_NEAR(with - without, 6.6 + 14 * 0.6, 0.05);
 }
 
+TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
+  const NcclTuning tuning = NcclTuning::for_gpu("h100");
+  // 8 servers of 8: NCCL's model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
+  // which our hierarchical schedule does too (our tree over all ranks would not).
+  EXPECT_EQ(tuning.model_choice(Op::kAllReduce, 64, 8, 16 << 20).algo, NcclAlgo::kTree);
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 8, 16 << 20).algo, Algorithm::kHierarchical);
+  // One GPU per server: the double binary tree itself.
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 1, 64 << 10).algo, Algorithm::kTree);
+  // The fixed size rule when NCCL's choice is off.
+  NcclSettings rule;
+  rule.nccl_choice = false;
+  EXPECT_EQ(NcclTuning::for_gpu("h100", rule).plan(Op::kAllReduce, 8, 8, 1 << 30).algo,
+            Algorithm::kRing);
+}
+
 TEST(NcclPlan, UnknownGpuKeepsTheIdealWire) {
   const NcclTuning none = NcclTuning::for_gpu("tpu");
   EXPECT_FALSE(none.has_hardware());
