@@ -7,10 +7,7 @@
 #include "sim/coll/algorithms.h"
 #include "sim/coll/nccl_model.h"
 #include "sim/coll/nccl_plan.h"
-#include "sim/coll/runner.h"
-#include "sim/core/simulator.h"
-#include "sim/net/flow_network.h"
-#include "sim/net/routing.h"
+#include "sim/coll/nccl_test_case.h"
 #include "sim/net/topology_builder.h"
 
 namespace cs::coll {
@@ -102,23 +99,10 @@ struct Result {
 };
 Result simulate(Op op, int32_t servers, Bytes bytes, NcclSettings settings = {},
                 Algorithm algo = Algorithm::kAuto) {
-  const int32_t n = 8 * servers;
-  const net::Topology topo = net::build_topology(net::resolve_topology("dgx-h100"), n, "dgx-h100");
-  net::Routing routing(topo);
-  Simulator sim;
-  net::FlowNetwork network(sim, topo, routing);
-  const NcclTuning tuning = NcclTuning::for_gpu("h100", settings);
-  Result r;
-  r.key = tuning.plan(op, n, 8, bytes, algo);
-  const auto schedule = build_schedule(r.key);
-  std::vector<net::VertexId> vertices;
-  for (int32_t i = 0; i < n; ++i) vertices.push_back(topo.gpu(i));
-  Time end;
-  run_collective(sim, network, *schedule, vertices, bytes, [&](const RunStats& s) { end = s.end; });
-  sim.run();
-  r.time_us = end.as_us();
-  r.busbw_gbps = static_cast<double>(bytes) / end.as_seconds() * 1e-9 * bus_bandwidth_factor(op, n);
-  return r;
+  const net::Topology topo =
+      net::build_topology(net::resolve_topology("dgx-h100"), 8 * servers, "dgx-h100");
+  const NcclTestResult r = run_nccl_test(topo, op, bytes, 0, settings, algo);
+  return {r.key, r.busbw_gbps, r.time.as_us()};
 }
 
 constexpr Bytes kGiB = Bytes{1} << 30;
