@@ -30,6 +30,28 @@ done
   "$out"/{all_gather,reduce_scatter,all_to_all}_64xh100.json
 
 "$bin" validate >results/validation.md || [ $? -eq 1 ]  # 1: some case misses its published figure
+# --- NCCL-level curves, 8 B to 8 GiB, 1 to 64 DGX servers, beside published nccl-tests ----------
+# auto: NCCL's own choice (cost model of src/graph/tuning.cc); ring: NCCL_ALGO=Ring.
+nccl_sizes=8,64,512,4K,32K,256K,1M,4M,16M,64M,256M,1G,4G,8G
+curves=()
+for gpu in h100 a100; do
+  for servers in 1 2 4 8 16 32 64; do
+    gpus=$((servers * 8))
+    for op in all_reduce all_gather reduce_scatter; do
+      f="$out/nccl_${op}_auto_${gpus}x${gpu}.json"
+      "$bin" collective --op "$op" --gpus "$gpus" --topology "dgx-$gpu" --sizes "$nccl_sizes" \
+        --json "$f" >/dev/null
+      curves+=("$f")
+    done
+    if [ "$servers" -le 2 ]; then
+      f="$out/nccl_all_reduce_ring_${gpus}x${gpu}.json"
+      "$bin" collective --op all_reduce --algo ring --gpus "$gpus" --topology "dgx-$gpu" \
+        --sizes "$nccl_sizes" --json "$f" >/dev/null
+      curves+=("$f")
+    fi
+  done
+done
+"$py" $plots/nccl_curves.py "$out" "$out/nccl_tests_published.csv" "${curves[@]}"
 
 # --- the lesson's case: p = 4 stages, m = 1..32 microbatches ------------------------------------
 # A small model (Llama 3 8B's layer shapes, 16 layers, 4K tokens, a 1K vocabulary so that the

@@ -10,6 +10,7 @@
 #include "sim/cli/size_list.h"
 #include "sim/coll/algorithms.h"
 #include "sim/coll/collective.h"
+#include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
 #include "sim/net/network_factory.h"
@@ -36,11 +37,21 @@ struct Request {
   std::string sizes = "1K,1M,1G";
   std::string network = "congestion_aware";
   std::string json;
+  std::string protocol = "auto";
+  int32_t channels = 0;  // 0: one ring per NIC across servers
+  std::string nvls = "on";
+  bool no_protocol_overhead = false;
+  bool no_nvlink_overhead = false;
+  bool no_step_latency = false;
+  bool no_rail_rings = false;
 };
 
 struct SizeResult {
   Bytes size = 0;
   coll::Algorithm algo = coll::Algorithm::kRing;
+  coll::Protocol protocol = coll::Protocol::kSimple;
+  int32_t channels = 1;
+  double model_busbw_gbps = 0;  // NCCL's own cost model for the same call
   int32_t chunks = 1;
   int32_t window = 1;
   Time time;
@@ -104,6 +115,9 @@ void write_json(const std::string& path, const Request& req, const net::Topology
       w.begin_object()
           .field("size_bytes", r.size)
           .field("algo", coll::to_string(r.algo))
+          .field("protocol", coll::to_string(r.protocol))
+          .field("channels", r.channels)
+          .field("nccl_model_busbw_gbps", r.model_busbw_gbps)
           .field("chunks", r.chunks)
           .field("window", r.window)
           .field("time_us", r.time.as_us())
@@ -132,7 +146,21 @@ int collective_command(const std::vector<std::string>& args) {
       ("op", po::value(&req.op)->default_value(req.op),
        "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | send_recv")
       ("algo", po::value(&req.algo)->default_value(req.algo),
-       "ring | tree | hierarchical | direct | auto")
+       "ring | tree | hierarchical | nvls | direct | auto (NCCL's choice by its cost model)")
+      ("protocol", po::value(&req.protocol)->default_value(req.protocol),
+       "NCCL protocol: simple | ll | ll128 | auto (NCCL's choice by size)")
+      ("channels", po::value(&req.channels)->default_value(req.channels),
+       "rings across servers (0: one per NIC, rail-aligned)")
+      ("nvls", po::value(&req.nvls)->default_value(req.nvls),
+       "on | off: NVLink SHARP all-reduce on one Hopper NVSwitch server")
+      ("no-protocol-overhead", po::bool_switch(&req.no_protocol_overhead),
+       "effect off: LL / LL128 flag bytes")
+      ("no-nvlink-overhead", po::bool_switch(&req.no_nvlink_overhead),
+       "effect off: NVLink carries its line rate of payload")
+      ("no-step-latency", po::bool_switch(&req.no_step_latency),
+       "effect off: NCCL's per-hop and per-call latencies")
+      ("no-rail-rings", po::bool_switch(&req.no_rail_rings),
+       "effect off: one ring in rank order across servers")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
       ("topology", po::value(&req.topology)->default_value(req.topology),
        "preset name (dgx-a100, dgx-h100, llama3-24k) or a .textproto file")
@@ -155,6 +183,7 @@ int collective_command(const std::vector<std::string>& args) {
 
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;
+  coll::NcclSettings settings;
   std::vector<Bytes> sizes;
   net::NetworkMode mode;
   try {
@@ -162,14 +191,23 @@ int collective_command(const std::vector<std::string>& args) {
     requested = coll::parse_algorithm(req.algo);
     sizes = parse_size_list(req.sizes);
     mode = net::parse_network_mode(req.network);
+    settings.protocol = coll::parse_protocol(req.protocol);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
   if (req.group_size == 0) req.group_size = req.gpus;
   if (req.gpus < 1 || req.group_size < 1 || req.group_stride < 1)
     throw UsageError("--gpus, --group-size and --group-stride must be positive");
-  if (req.chunks < 0 || req.window < 0)
-    throw UsageError("--chunks and --window must not be negative (0: by size)");
+  if (req.chunks < 0 || req.window < 0 || req.channels < 0)
+    throw UsageError("--chunks, --window and --channels must not be negative (0: by size)");
+  if (req.nvls != "on" && req.nvls != "off")
+    throw UsageError("--nvls must be on or off, not '" + req.nvls + "'");
+  settings.channels = req.channels;
+  settings.nvls = req.nvls == "on";
+  settings.protocol_overhead = !req.no_protocol_overhead;
+  settings.nvlink_overhead = !req.no_nvlink_overhead;
+  settings.step_latency = !req.no_step_latency;
+  settings.rail_rings = !req.no_rail_rings;
   if (req.gpus % (req.group_size * req.group_stride) != 0) {
     throw UsageError(
         "--gpus " + std::to_string(req.gpus) + " is not a multiple of group size x stride (" +
@@ -192,14 +230,22 @@ int collective_command(const std::vector<std::string>& args) {
   // Schedules depend on the size only through (algorithm, chunks, window); sizes that agree
   // share one.
   coll::ScheduleCache cache;
+  const coll::NcclTuning tuning = coll::NcclTuning::for_gpu(topo.gpu_type, settings);
   const auto schedule_for = [&](Bytes size) {
-    key.algo = requested == coll::Algorithm::kAuto
-                   ? coll::choose_algorithm(key.op, key.n, auto_local, size)
-                   : coll::resolve(requested, key.op);
-    key.chunks = req.chunks > 0 ? req.chunks : coll::auto_chunks(key.op, key.algo, key.n, size);
-    key.window =
-        req.window > 0 ? req.window : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
-    key.local_size = key.algo == coll::Algorithm::kHierarchical ? local : 0;
+    coll::ScheduleKey planned;
+    try {
+      planned = tuning.plan(key.op, key.n, auto_local, size, requested);
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(e.what());
+    }
+    const int32_t root = key.root;
+    key = planned;
+    key.root = root;
+    if (req.chunks > 0) key.chunks = req.chunks;
+    if (req.window > 0 || req.chunks > 0)
+      key.window = req.window > 0 ? req.window
+                                  : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
+    if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
     try {
       return cache.get(key);
     } catch (const std::invalid_argument& e) {
@@ -215,9 +261,9 @@ int collective_command(const std::vector<std::string>& args) {
             << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, "
             << topo.num_links() << " links), " << req.network << " network\n";
   std::cout << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
-            << std::setw(8) << "window" << std::setw(16) << "time(us)" << std::setw(14)
-            << "algbw(GB/s)" << std::setw(14) << "busbw(GB/s)" << std::setw(12) << "events"
-            << std::setw(10) << "wall(s)" << '\n';
+            << std::setw(8) << "window" << std::setw(8) << "proto" << std::setw(5) << "ch"
+            << std::setw(16) << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14)
+            << "busbw(GB/s)" << std::setw(12) << "events" << std::setw(10) << "wall(s)" << '\n';
   std::vector<SizeResult> results;
   for (const Bytes size : sizes) {
     const auto wall_start = std::chrono::steady_clock::now();
@@ -233,16 +279,24 @@ int collective_command(const std::vector<std::string>& args) {
     SizeResult r;
     r.size = size;
     r.algo = schedule->key().algo;
+    r.protocol = schedule->key().protocol;
+    r.channels = schedule->key().channels;
     r.chunks = schedule->key().chunks;
     r.window = schedule->key().window;
     r.time = finish;
     const double seconds = finish.as_seconds();
     r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
     r.busbw_gbps = r.algbw_gbps * factor;
+    const double model_us =
+        tuning.has_hardware() && coll::supports(coll::Algorithm::kRing, key.op)
+            ? tuning.model_choice(key.op, key.n, auto_local, size, requested).time_us
+            : 0;
+    if (model_us > 0) r.model_busbw_gbps = static_cast<double>(size) * 1e-3 * factor / model_us;
     r.events = sim.events_processed();
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     std::cout << std::setw(14) << format_size(size) << std::setw(14) << coll::to_string(r.algo)
-              << std::setw(8) << r.chunks << std::setw(8) << r.window << std::fixed
+              << std::setw(8) << r.chunks << std::setw(8) << r.window << std::setw(8)
+              << coll::to_string(r.protocol) << std::setw(5) << r.channels << std::fixed
               << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
               << std::setw(14) << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12)
               << r.events << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';

@@ -91,20 +91,87 @@ std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride
   return r;
 }
 
+// Channel ch's ring over n ranks in servers of `local` consecutive ranks. One server (or local
+// <= 1): rank order. Several: each server is entered and left by GPUs of two adjacent local
+// indices, ch and ch+1, swapped on every other server, so that every hop between servers joins
+// GPUs of one local index (one rail, one NIC each end) and the ring closes on the rail it left
+// from when the server count is even (with an odd count, one hop per ring crosses rails). NCCL
+// keeps its rings on rails with PXN instead (the last GPU of a server hands the data over NVLink
+// to the GPU on the next server's rail); the NIC load is the same, one channel per NIC.
+std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch) {
+  if (local <= 1 || local >= n) return iota_ranks(0, n);
+  std::vector<uint32_t> order;
+  order.reserve(n);
+  for (uint32_t q = 0; q < n / local; ++q) {
+    const uint32_t a = ch % local, b = (ch + 1) % local;
+    const uint32_t entry = q % 2 == 0 ? a : b, exit = q % 2 == 0 ? b : a;
+    order.push_back(q * local + entry);
+    for (uint32_t i = 1; i < local; ++i) {
+      const uint32_t l = (entry + i) % local;
+      if (l != exit) order.push_back(q * local + l);
+    }
+    order.push_back(q * local + exit);
+  }
+  return order;
+}
+
 Schedule build_ring(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
   const auto c = static_cast<uint32_t>(key.chunks);
-  // Shard-major layout (unit = shard·c + chunk), so that shard r is one contiguous block.
-  ScheduleBuilder b(key, n * c);
-  Ring ring(iota_ranks(0, n), key.window);
+  const auto channels = static_cast<uint32_t>(key.channels);
+  // Shard-major layout (unit = shard·channels·c + channel·c + chunk), so that shard r is one
+  // contiguous block; each channel moves its own slice of every shard.
+  ScheduleBuilder b(key, n * channels * c);
+  std::vector<Ring> rings;
+  for (uint32_t ch = 0; ch < channels; ++ch)
+    rings.emplace_back(channel_ring(n, static_cast<uint32_t>(key.local_size), ch), key.window);
   const Ready none(n);
   for (uint32_t j = 0; j < c; ++j) {
-    const BlockUnit unit = [&](std::size_t shard) { return static_cast<uint32_t>(shard) * c + j; };
-    if (key.op == Op::kAllGather) {
-      ring_steps(b, ring, false, unit, 1, none);
-    } else {
-      const Ready reduced = ring_steps(b, ring, true, unit, 1, none);
-      if (key.op == Op::kAllReduce) ring_steps(b, ring, false, unit, 1, reduced);
+    for (uint32_t ch = 0; ch < channels; ++ch) {
+      Ring& ring = rings[ch];
+      const BlockUnit unit = [&](std::size_t position) {
+        return ring.ranks[position] * channels * c + ch * c + j;
+      };
+      if (key.op == Op::kAllGather) {
+        ring_steps(b, ring, false, unit, 1, none);
+      } else {
+        const Ready reduced = ring_steps(b, ring, true, unit, 1, none);
+        if (key.op == Op::kAllReduce) ring_steps(b, ring, false, unit, 1, reduced);
+      }
+    }
+  }
+  return std::move(b).build();
+}
+
+// NVLink SHARP all-reduce (NCCL's NVLS): rank r owns shard r; per chunk the NVSwitch sums shard r
+// from every rank into r (multimem.ld_reduce) and r's sum is multicast back to all (multimem.st).
+// As messages between GPUs that is every d sending its piece of shard r to r (reduce), then r
+// sending the sum to every d (copy); the wire model's byte factor gives each GPU link the
+// traffic the switch really puts on it.
+Schedule build_nvls(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  ScheduleBuilder b(key, n * c);
+  std::vector<Connection> up(n * n), down(n * n);  // [src * n + dst]
+  std::vector<uint32_t> deps, into;
+  for (uint32_t j = 0; j < c; ++j) {
+    for (uint32_t r = 0; r < n; ++r) {
+      const uint32_t unit = r * c + j;
+      into.clear();
+      for (uint32_t o = 1; o < n; ++o) {
+        const uint32_t d = (r + o) % n;
+        deps.clear();
+        up[d * n + r].add_window_dep(key.window, deps);
+        const uint32_t m = b.add(Message{d, r, unit, unit, 1, Action::kReduce}, deps);
+        up[d * n + r].sends.push_back(m);
+        into.push_back(m);
+      }
+      for (uint32_t o = 1; o < n; ++o) {
+        const uint32_t d = (r + o) % n;
+        deps = into;
+        down[r * n + d].add_window_dep(key.window, deps);
+        down[r * n + d].sends.push_back(b.add(Message{r, d, unit, unit, 1, Action::kCopy}, deps));
+      }
     }
   }
   return std::move(b).build();
@@ -308,7 +375,7 @@ std::pair<Bytes, Bytes> block_and_piece(Op op, Algorithm algo, int32_t n, Bytes 
     return {size / 2, piece};
   }
   if (op == Op::kBroadcast) return {size, kSlot};
-  if (algo == Algorithm::kHierarchical) return {size / n, kRingChunk};
+  if (algo == Algorithm::kHierarchical || algo == Algorithm::kNvls) return {size / n, kRingChunk};
   return {size / n, size / n + 1};  // flat ring: one chunk, see auto_chunks
 }
 
@@ -339,17 +406,25 @@ ScheduleKey normalize(ScheduleKey key) {
   }
   if (key.n < 1) throw std::invalid_argument("group size must be at least 1");
   if (key.chunks < 1) throw std::invalid_argument("chunks must be at least 1");
+  if (key.channels < 1) throw std::invalid_argument("channels must be at least 1");
+  if (key.node_size < 0) throw std::invalid_argument("node_size must not be negative");
+  const bool ring = key.algo == Algorithm::kRing && key.op != Op::kBroadcast;
+  if (!ring) key.channels = 1;
   if (key.window < 1) throw std::invalid_argument("window must be at least 1");
   // Direct sends wait for nothing, so neither pipelining nor a window applies.
   if (key.algo == Algorithm::kDirect) key.chunks = key.window = 1;
-  if (static_cast<int64_t>(key.n) * key.chunks * 2 > std::numeric_limits<uint32_t>::max()) {
+  if (static_cast<int64_t>(key.n) * key.chunks * key.channels * 2 >
+      std::numeric_limits<uint32_t>::max()) {
     throw std::invalid_argument("group size times chunks is too large");
   }
-  if (key.algo == Algorithm::kHierarchical) {
+  const bool rail_ring = ring && key.channels > 1 && key.local_size > 1;
+  if (key.algo == Algorithm::kHierarchical || rail_ring) {
     if (key.local_size < 1 || key.n % key.local_size != 0) {
       throw std::invalid_argument(
-          "hierarchical all-reduce needs local_size >= 1 dividing the group size (n = " +
-          std::to_string(key.n) + ", local_size = " + std::to_string(key.local_size) + ")");
+          std::string(key.algo == Algorithm::kHierarchical ? "hierarchical all-reduce"
+                                                           : "rail-aligned rings") +
+          " need local_size >= 1 dividing the group size (n = " + std::to_string(key.n) +
+          ", local_size = " + std::to_string(key.local_size) + ")");
     }
   } else {
     key.local_size = 0;
@@ -375,6 +450,8 @@ std::shared_ptr<const Schedule> build_schedule(const ScheduleKey& raw) {
       return std::make_shared<const Schedule>(build_tree(key));
     case Algorithm::kHierarchical:
       return std::make_shared<const Schedule>(build_hierarchical(key));
+    case Algorithm::kNvls:
+      return std::make_shared<const Schedule>(build_nvls(key));
     case Algorithm::kDirect:
       return std::make_shared<const Schedule>(key.op == Op::kAllToAll ? build_all_to_all(key)
                                                                       : build_send_recv(key));

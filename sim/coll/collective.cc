@@ -17,11 +17,12 @@ constexpr std::array<std::pair<Op, std::string_view>, 6> kOpNames{{
     {Op::kSendRecv, "send_recv"},
 }};
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 5> kAlgoNames{{
+constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgoNames{{
     {Algorithm::kRing, "ring"},
     {Algorithm::kTree, "tree"},
     {Algorithm::kHierarchical, "hierarchical"},
     {Algorithm::kDirect, "direct"},
+    {Algorithm::kNvls, "nvls"},
     {Algorithm::kAuto, "auto"},
 }};
 
@@ -82,6 +83,7 @@ bool supports(Algorithm algo, Op op) {
              op == Op::kBroadcast;
     case Algorithm::kTree:
     case Algorithm::kHierarchical:
+    case Algorithm::kNvls:
       return op == Op::kAllReduce;
     case Algorithm::kDirect:
       return op == Op::kAllToAll || op == Op::kSendRecv;

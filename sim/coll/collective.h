@@ -34,8 +34,9 @@ enum class Op : uint8_t {
 // kRing: ring (reduce-scatter / all-gather / both) and, for broadcast, a pipelined chain.
 // kTree: NCCL's double binary tree (all-reduce). kHierarchical: intra-node reduce-scatter,
 // inter-node ring all-reduce, intra-node all-gather (all-reduce). kDirect: every pair talks
-// directly (all-to-all, send/recv). kAuto: what NCCL would usually pick for the op, see resolve().
-enum class Algorithm : uint8_t { kRing, kTree, kHierarchical, kDirect, kAuto };
+// directly (all-to-all, send/recv). kNvls: NVLink SHARP all-reduce inside one server (the NVSwitch
+// reduces and multicasts). kAuto: what NCCL would usually pick for the op, see resolve().
+enum class Algorithm : uint8_t { kRing, kTree, kHierarchical, kDirect, kNvls, kAuto };
 
 // Accept exactly the names that to_string returns; throw std::invalid_argument otherwise.
 Op parse_op(std::string_view text);

@@ -1,5 +1,6 @@
 #include "sim/coll/runner.h"
 
+#include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <utility>
@@ -36,13 +37,57 @@ class Run {
     for (uint32_t m = 0; m < self->waiting_.size(); ++m) {
       self->waiting_[m] = static_cast<uint32_t>(self->schedule_.deps(m).size());
     }
-    // Launch only after every counter is set: a send may complete synchronously.
-    for (uint32_t m = 0; m < self->waiting_.size(); ++m) {
-      if (self->waiting_[m] == 0) self->launch(m);
+    const Time launch = self->schedule_.key().wire.launch_latency;
+    if (launch > Time{}) {
+      self->sim_.schedule_in(launch, [self] { self->launch_ready(); });
+    } else {
+      self->launch_ready();
     }
   }
 
  private:
+  // Launch only after every counter is set: a send may complete synchronously.
+  void launch_ready() {
+    for (uint32_t m = 0; m < waiting_.size(); ++m) {
+      if (waiting_[m] == 0) launch(m);
+    }
+  }
+
+  bool intra_node(const Message& msg) const {
+    const int32_t node = schedule_.key().node_size;
+    return node > 0 && msg.src / node == msg.dst / node;
+  }
+
+  // Bytes on the wire for `payload`: protocol flags and NVLS traffic scale every message, NVLink
+  // packet overhead those inside a server.
+  Bytes wire_bytes(const Message& msg, Bytes payload) const {
+    const WireModel& wire = schedule_.key().wire;
+    double scale = wire.byte_factor;
+    if (intra_node(msg)) scale /= wire.nvlink_efficiency;
+    if (scale == 1.0) return payload;
+    return static_cast<Bytes>(std::llround(static_cast<double>(payload) * scale));
+  }
+
+  // Called when message m's bytes have landed. The sender's next send on the same connection
+  // may go at once (its slot is free); everything that needs m's data, and the end of the
+  // collective, waits for the receiver's per-step latency.
+  void landed(uint32_t m) {
+    const Message& msg = schedule_.message(m);
+    const WireModel& wire = schedule_.key().wire;
+    const Time latency = msg.local()       ? Time{}
+                         : intra_node(msg) ? wire.intra_step_latency
+                                           : wire.inter_step_latency;
+    if (latency == Time{}) {
+      complete(m);
+      return;
+    }
+    for (uint32_t d : schedule_.dependents(m)) {
+      const Message& next = schedule_.message(d);
+      if (next.src == msg.src && next.dst == msg.dst && --waiting_[d] == 0) launch(d);
+    }
+    sim_.schedule_in(latency, [this, m] { complete(m, true); });
+  }
+
   void launch(uint32_t m) {
     const Message& msg = schedule_.message(m);
     if (msg.local()) {
@@ -52,11 +97,17 @@ class Run {
     const Bytes bytes = schedule_.message_bytes(m, size_);
     stats_.bytes_sent += bytes;
     ++stats_.messages;
-    network_.send(vertices_[msg.src], vertices_[msg.dst], bytes, [this, m] { complete(m); });
+    const Bytes wire = wire_bytes(msg, bytes);
+    stats_.wire_bytes += wire;
+    network_.send(vertices_[msg.src], vertices_[msg.dst], wire, [this, m] { landed(m); });
   }
 
-  void complete(uint32_t m) {
+  // Releases m's dependents; `skip_same_connection` when landed() released those already.
+  void complete(uint32_t m, bool skip_same_connection = false) {
+    const Message& msg = schedule_.message(m);
     for (uint32_t d : schedule_.dependents(m)) {
+      const Message& next = schedule_.message(d);
+      if (skip_same_connection && next.src == msg.src && next.dst == msg.dst) continue;
       if (--waiting_[d] == 0) launch(d);
     }
     if (--remaining_ == 0) finish();

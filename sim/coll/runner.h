@@ -17,6 +17,7 @@ struct RunStats {
   Time start;
   Time end;
   Bytes bytes_sent = 0;   // network bytes, all ranks together (local copies excluded)
+  Bytes wire_bytes = 0;   // the same as the links carry them (schedule's WireModel applied)
   uint32_t messages = 0;  // network messages
 };
 

@@ -8,9 +8,24 @@
 #include <vector>
 
 #include "sim/coll/collective.h"
+#include "sim/coll/nccl_model.h"
 #include "sim/core/units.h"
 
 namespace cs::coll {
+
+// How a schedule's messages meet the wire, as NCCL's protocols and NVLink make them (the runner
+// applies it; the defaults are an ideal wire). A message's bytes are scaled by byte_factor
+// (protocol flags, NVLS traffic) and, between ranks of one server, divided by nvlink_efficiency;
+// its receiver forwards it step_latency later (NCCL's per-hop hwLat: flag polling, fences);
+// the collective starts after launch_latency (baseLat).
+struct WireModel {
+  double byte_factor = 1.0;
+  double nvlink_efficiency = 1.0;
+  Time intra_step_latency;
+  Time inter_step_latency;
+  Time launch_latency;
+  auto operator<=>(const WireModel&) const = default;
+};
 
 // What identifies a schedule; schedules are shared by every group with an equal key.
 struct ScheduleKey {
@@ -19,12 +34,20 @@ struct ScheduleKey {
   int32_t n = 1;           // group size; ranks are group-local 0..n-1
   int32_t chunks = 1;      // pipeline chunks per block a message moves (ring shard, tree half,
                            // broadcast buffer); more chunks overlap more, see auto_chunks
-  int32_t local_size = 0;  // hierarchical only: consecutive group ranks per node
+  int32_t local_size = 0;  // hierarchical, rail rings: consecutive group ranks per node
   int32_t root = 0;        // broadcast only
   // Sends a connection (one sender, one receiver, one phase) keeps in flight, as NCCL_STEPS
   // buffer slots do: a send also waits for the connection's send `window` positions earlier to
   // complete, so latency overlaps instead of adding up per chunk. 1 sends strictly one at a time.
   int32_t window = 8;
+  // Ring only: parallel rings (NCCL channels), each carrying 1/channels of every shard. With
+  // local_size > 1 ranks per server and several servers, channel c is rail-aligned: every hop
+  // between servers joins GPUs of one local index, so each NIC carries one channel.
+  int32_t channels = 1;
+  Protocol protocol = Protocol::kSimple;  // for the record; its cost is in `wire`
+  // Ranks per server for the wire model (0: unknown, every message counts as across servers).
+  int32_t node_size = 0;
+  WireModel wire;
   auto operator<=>(const ScheduleKey&) const = default;
 };
 

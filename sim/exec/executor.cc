@@ -15,17 +15,6 @@ using workload::Stream;
 
 namespace {
 
-coll::ScheduleKey make_schedule_key(coll::Op op, int32_t n, int32_t local, Bytes bytes) {
-  coll::ScheduleKey key;
-  key.op = op;
-  key.n = n;
-  key.algo = coll::choose_algorithm(op, key.n, local, bytes);
-  key.chunks = coll::auto_chunks(op, key.algo, key.n, bytes);
-  key.window = coll::auto_window(op, key.algo, key.n, key.chunks, bytes);
-  if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
-  return key;
-}
-
 uint64_t pair_key(int64_t a, int64_t b) {
   return static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
 }
@@ -142,7 +131,7 @@ void Executor::init_ranks() {
 }
 
 coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
-  return make_schedule_key(op, layout_.size(dim), members_per_node_[static_cast<int>(dim)], bytes);
+  return nccl_.plan(op, layout_.size(dim), members_per_node_[static_cast<int>(dim)], bytes);
 }
 
 bool Executor::is_done(int32_t rank, uint32_t op) const {
@@ -323,8 +312,8 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
   const auto schedule =
-      schedules_.get(make_schedule_key(o.coll_op, static_cast<int32_t>(members.size()),
-                                       group_local_[static_cast<std::size_t>(o.comm)], o.bytes));
+      schedules_.get(nccl_.plan(o.coll_op, static_cast<int32_t>(members.size()),
+                                group_local_[static_cast<std::size_t>(o.comm)], o.bytes));
   ++comm_.collectives;
   const Time started = sim_.now();
   coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
@@ -427,7 +416,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     const IsolatedCollective run = it->second;
     comm_.by_op[static_cast<int>(o.coll_op)] += run.bytes_sent;
     comm_.by_dim[static_cast<int>(o.dim)] += run.bytes_sent;
-    comm_.isolated_nvlink_bytes += run.bytes_sent;
+    comm_.isolated_nvlink_bytes += run.wire_bytes;
     ++comm_.isolated_collectives;
     const Dim dim = o.dim;
     const int32_t first = members.front(), stride = layout_.stride(dim), count = n;

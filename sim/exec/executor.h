@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/nccl_plan.h"
 #include "sim/core/simulator.h"
 #include "sim/net/network.h"
 #include "sim/net/topology.h"
@@ -41,6 +42,7 @@ struct RankStats {
 struct IsolatedCollective {
   Time duration;
   Bytes bytes_sent = 0;
+  Bytes wire_bytes = 0;  // what the links carried (protocol flags, NVLink packet overhead)
 };
 using IsolatedCollectiveTimer = std::function<IsolatedCollective(
     const coll::Schedule&, std::span<const net::VertexId> vertices, Bytes size)>;
@@ -92,6 +94,10 @@ class Executor {
   void set_isolated_collective_timer(IsolatedCollectiveTimer timer) {
     isolated_timer_ = std::move(timer);
   }
+
+  // How collectives become schedules (NCCL's algorithm / protocol choice and wire costs); the
+  // default is NCCL's model for the topology's GPU type with every effect on.
+  void set_nccl_tuning(coll::NcclTuning tuning) { nccl_ = std::move(tuning); }
 
   // Called as each op of a rank in `ranks` completes, with the time it started (for a collective
   // or transfer: when this rank posted it). For timelines; costs nothing when not set.
@@ -184,6 +190,7 @@ class Executor {
   const workload::Layout& layout_;
   const std::vector<workload::Program>& programs_;
   coll::ScheduleCache schedules_;
+  coll::NcclTuning nccl_ = coll::NcclTuning::for_gpu(topology_.gpu_type);  // after topology_
   // Per dimension: consecutive group members that share a server (layouts are regular, so the
   // first group tells for all).
   std::array<int32_t, workload::kNumDims> members_per_node_{};

@@ -184,6 +184,28 @@ void retime(std::vector<workload::Program>& programs, const compute::KernelCostM
   }
 }
 
+namespace {
+// The config's NCCL knobs and collective effects (RunConfig.nccl, EffectsConfig 40-59).
+coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
+  coll::NcclSettings s;
+  const auto& n = config.nccl();
+  using P = clustersim::NcclConfig;
+  s.protocol = n.protocol() == P::SIMPLE  ? coll::Protocol::kSimple
+               : n.protocol() == P::LL    ? coll::Protocol::kLl
+               : n.protocol() == P::LL128 ? coll::Protocol::kLl128
+                                          : coll::Protocol::kAuto;
+  s.channels = n.channels();
+  s.nvls = n.nvls();
+  const auto& e = config.effects();
+  s.protocol_overhead = e.nccl_protocol_overhead();
+  s.nvlink_overhead = e.nvlink_protocol_overhead();
+  s.step_latency = e.nccl_step_latency();
+  s.rail_rings = e.rail_aligned_rings();
+  s.nccl_choice = e.nccl_algorithm_choice();
+  return s;
+}
+}  // namespace
+
 report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
                                  const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -226,6 +248,11 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const net::NetworkMode mode = network_mode(config.network());
   auto network = net::make_network(mode, sim, topology, routing);
   exec::Executor executor(sim, *network, topology, layout, programs);
+  if (config.nccl().channels() < 0)
+    throw ConfigError(source + ": nccl.channels must not be negative (0: one ring per NIC)");
+  executor.set_nccl_tuning(coll::NcclTuning::for_gpu(
+      config.cluster().gpu().empty() ? topology.gpu_type : config.cluster().gpu(),
+      nccl_settings(config)));
   if (options.reuse_isolated_collectives) {
     executor.set_isolated_collective_timer(
         [&](const coll::Schedule& schedule, std::span<const net::VertexId> vertices, Bytes size) {
@@ -236,6 +263,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                                [&](const coll::RunStats& run) {
                                  result.duration = run.end - run.start;
                                  result.bytes_sent = run.bytes_sent;
+                                 result.wire_bytes = run.wire_bytes;
                                });
           alone.run();
           return result;

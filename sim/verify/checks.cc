@@ -186,7 +186,7 @@ std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
   const Op ops[] = {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter,
                     Op::kAllToAll,  Op::kBroadcast, Op::kSendRecv};
   const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical,
-                             Algorithm::kDirect};
+                             Algorithm::kDirect, Algorithm::kNvls};
   for (const Op op : ops) {
     for (const Algorithm algo : algos) {
       if (!coll::supports(algo, op)) continue;
@@ -204,6 +204,11 @@ std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
             key.local_size = n % 2 == 0 && n > 2 ? 2 : 1;
           }
           if (op == Op::kBroadcast) key.root = n > 1 ? 1 : 0;
+          // Rings as NCCL runs them across servers: two rail-aligned channels.
+          if (algo == Algorithm::kRing && op != Op::kBroadcast && n % 2 == 0 && n > 2) {
+            key.channels = 2;
+            key.local_size = 2;
+          }
           const auto schedule = coll::build_schedule(key);
           // Broken: an all-reduce judged by a schedule that stops after its reduce-scatter.
           std::shared_ptr<const coll::Schedule> run = schedule;

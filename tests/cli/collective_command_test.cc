@@ -84,19 +84,46 @@ TEST(Cli, MalformedTopologyFileNamesFileLineAndColumn) {
   EXPECT_NE(r.err.find(path + ":4:"), std::string::npos) << r.err;
 }
 
-TEST(Cli, CollectiveReportsBusBandwidthNearLinkBandwidth) {
-  // 1 GiB ring all-reduce inside one H100 server: busbw approaches NVLink's 450 GB/s.
-  const std::string json = ::testing::TempDir() + "coll.json";
-  const auto r =
-      run({"collective", "--gpus", "8", "--topology", "dgx-h100", "--sizes", "1G", "--json", json});
-  ASSERT_EQ(r.code, 0) << r.err;
+double busbw_of(const std::vector<std::string>& args, const std::string& json) {
+  std::vector<std::string> all = args;
+  all.insert(all.end(), {"--json", json});
+  const auto r = run(all);
+  EXPECT_EQ(r.code, 0) << r.err;
   std::ifstream in(json);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto pos = text.find("\"busbw_gbps\": ");
-  ASSERT_NE(pos, std::string::npos) << text;
-  const double busbw = std::stod(text.substr(pos + 14));
-  EXPECT_GT(busbw, 0.95 * 450);
-  EXPECT_LE(busbw, 450);
+  if (pos == std::string::npos) return 0;
+  return std::stod(text.substr(pos + 14));
+}
+
+TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
+  // 1 GiB ring all-reduce inside one H100 server: NCCL's ~370 GB/s (nccl-tests issue 212), not
+  // NVLink's 450 GB/s line rate; NVLS (the default choice there) goes beyond it.
+  const std::string json = ::testing::TempDir() + "coll.json";
+  const std::vector<std::string> ring{"collective", "--gpus", "8",      "--topology", "dgx-h100",
+                                      "--sizes",    "1G",     "--algo", "ring"};
+  const double busbw = busbw_of(ring, json);
+  EXPECT_GE(busbw, 340);
+  EXPECT_LE(busbw, 400);
+  std::vector<std::string> line_rate = ring;
+  line_rate.push_back("--no-nvlink-overhead");
+  EXPECT_GT(busbw_of(line_rate, json), 0.95 * 450);
+  const double nvls =
+      busbw_of({"collective", "--gpus", "8", "--topology", "dgx-h100", "--sizes", "1G"}, json);
+  EXPECT_GT(nvls, busbw);
+  EXPECT_LT(busbw_of({"collective", "--gpus", "8", "--topology", "dgx-h100", "--sizes", "1G",
+                      "--nvls", "off"},
+                     json),
+            nvls);
+}
+
+TEST(Cli, CollectiveRejectsBadNcclKnobs) {
+  // Usage errors: exit 2 with the reason.
+  const auto proto = run({"collective", "--gpus", "8", "--protocol", "fast"});
+  EXPECT_EQ(proto.code, 2);
+  EXPECT_NE(proto.err.find("unknown NCCL protocol 'fast'"), std::string::npos) << proto.err;
+  EXPECT_EQ(run({"collective", "--gpus", "8", "--nvls", "maybe"}).code, 2);
+  EXPECT_EQ(run({"collective", "--gpus", "8", "--channels", "-1"}).code, 2);
 }
 
 TEST(Cli, SameInputSameOutput) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/coll/algorithms.h"
@@ -168,6 +169,33 @@ TEST(VerifyOnData, SchedulesWithoutDependenciesGiveOrderDependentResults) {
   for (const Message& m : good->messages()) b.add(m);
   const Schedule none = std::move(b).build();
   EXPECT_GT(worst_error(none, kOrders), 1e-3);
+}
+
+}  // namespace
+}  // namespace cs::coll
+
+namespace cs::coll {
+namespace {
+
+// NCCL channels: parallel rings, rail-aligned across servers (an even and an odd server count,
+// one and several GPUs per server), each moving its slice of every shard.
+TEST(VerifyOnData, RailAlignedChannelRings) {
+  const std::vector<std::tuple<int32_t, int32_t, int32_t>> shapes = {
+      {8, 4, 4}, {12, 4, 4}, {16, 8, 8}, {6, 2, 2}, {6, 3, 2}, {8, 1, 3}, {5, 0, 2}};
+  for (const auto& [n, local, channels] : shapes) {
+    for (Op op : {Op::kAllReduce, Op::kReduceScatter, Op::kAllGather}) {
+      ScheduleKey key{op, Algorithm::kRing, n, 2, local};
+      key.channels = channels;
+      expect_correct(key);
+    }
+  }
+}
+
+TEST(VerifyOnData, NvlsAllReduce) {
+  for (int32_t n : {1, 2, 3, 8}) {
+    for (int32_t chunks : {1, 3})
+      expect_correct(ScheduleKey{Op::kAllReduce, Algorithm::kNvls, n, chunks});
+  }
 }
 
 }  // namespace

@@ -1,0 +1,270 @@
+#include "sim/coll/nccl_model.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+// Every number below is NCCL 2.20.3's (github.com/NVIDIA/nccl, commit b6475625,
+// makefiles/version.mk 2.20.3): src/graph/tuning.cc unless said otherwise. Values are read from
+// there and re-expressed as data; the formulas are re-derived, not copied.
+
+namespace cs::coll {
+namespace {
+
+constexpr int kProtos = 3;  // LL, LL128, Simple: NCCL's protocol index order
+int proto_index(Protocol p) {
+  switch (p) {
+    case Protocol::kLl:
+      return 0;
+    case Protocol::kLl128:
+      return 1;
+    case Protocol::kSimple:
+    case Protocol::kAuto:
+      break;
+  }
+  return 2;
+}
+
+// baseLat [algo][LL, LL128, Simple] in µs: tree, ring, NVLS (NVLS starts from 0 and takes its
+// latency from hwLat alone).
+constexpr std::array<std::array<double, kProtos>, 3> kBaseLat{
+    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
+// hwLat [NVLink | network][algo][LL, LL128, Simple] in µs (tuning.cc hwLat, NCCL_HW_NVLINK and
+// NCCL_HW_NET rows; NVLS is Simple only).
+constexpr std::array<std::array<std::array<double, kProtos>, 3>, 2> kHwLat{{
+    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}}},
+    {{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}}},
+}};
+// [arch][nodes 1 | 2 | >2] tables (llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
+// perChMaxTreeBws), GB/s. llMaxBws rows past one node are by CPU vendor in NCCL; Intel's row
+// (index 0) is taken for every multi-node system here.
+using ArchTable = std::array<std::array<double, 3>, 3>;
+constexpr ArchTable kLlMaxBw{{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}}};
+constexpr ArchTable kRingLl128PerCh{{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}};
+constexpr ArchTable kTreeLl128PerCh{{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}};
+constexpr ArchTable kTreePerCh{{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}};
+// ncclTopoGetAlgoTime's treeCorrectionFactor [LL, LL128, Simple][log2(bytes / 64)], 64 B..256 MB.
+constexpr std::array<std::array<double, 23>, kProtos> kTreeCorrection{{
+    {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
+     .4,  .4,  .5,  .6,  .7, .8, .9, 1.0, 1.0, 1.0, 1.0},
+    {1.0, 1.0, 1.0, 1.0, 1.0, .9, .8, .8, .8, .7,  .6, .6,
+     .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
+    {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
+}};
+// Network post overhead, µs per ring step (getNetOverhead: 1.0 on Intel CPUs; Simple pays it 3x).
+constexpr double kNetOverheadUs = 1.0;
+
+int algo_index(NcclAlgo a) {
+  return a == NcclAlgo::kTree ? 0 : a == NcclAlgo::kRing ? 1 : 2;
+}
+int nodes_index(int32_t nodes) {
+  return nodes <= 2 ? nodes - 1 : 2;
+}
+int log2i(int64_t v) {
+  int l = 0;
+  while (v > 1) {
+    v >>= 1;
+    ++l;
+  }
+  return l;
+}
+
+// Ring steps of the op (nsteps) and those that cross servers (nInterSteps).
+std::pair<int32_t, int32_t> ring_steps(Op op, const NcclGraph& g) {
+  if (op == Op::kAllReduce) return {2 * (g.ranks - 1), g.nodes > 1 ? 2 * g.nodes : 0};
+  if (op == Op::kAllGather || op == Op::kReduceScatter) return {g.ranks - 1, g.nodes - 1};
+  return {g.ranks, g.nodes};
+}
+
+bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
+  if (g.ranks <= 1) return algo == NcclAlgo::kRing;
+  if (algo == NcclAlgo::kNvls) {
+    // NVLS: Simple only, Hopper NVSwitch, one server (multi-node NVLS needs CollNet; NVLS-tree
+    // is not modelled), all-reduce (NCCL 2.20 also offers it for all-gather / reduce-scatter,
+    // where it does not beat the ring on bandwidth: nccl issue 1506).
+    return g.nvls && g.nodes == 1 && p == Protocol::kSimple && op == Op::kAllReduce;
+  }
+  if (algo == NcclAlgo::kTree) return op == Op::kAllReduce;
+  return true;
+}
+
+}  // namespace
+
+Protocol parse_protocol(std::string_view text) {
+  if (text == "simple") return Protocol::kSimple;
+  if (text == "ll") return Protocol::kLl;
+  if (text == "ll128") return Protocol::kLl128;
+  if (text == "auto") return Protocol::kAuto;
+  throw std::invalid_argument("unknown NCCL protocol '" + std::string(text) +
+                              "' (expected one of: simple, ll, ll128, auto)");
+}
+
+std::string_view to_string(Protocol p) {
+  switch (p) {
+    case Protocol::kSimple:
+      return "simple";
+    case Protocol::kLl:
+      return "ll";
+    case Protocol::kLl128:
+      return "ll128";
+    case Protocol::kAuto:
+      break;
+  }
+  return "auto";
+}
+
+double protocol_wire_factor(Protocol p) {
+  // LL: an 8-byte store carries 4 bytes of data and a 4-byte flag. LL128: a 128-byte line
+  // carries 120 bytes of data and 8 of flags (NCCL src/device/prims_ll128.h, NCCL_LL128_DATAELEMS
+  // 15 of NCCL_LL128_LINEELEMS 16 eight-byte elements).
+  if (p == Protocol::kLl) return 2.0;
+  if (p == Protocol::kLl128) return 128.0 / 120.0;
+  return 1.0;
+}
+
+GpuArch gpu_arch(std::string_view gpu_type) {
+  if (gpu_type == "a100") return GpuArch::kAmpere;
+  if (gpu_type == "h100" || gpu_type == "h200" || gpu_type == "h800") return GpuArch::kHopper;
+  throw std::invalid_argument("no NCCL tuning data for GPU type '" + std::string(gpu_type) +
+                              "' (known: a100, h100, h200, h800)");
+}
+
+double nvlink_payload_efficiency(GpuArch arch) {
+  // src/graph/topo.h: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6 GB/s per link, against 25 GB/s
+  // per direction per NVLink 3 / NVLink 4 link (A100 and H100 datasheets). The rest of the line
+  // rate goes to packet headers, CRC and flow control of the 128-byte-or-smaller writes that
+  // SM copy loops issue; NCCL's maintainers put it at about 20% (nccl-tests issue 212).
+  constexpr double kRawLinkGbps = 25.0;
+  if (arch == GpuArch::kHopper) return 20.6 / kRawLinkGbps;
+  return 20.0 / kRawLinkGbps;
+}
+
+NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
+                     bool nvls) {
+  if (ranks < 1 || nodes < 1 || nvlinks < 0 || ranks % nodes != 0)
+    throw std::invalid_argument("NCCL graph needs ranks >= 1 split evenly over nodes >= 1");
+  NcclGraph g;
+  g.ranks = ranks;
+  g.nodes = nodes;
+  g.arch = arch;
+  g.nvls = nvls && arch == GpuArch::kHopper && nodes == 1 && ranks > 2;
+  // Total NVLink bandwidth per GPU as NCCL's topology sees it: links x SMxx_NVLINK_BW.
+  const double per_link = arch == GpuArch::kHopper ? 20.6 : 20.0;
+  const double total = nvlinks * per_link;
+  // search.cc: rings are searched at the first speed of speedArrayIntra (top 40 GB/s) or
+  // sm90SpeedArrayIntra (top 60 GB/s) that fits, as many channels as the links carry; on
+  // NVSwitch systems channels are then duplicated at half the speed each.
+  const double top = arch == GpuArch::kHopper ? 60.0 : 40.0;
+  const int32_t rings = std::max<int32_t>(1, static_cast<int32_t>(total / top));
+  g.channels = 2 * rings;
+  g.bw_intra_gbps = total > 0 ? top / 2 : 0;
+  // Across servers one ring per NIC, at the first sm90SpeedArrayInter / speedArrayInter speed
+  // (48, 45, 42, 40, 30, 24, ... GB/s) within the NIC's bandwidth, duplicated like the rings.
+  constexpr std::array<double, 10> kInter{48.0, 45.0, 42.0, 40.0, 30.0,
+                                          24.0, 20.0, 15.0, 12.0, 6.0};
+  double inter = 3.0;
+  for (double s : kInter) {
+    if (s <= nic_gbps) {
+      inter = s;
+      break;
+    }
+  }
+  g.bw_inter_gbps = inter * rings / static_cast<double>(g.channels);
+  if (nodes > 1) {
+    // One ring per NIC, each NIC serving ranks / nodes GPUs here (rail-optimized DGX).
+    const int32_t nics = ranks / nodes;
+    g.bw_inter_gbps = inter * nics / static_cast<double>(g.channels);
+  }
+  return g;
+}
+
+double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node) {
+  return kHwLat[inter_node ? 1 : 0][algo_index(algo)][proto_index(p)];
+}
+
+double base_latency_us(NcclAlgo algo, Protocol p) {
+  return kBaseLat[algo_index(algo)][proto_index(p)];
+}
+
+double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
+  if (!runs(op, algo, p, g)) return 0;
+  const int a = static_cast<int>(g.arch), ni = nodes_index(g.nodes);
+  const double ppn = static_cast<double>(g.ranks) / g.nodes;
+  double bw = g.nodes <= 2 ? g.bw_intra_gbps : g.bw_inter_gbps;
+  if (algo == NcclAlgo::kNvls) bw = std::min(g.bw_intra_gbps, g.nodes > 1 ? g.bw_inter_gbps : bw);
+  double bus = g.channels * bw;
+  const double ll_max = kLlMaxBw[g.nodes == 1 ? a : 0][ni];
+  if (algo == NcclAlgo::kRing && p == Protocol::kLl) {
+    const bool quarter = g.nodes > 1 || op == Op::kAllReduce;
+    bus = std::min(ll_max, bus * (quarter ? 1.0 / 4.0 : 1.0 / 3.0));
+  }
+  if (algo == NcclAlgo::kRing && p == Protocol::kLl128)
+    bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), g.channels * kRingLl128PerCh[a][ni]);
+  if (algo == NcclAlgo::kTree) bus = std::min(bus * .92, g.channels * kTreePerCh[a][ni]);
+  if (algo == NcclAlgo::kTree && p == Protocol::kLl) bus = std::min(bus / 3.8, ll_max);
+  if (algo == NcclAlgo::kTree && p == Protocol::kLl128)
+    bus = std::min(bus * (g.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
+                   g.channels * kTreeLl128PerCh[a][ni]);
+  // Bus to algorithm bandwidth: a ring moves nsteps/ranks of the buffer per rank, NVLS 6/5 of
+  // it, a tree twice.
+  if (algo == NcclAlgo::kRing) return bus * g.ranks / ring_steps(op, g).first;
+  if (algo == NcclAlgo::kNvls) return bus * 5.0 / 6.0;
+  return bus * 0.5;
+}
+
+double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
+  if (!runs(op, algo, p, g)) return std::numeric_limits<double>::infinity();
+  if (g.ranks <= 1) return 0;
+  double intra = step_latency_us(algo, p, false);
+  const double inter = step_latency_us(algo, p, true);
+  const int32_t ppn = g.ranks / g.nodes;
+  if (algo == NcclAlgo::kNvls) return intra + (g.nodes > 1 ? inter : 0);
+  double lat = base_latency_us(algo, p);
+  if (algo == NcclAlgo::kTree) return lat + 2 * ((ppn - 1) * intra + log2i(g.nodes) * inter);
+  if (op == Op::kBroadcast)
+    return lat + ring_steps(op, g).first * step_latency_us(algo, p, g.nodes > 1);
+  const double overhead = g.nodes > 1 ? kNetOverheadUs * (p == Protocol::kSimple ? 3 : 1) : 0;
+  intra = std::max(intra, overhead);
+  const auto [steps, inter_steps] = ring_steps(op, g);
+  return lat + (steps - inter_steps) * intra + inter_steps * inter;
+}
+
+double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes bytes) {
+  double bw = model_bandwidth_gbps(op, algo, p, g);
+  if (bw <= 0) return std::numeric_limits<double>::infinity();
+  double lat = model_latency_us(op, algo, p, g);
+  const int log_size = log2i(bytes >> 6);
+  if (algo == NcclAlgo::kTree && log_size < 23) bw *= kTreeCorrection[proto_index(p)][log_size];
+  // The ring's plateau: multi-node Simple all-reduce pays 1.4x latency (1.9x before Ampere) once
+  // every channel's per-rank share reaches 64 bytes.
+  if (algo == NcclAlgo::kRing && p == Protocol::kSimple && g.nodes > 1 && op == Op::kAllReduce &&
+      bytes / (static_cast<int64_t>(g.channels) * g.ranks) >= 64)
+    lat *= g.arch == GpuArch::kVolta ? 1.9 : 1.4;
+  // bytes / (1000 * GB/s) is µs.
+  return lat + static_cast<double>(bytes) / (1000.0 * bw);
+}
+
+NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only) {
+  NcclChoice best;
+  best.time_us = std::numeric_limits<double>::infinity();
+  for (NcclAlgo algo : {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls}) {
+    if (only.fix_algo && algo != only.algo) continue;
+    for (Protocol p : {Protocol::kLl, Protocol::kLl128, Protocol::kSimple}) {
+      if (only.protocol != Protocol::kAuto && p != only.protocol) continue;
+      const double t = model_time_us(op, algo, p, g, bytes);
+      if (t < best.time_us) best = {algo, p, t};
+    }
+  }
+  if (!std::isfinite(best.time_us)) {
+    // Nothing allowed runs (say LL128 forced on NVLS): NCCL falls back to the ring.
+    best.algo = NcclAlgo::kRing;
+    best.protocol = only.protocol == Protocol::kAuto ? Protocol::kSimple : only.protocol;
+    best.time_us = model_time_us(op, best.algo, best.protocol, g, bytes);
+  }
+  return best;
+}
+
+}  // namespace cs::coll

@@ -1,0 +1,78 @@
+// NCCL's own latency + bandwidth cost model (src/graph/tuning.cc), used to pick the algorithm and
+// protocol of a collective by size and group, as NCCL does.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+#include "sim/coll/collective.h"
+#include "sim/core/units.h"
+
+namespace cs::coll {
+
+// NCCL's three protocols. Simple moves data with plain stores and a memory fence per step (full
+// bandwidth, microseconds per step); LL packs 4 bytes of data with a 4-byte flag into each 8-byte
+// store (half the bandwidth, no fence); LL128 does the same per 128-byte line with 8 bytes of
+// flags (120 of 128 bytes are data). kAuto: the model's choice.
+enum class Protocol : uint8_t { kSimple, kLl, kLl128, kAuto };
+Protocol parse_protocol(std::string_view text);  // "simple", "ll", "ll128", "auto"
+std::string_view to_string(Protocol p);
+// Bytes a protocol puts on the wire per byte of payload: 1, 8/4, 128/120.
+double protocol_wire_factor(Protocol p);
+
+// NCCL's algorithms as its model knows them. kNvls: NVLink SHARP, the reduction done by the
+// NVSwitch (multimem loads and multicast stores), one server of Hopper GPUs.
+enum class NcclAlgo : uint8_t { kTree, kRing, kNvls };
+
+// GPU generation, the row index of NCCL's per-architecture tables.
+enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper };
+// a100 -> Ampere; h100, h200, h800 -> Hopper. Throws std::invalid_argument for others.
+GpuArch gpu_arch(std::string_view gpu_type);
+
+// What NCCL's topology search hands the tuning model for one communicator.
+struct NcclGraph {
+  int32_t ranks = 1;
+  int32_t nodes = 1;
+  int32_t channels = 1;
+  double bw_intra_gbps = 0;  // per channel, GB/s
+  double bw_inter_gbps = 0;  // per channel, GB/s (NIC)
+  GpuArch arch = GpuArch::kHopper;
+  bool nvls = false;  // NVLink SHARP available (Hopper NVSwitch, one server)
+};
+
+// The graph NCCL's search finds on a DGX-like server: per GPU `nvlinks` links of NCCL's per-link
+// NVLink bandwidth (topo.h), channels of the search's top speed, doubled on NVSwitch systems, and
+// one NIC of `nic_gbps` GB/s per channel pair across servers.
+NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
+                     bool nvls);
+
+// NCCL's per-link NVLink bandwidth (topo.h, SMxx_NVLINK_BW) over the link's raw 25 GB/s per
+// direction (NVLink 3 and 4): the share of line rate that carries NCCL payload.
+double nvlink_payload_efficiency(GpuArch arch);
+
+// NCCL's model terms for (op, algo, protocol): latency in µs, algorithm bandwidth in GB/s (0 where
+// NCCL does not run that combination), time in µs for `bytes` (tuning.cc ncclTopoGetAlgoTime).
+double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g);
+double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g);
+double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes bytes);
+
+// NCCL's per-step latency (hwLat) of one hop inside a server (NVLink) or across servers, µs, and
+// its fixed per-collective latency (baseLat).
+double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node);
+double base_latency_us(NcclAlgo algo, Protocol p);
+
+struct NcclChoice {
+  NcclAlgo algo = NcclAlgo::kRing;
+  Protocol protocol = Protocol::kSimple;
+  double time_us = 0;
+};
+// The (algorithm, protocol) of least model time, among those allowed: `algo_fixed` / `proto_fixed`
+// restrict the search when set (they are what NCCL_ALGO / NCCL_PROTO do).
+struct NcclRestrict {
+  bool fix_algo = false;
+  NcclAlgo algo = NcclAlgo::kRing;
+  Protocol protocol = Protocol::kAuto;
+};
+NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only = {});
+
+}  // namespace cs::coll

@@ -1,0 +1,139 @@
+#include "sim/coll/nccl_plan.h"
+
+#include <array>
+#include <utility>
+
+#include "sim/coll/algorithms.h"
+
+namespace cs::coll {
+namespace {
+
+struct HardwareRow {
+  std::string_view gpu;
+  NcclHardware hw;
+};
+constexpr std::array<HardwareRow, 4> kHardware{{
+    {"a100", {GpuArch::kAmpere, 12, 25}},
+    {"h100", {GpuArch::kHopper, 18, 50}},
+    {"h200", {GpuArch::kHopper, 18, 50}},
+    {"h800", {GpuArch::kHopper, 8, 50}},
+}};
+
+bool uniform(int32_t n, int32_t local) {
+  return local > 1 && n % local == 0;
+}
+
+// What NCCL's ring is, in our schedules: on one server, or one GPU per server, the ring itself.
+// Across servers with several members each, all-reduce runs as the hierarchical schedule (the
+// same NVLink and NIC load as NCCL's node-ordered rings, one channel per NIC, with far fewer
+// messages); all-gather and reduce-scatter, which that cannot do, as rail-aligned rings. NCCL's
+// tree is a chain inside each server and a double binary tree between servers, one per channel
+// over every NIC: with one member per server that is our double binary tree; with several, its
+// bandwidth is the hierarchical schedule's (ours over all ranks would push everything through
+// one NIC per GPU), which therefore stands in for it there.
+Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
+  if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
+  const bool servers = local > 1 && local < n && uniform(n, local);
+  if (algo == NcclAlgo::kTree) return servers ? Algorithm::kHierarchical : Algorithm::kTree;
+  if (op == Op::kAllReduce && servers) return Algorithm::kHierarchical;
+  return resolve(Algorithm::kAuto, op);
+}
+
+NcclAlgo model_algorithm(Algorithm algo) {
+  if (algo == Algorithm::kTree) return NcclAlgo::kTree;
+  if (algo == Algorithm::kNvls) return NcclAlgo::kNvls;
+  return NcclAlgo::kRing;
+}
+
+}  // namespace
+
+std::optional<NcclHardware> nccl_hardware(std::string_view gpu_type) {
+  for (const auto& row : kHardware)
+    if (row.gpu == gpu_type) return row.hw;
+  return std::nullopt;
+}
+
+NcclTuning NcclTuning::for_gpu(std::string_view gpu_type, NcclSettings settings) {
+  return NcclTuning(nccl_hardware(gpu_type), settings);
+}
+
+NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
+  const NcclHardware hw = hw_.value_or(NcclHardware{});
+  const int32_t local = std::min(members_per_node, n);
+  const int32_t nodes = local >= n ? 1 : uniform(n, local) ? n / local : n;
+  NcclGraph g = nccl_graph(hw.arch, n, nodes, hw.nvlinks, hw.nic_gbps, settings_.nvls);
+  if (settings_.channels > 0) {
+    // The same total bandwidth, split over the channels asked for.
+    const double intra = g.bw_intra_gbps * g.channels, inter = g.bw_inter_gbps * g.channels;
+    g.channels = settings_.channels;
+    g.bw_intra_gbps = intra / g.channels;
+    g.bw_inter_gbps = inter / g.channels;
+  }
+  return g;
+}
+
+NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
+                                    Algorithm requested) const {
+  NcclRestrict only;
+  only.protocol = settings_.protocol;
+  if (requested != Algorithm::kAuto) {
+    only.fix_algo = true;
+    only.algo = model_algorithm(requested);
+  }
+  return choose_nccl(op, graph(n, members_per_node), bytes, only);
+}
+
+ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
+                             Algorithm requested) const {
+  ScheduleKey key;
+  key.op = op;
+  key.n = n;
+  const int32_t local = std::min(members_per_node, n);
+  const bool collective = op == Op::kAllReduce || op == Op::kAllGather ||
+                          op == Op::kReduceScatter || op == Op::kBroadcast;
+  NcclChoice choice;
+  if (hw_ && collective && n > 1) {
+    choice = model_choice(op, n, local, bytes, requested);
+    key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
+               : settings_.nccl_choice       ? our_algorithm(choice.algo, op, n, local)
+                                             : choose_algorithm(op, n, local, bytes);
+  } else {
+    key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
+                                             : choose_algorithm(op, n, local, bytes);
+  }
+  key.chunks = auto_chunks(op, key.algo, n, bytes);
+  key.window = auto_window(op, key.algo, n, key.chunks, bytes);
+  if (key.algo == Algorithm::kHierarchical) key.local_size = local;
+  const bool across = local > 1 && local < n && uniform(n, local);
+  if (key.algo == Algorithm::kRing && op != Op::kBroadcast) {
+    if (across && settings_.rail_rings) {
+      key.channels = settings_.channels > 0 ? settings_.channels : local;
+      key.local_size = local;
+    } else if (settings_.channels > 0) {
+      key.channels = settings_.channels;
+    }
+  }
+  key.node_size = local >= n ? n : across ? local : (local == 1 ? 1 : 0);
+  if (!hw_) return key;
+  // The wire costs of the protocol NCCL runs (p2p ops: Simple, without the ring's step terms).
+  key.protocol = collective && n > 1 ? choice.protocol : Protocol::kSimple;
+  if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
+  if (key.algo == Algorithm::kNvls) {
+    // Each GPU's NVLink carries 6/5 of the buffer each way under NVLS (NCCL's bus-to-algorithm
+    // ratio for NVLS, tuning.cc), where the reduce and multicast messages between GPUs carry
+    // 2(n-1)/n of it.
+    key.wire.byte_factor *= 1.2 * n / (2.0 * (n - 1));
+  }
+  if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
+  if (settings_.step_latency && collective && n > 1) {
+    const NcclAlgo m = model_algorithm(key.algo);
+    // NVLS's hwLat is the whole call's (two phases here, so half each).
+    const double share = m == NcclAlgo::kNvls ? 0.5 : 1.0;
+    key.wire.intra_step_latency = Time::from_us(share * step_latency_us(m, key.protocol, false));
+    key.wire.inter_step_latency = Time::from_us(share * step_latency_us(m, key.protocol, true));
+    key.wire.launch_latency = Time::from_us(base_latency_us(m, key.protocol));
+  }
+  return key;
+}
+
+}  // namespace cs::coll

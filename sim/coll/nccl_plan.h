@@ -1,0 +1,65 @@
+// Turns a collective call (op, group, size) into the schedule NCCL would run: its choice of
+// algorithm, protocol and channels, and the wire costs of that protocol on that GPU.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "sim/coll/collective.h"
+#include "sim/coll/nccl_model.h"
+#include "sim/coll/schedule.h"
+
+namespace cs::coll {
+
+// Every knob of the NCCL model, each one a switch (config: RunConfig.nccl and EffectsConfig 40-59;
+// CLI: collective --protocol, --channels, --nvls, --no-*).
+struct NcclSettings {
+  Protocol protocol = Protocol::kAuto;  // NCCL_PROTO: kAuto lets the model choose
+  int32_t channels = 0;                 // rings per collective across servers; 0: one per NIC
+  bool nvls = true;                     // NCCL_NVLS_ENABLE
+  // Effects (all on by default, as a real run pays them):
+  bool protocol_overhead = true;  // LL / LL128 flag bytes on the wire
+  bool nvlink_overhead = true;    // NCCL's NVLink payload efficiency (20.6 of 25 GB/s per link)
+  bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies
+  bool rail_rings = true;         // across servers, one rail-aligned ring per NIC (else one ring)
+  bool nccl_choice = true;        // algorithm by NCCL's cost model (else the fixed size rule)
+};
+
+// The DGX server a GPU type comes in, as NCCL's model needs it: NVLinks per GPU (A100: 12, H100 /
+// H200: 18, H800: 8; datasheets) and NIC bandwidth per GPU (DGX A100: 200 Gb/s HDR = 25 GB/s;
+// DGX H100 / H200 / H800 systems: 400 Gb/s NDR = 50 GB/s).
+struct NcclHardware {
+  GpuArch arch = GpuArch::kHopper;
+  int32_t nvlinks = 18;
+  double nic_gbps = 50;
+};
+// nullopt for GPU types without NCCL data (then plans keep the ideal wire and the size rule).
+std::optional<NcclHardware> nccl_hardware(std::string_view gpu_type);
+
+class NcclTuning {
+ public:
+  NcclTuning() = default;  // no NCCL data: ideal wire, choose_algorithm's size rule
+  NcclTuning(std::optional<NcclHardware> hw, NcclSettings settings)
+      : hw_(hw), settings_(settings) {}
+  // For the topology's GPU type.
+  static NcclTuning for_gpu(std::string_view gpu_type, NcclSettings settings = {});
+
+  // The schedule key of one call: n ranks, members_per_node consecutive ranks per server
+  // (>= n: one server; 1 when members are spread or servers are uneven), `bytes` the call's size
+  // and `requested` the algorithm asked for (kAuto: NCCL's choice). Chunks and window by size.
+  ScheduleKey plan(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
+                   Algorithm requested = Algorithm::kAuto) const;
+  // NCCL's model for the same call (which algorithm and protocol, and its predicted time).
+  NcclChoice model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
+                          Algorithm requested = Algorithm::kAuto) const;
+  NcclGraph graph(int32_t n, int32_t members_per_node) const;
+  const NcclSettings& settings() const { return settings_; }
+  bool has_hardware() const { return hw_.has_value(); }
+
+ private:
+  std::optional<NcclHardware> hw_;
+  NcclSettings settings_;
+};
+
+}  // namespace cs::coll

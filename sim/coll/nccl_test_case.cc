@@ -1,0 +1,51 @@
+#include "sim/coll/nccl_test_case.h"
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "sim/coll/algorithms.h"
+#include "sim/coll/runner.h"
+#include "sim/core/simulator.h"
+#include "sim/net/routing.h"
+
+namespace cs::coll {
+namespace {
+
+// Consecutive GPUs from the first that share its server.
+int32_t members_per_node(const net::Topology& topology, int32_t n) {
+  int32_t local = 0;
+  const int32_t node = topology.vertex(topology.gpu(0)).node;
+  while (local < n && topology.vertex(topology.gpu(local)).node == node) ++local;
+  return local;
+}
+
+}  // namespace
+
+NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, int32_t gpus,
+                             const NcclSettings& settings, Algorithm algo, net::NetworkMode mode) {
+  const auto n = gpus > 0 ? gpus : static_cast<int32_t>(topology.num_gpus());
+  if (n > static_cast<int32_t>(topology.num_gpus()))
+    throw std::invalid_argument("the topology has " + std::to_string(topology.num_gpus()) +
+                                " GPUs, fewer than " + std::to_string(n));
+  if (size < 0) throw std::invalid_argument("collective size must not be negative");
+  const int32_t local = members_per_node(topology, n);
+  const int32_t uniform = local >= n || n % local == 0 ? local : 1;
+  NcclTestResult r;
+  r.key = NcclTuning::for_gpu(topology.gpu_type, settings).plan(op, n, uniform, size, algo);
+  const auto schedule = build_schedule(r.key);
+  std::vector<net::VertexId> vertices;
+  for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));
+  net::Routing routing(topology);
+  Simulator sim;
+  const auto network = net::make_network(mode, sim, topology, routing);
+  run_collective(sim, *network, *schedule, vertices, size,
+                 [&](const RunStats& s) { r.time = s.end - s.start; });
+  sim.run();
+  const double seconds = r.time.as_seconds();
+  r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
+  r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(op, n);
+  return r;
+}
+
+}  // namespace cs::coll

@@ -1,0 +1,29 @@
+// One nccl-tests measurement on the simulated cluster: a collective over the first `gpus` GPUs of
+// a topology, as NCCL would run it, with its time and algorithm / bus bandwidth.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/coll/nccl_plan.h"
+#include "sim/coll/schedule.h"
+#include "sim/core/units.h"
+#include "sim/net/network_factory.h"
+#include "sim/net/topology.h"
+
+namespace cs::coll {
+
+struct NcclTestResult {
+  ScheduleKey key;  // what ran: algorithm, protocol, channels, chunks, wire
+  Time time;
+  double algbw_gbps = 0;  // size / time
+  double busbw_gbps = 0;  // algbw x the op's bus factor (nccl-tests' busbw)
+};
+
+// Runs `op` of `size` bytes over GPUs 0..gpus-1 of `topology` (all of them: 0), NCCL's tuning for
+// the topology's GPU type with `settings`, `algo` kAuto for NCCL's choice. Throws
+// std::invalid_argument for a bad group or an algorithm that does not implement the op.
+NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, int32_t gpus = 0,
+                             const NcclSettings& settings = {}, Algorithm algo = Algorithm::kAuto,
+                             net::NetworkMode mode = net::NetworkMode::kCongestionAware);
+
+}  // namespace cs::coll

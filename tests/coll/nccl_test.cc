@@ -1,0 +1,189 @@
+// NCCL's cost model (closed forms from tuning.cc), its protocol choice, and the simulated
+// collectives it plans on DGX H100 servers, with each effect switched off in turn.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "sim/coll/algorithms.h"
+#include "sim/coll/nccl_model.h"
+#include "sim/coll/nccl_plan.h"
+#include "sim/coll/nccl_test_case.h"
+#include "sim/net/topology_builder.h"
+
+namespace cs::coll {
+namespace {
+
+// 8 H100 on one NVSwitch: 18 links x 20.6 GB/s = 370.8 GB/s, 6 rings at 60 GB/s duplicated.
+NcclGraph one_h100_server() {
+  return nccl_graph(GpuArch::kHopper, 8, 1, 18, 50, true);
+}
+
+TEST(NcclModel, GraphOfOneH100Server) {
+  const NcclGraph g = one_h100_server();
+  EXPECT_EQ(g.channels, 12);
+  EXPECT_DOUBLE_EQ(g.bw_intra_gbps, 30.0);
+  EXPECT_TRUE(g.nvls);
+}
+
+TEST(NcclModel, RingClosedForms) {
+  const NcclGraph g = one_h100_server();
+  const double ratio = 8.0 / 14.0;  // ranks / ring steps of an all-reduce
+  EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kSimple, g),
+              360 * ratio, 1e-9);
+  // LL: a quarter of the bus bandwidth, capped by Hopper's one-node llMaxBw of 87.7 GB/s.
+  EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kLl, g), 87.7 * ratio,
+              1e-9);
+  EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kLl128, g),
+              360 * 0.92 * ratio, 1e-9);
+  // baseLat + 2(n-1) x hwLat.
+  EXPECT_NEAR(model_latency_us(Op::kAllReduce, NcclAlgo::kRing, Protocol::kSimple, g),
+              8.4 + 14 * 3.4, 1e-9);
+  EXPECT_NEAR(model_latency_us(Op::kAllReduce, NcclAlgo::kRing, Protocol::kLl, g), 6.6 + 14 * 0.6,
+              1e-9);
+  EXPECT_NEAR(model_latency_us(Op::kAllGather, NcclAlgo::kRing, Protocol::kLl128, g),
+              14.0 + 7 * 1.9, 1e-9);
+}
+
+// Where two protocols cost the same: lat_a + S / bw_a = lat_b + S / bw_b.
+double crossover_bytes(Protocol a, Protocol b, const NcclGraph& g) {
+  const auto lat = [&](Protocol p) {
+    return model_latency_us(Op::kAllReduce, NcclAlgo::kRing, p, g);
+  };
+  const auto inv = [&](Protocol p) {
+    return 1.0 / (1000.0 * model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, p, g));
+  };
+  return (lat(b) - lat(a)) / (inv(a) - inv(b));
+}
+
+TEST(NcclModel, ProtocolBySizeFollowsTheCrossovers) {
+  const NcclGraph g = one_h100_server();
+  NcclRestrict ring;
+  ring.fix_algo = true;
+  const double ll_to_ll128 = crossover_bytes(Protocol::kLl, Protocol::kLl128, g);
+  const double ll128_to_simple = crossover_bytes(Protocol::kLl128, Protocol::kSimple, g);
+  ASSERT_LT(ll_to_ll128, ll128_to_simple);
+  const auto pick = [&](double bytes) {
+    return choose_nccl(Op::kAllReduce, g, static_cast<Bytes>(bytes), ring).protocol;
+  };
+  EXPECT_EQ(pick(8), Protocol::kLl);
+  EXPECT_EQ(pick(ll_to_ll128 * 0.9), Protocol::kLl);
+  EXPECT_EQ(pick(ll_to_ll128 * 1.1), Protocol::kLl128);
+  EXPECT_EQ(pick(ll128_to_simple * 0.9), Protocol::kLl128);
+  EXPECT_EQ(pick(ll128_to_simple * 1.1), Protocol::kSimple);
+  EXPECT_EQ(pick(1 << 30), Protocol::kSimple);
+}
+
+TEST(NcclModel, NvlsOnlyWhereNcclRunsIt) {
+  const NcclGraph g = one_h100_server();
+  EXPECT_EQ(choose_nccl(Op::kAllReduce, g, Bytes{1} << 30).algo, NcclAlgo::kNvls);
+  EXPECT_NE(choose_nccl(Op::kAllGather, g, Bytes{1} << 30).algo, NcclAlgo::kNvls);
+  const NcclGraph a100 = nccl_graph(GpuArch::kAmpere, 8, 1, 12, 25, true);
+  EXPECT_FALSE(a100.nvls);
+  const NcclGraph two = nccl_graph(GpuArch::kHopper, 16, 2, 18, 50, true);
+  EXPECT_FALSE(two.nvls);
+}
+
+TEST(NcclModel, WireFactors) {
+  EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kLl), 2.0);
+  EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kLl128), 128.0 / 120.0);
+  EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kSimple), 1.0);
+  EXPECT_DOUBLE_EQ(nvlink_payload_efficiency(GpuArch::kHopper), 20.6 / 25);
+  EXPECT_THROW(parse_protocol("fast"), std::invalid_argument);
+}
+
+// A collective of `bytes` on `servers` DGX H100 servers (all their GPUs), simulated.
+struct Result {
+  ScheduleKey key;
+  double busbw_gbps = 0;
+  double time_us = 0;
+};
+Result simulate(Op op, int32_t servers, Bytes bytes, NcclSettings settings = {},
+                Algorithm algo = Algorithm::kAuto) {
+  const net::Topology topo =
+      net::build_topology(net::resolve_topology("dgx-h100"), 8 * servers, "dgx-h100");
+  const NcclTestResult r = run_nccl_test(topo, op, bytes, 0, settings, algo);
+  return {r.key, r.busbw_gbps, r.time.as_us()};
+}
+
+constexpr Bytes kGiB = Bytes{1} << 30;
+
+TEST(NcclSimulated, RingAllReduceOnOneH100ServerAsNcclTestsMeasure) {
+  // nccl-tests issue 212: ~370 GB/s bus bandwidth with NCCL_ALGO=RING (line rate 450).
+  const Result ring = simulate(Op::kAllReduce, 1, kGiB, {}, Algorithm::kRing);
+  EXPECT_EQ(ring.key.protocol, Protocol::kSimple);
+  EXPECT_GE(ring.busbw_gbps, 340);
+  EXPECT_LE(ring.busbw_gbps, 400);
+  // Without NVLink's packet overhead the ring runs at line rate.
+  NcclSettings off;
+  off.nvlink_overhead = false;
+  EXPECT_GT(simulate(Op::kAllReduce, 1, kGiB, off, Algorithm::kRing).busbw_gbps, 430);
+}
+
+TEST(NcclSimulated, NvlsBeatsTheRingAndCanBeSwitchedOff) {
+  const Result nvls = simulate(Op::kAllReduce, 1, kGiB);
+  EXPECT_EQ(nvls.key.algo, Algorithm::kNvls);
+  EXPECT_GT(nvls.busbw_gbps, 440);
+  NcclSettings off;
+  off.nvls = false;
+  const Result ring = simulate(Op::kAllReduce, 1, kGiB, off);
+  EXPECT_NE(ring.key.algo, Algorithm::kNvls);
+  EXPECT_LT(ring.busbw_gbps, 400);
+}
+
+TEST(NcclSimulated, AllGatherAndReduceScatterUseEveryRail) {
+  const double all_reduce = simulate(Op::kAllReduce, 8, kGiB).busbw_gbps;
+  for (Op op : {Op::kAllGather, Op::kReduceScatter}) {
+    const Result rails = simulate(op, 8, kGiB);
+    EXPECT_EQ(rails.key.channels, 8);
+    EXPECT_GE(rails.busbw_gbps, 0.8 * all_reduce) << to_string(op);
+    NcclSettings off;
+    off.rail_rings = false;
+    // One ring in rank order: one NIC per server carries everything.
+    EXPECT_LT(simulate(op, 8, kGiB, off).busbw_gbps, 0.2 * rails.busbw_gbps) << to_string(op);
+  }
+}
+
+TEST(NcclSimulated, ProtocolFlagBytesHalveLlBandwidth) {
+  NcclSettings ll;
+  ll.protocol = Protocol::kLl;
+  ll.step_latency = false;
+  const double with = simulate(Op::kAllGather, 1, 256 << 20, ll, Algorithm::kRing).time_us;
+  ll.protocol_overhead = false;
+  const double without = simulate(Op::kAllGather, 1, 256 << 20, ll, Algorithm::kRing).time_us;
+  EXPECT_NEAR(with / without, 2.0, 0.05);
+}
+
+TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
+  // 8 bytes: latency only. LL ring: baseLat 6.6 + 14 hops x 0.6 µs on top of the wire's.
+  NcclSettings s;
+  s.protocol = Protocol::kLl;
+  const double with = simulate(Op::kAllReduce, 1, 8, s, Algorithm::kRing).time_us;
+  s.step_latency = false;
+  const double without = simulate(Op::kAllReduce, 1, 8, s, Algorithm::kRing).time_us;
+  EXPECT_NEAR(with - without, 6.6 + 14 * 0.6, 0.05);
+}
+
+TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
+  const NcclTuning tuning = NcclTuning::for_gpu("h100");
+  // 8 servers of 8: NCCL's model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
+  // which our hierarchical schedule does too (our tree over all ranks would not).
+  EXPECT_EQ(tuning.model_choice(Op::kAllReduce, 64, 8, 16 << 20).algo, NcclAlgo::kTree);
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 8, 16 << 20).algo, Algorithm::kHierarchical);
+  // One GPU per server: the double binary tree itself.
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 1, 64 << 10).algo, Algorithm::kTree);
+  // The fixed size rule when NCCL's choice is off.
+  NcclSettings rule;
+  rule.nccl_choice = false;
+  EXPECT_EQ(NcclTuning::for_gpu("h100", rule).plan(Op::kAllReduce, 8, 8, 1 << 30).algo,
+            Algorithm::kRing);
+}
+
+TEST(NcclPlan, UnknownGpuKeepsTheIdealWire) {
+  const NcclTuning none = NcclTuning::for_gpu("tpu");
+  EXPECT_FALSE(none.has_hardware());
+  const ScheduleKey key = none.plan(Op::kAllReduce, 8, 8, kGiB);
+  EXPECT_EQ(key.wire, WireModel{});
+}
+
+}  // namespace
+}  // namespace cs::coll
