@@ -17,9 +17,10 @@ struct CollectiveTiming {
   double busbw_gbps = 0;
 };
 
-// Runs the collective over GPUs 0..gpus-1 of the topology, sized to them, with the CLI's
-// choices for --algo auto, --chunks 0 and --window 0. Throws ConfigError for an unknown topology
-// or one too small, std::invalid_argument for an impossible algorithm.
+// Runs the collective over GPUs 0..gpus-1 of the topology, sized to them, as NCCL would run it
+// (coll::run_nccl_test, the same plan as `clustersim collective` with its defaults). Throws
+// ConfigError for an unknown topology or one too small, std::invalid_argument for an impossible
+// algorithm.
 CollectiveTiming time_collective(const clustersim::CollectiveCase& c);
 
 // Field checks (op, algorithm, network names; positive GPUs and size), throwing ConfigError
