@@ -162,6 +162,15 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     segment_recompute = workload::layer_recompute_ops(full);
   }
   const Bytes layer_weight_bytes = 2 * per_layer;  // bf16
+  // Gradients are reduced in the type of their buffers: Megatron's fp32 main_grad
+  // (--accumulate-allreduce-grads-in-fp32, grad_reduce_in_fp32=True in NeMo's recipes) or bf16.
+  const Bytes grad_bytes = par.grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_BF16 ? 2 : 4;
+  work.grad_sync_after_backward = !par.overlap_grad_reduce();
+  // Distributed optimizer: updated bf16 parameters are all-gathered in buckets of
+  // dp_bucket_params, each before the first forward op that uses them, as Megatron's
+  // overlap_param_gather does under the next step's forward.
+  const bool overlap_param_gather =
+      (zero == 1 || zero == 2) && dp > 1 && par.overlap_param_gather();
 
   // ZeRO-3 / FSDP: a layer's weights are all-gathered on the DP stream before the layer runs.
   // The gather may start once the layer two places back has finished, so at most two layers'
@@ -210,16 +219,39 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
         2 * tokens * config.model().hidden_size() / (par.sequence_parallel() ? par.tp() : 1);
 
     std::vector<int32_t> ends;
-    if (first)
+    int64_t gather_params = 0;
+    uint32_t gather_before = 0;
+    // `params` are used from forward op `first_op` on; a full bucket (or the last) is gathered.
+    auto params_used = [&](int64_t params, std::size_t first_op, bool flush = false) {
+      if (!overlap_param_gather) return;
+      if (gather_params == 0) gather_before = static_cast<uint32_t>(first_op);
+      gather_params += params;
+      if (gather_params == 0 || (!flush && gather_params < par.dp_bucket_params())) return;
+      chunk.param_gather.push_back(
+          {std::min(gather_before, static_cast<uint32_t>(chunk.forward.ops.size() - 1)),
+           make.collective(coll::Op::kAllGather, Dim::kDp, 2 * gather_params,
+                           "zero_param_all_gather")});
+      gather_params = 0;
+    };
+    if (first) {
+      const std::size_t at = chunk.forward.ops.size();
       make.append(chunk.forward, workload::embedding_ops(config, Phase::kForward),
                   OpClass::kForward);
+      params_used(vocab_params, at);
+    }
     for (int32_t l = 0; l < layers; ++l) {
       make.layer = first_layer + l;
+      const std::size_t at = chunk.forward.ops.size();
       gathered_layer(chunk.forward, fwd, OpClass::kForward, ends);
+      params_used(per_layer, at);
     }
     make.layer = -1;
-    if (last)
+    if (last) {
+      const std::size_t at = chunk.forward.ops.size();
       make.append(chunk.forward, workload::head_ops(config, Phase::kForward), OpClass::kForward);
+      params_used(vocab_params + config.model().hidden_size(), at);
+    }
+    params_used(0, chunk.forward.ops.size(), true);
 
     // Backward, layers in reverse. Gradients become ready layer by layer; buckets of at least
     // dp_bucket_params parameters are reduced as soon as they fill (Megatron's overlap).
@@ -229,7 +261,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       bucket += params;
       if (bucket == 0 || (!flush && bucket < par.dp_bucket_params())) return;
       const auto after = static_cast<uint32_t>(grads_phase.ops.size() - 1);
-      const Bytes bytes = 2 * bucket;  // bf16 gradients
+      const Bytes bytes = grad_bytes * bucket;
       if (dp == 1 && par.cp() == 1) {
         if (offload_optimizer) {
           chunk.grad_sync.push_back(
@@ -323,7 +355,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     LayerOp adam = workload::optimizer_op(shard);
     work.optimizer.push_back(make.kernel(adam, OpClass::kOptimizer));
   }
-  if ((zero == 1 || zero == 2) && dp > 1) {
+  if ((zero == 1 || zero == 2) && dp > 1 && !overlap_param_gather) {
     work.after_optimizer.push_back(
         make.collective(coll::Op::kAllGather, Dim::kDp, 2 * params, "zero_param_all_gather"));
   }
