@@ -188,7 +188,10 @@ void Executor::charge_idle(int32_t rank, Time from, Time to) {
   RankStats& stats = stats_[rank];
   // By stream: gradient synchronisation runs on the DP stream even where a step of it reduces
   // over another group (context-parallel ranks), and it is DP communication that was exposed.
-  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kDp) {
+  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kTp) {
+    // A chunk of an overlapped TP collective the next GEMM piece needs: exposed TP time.
+    stats.tp_comm += to - from;
+  } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kDp) {
     stats.dp_wait += to - from;
   } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kCp) {
     stats.cp_wait += to - from;
@@ -299,8 +302,10 @@ void Executor::change_load(int32_t rank, CommPath path, int sign) {
   if (k.rank >= 0) reschedule(k);
 }
 
-CommPath Executor::path_of(Dim dim) const {
-  return members_per_node_[static_cast<int>(dim)] >= layout_.size(dim)
+CommPath Executor::path_of(const Op& o) const {
+  // Overlapped TP collectives run as userbuffers ring-exchange steps, not NCCL kernels.
+  if (o.stream == Stream::kTp) return CommPath::kRingExchange;
+  return members_per_node_[static_cast<int>(o.dim)] >= layout_.size(o.dim)
              ? CommPath::kNvlinkCollective
              : CommPath::kNetworkCollective;
 }
@@ -514,30 +519,34 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     ++comm_.isolated_collectives;
     const Dim dim = o.dim;
     const int32_t first = members.front(), stride = layout_.stride(dim), count = n;
-    const CommPath path = path_of(dim);
+    const CommPath path = path_of(o);
+    // TP collectives on the compute stream block it; overlapped chunks are charged only where
+    // the compute stream waits for them (charge_idle).
+    const bool blocking = o.stream == Stream::kCompute;
     for (const int32_t m : members) change_load(m, path, +1);
-    sim_.schedule_in(run.duration,
-                     [this, first, stride, count, op, dim, path, duration = run.duration] {
-                       for (int32_t i = 0; i < count; ++i)
-                         change_load(first + i * stride, path, -1);
-                       for (int32_t i = 0; i < count; ++i) {
-                         if (dim == Dim::kTp) stats_[first + i * stride].tp_comm += duration;
-                         complete(first + i * stride, op);
-                       }
-                     });
+    sim_.schedule_in(run.duration, [this, first, stride, count, op, dim, path, blocking,
+                                    duration = run.duration] {
+      for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, -1);
+      for (int32_t i = 0; i < count; ++i) {
+        if (dim == Dim::kTp && blocking) stats_[first + i * stride].tp_comm += duration;
+        complete(first + i * stride, op);
+      }
+    });
     return;
   }
   const Time started = sim_.now();
-  const CommPath path = path_of(o.dim);
+  const CommPath path = path_of(o);
+  const bool blocking = o.stream == Stream::kCompute;
   for (const int32_t m : members) change_load(m, path, +1);
   coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
-                       [this, members, op, started, schedule, dim = o.dim, path,
+                       [this, members, op, started, schedule, dim = o.dim, path, blocking,
                         coll_op = o.coll_op](const coll::RunStats& run) {
                          comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
                          comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
                          for (const int32_t m : members) change_load(m, path, -1);
                          for (const int32_t m : members) {
-                           if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
+                           if (dim == Dim::kTp && blocking)
+                             stats_[m].tp_comm += sim_.now() - started;
                            complete(m, op);
                          }
                        });

@@ -200,7 +200,7 @@ class Executor {
   void start_kernel(int32_t rank, uint32_t op);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
-  CommPath path_of(workload::Dim dim) const;
+  CommPath path_of(const workload::Op& o) const;
   CommPath path_of_group(std::size_t group) const;
   void reschedule(RunningKernel& k);
   // The schedule NCCL would run for this collective: algorithm, chunks and window by size and

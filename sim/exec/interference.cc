@@ -23,6 +23,9 @@ constexpr int32_t kNetworkCollectiveChannels = 16;
 // A point-to-point transfer: 2 channels, the minimum NCCL launches (NVIDIA/nccl issue 689, "it
 // should just launch 2 SMs ... 2 is the minimum").
 constexpr int32_t kPointToPointChannels = 2;
+// A userbuffers ring-exchange step: one SM, RingExchangeOverlapCfg's num_sm default in NeMo's
+// nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py.
+constexpr int32_t kRingExchangeSms = 1;
 // HBM bytes per byte on the link: a collective stores what arrives and reads it back, and reads
 // or writes user buffers too, "at least 2x ... it can be 3x" (NCCL developer, NVIDIA/nccl issue
 // 1428); a send reads its buffer once and the receive writes it once: 2x.
@@ -53,6 +56,7 @@ InterferenceModel interference_model(const compute::GpuProfile& gpu) {
   m.nvlink_collective = load(nvlink_channels, nvlink, kCollectiveHbmPerLinkByte);
   m.network_collective = load(kNetworkCollectiveChannels, nic, kCollectiveHbmPerLinkByte);
   m.point_to_point = load(kPointToPointChannels, nic, kPointToPointHbmPerLinkByte);
+  m.ring_exchange = load(kRingExchangeSms, nvlink, kPointToPointHbmPerLinkByte);
   return m;
 }
 

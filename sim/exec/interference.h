@@ -36,18 +36,27 @@ enum class CommPath : uint8_t {
   kNvlinkCollective,   // every member on one server
   kNetworkCollective,  // the group spans servers
   kPointToPoint,       // one send / receive (pipeline transfers)
+  kRingExchange,       // a Transformer Engine userbuffers ring-exchange step beside a GEMM
 };
 
 // The GPU's resources and the load each kind of communication puts on them.
 struct InterferenceModel {
   int32_t sm_count = 0;
   double hbm_bytes_per_s = 0;  // what streaming kernels achieve alone
-  CommLoad nvlink_collective, network_collective, point_to_point;
+  CommLoad nvlink_collective, network_collective, point_to_point, ring_exchange;
 
   const CommLoad& load_of(CommPath path) const {
-    return path == CommPath::kNvlinkCollective    ? nvlink_collective
-           : path == CommPath::kNetworkCollective ? network_collective
-                                                  : point_to_point;
+    switch (path) {
+      case CommPath::kNvlinkCollective:
+        return nvlink_collective;
+      case CommPath::kNetworkCollective:
+        return network_collective;
+      case CommPath::kPointToPoint:
+        return point_to_point;
+      case CommPath::kRingExchange:
+        break;
+    }
+    return ring_exchange;
   }
 };
 

@@ -1,5 +1,6 @@
 #include "sim/run/stage_work.h"
 
+#include <algorithm>
 #include <unordered_map>
 
 #include "sim/plan/host.h"
@@ -28,7 +29,11 @@ class OpMaker {
  public:
   OpMaker(const clustersim::RunConfig& config, const compute::KernelCostModel& cost,
           workload::StageWork& work)
-      : config_(config), cost_(cost), work_(work) {}
+      : config_(config),
+        cost_(cost),
+        work_(work),
+        overlap_tp_(config.parallel().tp_comm_overlap() && config.parallel().sequence_parallel() &&
+                    config.parallel().tp() > 1) {}
 
   // The transformer layer the next ops belong to (model order), -1 outside layers.
   int32_t layer = -1;
@@ -40,14 +45,30 @@ class OpMaker {
     return it->second;
   }
 
-  // Appends `ops` to `phase`, each after the previous one; returns how many were added.
+  // Appends `ops` to `phase`, each after the previous one; returns how many were added. With
+  // TP comm overlap, a TP all-gather feeding a GEMM and a GEMM feeding a TP reduce-scatter are
+  // pipelined chunk by chunk instead.
   std::size_t append(PhaseOps& phase, const std::vector<LayerOp>& ops, OpClass cls,
                      int32_t first_also_after = PhaseOp::kNone) {
     std::size_t added = 0;
-    for (const LayerOp& lop : ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const int32_t also = added == 0 ? first_also_after : PhaseOp::kNone;
+      const LayerOp* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
+      if (overlap_tp_ && next && is_comm(ops[i], workload::CommKind::kTpAllGather) &&
+          is_gemm(*next)) {
+        added += gather_into_gemm(phase, ops[i], *next, cls, also);
+        ++i;
+        continue;
+      }
+      if (overlap_tp_ && next && is_gemm(ops[i]) &&
+          is_comm(*next, workload::CommKind::kTpReduceScatter)) {
+        added += gemm_into_scatter(phase, ops[i], *next, cls, also);
+        ++i;
+        continue;
+      }
       Op op;
-      if (!make(lop, cls, op)) continue;
-      phase.add(op, PhaseOp::kPrevious, added == 0 ? first_also_after : PhaseOp::kNone);
+      if (!make(ops[i], cls, op)) continue;
+      phase.add(op, PhaseOp::kPrevious, also);
       ++added;
     }
     return added;
@@ -80,6 +101,83 @@ class OpMaker {
   }
 
  private:
+  static bool is_gemm(const LayerOp& l) {
+    return !l.is_comm && l.kernel.kind == compute::KernelKind::kGemm;
+  }
+  static bool is_comm(const LayerOp& l, workload::CommKind kind) {
+    return l.is_comm && l.comm == kind;
+  }
+  // Where a pipelined pair starts: after the phase's last op, or with the item.
+  static int32_t pair_start(const PhaseOps& phase) {
+    return phase.ops.empty() ? PhaseOp::kItemStart : static_cast<int32_t>(phase.ops.size()) - 1;
+  }
+
+  // One of `pieces` equal slices of a GEMM along its token dimension m, timed on its own (a
+  // thinner GEMM fills the GPU less well, which is part of what the overlap costs).
+  Op gemm_piece(const LayerOp& gemm, OpClass cls, int32_t pieces) {
+    LayerOp part = gemm;
+    compute::Kernel& k = part.kernel;
+    auto operands = [](const compute::Kernel& g) {
+      return static_cast<double>(g.m) * static_cast<double>(g.k) +
+             static_cast<double>(g.k) * static_cast<double>(g.n) +
+             static_cast<double>(g.m) * static_cast<double>(g.n);
+    };
+    const double whole = operands(k);
+    k.m = std::max<int64_t>(k.m / pieces, 1);
+    k.flops = gemm.kernel.flops / pieces;
+    if (whole > 0) k.bytes = gemm.kernel.bytes * operands(k) / whole;
+    return kernel(part, cls);
+  }
+
+  Op tp_chunk(coll::Op kind, Bytes bytes, std::string_view name) {
+    Op op = collective(kind, Dim::kTp, bytes, name);
+    op.stream = Stream::kTp;
+    return op;
+  }
+
+  // Userbuffers ring exchange (Transformer Engine; NeMo's RingExchangeOverlapCfg): the
+  // collective becomes tp - 1 steps in which every rank sends one token chunk, S / tp, to the
+  // next rank of the ring (a send/recv over the TP group, one hop each), so the volume is the
+  // collective's (tp - 1) / tp x S. All-gather: GEMM piece j runs on the chunk that arrived in
+  // step j while step j + 1 brings the next.
+  std::size_t gather_into_gemm(PhaseOps& phase, const LayerOp& gather, const LayerOp& gemm,
+                               OpClass cls, int32_t also) {
+    const auto t = config_.parallel().tp();
+    const int32_t start = pair_start(phase);
+    const Op piece = gemm_piece(gemm, cls, t);
+    const Op hop = tp_chunk(coll::Op::kSendRecv, gather.bytes / t, gather.comm_name);
+    int32_t last_hop = start, last_piece = start;
+    for (int32_t j = 0; j < t; ++j) {
+      const int32_t arrived = last_hop;  // the step that brought chunk j (j > 0)
+      if (j + 1 < t) {
+        phase.add(hop, last_hop, j == 0 ? also : PhaseOp::kNone);
+        last_hop = static_cast<int32_t>(phase.ops.size()) - 1;
+      }
+      phase.add(piece, last_piece, j == 0 ? also : arrived);
+      last_piece = static_cast<int32_t>(phase.ops.size()) - 1;
+    }
+    return static_cast<std::size_t>(2 * t - 1);
+  }
+
+  // Reduce-scatter: GEMM piece j computes the partial output of one destination chunk, added to
+  // the partial sum received in step j - 1 and sent on in step j while piece j + 1 runs; the
+  // last piece is this rank's own chunk. Each step waits for its piece and (the TP stream is in
+  // order) the step before; what follows waits for the last step.
+  std::size_t gemm_into_scatter(PhaseOps& phase, const LayerOp& gemm, const LayerOp& scatter,
+                                OpClass cls, int32_t also) {
+    const auto t = config_.parallel().tp();
+    const Op piece = gemm_piece(gemm, cls, t);
+    const Op hop = tp_chunk(coll::Op::kSendRecv, scatter.bytes / t, scatter.comm_name);
+    int32_t last_piece = pair_start(phase);
+    for (int32_t j = 0; j < t; ++j) {
+      phase.add(piece, last_piece, j == 0 ? also : PhaseOp::kNone);
+      const int32_t previous_piece = last_piece;
+      last_piece = static_cast<int32_t>(phase.ops.size()) - 1;
+      if (j > 0) phase.add(hop, previous_piece);
+    }
+    return static_cast<std::size_t>(2 * t - 1);
+  }
+
   bool make(const LayerOp& lop, OpClass cls, Op& op) {
     if (!lop.is_comm) {
       op = kernel(lop, cls);
@@ -102,6 +200,7 @@ class OpMaker {
   const clustersim::RunConfig& config_;
   const compute::KernelCostModel& cost_;
   workload::StageWork& work_;
+  bool overlap_tp_;  // Transformer Engine comm-GEMM overlap applies
   std::unordered_map<std::string, uint32_t> labels_;
 };
 
