@@ -305,6 +305,8 @@ void Executor::change_load(int32_t rank, CommPath path, int sign) {
 CommPath Executor::path_of(const Op& o) const {
   // Overlapped TP collectives run as userbuffers ring-exchange steps, not NCCL kernels.
   if (o.stream == Stream::kTp) return CommPath::kRingExchange;
+  // Ring attention's K/V hops are NCCL send/recvs.
+  if (o.coll_op == coll::Op::kSendRecv) return CommPath::kPointToPoint;
   return members_per_node_[static_cast<int>(o.dim)] >= layout_.size(o.dim)
              ? CommPath::kNvlinkCollective
              : CommPath::kNetworkCollective;

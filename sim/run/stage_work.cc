@@ -33,7 +33,8 @@ class OpMaker {
         cost_(cost),
         work_(work),
         overlap_tp_(config.parallel().tp_comm_overlap() && config.parallel().sequence_parallel() &&
-                    config.parallel().tp() > 1) {}
+                    config.parallel().tp() > 1),
+        overlap_cp_(config.parallel().cp_comm_overlap() && config.parallel().cp() > 1) {}
 
   // The transformer layer the next ops belong to (model order), -1 outside layers.
   int32_t layer = -1;
@@ -56,13 +57,25 @@ class OpMaker {
       const LayerOp* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
       if (overlap_tp_ && next && is_comm(ops[i], workload::CommKind::kTpAllGather) &&
           is_gemm(*next)) {
-        added += gather_into_gemm(phase, ops[i], *next, cls, also);
+        added += tp_ring(phase, ops[i], *next, cls, also, true);
         ++i;
         continue;
       }
       if (overlap_tp_ && next && is_gemm(ops[i]) &&
           is_comm(*next, workload::CommKind::kTpReduceScatter)) {
-        added += gemm_into_scatter(phase, ops[i], *next, cls, also);
+        added += tp_ring(phase, *next, ops[i], cls, also, false);
+        ++i;
+        continue;
+      }
+      if (overlap_cp_ && next && is_comm(ops[i], workload::CommKind::kCpAllGather) &&
+          is_attention(*next)) {
+        added += cp_ring(phase, ops[i], *next, cls, also, true);
+        ++i;
+        continue;
+      }
+      if (overlap_cp_ && next && is_attention(ops[i]) &&
+          is_comm(*next, workload::CommKind::kCpReduceScatter)) {
+        added += cp_ring(phase, *next, ops[i], cls, also, false);
         ++i;
         continue;
       }
@@ -104,6 +117,9 @@ class OpMaker {
   static bool is_gemm(const LayerOp& l) {
     return !l.is_comm && l.kernel.kind == compute::KernelKind::kGemm;
   }
+  static bool is_attention(const LayerOp& l) {
+    return !l.is_comm && l.kernel.kind == compute::KernelKind::kAttention;
+  }
   static bool is_comm(const LayerOp& l, workload::CommKind kind) {
     return l.is_comm && l.comm == kind;
   }
@@ -135,47 +151,74 @@ class OpMaker {
     return op;
   }
 
-  // Userbuffers ring exchange (Transformer Engine; NeMo's RingExchangeOverlapCfg): the
-  // collective becomes tp - 1 steps in which every rank sends one token chunk, S / tp, to the
-  // next rank of the ring (a send/recv over the TP group, one hop each), so the volume is the
-  // collective's (tp - 1) / tp x S. All-gather: GEMM piece j runs on the chunk that arrived in
-  // step j while step j + 1 brings the next.
-  std::size_t gather_into_gemm(PhaseOps& phase, const LayerOp& gather, const LayerOp& gemm,
-                               OpClass cls, int32_t also) {
-    const auto t = config_.parallel().tp();
+  // One of `pieces` blocks of an attention kernel along its key/value length: ring attention's
+  // step on the K/V chunk of one context-parallel rank (Megatron's load-balanced causal split
+  // gives every step the same share of the work).
+  Op attention_piece(const LayerOp& attention, OpClass cls, int32_t pieces) {
+    LayerOp part = attention;
+    part.kernel.seq_kv = std::max<int64_t>(part.kernel.seq_kv / pieces, 1);
+    part.kernel.flops /= pieces;
+    part.kernel.bytes /= pieces;
+    return kernel(part, cls);
+  }
+
+  // A ring whose `steps` - 1 hops each bring the next chunk: piece j runs on the chunk that
+  // arrived in hop j while hop j + 1 brings the next (piece 0 on the local chunk).
+  static std::size_t ring_gather(PhaseOps& phase, const Op& piece, const Op& hop, int32_t steps,
+                                 int32_t also) {
     const int32_t start = pair_start(phase);
-    const Op piece = gemm_piece(gemm, cls, t);
-    const Op hop = tp_chunk(coll::Op::kSendRecv, gather.bytes / t, gather.comm_name);
     int32_t last_hop = start, last_piece = start;
-    for (int32_t j = 0; j < t; ++j) {
-      const int32_t arrived = last_hop;  // the step that brought chunk j (j > 0)
-      if (j + 1 < t) {
+    for (int32_t j = 0; j < steps; ++j) {
+      const int32_t arrived = last_hop;  // the hop that brought chunk j (j > 0)
+      if (j + 1 < steps) {
         phase.add(hop, last_hop, j == 0 ? also : PhaseOp::kNone);
         last_hop = static_cast<int32_t>(phase.ops.size()) - 1;
       }
       phase.add(piece, last_piece, j == 0 ? also : arrived);
       last_piece = static_cast<int32_t>(phase.ops.size()) - 1;
     }
-    return static_cast<std::size_t>(2 * t - 1);
+    return static_cast<std::size_t>(2 * steps - 1);
   }
 
-  // Reduce-scatter: GEMM piece j computes the partial output of one destination chunk, added to
-  // the partial sum received in step j - 1 and sent on in step j while piece j + 1 runs; the
-  // last piece is this rank's own chunk. Each step waits for its piece and (the TP stream is in
-  // order) the step before; what follows waits for the last step.
-  std::size_t gemm_into_scatter(PhaseOps& phase, const LayerOp& gemm, const LayerOp& scatter,
-                                OpClass cls, int32_t also) {
-    const auto t = config_.parallel().tp();
-    const Op piece = gemm_piece(gemm, cls, t);
-    const Op hop = tp_chunk(coll::Op::kSendRecv, scatter.bytes / t, scatter.comm_name);
+  // A ring that carries partial sums: piece j computes one destination chunk's partial output,
+  // added to what hop j - 1 brought and sent on by hop j while piece j + 1 runs; the last piece
+  // is this rank's own chunk. Each hop waits for its piece and (its stream is in order) the hop
+  // before; what follows waits for the last hop.
+  static std::size_t ring_scatter(PhaseOps& phase, const Op& piece, const Op& hop, int32_t steps,
+                                  int32_t also) {
     int32_t last_piece = pair_start(phase);
-    for (int32_t j = 0; j < t; ++j) {
+    for (int32_t j = 0; j < steps; ++j) {
       phase.add(piece, last_piece, j == 0 ? also : PhaseOp::kNone);
       const int32_t previous_piece = last_piece;
       last_piece = static_cast<int32_t>(phase.ops.size()) - 1;
       if (j > 0) phase.add(hop, previous_piece);
     }
-    return static_cast<std::size_t>(2 * t - 1);
+    return static_cast<std::size_t>(2 * steps - 1);
+  }
+
+  // Userbuffers ring exchange (Transformer Engine; NeMo's RingExchangeOverlapCfg): a TP
+  // all-gather before a GEMM, or reduce-scatter after one, becomes tp - 1 steps in which every
+  // rank sends one token chunk, S / tp, to the next rank of the ring (a send/recv over the TP
+  // group, one hop each): the collective's (tp - 1) / tp x S.
+  std::size_t tp_ring(PhaseOps& phase, const LayerOp& comm, const LayerOp& gemm, OpClass cls,
+                      int32_t also, bool gather) {
+    const auto t = config_.parallel().tp();
+    const Op piece = gemm_piece(gemm, cls, t);
+    const Op hop = tp_chunk(coll::Op::kSendRecv, comm.bytes / t, comm.comm_name);
+    return gather ? ring_gather(phase, piece, hop, t, also)
+                  : ring_scatter(phase, piece, hop, t, also);
+  }
+
+  // Ring attention (Megatron's context parallelism, cp_comm_type "p2p"): the K/V all-gather
+  // becomes cp - 1 send/recv hops of one rank's K/V, each beside the attention block on the K/V
+  // already here; backward, the dK/dV partial sums travel the ring the same way.
+  std::size_t cp_ring(PhaseOps& phase, const LayerOp& comm, const LayerOp& attention, OpClass cls,
+                      int32_t also, bool gather) {
+    const auto c = config_.parallel().cp();
+    const Op piece = attention_piece(attention, cls, c);
+    const Op hop = collective(coll::Op::kSendRecv, Dim::kCp, comm.bytes / c, comm.comm_name);
+    return gather ? ring_gather(phase, piece, hop, c, also)
+                  : ring_scatter(phase, piece, hop, c, also);
   }
 
   bool make(const LayerOp& lop, OpClass cls, Op& op) {
@@ -201,6 +244,7 @@ class OpMaker {
   const compute::KernelCostModel& cost_;
   workload::StageWork& work_;
   bool overlap_tp_;  // Transformer Engine comm-GEMM overlap applies
+  bool overlap_cp_;  // ring attention overlaps the K/V exchange
   std::unordered_map<std::string, uint32_t> labels_;
 };
 

@@ -101,5 +101,23 @@ TEST(Overlap, TensorParallelChunksBesideGemmsAreSlowedByInterference) {
   EXPECT_GT(run(true).interference_s, 0.0);
 }
 
+TEST(Overlap, RingAttentionHidesTheKeyValueExchangeAndKeepsItsVolume) {
+  auto run = [](bool overlap) {
+    return simulate_step(small({"parallel.tp=1", "parallel.cp=4", "parallel.dp=1",
+                                "parallel.global_batch_size=2", "model.seq_length=16384",
+                                "effects.comm_compute_interference=false",
+                                std::string("parallel.cp_comm_overlap=") +
+                                    (overlap ? "true" : "false")}),
+                         "test");
+  };
+  const auto on = run(true), off = run(false);
+  ASSERT_GT(off.exposed_cp_s, 0.0);
+  EXPECT_LT(on.exposed_cp_s, 0.5 * off.exposed_cp_s);
+  EXPECT_LT(on.iteration_time_s, off.iteration_time_s);
+  EXPECT_NEAR(on.comm_bytes_by_dim[1] / off.comm_bytes_by_dim[1], 1.0, 1e-6);
+  EXPECT_NEAR(on.hfu * on.iteration_time_s, off.hfu * off.iteration_time_s,
+              1e-9 * off.hfu * off.iteration_time_s);
+}
+
 }  // namespace
 }  // namespace cs::run
