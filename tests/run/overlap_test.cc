@@ -103,12 +103,11 @@ TEST(Overlap, TensorParallelChunksBesideGemmsAreSlowedByInterference) {
 
 TEST(Overlap, RingAttentionHidesTheKeyValueExchangeAndKeepsItsVolume) {
   auto run = [](bool overlap) {
-    return simulate_step(small({"parallel.tp=1", "parallel.cp=4", "parallel.dp=1",
-                                "parallel.global_batch_size=2", "model.seq_length=16384",
-                                "effects.comm_compute_interference=false",
-                                std::string("parallel.cp_comm_overlap=") +
-                                    (overlap ? "true" : "false")}),
-                         "test");
+    return simulate_step(
+        small({"parallel.tp=1", "parallel.cp=4", "parallel.dp=1", "parallel.global_batch_size=2",
+               "model.seq_length=16384", "effects.comm_compute_interference=false",
+               std::string("parallel.cp_comm_overlap=") + (overlap ? "true" : "false")}),
+        "test");
   };
   const auto on = run(true), off = run(false);
   ASSERT_GT(off.exposed_cp_s, 0.0);
