@@ -62,6 +62,30 @@ TEST(Interference, MemoryBoundKernelsShareHbmBandwidth) {
             1.0);
 }
 
+TEST(Interference, SlowdownsFallWithinPublishedMeasurements) {
+  // Lee et al. 2025, "Characterizing Compute-Communication Overlap in GPU-Accelerated
+  // Distributed Deep Learning" (arXiv 2507.03114): compute overlapped with communication on
+  // A100 / H100 runs 18.9% slower on average, 40% at most. GEMMs here: H100 13.8% (network
+  // collective) to 32% (NVLink collective); A100 (108 SMs, 24 CTAs on 12 NVLinks) 28.6%.
+  const auto a100 = interference_model(compute::load_gpu_profile("a100"));
+  for (const auto* m : {&h100(), &a100}) {
+    for (const auto* load : {&m->nvlink_collective, &m->network_collective}) {
+      const double s = kernel_slowdown(*m, compute::KernelKind::kGemm, 1e-3, 1e6, *load);
+      EXPECT_GT(s, 1.0);
+      EXPECT_LE(s, 1.40);
+    }
+  }
+  EXPECT_NEAR(kernel_slowdown(a100, compute::KernelKind::kGemm, 1e-3, 1e6, a100.nvlink_collective),
+              108.0 / 84.0, 1e-12);
+  // NVIDIA/nccl issue 1428 (A100, kernels beside an NCCL all-gather): attention 1.83x and
+  // elementwise kernels 2.5x slower. A kernel streaming at full HBM bandwidth lands in that span.
+  const double bytes = a100.hbm_bytes_per_s * 1e-3;
+  const double s =
+      kernel_slowdown(a100, compute::KernelKind::kMemoryBound, 1e-3, bytes, a100.nvlink_collective);
+  EXPECT_GE(s, 1.8);
+  EXPECT_LE(s, 2.5);
+}
+
 TEST(Interference, LoadsAddAndRemoveExactly) {
   CommLoad l;
   l += h100().nvlink_collective;
