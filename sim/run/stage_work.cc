@@ -1,6 +1,7 @@
 #include "sim/run/stage_work.h"
 
 #include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "sim/plan/host.h"
@@ -309,11 +310,16 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   // (--accumulate-allreduce-grads-in-fp32, grad_reduce_in_fp32=True in NeMo's recipes) or bf16.
   const Bytes grad_bytes = par.grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_BF16 ? 2 : 4;
   work.grad_sync_after_backward = !par.overlap_grad_reduce();
-  // Distributed optimizer: updated bf16 parameters are all-gathered in buckets of
-  // dp_bucket_params, each before the first forward op that uses them, as Megatron's
-  // overlap_param_gather does under the next step's forward.
+  // Distributed optimizer: updated bf16 parameters are all-gathered in buckets (without a
+  // pipeline: of dp_bucket_params), each before the first forward op that uses them, as
+  // Megatron's overlap_param_gather does under the next step's forward.
   const bool overlap_param_gather =
       (zero == 1 || zero == 2) && dp > 1 && par.overlap_param_gather();
+  // NeMo docs ("Communication Overlap"): the DP communication is chunked by transformer layer;
+  // "when training with pipeline-parallelism, the granularity of DP communication becomes the
+  // Transformer layers per virtual pipeline stage": then one gather per model chunk.
+  const int64_t gather_bucket_params =
+      p > 1 ? std::numeric_limits<int64_t>::max() : par.dp_bucket_params();
 
   // ZeRO-3 / FSDP: a layer's weights are all-gathered on the DP stream before the layer runs.
   // The gather may start once the layer two places back has finished, so at most two layers'
@@ -369,7 +375,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       if (!overlap_param_gather) return;
       if (gather_params == 0) gather_before = static_cast<uint32_t>(first_op);
       gather_params += params;
-      if (gather_params == 0 || (!flush && gather_params < par.dp_bucket_params())) return;
+      if (gather_params == 0 || (!flush && gather_params < gather_bucket_params)) return;
       chunk.param_gather.push_back(
           {std::min(gather_before, static_cast<uint32_t>(chunk.forward.ops.size() - 1)),
            make.collective(coll::Op::kAllGather, Dim::kDp, 2 * gather_params,
