@@ -1,6 +1,7 @@
 #include "sim/exec/executor.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/coll/runner.h"
@@ -176,10 +177,16 @@ void Executor::charge_idle(int32_t rank, Time from, Time to) {
   RankStats& stats = stats_[rank];
   // By stream: gradient synchronisation runs on the DP stream even where a step of it reduces
   // over another group (context-parallel ranks), and it is DP communication that was exposed.
-  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kDp) {
+  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kTp) {
+    // A chunk of an overlapped TP collective the next GEMM piece needs: exposed TP time.
+    stats.tp_comm += to - from;
+  } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kDp) {
     stats.dp_wait += to - from;
   } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kCp) {
     stats.cp_wait += to - from;
+  } else if (st.last_done_kind == OpKind::kSend) {
+    // Only at the end of the step: the last activation gradient still on its way.
+    stats.pp_comm_wait += to - from;
   } else if (st.last_done_kind == OpKind::kRecv) {
     // Until the transfer began the stage waited for its neighbour (the bubble); after that, for
     // the bytes to arrive (exposed pipeline communication).
@@ -208,7 +215,13 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       RankStats& stats = stats_[rank];
       stats.compute += o.duration;
       if (o.op_class == OpClass::kRecompute) stats.recompute += o.duration;
-      sim_.schedule_in(o.duration, [this, rank, op] { complete(rank, op); });
+      // GPU kernels of the compute stream (host work such as CPU Adam has no kernel) share the
+      // GPU with communication.
+      const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
+      if (interference_ && o.stream == Stream::kCompute && gpu_kernel)
+        start_kernel(rank, op);
+      else
+        sim_.schedule_in(o.duration, [this, rank, op] { complete(rank, op); });
       break;
     }
     case OpKind::kCollective:
@@ -225,6 +238,73 @@ void Executor::start_op(int32_t rank, uint32_t op) {
         arrive_p2p(rank, op);
       break;
   }
+}
+
+void Executor::start_kernel(int32_t rank, uint32_t op) {
+  const auto& program = program_of(rank);
+  const Op& o = program.ops[op];
+  RunningKernel& k = running_[static_cast<std::size_t>(rank)];
+  k.rank = rank;
+  k.op = op;
+  k.kind = compute::KernelKind::kGemm;  // imported trace kernels: taken as tensor-core work
+  k.hbm_bytes = 0;
+  if (o.kernel < program.kernels.size()) {
+    k.kind = program.kernels[o.kernel].kernel.kind;
+    k.hbm_bytes = program.kernels[o.kernel].kernel.bytes;
+  }
+  k.isolated = o.duration;
+  k.started = k.since = sim_.now();
+  k.left_ps = static_cast<double>(o.duration.count_ps());
+  k.slowdown = 1;
+  k.event = {};
+  reschedule(k);
+}
+
+void Executor::reschedule(RunningKernel& k) {
+  const double slowdown =
+      kernel_slowdown(*interference_, k.kind, k.isolated.as_seconds(), k.hbm_bytes,
+                      ranks_[static_cast<std::size_t>(k.rank)].comm_load);
+  if (k.event.valid() && slowdown == k.slowdown) return;
+  // Work done since the last change ran at 1 / k.slowdown of the isolated rate.
+  k.left_ps -= static_cast<double>((sim_.now() - k.since).count_ps()) / k.slowdown;
+  k.left_ps = std::max(k.left_ps, 0.0);
+  k.since = sim_.now();
+  k.slowdown = slowdown;
+  if (k.event.valid()) sim_.cancel(k.event);
+  const int32_t rank = k.rank;
+  k.event = sim_.schedule_in(Time::ps(std::llround(k.left_ps * slowdown)), [this, rank] {
+    RunningKernel& done = running_[static_cast<std::size_t>(rank)];
+    stats_[rank].interference += (sim_.now() - done.started) - done.isolated;
+    done.rank = -1;
+    complete(rank, done.op);
+  });
+}
+
+void Executor::change_load(int32_t rank, CommPath path, int sign) {
+  if (!interference_) return;
+  CommLoad& load = ranks_[static_cast<std::size_t>(rank)].comm_load;
+  if (sign > 0)
+    load += interference_->load_of(path);
+  else
+    load -= interference_->load_of(path);
+  RunningKernel& k = running_[static_cast<std::size_t>(rank)];
+  if (k.rank >= 0) reschedule(k);
+}
+
+CommPath Executor::path_of(const Op& o) const {
+  // Overlapped TP collectives run as userbuffers ring-exchange steps, not NCCL kernels.
+  if (o.stream == Stream::kTp) return CommPath::kRingExchange;
+  // Ring attention's K/V hops are NCCL send/recvs.
+  if (o.coll_op == coll::Op::kSendRecv) return CommPath::kPointToPoint;
+  return members_per_node_[static_cast<int>(o.dim)] >= layout_.size(o.dim)
+             ? CommPath::kNvlinkCollective
+             : CommPath::kNetworkCollective;
+}
+
+CommPath Executor::path_of_group(std::size_t group) const {
+  return static_cast<std::size_t>(group_local_[group]) >= (*groups_)[group].size()
+             ? CommPath::kNvlinkCollective
+             : CommPath::kNetworkCollective;
 }
 
 void Executor::complete(int32_t rank, uint32_t op) {
@@ -246,6 +326,9 @@ void Executor::complete(int32_t rank, uint32_t op) {
   st.last_done_stream = o.stream;
   if (o.stream == Stream::kCompute) st.compute_free_since = sim_.now();
   if (--st.ops_left == 0) {
+    // The compute stream finished earlier and waited for this last op (a ZeRO parameter
+    // gather, the last gradient bucket): exposed communication, charged like any other wait.
+    if (o.stream != Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
     stats_[rank].finish = sim_.now();
     step_end_ = std::max(step_end_, sim_.now());
     ++finished_ranks_;
@@ -316,11 +399,14 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
                                 group_local_[static_cast<std::size_t>(o.comm)], o.bytes));
   ++comm_.collectives;
   const Time started = sim_.now();
+  const CommPath path = path_of_group(static_cast<std::size_t>(o.comm));
+  for (const auto& [m, mop] : posts) change_load(m, path, +1);
   coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
-                       [this, posts = std::move(posts), started, schedule, dim = o.dim,
+                       [this, posts = std::move(posts), started, schedule, dim = o.dim, path,
                         coll_op = o.coll_op](const coll::RunStats& run) {
                          comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
                          comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
+                         for (const auto& [m, mop] : posts) change_load(m, path, -1);
                          for (const auto& [m, mop] : posts) {
                            if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
                            complete(m, mop);
@@ -375,7 +461,11 @@ void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
   ++comm_.p2p_messages;
   comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
   comm_.by_dim[static_cast<int>(o.dim)] += o.bytes;
+  change_load(rank, CommPath::kPointToPoint, +1);
+  if (peer != rank) change_load(peer, CommPath::kPointToPoint, +1);
   auto arrived = [this, msg, started = sim_.now()] {
+    change_load(msg->sender, CommPath::kPointToPoint, -1);
+    if (msg->receiver != msg->sender) change_load(msg->receiver, CommPath::kPointToPoint, -1);
     msg->arrived = true;
     ranks_[msg->receiver].last_transfer_start = started;
     complete(msg->sender, msg->send_op);
@@ -420,22 +510,34 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     ++comm_.isolated_collectives;
     const Dim dim = o.dim;
     const int32_t first = members.front(), stride = layout_.stride(dim), count = n;
-    sim_.schedule_in(run.duration, [this, first, stride, count, op, dim, duration = run.duration] {
+    const CommPath path = path_of(o);
+    // TP collectives on the compute stream block it; overlapped chunks are charged only where
+    // the compute stream waits for them (charge_idle).
+    const bool blocking = o.stream == Stream::kCompute;
+    for (const int32_t m : members) change_load(m, path, +1);
+    sim_.schedule_in(run.duration, [this, first, stride, count, op, dim, path, blocking,
+                                    duration = run.duration] {
+      for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, -1);
       for (int32_t i = 0; i < count; ++i) {
-        if (dim == Dim::kTp) stats_[first + i * stride].tp_comm += duration;
+        if (dim == Dim::kTp && blocking) stats_[first + i * stride].tp_comm += duration;
         complete(first + i * stride, op);
       }
     });
     return;
   }
   const Time started = sim_.now();
+  const CommPath path = path_of(o);
+  const bool blocking = o.stream == Stream::kCompute;
+  for (const int32_t m : members) change_load(m, path, +1);
   coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
-                       [this, members, op, started, schedule, dim = o.dim,
+                       [this, members, op, started, schedule, dim = o.dim, path, blocking,
                         coll_op = o.coll_op](const coll::RunStats& run) {
                          comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
                          comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
+                         for (const int32_t m : members) change_load(m, path, -1);
                          for (const int32_t m : members) {
-                           if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
+                           if (dim == Dim::kTp && blocking)
+                             stats_[m].tp_comm += sim_.now() - started;
                            complete(m, op);
                          }
                        });
@@ -458,8 +560,12 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
   ++comm_.p2p_messages;
   comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
   comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes;
+  change_load(sender, CommPath::kPointToPoint, +1);
+  change_load(receiver, CommPath::kPointToPoint, +1);
   network_.send(topology_.gpu(sender), topology_.gpu(receiver), o.bytes,
                 [this, sender, receiver, send_op, recv_op, started = sim_.now()] {
+                  change_load(sender, CommPath::kPointToPoint, -1);
+                  change_load(receiver, CommPath::kPointToPoint, -1);
                   ranks_[receiver].last_transfer_start = started;
                   complete(sender, send_op);
                   complete(receiver, recv_op);

@@ -16,6 +16,7 @@
 #include "sim/coll/algorithms.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/core/simulator.h"
+#include "sim/exec/interference.h"
 #include "sim/net/network.h"
 #include "sim/net/topology.h"
 #include "sim/workload/layout.h"
@@ -27,7 +28,8 @@ namespace cs::exec {
 // was waiting for when it resumed: a pipeline receive (the bubble), a data- or
 // context-parallel collective (exposed communication), or nothing at all after its last op.
 struct RankStats {
-  Time compute;        // kernels, recompute and optimizer included
+  Time compute;        // kernels alone, recompute and optimizer included
+  Time interference;   // compute-stream time added by communication running beside kernels
   Time recompute;      // part of `compute`
   Time tp_comm;        // tensor-parallel collectives, which block the compute stream
   Time pipeline_wait;  // idle, waiting for the previous or next stage
@@ -108,6 +110,16 @@ class Executor {
   }
   const workload::Program& program_of_rank(int32_t rank) const { return program_of(rank); }
 
+  // Slows compute-stream kernels while communication of their GPU is in flight (interference.h).
+  // A kernel's remaining work is kept in picoseconds of isolated time; whenever a collective or
+  // transfer of its GPU starts or ends, the work done at the old rate is subtracted and the
+  // completion is rescheduled at the new rate, in the order those events are handled (the event
+  // queue's total order), so a run is reproducible bit for bit. Off by default.
+  void set_interference(InterferenceModel model) {
+    interference_ = model;
+    running_.assign(static_cast<std::size_t>(layout_.world()), RunningKernel{});
+  }
+
   // Starts every rank at sim.now(); then call sim.run().
   void start();
 
@@ -134,6 +146,18 @@ class Executor {
     workload::Stream last_done_stream = workload::Stream::kCompute;
     Time last_transfer_start;  // of the latest pipeline receive to complete
     uint32_t ops_left = 0;
+    CommLoad comm_load;  // communication of this GPU in flight
+  };
+  // The compute-stream kernel of a rank that interference may stretch.
+  struct RunningKernel {
+    int32_t rank = -1;
+    uint32_t op = 0;
+    compute::KernelKind kind = compute::KernelKind::kGemm;
+    double hbm_bytes = 0;
+    Time isolated, started, since;  // `since`: when the rate last changed
+    double left_ps = 0;             // isolated-time picoseconds still to run
+    double slowdown = 1;
+    EventId event;
   };
   struct PendingP2p {
     int32_t rank;
@@ -179,6 +203,12 @@ class Executor {
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
   void charge_idle(int32_t rank, Time from, Time to);
+  void start_kernel(int32_t rank, uint32_t op);
+  // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
+  void change_load(int32_t rank, CommPath path, int sign);
+  CommPath path_of(const workload::Op& o) const;
+  CommPath path_of_group(std::size_t group) const;
+  void reschedule(RunningKernel& k);
   // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
   // by how the group sits on servers.
   coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;
@@ -199,6 +229,8 @@ class Executor {
   OpObserver observer_;
   std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
+  std::optional<InterferenceModel> interference_;
+  std::vector<RunningKernel> running_;  // by rank (rank -1: none), with interference only
 
   std::vector<RankState> ranks_;
   std::vector<RankStats> stats_;

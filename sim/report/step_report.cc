@@ -68,6 +68,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
         .field("tp_comm_s", s.tp_comm_s)
         .field("dp_wait_s", s.dp_wait_s)
         .field("cp_wait_s", s.cp_wait_s)
+        .field("interference_s", s.interference_s)
         .field("peak_in_flight_microbatches", s.peak_in_flight)
         .field("memory_gb", s.memory_gb)
         .end_object();
@@ -93,6 +94,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
       .field("dp", r.exposed_dp_s)
       .field("cp", r.exposed_cp_s);
   w.end_object();
+  w.field("interference_s", r.interference_s);
   const MemoryFigures& m = r.memory;
   w.key("memory").begin_object();
   w.field("weights_gb", m.weights_gb)
@@ -154,6 +156,7 @@ void print_table(std::ostream& out, const StepReport& r) {
   row("exposed comm TP/PP/DP/CP",
       fmt("%.4f", r.exposed_tp_s) + " / " + fmt("%.4f", r.exposed_pp_s) + " / " +
           fmt("%.4f", r.exposed_dp_s) + " / " + fmt("%.4f", r.exposed_cp_s) + " s");
+  row("interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   std::string by_dim;
   for (int i = 0; i < 4; ++i)
     by_dim += std::string(i ? ", " : "") + kDimNames[i] + " " +

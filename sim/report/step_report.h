@@ -17,6 +17,7 @@ struct StageFigures {
   double tp_comm_s = 0;
   double dp_wait_s = 0;
   double cp_wait_s = 0;
+  double interference_s = 0;  // compute slowed by communication beside it
   int32_t layers = 0;
   int32_t peak_in_flight = 0;  // microbatches whose activations are held at the peak
   double memory_gb = 0;        // peak per GPU on this stage
@@ -86,6 +87,8 @@ struct StepReport {
   double comm_bytes_nvlink = 0, comm_bytes_network = 0, comm_bytes_pcie = 0;
   // Mean per GPU: time the compute stream was blocked on communication it could not hide.
   double exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, exposed_cp_s = 0;
+  // Mean per GPU: compute-stream time added by communication running beside kernels.
+  double interference_s = 0;
 
   MemoryFigures memory;
   OffloadFigures offload;

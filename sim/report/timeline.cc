@@ -17,8 +17,8 @@ using workload::OpKind;
 using workload::Stream;
 
 constexpr const char* kStreamNames[workload::kNumStreams] = {
-    "compute",      "dp comm",      "cp comm",     "pp send next",
-    "pp send prev", "pp recv prev", "pp recv next"};
+    "compute",      "dp comm",      "cp comm",      "pp send next",
+    "pp send prev", "pp recv prev", "pp recv next", "tp comm"};
 
 const char* class_name(OpClass c) {
   switch (c) {

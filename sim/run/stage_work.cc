@@ -1,5 +1,7 @@
 #include "sim/run/stage_work.h"
 
+#include <algorithm>
+#include <limits>
 #include <unordered_map>
 
 #include "sim/plan/host.h"
@@ -28,7 +30,12 @@ class OpMaker {
  public:
   OpMaker(const clustersim::RunConfig& config, const compute::KernelCostModel& cost,
           workload::StageWork& work)
-      : config_(config), cost_(cost), work_(work) {}
+      : config_(config),
+        cost_(cost),
+        work_(work),
+        overlap_tp_(config.parallel().tp_comm_overlap() && config.parallel().sequence_parallel() &&
+                    config.parallel().tp() > 1),
+        overlap_cp_(config.parallel().cp_comm_overlap() && config.parallel().cp() > 1) {}
 
   // The transformer layer the next ops belong to (model order), -1 outside layers.
   int32_t layer = -1;
@@ -40,14 +47,42 @@ class OpMaker {
     return it->second;
   }
 
-  // Appends `ops` to `phase`, each after the previous one; returns how many were added.
+  // Appends `ops` to `phase`, each after the previous one; returns how many were added. With
+  // TP comm overlap, a TP all-gather feeding a GEMM and a GEMM feeding a TP reduce-scatter are
+  // pipelined chunk by chunk instead.
   std::size_t append(PhaseOps& phase, const std::vector<LayerOp>& ops, OpClass cls,
                      int32_t first_also_after = PhaseOp::kNone) {
     std::size_t added = 0;
-    for (const LayerOp& lop : ops) {
+    for (std::size_t i = 0; i < ops.size(); ++i) {
+      const int32_t also = added == 0 ? first_also_after : PhaseOp::kNone;
+      const LayerOp* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
+      if (overlap_tp_ && next && is_comm(ops[i], workload::CommKind::kTpAllGather) &&
+          is_gemm(*next)) {
+        added += tp_ring(phase, ops[i], *next, cls, also, true);
+        ++i;
+        continue;
+      }
+      if (overlap_tp_ && next && is_gemm(ops[i]) &&
+          is_comm(*next, workload::CommKind::kTpReduceScatter)) {
+        added += tp_ring(phase, *next, ops[i], cls, also, false);
+        ++i;
+        continue;
+      }
+      if (overlap_cp_ && next && is_comm(ops[i], workload::CommKind::kCpAllGather) &&
+          is_attention(*next)) {
+        added += cp_ring(phase, ops[i], *next, cls, also, true);
+        ++i;
+        continue;
+      }
+      if (overlap_cp_ && next && is_attention(ops[i]) &&
+          is_comm(*next, workload::CommKind::kCpReduceScatter)) {
+        added += cp_ring(phase, *next, ops[i], cls, also, false);
+        ++i;
+        continue;
+      }
       Op op;
-      if (!make(lop, cls, op)) continue;
-      phase.add(op, PhaseOp::kPrevious, added == 0 ? first_also_after : PhaseOp::kNone);
+      if (!make(ops[i], cls, op)) continue;
+      phase.add(op, PhaseOp::kPrevious, also);
       ++added;
     }
     return added;
@@ -80,6 +115,113 @@ class OpMaker {
   }
 
  private:
+  static bool is_gemm(const LayerOp& l) {
+    return !l.is_comm && l.kernel.kind == compute::KernelKind::kGemm;
+  }
+  static bool is_attention(const LayerOp& l) {
+    return !l.is_comm && l.kernel.kind == compute::KernelKind::kAttention;
+  }
+  static bool is_comm(const LayerOp& l, workload::CommKind kind) {
+    return l.is_comm && l.comm == kind;
+  }
+  // Where a pipelined pair starts: after the phase's last op, or with the item.
+  static int32_t pair_start(const PhaseOps& phase) {
+    return phase.ops.empty() ? PhaseOp::kItemStart : static_cast<int32_t>(phase.ops.size()) - 1;
+  }
+
+  // One of `pieces` equal slices of a GEMM along its token dimension m, timed on its own (a
+  // thinner GEMM fills the GPU less well, which is part of what the overlap costs).
+  Op gemm_piece(const LayerOp& gemm, OpClass cls, int32_t pieces) {
+    LayerOp part = gemm;
+    compute::Kernel& k = part.kernel;
+    auto operands = [](const compute::Kernel& g) {
+      return static_cast<double>(g.m) * static_cast<double>(g.k) +
+             static_cast<double>(g.k) * static_cast<double>(g.n) +
+             static_cast<double>(g.m) * static_cast<double>(g.n);
+    };
+    const double whole = operands(k);
+    k.m = std::max<int64_t>(k.m / pieces, 1);
+    k.flops = gemm.kernel.flops / pieces;
+    if (whole > 0) k.bytes = gemm.kernel.bytes * operands(k) / whole;
+    return kernel(part, cls);
+  }
+
+  Op tp_chunk(coll::Op kind, Bytes bytes, std::string_view name) {
+    Op op = collective(kind, Dim::kTp, bytes, name);
+    op.stream = Stream::kTp;
+    return op;
+  }
+
+  // One of `pieces` blocks of an attention kernel along its key/value length: ring attention's
+  // step on the K/V chunk of one context-parallel rank (Megatron's load-balanced causal split
+  // gives every step the same share of the work).
+  Op attention_piece(const LayerOp& attention, OpClass cls, int32_t pieces) {
+    LayerOp part = attention;
+    part.kernel.seq_kv = std::max<int64_t>(part.kernel.seq_kv / pieces, 1);
+    part.kernel.flops /= pieces;
+    part.kernel.bytes /= pieces;
+    return kernel(part, cls);
+  }
+
+  // A ring whose `steps` - 1 hops each bring the next chunk: piece j runs on the chunk that
+  // arrived in hop j while hop j + 1 brings the next (piece 0 on the local chunk).
+  static std::size_t ring_gather(PhaseOps& phase, const Op& piece, const Op& hop, int32_t steps,
+                                 int32_t also) {
+    const int32_t start = pair_start(phase);
+    int32_t last_hop = start, last_piece = start;
+    for (int32_t j = 0; j < steps; ++j) {
+      const int32_t arrived = last_hop;  // the hop that brought chunk j (j > 0)
+      if (j + 1 < steps) {
+        phase.add(hop, last_hop, j == 0 ? also : PhaseOp::kNone);
+        last_hop = static_cast<int32_t>(phase.ops.size()) - 1;
+      }
+      phase.add(piece, last_piece, j == 0 ? also : arrived);
+      last_piece = static_cast<int32_t>(phase.ops.size()) - 1;
+    }
+    return static_cast<std::size_t>(2 * steps - 1);
+  }
+
+  // A ring that carries partial sums: piece j computes one destination chunk's partial output,
+  // added to what hop j - 1 brought and sent on by hop j while piece j + 1 runs; the last piece
+  // is this rank's own chunk. Each hop waits for its piece and (its stream is in order) the hop
+  // before; what follows waits for the last hop.
+  static std::size_t ring_scatter(PhaseOps& phase, const Op& piece, const Op& hop, int32_t steps,
+                                  int32_t also) {
+    int32_t last_piece = pair_start(phase);
+    for (int32_t j = 0; j < steps; ++j) {
+      phase.add(piece, last_piece, j == 0 ? also : PhaseOp::kNone);
+      const int32_t previous_piece = last_piece;
+      last_piece = static_cast<int32_t>(phase.ops.size()) - 1;
+      if (j > 0) phase.add(hop, previous_piece);
+    }
+    return static_cast<std::size_t>(2 * steps - 1);
+  }
+
+  // Userbuffers ring exchange (Transformer Engine; NeMo's RingExchangeOverlapCfg): a TP
+  // all-gather before a GEMM, or reduce-scatter after one, becomes tp - 1 steps in which every
+  // rank sends one token chunk, S / tp, to the next rank of the ring (a send/recv over the TP
+  // group, one hop each): the collective's (tp - 1) / tp x S.
+  std::size_t tp_ring(PhaseOps& phase, const LayerOp& comm, const LayerOp& gemm, OpClass cls,
+                      int32_t also, bool gather) {
+    const auto t = config_.parallel().tp();
+    const Op piece = gemm_piece(gemm, cls, t);
+    const Op hop = tp_chunk(coll::Op::kSendRecv, comm.bytes / t, comm.comm_name);
+    return gather ? ring_gather(phase, piece, hop, t, also)
+                  : ring_scatter(phase, piece, hop, t, also);
+  }
+
+  // Ring attention (Megatron's context parallelism, cp_comm_type "p2p"): the K/V all-gather
+  // becomes cp - 1 send/recv hops of one rank's K/V, each beside the attention block on the K/V
+  // already here; backward, the dK/dV partial sums travel the ring the same way.
+  std::size_t cp_ring(PhaseOps& phase, const LayerOp& comm, const LayerOp& attention, OpClass cls,
+                      int32_t also, bool gather) {
+    const auto c = config_.parallel().cp();
+    const Op piece = attention_piece(attention, cls, c);
+    const Op hop = collective(coll::Op::kSendRecv, Dim::kCp, comm.bytes / c, comm.comm_name);
+    return gather ? ring_gather(phase, piece, hop, c, also)
+                  : ring_scatter(phase, piece, hop, c, also);
+  }
+
   bool make(const LayerOp& lop, OpClass cls, Op& op) {
     if (!lop.is_comm) {
       op = kernel(lop, cls);
@@ -102,6 +244,8 @@ class OpMaker {
   const clustersim::RunConfig& config_;
   const compute::KernelCostModel& cost_;
   workload::StageWork& work_;
+  bool overlap_tp_;  // Transformer Engine comm-GEMM overlap applies
+  bool overlap_cp_;  // ring attention overlaps the K/V exchange
   std::unordered_map<std::string, uint32_t> labels_;
 };
 
@@ -162,6 +306,20 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     segment_recompute = workload::layer_recompute_ops(full);
   }
   const Bytes layer_weight_bytes = 2 * per_layer;  // bf16
+  // Gradients are reduced in the type of their buffers: Megatron's fp32 main_grad
+  // (--accumulate-allreduce-grads-in-fp32, grad_reduce_in_fp32=True in NeMo's recipes) or bf16.
+  const Bytes grad_bytes = par.grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_BF16 ? 2 : 4;
+  work.grad_sync_after_backward = !par.overlap_grad_reduce();
+  // Distributed optimizer: updated bf16 parameters are all-gathered in buckets (without a
+  // pipeline: of dp_bucket_params), each before the first forward op that uses them, as
+  // Megatron's overlap_param_gather does under the next step's forward.
+  const bool overlap_param_gather =
+      (zero == 1 || zero == 2) && dp > 1 && par.overlap_param_gather();
+  // NeMo docs ("Communication Overlap"): the DP communication is chunked by transformer layer;
+  // "when training with pipeline-parallelism, the granularity of DP communication becomes the
+  // Transformer layers per virtual pipeline stage": then one gather per model chunk.
+  const int64_t gather_bucket_params =
+      p > 1 ? std::numeric_limits<int64_t>::max() : par.dp_bucket_params();
 
   // ZeRO-3 / FSDP: a layer's weights are all-gathered on the DP stream before the layer runs.
   // The gather may start once the layer two places back has finished, so at most two layers'
@@ -210,16 +368,39 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
         2 * tokens * config.model().hidden_size() / (par.sequence_parallel() ? par.tp() : 1);
 
     std::vector<int32_t> ends;
-    if (first)
+    int64_t gather_params = 0;
+    uint32_t gather_before = 0;
+    // `params` are used from forward op `first_op` on; a full bucket (or the last) is gathered.
+    auto params_used = [&](int64_t params, std::size_t first_op, bool flush = false) {
+      if (!overlap_param_gather) return;
+      if (gather_params == 0) gather_before = static_cast<uint32_t>(first_op);
+      gather_params += params;
+      if (gather_params == 0 || (!flush && gather_params < gather_bucket_params)) return;
+      chunk.param_gather.push_back(
+          {std::min(gather_before, static_cast<uint32_t>(chunk.forward.ops.size() - 1)),
+           make.collective(coll::Op::kAllGather, Dim::kDp, 2 * gather_params,
+                           "zero_param_all_gather")});
+      gather_params = 0;
+    };
+    if (first) {
+      const std::size_t at = chunk.forward.ops.size();
       make.append(chunk.forward, workload::embedding_ops(config, Phase::kForward),
                   OpClass::kForward);
+      params_used(vocab_params, at);
+    }
     for (int32_t l = 0; l < layers; ++l) {
       make.layer = first_layer + l;
+      const std::size_t at = chunk.forward.ops.size();
       gathered_layer(chunk.forward, fwd, OpClass::kForward, ends);
+      params_used(per_layer, at);
     }
     make.layer = -1;
-    if (last)
+    if (last) {
+      const std::size_t at = chunk.forward.ops.size();
       make.append(chunk.forward, workload::head_ops(config, Phase::kForward), OpClass::kForward);
+      params_used(vocab_params + config.model().hidden_size(), at);
+    }
+    params_used(0, chunk.forward.ops.size(), true);
 
     // Backward, layers in reverse. Gradients become ready layer by layer; buckets of at least
     // dp_bucket_params parameters are reduced as soon as they fill (Megatron's overlap).
@@ -229,7 +410,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       bucket += params;
       if (bucket == 0 || (!flush && bucket < par.dp_bucket_params())) return;
       const auto after = static_cast<uint32_t>(grads_phase.ops.size() - 1);
-      const Bytes bytes = 2 * bucket;  // bf16 gradients
+      const Bytes bytes = grad_bytes * bucket;
       if (dp == 1 && par.cp() == 1) {
         if (offload_optimizer) {
           chunk.grad_sync.push_back(
@@ -326,7 +507,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     for (const LayerOp& lop : workload::optimizer_ops(config, shard, per_layer * stage_layers))
       work.optimizer.push_back(make.kernel(lop, OpClass::kOptimizer));
   }
-  if ((zero == 1 || zero == 2) && dp > 1) {
+  if ((zero == 1 || zero == 2) && dp > 1 && !overlap_param_gather) {
     work.after_optimizer.push_back(
         make.collective(coll::Op::kAllGather, Dim::kDp, 2 * params, "zero_param_all_gather"));
   }

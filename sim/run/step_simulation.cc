@@ -253,6 +253,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   executor.set_nccl_tuning(coll::NcclTuning::for_gpu(
       config.cluster().gpu().empty() ? topology.gpu_type : config.cluster().gpu(),
       nccl_settings(config)));
+  if (config.effects().comm_compute_interference())
+    executor.set_interference(exec::interference_model(gpu));
   if (options.reuse_isolated_collectives) {
     executor.set_isolated_collective_timer(
         [&](const coll::Schedule& schedule, std::span<const net::VertexId> vertices, Bytes size) {
@@ -326,6 +328,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     f.tp_comm_s += st.tp_comm.as_seconds();
     f.dp_wait_s += dp_wait.as_seconds();
     f.cp_wait_s += st.cp_wait.as_seconds();
+    f.interference_s += st.interference.as_seconds();
+    r.interference_s += st.interference.as_seconds() / r.gpus;
     r.exposed_tp_s += st.tp_comm.as_seconds() / r.gpus;
     r.exposed_pp_s += st.pp_comm_wait.as_seconds() / r.gpus;
     r.exposed_dp_s += dp_wait.as_seconds() / r.gpus;
@@ -344,6 +348,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     f.tp_comm_s /= n;
     f.dp_wait_s /= n;
     f.cp_wait_s /= n;
+    f.interference_s /= n;
     f.analytic_bubble_fraction = analytic;
     f.layers = workload::layers_on_stage(config, s);
     f.peak_in_flight = prepared.peak_held[static_cast<std::size_t>(s)];

@@ -46,6 +46,8 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
       last_microbatch[w.chunk] = std::max(last_microbatch[w.chunk], w.microbatch);
 
   std::vector<uint32_t> grad_ops;
+  std::vector<const GradSync*> deferred_grad_sync;  // without overlap: after the whole backward
+  std::vector<bool> gathered(static_cast<std::size_t>(v), false);  // parameter gathers issued
   uint32_t previous = UINT32_MAX;  // last op of the previous item: items run in order
   for (const WorkItem& item : order) {
     if (item.chunk < 0 || item.chunk >= v)
@@ -77,6 +79,16 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
         phase = &chunk.weight_grad;
         break;
     }
+    // The chunk's first forward waits, op by op, for the parameter buckets it uses.
+    std::vector<std::pair<uint32_t, uint32_t>> gather_before;  // (phase op, gather op)
+    if (item.phase == Phase::kForward && !gathered[item.chunk]) {
+      gathered[item.chunk] = true;
+      for (const ParamGather& g : chunk.param_gather) {
+        if (g.before >= phase->ops.size())
+          throw std::invalid_argument("parameter gather before a missing op");
+        gather_before.emplace_back(g.before, program.add(g.op));
+      }
+    }
     std::vector<uint32_t> phase_ops;
     for (std::size_t i = 0; i < phase->ops.size(); ++i) {
       const PhaseOp& entry = phase->ops[i];
@@ -96,6 +108,8 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
         earlier(entry.after);
       }
       if (entry.also_after != PhaseOp::kNone) earlier(entry.also_after);
+      for (const auto& [before, gather] : gather_before)
+        if (before == i) deps.push_back(gather);
       phase_ops.push_back(program.add(op, deps));
     }
     if (phase_ops.empty()) throw std::invalid_argument("a pipeline phase has no ops");
@@ -125,10 +139,14 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
       for (const GradSync& g : chunk.grad_sync) {
         if (g.after >= phase_ops.size())
           throw std::invalid_argument("gradient sync after a missing op");
-        grad_ops.push_back(program.add(g.op, {phase_ops[g.after]}));
+        if (work.grad_sync_after_backward)
+          deferred_grad_sync.push_back(&g);
+        else
+          grad_ops.push_back(program.add(g.op, {phase_ops[g.after]}));
       }
     }
   }
+  for (const GradSync* g : deferred_grad_sync) grad_ops.push_back(program.add(g->op, {previous}));
 
   std::vector<uint32_t> optimizer_deps = grad_ops;
   if (previous != UINT32_MAX) optimizer_deps.push_back(previous);

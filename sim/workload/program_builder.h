@@ -40,10 +40,20 @@ struct GradSync {
   Op op;
 };
 
+// A communication op on the DP stream that forward op `before` of the chunk's first microbatch
+// waits for, with no dependency of its own: the distributed optimizer's parameter all-gather
+// overlapped with the forward. In a real run it is issued as the next step begins; a simulated
+// step stands for any step, so it is issued at the start of this one.
+struct ParamGather {
+  uint32_t before = 0;
+  Op op;
+};
+
 struct ChunkWork {
   PhaseOps forward, backward, weight_grad;  // weight_grad only for split-backward schedules
   Bytes activation_bytes = 0;  // sent to the next chunk; its gradient comes back with the same size
   std::vector<GradSync> grad_sync;
+  std::vector<ParamGather> param_gather;
 };
 
 struct StageWork {
@@ -52,6 +62,9 @@ struct StageWork {
   std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
   std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)
+  // Without overlap_grad_reduce every GradSync waits for the stage's whole backward instead of
+  // its bucket's layers (Megatron then reduces all buckets in finalize_model_grads).
+  bool grad_sync_after_backward = false;
 };
 
 // Builds stage `stage` of `stages`: for every item of `order` the receive it needs, its ops and

@@ -49,16 +49,30 @@ TEST(StepSimulation, ReusingIsolatedCollectivesChangesNothingButSpeed) {
 }
 
 TEST(StepSimulation, DataParallelAllReduceMovesTwoNMinusOneOverNOfTheGradients) {
-  // ZeRO-0: every gradient byte is all-reduced once per step, in ring buckets.
-  for (const int dp : {2, 4, 8}) {
-    const auto config = small({"parallel.tp=2", "parallel.dp=" + std::to_string(dp),
-                               "parallel.global_batch_size=" + std::to_string(dp),
-                               "parallel.zero_stage=0", "parallel.dp_bucket_params=100000000"});
-    const auto r = simulate_step(config, "test");
-    const double grad_bytes = 2.0 * static_cast<double>(workload::stage_params(config, 0));
-    const double per_rank = r.comm_bytes_by_dim[3] / r.gpus;
-    EXPECT_NEAR(per_rank / grad_bytes, 2.0 * (dp - 1) / dp, 1e-6) << "dp=" << dp;
+  // ZeRO-0: every gradient byte is all-reduced once per step, in ring buckets, in the type of the
+  // gradient buffers: 4 bytes per element in fp32 (the default), 2 in bf16.
+  for (const auto& [dtype, element] : {std::pair{"GRAD_FP32", 4.0}, std::pair{"GRAD_BF16", 2.0}}) {
+    for (const int dp : {2, 4, 8}) {
+      const auto config = small({"parallel.tp=2", "parallel.dp=" + std::to_string(dp),
+                                 "parallel.global_batch_size=" + std::to_string(dp),
+                                 "parallel.zero_stage=0", "parallel.dp_bucket_params=100000000",
+                                 std::string("parallel.grad_reduce_dtype=") + dtype});
+      const auto r = simulate_step(config, "test");
+      const double grad_bytes = element * static_cast<double>(workload::stage_params(config, 0));
+      const double per_rank = r.comm_bytes_by_dim[3] / r.gpus;
+      EXPECT_NEAR(per_rank / grad_bytes, 2.0 * (dp - 1) / dp, 1e-6) << "dp=" << dp << dtype;
+    }
   }
+}
+
+TEST(StepSimulation, Fp32GradientReductionMovesTwiceTheBf16Bytes) {
+  auto dp_bytes = [](const char* dtype) {
+    const auto config =
+        small({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=4",
+               "parallel.zero_stage=0", std::string("parallel.grad_reduce_dtype=") + dtype});
+    return simulate_step(config, "test").comm_bytes_by_dim[3];
+  };
+  EXPECT_DOUBLE_EQ(dp_bytes("GRAD_FP32"), 2.0 * dp_bytes("GRAD_BF16"));
 }
 
 TEST(StepSimulation, ContextParallelRanksSumTheirGradients) {

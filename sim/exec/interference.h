@@ -1,0 +1,74 @@
+// How much slower a kernel runs while NCCL kernels of the same GPU run beside it.
+#pragma once
+
+#include <cstdint>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/compute/kernel.h"
+
+namespace cs::exec {
+
+// What communication in flight takes from one GPU: the SMs its CTAs hold (NCCL runs one CTA per
+// channel, and a CTA never shares its SM with a compute kernel) and the HBM bandwidth its copies
+// use. Integers, so that adding and then removing a collective restores the load exactly.
+struct CommLoad {
+  int32_t sms = 0;
+  int64_t hbm_bytes_per_s = 0;
+  int32_t kernels = 0;  // NCCL kernels in flight
+
+  CommLoad& operator+=(const CommLoad& o) {
+    sms += o.sms;
+    hbm_bytes_per_s += o.hbm_bytes_per_s;
+    kernels += o.kernels;
+    return *this;
+  }
+  CommLoad& operator-=(const CommLoad& o) {
+    sms -= o.sms;
+    hbm_bytes_per_s -= o.hbm_bytes_per_s;
+    kernels -= o.kernels;
+    return *this;
+  }
+  bool operator==(const CommLoad&) const = default;
+};
+
+// Where a communication op runs, which sets its channel count and link rate.
+enum class CommPath : uint8_t {
+  kNvlinkCollective,   // every member on one server
+  kNetworkCollective,  // the group spans servers
+  kPointToPoint,       // one send / receive (pipeline transfers)
+  kRingExchange,       // a Transformer Engine userbuffers ring-exchange step beside a GEMM
+};
+
+// The GPU's resources and the load each kind of communication puts on them.
+struct InterferenceModel {
+  int32_t sm_count = 0;
+  double hbm_bytes_per_s = 0;  // what streaming kernels achieve alone
+  CommLoad nvlink_collective, network_collective, point_to_point, ring_exchange;
+
+  const CommLoad& load_of(CommPath path) const {
+    switch (path) {
+      case CommPath::kNvlinkCollective:
+        return nvlink_collective;
+      case CommPath::kNetworkCollective:
+        return network_collective;
+      case CommPath::kPointToPoint:
+        return point_to_point;
+      case CommPath::kRingExchange:
+        break;
+    }
+    return ring_exchange;
+  }
+};
+
+// The model's parameters for `gpu`, each from a cited measurement or source (interference.cc).
+InterferenceModel interference_model(const compute::GpuProfile& gpu);
+
+// The factor (>= 1) by which a kernel of `kind` that alone takes `isolated_s` seconds and moves
+// `hbm_bytes` is slowed while `load` runs on its GPU: the larger of the loss of SMs (tensor-core
+// kernels: GEMMs, attention) and the loss of HBM bandwidth (any kernel whose demand exceeds what
+// the communication leaves). This is the function the validate command compares with published
+// measurements.
+double kernel_slowdown(const InterferenceModel& model, compute::KernelKind kind, double isolated_s,
+                       double hbm_bytes, const CommLoad& load);
+
+}  // namespace cs::exec

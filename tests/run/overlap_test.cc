@@ -1,0 +1,158 @@
+// The overlap switches and the interference effect, end to end on small layouts.
+#include <gtest/gtest.h>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/config/run_config.h"
+#include "sim/run/stage_work.h"
+#include "sim/run/step_simulation.h"
+
+namespace cs::run {
+namespace {
+
+clustersim::RunConfig small(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
+  return load_run_config("", "llama3-8b", overrides).config;
+}
+
+TEST(Overlap, GradientReductionAfterTheBackwardIsExposed) {
+  // Without overlap_grad_reduce every bucket waits for the whole backward: the reduction no
+  // longer hides under it, so exposed DP time and the step grow.
+  auto run = [](bool overlap) {
+    return simulate_step(
+        small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=8",
+               "parallel.zero_stage=0", "parallel.dp_bucket_params=20000000",
+               std::string("parallel.overlap_grad_reduce=") + (overlap ? "true" : "false")}),
+        "test");
+  };
+  const auto on = run(true), off = run(false);
+  EXPECT_GT(off.exposed_dp_s, on.exposed_dp_s);
+  EXPECT_GT(off.iteration_time_s, on.iteration_time_s);
+  EXPECT_DOUBLE_EQ(off.comm_bytes_by_dim[3], on.comm_bytes_by_dim[3]);  // same reduction
+}
+
+TEST(Overlap, ParameterGatherUnderTheForwardRemovesTheTail) {
+  // ZeRO-1: after the optimizer, the updated parameters are all-gathered. Without overlap that
+  // gather is the step's exposed tail; with overlap_param_gather it runs bucket by bucket under
+  // the forward, and only the first bucket is waited for.
+  auto run = [](bool overlap) {
+    return simulate_step(
+        small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=32",
+               "parallel.zero_stage=1", "parallel.dp_bucket_params=20000000",
+               std::string("parallel.overlap_param_gather=") + (overlap ? "true" : "false")}),
+        "test");
+  };
+  const auto on = run(true), off = run(false);
+  EXPECT_GT(off.exposed_dp_s, on.exposed_dp_s);
+  EXPECT_GT(off.iteration_time_s, on.iteration_time_s);
+  // The gathers move the same parameters either way (to within the embedding / norm split).
+  EXPECT_NEAR(on.comm_bytes_by_dim[3] / off.comm_bytes_by_dim[3], 1.0, 0.01);
+}
+
+TEST(Overlap, InterferenceIsItsOwnLineAndCanBeSwitchedOff) {
+  auto run = [](bool interference) {
+    return simulate_step(small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=8",
+                                "parallel.zero_stage=0",
+                                std::string("effects.comm_compute_interference=") +
+                                    (interference ? "true" : "false")}),
+                         "test");
+  };
+  const auto on = run(true), off = run(false);
+  EXPECT_EQ(off.interference_s, 0.0);
+  EXPECT_GT(on.interference_s, 0.0);
+  // Here the DP stream, busy end to end with the last microbatch's buckets, sets the step's end,
+  // so slower kernels may not lengthen it; they can never shorten it.
+  EXPECT_GE(on.iteration_time_s, off.iteration_time_s);
+  // Kernels alone cost the same; interference is on top of them.
+  ASSERT_EQ(on.stages.size(), off.stages.size());
+  EXPECT_DOUBLE_EQ(on.stages[0].compute_s, off.stages[0].compute_s);
+}
+
+TEST(Overlap, TensorParallelCommOverlapHidesTpCommunicationAndKeepsItsVolume) {
+  // With sequence parallelism, TP all-gathers and reduce-scatters pair with GEMMs; the
+  // userbuffers overlap pipelines them, so the compute stream waits only for what the GEMM
+  // pieces cannot cover, and the bytes moved stay those of the collectives they replace.
+  auto run = [](bool overlap) {
+    return simulate_step(
+        small({"parallel.tp=8", "parallel.dp=1", "parallel.global_batch_size=2",
+               "parallel.sequence_parallel=true", "effects.comm_compute_interference=false",
+               std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")}),
+        "test");
+  };
+  const auto on = run(true), off = run(false);
+  EXPECT_LT(on.exposed_tp_s, 0.5 * off.exposed_tp_s);
+  // (The step itself need not be shorter: GEMM pieces a tp-th as tall fill the GPU less well,
+  // and at these small shapes the cost model makes them dearer than the hidden communication.)
+  EXPECT_NEAR(on.comm_bytes_by_dim[0] / off.comm_bytes_by_dim[0], 1.0, 1e-6);
+  // The GEMMs cut into pieces do the same FLOPs.
+  EXPECT_DOUBLE_EQ(on.model_flops_per_step, off.model_flops_per_step);
+  EXPECT_NEAR(on.hfu * on.iteration_time_s, off.hfu * off.iteration_time_s,
+              1e-9 * off.hfu * off.iteration_time_s);
+}
+
+TEST(Overlap, TensorParallelChunksBesideGemmsAreSlowedByInterference) {
+  // Overlapped TP chunks run beside GEMM pieces on the same GPU: interference appears where the
+  // blocking TP collectives had none to cause.
+  auto run = [](bool overlap) {
+    return simulate_step(
+        small({"parallel.tp=8", "parallel.dp=1", "parallel.global_batch_size=2",
+               "parallel.sequence_parallel=true",
+               std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")}),
+        "test");
+  };
+  EXPECT_EQ(run(false).interference_s, 0.0);
+  EXPECT_GT(run(true).interference_s, 0.0);
+}
+
+TEST(Overlap, RingAttentionHidesTheKeyValueExchangeAndKeepsItsVolume) {
+  auto run = [](bool overlap) {
+    return simulate_step(
+        small({"parallel.tp=1", "parallel.cp=4", "parallel.dp=1", "parallel.global_batch_size=2",
+               "model.seq_length=16384", "effects.comm_compute_interference=false",
+               std::string("parallel.cp_comm_overlap=") + (overlap ? "true" : "false")}),
+        "test");
+  };
+  const auto on = run(true), off = run(false);
+  ASSERT_GT(off.exposed_cp_s, 0.0);
+  EXPECT_LT(on.exposed_cp_s, 0.5 * off.exposed_cp_s);
+  EXPECT_LT(on.iteration_time_s, off.iteration_time_s);
+  EXPECT_NEAR(on.comm_bytes_by_dim[1] / off.comm_bytes_by_dim[1], 1.0, 1e-6);
+  EXPECT_NEAR(on.hfu * on.iteration_time_s, off.hfu * off.iteration_time_s,
+              1e-9 * off.hfu * off.iteration_time_s);
+}
+
+TEST(Overlap, TpRingExchangeHasTpMinusOneHopsAndTpGemmPiecesOfTheWholeGemm) {
+  // Forward of one layer: the QKV GEMM after the attention all-gather becomes tp pieces whose
+  // FLOPs add up to the GEMM's, fed by tp - 1 send/recv hops of S / tp on the TP stream.
+  const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
+  auto forward = [&](bool overlap) {
+    const auto config =
+        small({"model.num_layers=1", "parallel.tp=8", "parallel.dp=1",
+               "parallel.global_batch_size=1", "parallel.sequence_parallel=true",
+               std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")});
+    return build_stage_work(config, 0, cost, false);
+  };
+  const auto plain = forward(false), piped = forward(true);
+  auto ops_named = [](const workload::StageWork& w, const std::string& name) {
+    std::vector<workload::Op> found;
+    for (const auto& e : w.chunks[0].forward.ops)
+      if (w.labels[e.op.label] == name) found.push_back(e.op);
+    return found;
+  };
+  const auto gather = ops_named(plain, "attn_sp_ag"), hops = ops_named(piped, "attn_sp_ag");
+  ASSERT_EQ(gather.size(), 1u);
+  ASSERT_EQ(hops.size(), 7u);
+  for (const auto& h : hops) {
+    EXPECT_EQ(h.stream, workload::Stream::kTp);
+    EXPECT_EQ(h.coll_op, coll::Op::kSendRecv);
+    EXPECT_EQ(h.bytes, gather[0].bytes / 8);
+  }
+  const auto whole = ops_named(plain, "qkv_fwd"), pieces = ops_named(piped, "qkv_fwd");
+  ASSERT_EQ(whole.size(), 1u);
+  ASSERT_EQ(pieces.size(), 8u);
+  double flops = 0;
+  for (const auto& p : pieces) flops += p.flops;
+  EXPECT_DOUBLE_EQ(flops, whole[0].flops);
+}
+
+}  // namespace
+}  // namespace cs::run
