@@ -4,6 +4,7 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/field_checks.h"
+#include "sim/exec/interference.h"
 #include "sim/net/topology_builder.h"
 #include "sim/validation/collective_case.h"
 #include "sim/validation/kernel_cases.h"
@@ -47,15 +48,26 @@ void check_interference_case(const ValidationCase& c, const std::string& where) 
                 "interference.comm_ctas must be >= 0 (is " + std::to_string(i.comm_ctas()) + ")");
   }
 }
-// No contention model between compute and NCCL kernels exists in this build: kernel times do not
-// depend on what runs beside them. The inputs are still resolved, so that a case naming an
-// unknown GPU or topology fails now rather than when the model arrives.
+// The GEMM's time beside the collective over its time alone, by the executor's interference law:
+// the collective's load is what the simulator charges for its path (NVLink when every member
+// shares a server), with the SM count the source reports when it reports one.
 ModelValue model_interference(const ValidationCase& c) {
-  compute::load_gpu_profile(c.interference().gemm().gpu());
-  net::resolve_topology(c.interference().collective().topology());
-  return {false, 0,
-          "not modelled yet: kernel times do not depend on concurrent NCCL kernels (no "
-          "compute/communication contention model, issue 9 item 4)"};
+  const auto& i = c.interference();
+  const compute::GpuProfile gpu = compute::load_gpu_profile(i.gemm().gpu());
+  const auto desc = net::resolve_topology(i.collective().topology());
+  const net::Topology topo =
+      net::build_topology(desc, i.collective().gpus(), i.collective().topology());
+  const bool one_server =
+      topo.vertex(topo.gpu(0)).node == topo.vertex(topo.gpu(i.collective().gpus() - 1)).node;
+  const exec::InterferenceModel model = exec::interference_model(gpu);
+  exec::CommLoad load = model.load_of(one_server ? exec::CommPath::kNvlinkCollective
+                                                 : exec::CommPath::kNetworkCollective);
+  if (i.comm_ctas() > 0) load.sms = i.comm_ctas();
+  const compute::Kernel gemm = gemm_kernel(i.gemm());
+  const double alone =
+      compute::KernelCostModel(gpu).time(gemm, to_precision(i.gemm().precision())).as_seconds();
+  const double factor = exec::kernel_slowdown(model, gemm.kind, alone, gemm.bytes, load);
+  return {true, factor, std::to_string(load.sms) + " SMs held by NCCL"};
 }
 
 constexpr std::array kKinds = {

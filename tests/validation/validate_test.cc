@@ -13,6 +13,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/exec/interference.h"
 #include "sim/validation/case_file.h"
 #include "sim/validation/case_kinds.h"
 #include "sim/validation/validate.h"
@@ -154,13 +155,21 @@ TEST(ValidationModel, EveryBuiltinCollectiveCaseMatchesTheCollectiveCommand) {
   EXPECT_GT(checked, 0);
 }
 
-TEST(ValidationModel, InterferenceIsSkippedWithAReasonUntilModelled) {
+TEST(ValidationModel, InterferenceIsTheExecutorsSlowdownLaw) {
   const auto r = run_case(one_case(
       "interference { gemm { gpu: \"h100\" m: 2048 n: 2048 k: 2048 } collective { op: "
       "\"all_gather\" topology: \"dgx-h100\" gpus: 8 size_bytes: 1048576 } comm_ctas: 24 }",
       1.7, "x"));
-  EXPECT_EQ(r.verdict, Verdict::kSkip);
-  EXPECT_NE(r.note.find("not modelled"), std::string::npos);
+  const auto gpu = compute::load_gpu_profile("h100");
+  const auto model = exec::interference_model(gpu);
+  exec::CommLoad load = model.load_of(exec::CommPath::kNvlinkCollective);
+  load.sms = 24;
+  const auto gemm = compute::gemm("g", 2048, 2048, 2048, 2);
+  const double alone =
+      compute::KernelCostModel(gpu).time(gemm, compute::Precision::kBf16).as_seconds();
+  EXPECT_DOUBLE_EQ(r.model, exec::kernel_slowdown(model, gemm.kind, alone, gemm.bytes, load));
+  // A tensor-core kernel loses at least the SMs NCCL holds.
+  EXPECT_GE(r.model, 132.0 / (132 - 24));
 }
 
 // --- verdicts
@@ -212,14 +221,6 @@ TEST(ValidateCommand, ExitsOneWhenACaseFailsAndZeroWhenAllPass) {
   EXPECT_EQ(fail.code, 1);
   EXPECT_NE(fail.out.find("| FAIL |"), std::string::npos);
   EXPECT_NE(fail.out.find("1 failed"), std::string::npos);
-}
-
-TEST(ValidateCommand, SkippedCasesDoNotFailAndAreListedWithTheirReason) {
-  const auto r = run({"validate", "--kind", "interference"});
-  EXPECT_EQ(r.code, 0) << r.err;
-  EXPECT_NE(r.out.find("| SKIP |"), std::string::npos);
-  EXPECT_NE(r.out.find("Skipped"), std::string::npos);
-  EXPECT_NE(r.out.find("not modelled yet"), std::string::npos);
 }
 
 TEST(ValidateCommand, FiltersByKindAndCase) {
