@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "sim/net/analytical_network.h"
@@ -20,7 +21,11 @@ constexpr double kRateTolerance = 1e-12;
 }  // namespace
 
 FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing)
-    : sim_(sim), routing_(routing), links_(topology.num_links()) {
+    : sim_(sim),
+      routing_(routing),
+      balancing_(topology.load_balancing),
+      link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
+      links_(topology.num_links()) {
   for (LinkId l = 0; l < links_.size(); ++l) {
     links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
   }
@@ -38,10 +43,41 @@ void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
     if (done) sim_.schedule_in(route.latency, std::move(done));
     return;
   }
+  const bool network = route.link_class == LinkClass::kNetwork;
+  if (network && balancing_.mode == LoadBalancingMode::kAdaptive) {
+    start_flow(routing_.path(src, dst, 0, &link_load_), src, dst, static_cast<double>(bytes),
+               std::move(done));
+    return;
+  }
+  const int32_t n = balancing_.mode == LoadBalancingMode::kMultiFlowEcmp && network
+                        ? std::max(balancing_.flows_per_message, 1)
+                        : 1;
+  if (n == 1) {
+    start_flow(route, src, dst, static_cast<double>(bytes), std::move(done));
+    return;
+  }
+  // The message completes when the last of its flows has arrived.
+  struct Join {
+    int32_t left;
+    Done done;
+  };
+  auto join = std::make_shared<Join>(Join{n, std::move(done)});
+  const double share = static_cast<double>(bytes) / n;
+  for (int32_t k = 0; k < n; ++k) {
+    // Flow 0 keeps the static route (salt 0), the others hash afresh.
+    start_flow(k == 0 ? route : routing_.path(src, dst, static_cast<uint64_t>(k)), src, dst, share,
+               [join] {
+                 if (--join->left == 0 && join->done) join->done();
+               });
+  }
+}
+
+void FlowNetwork::start_flow(const Route& route, VertexId src, VertexId dst, double bytes,
+                             Done done) {
   ensure_stride(route.links.size());
   const uint32_t f = allocate_flow();
   Flow& flow = flows_[f];
-  flow.remaining = static_cast<double>(bytes);
+  flow.remaining = bytes;
   flow.rate = 0;
   flow.last_update = sim_.now();
   flow.finish = Time::max();

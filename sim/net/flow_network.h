@@ -21,7 +21,11 @@ namespace cs::net {
 // Rates change only when flows start or end. All starts and ends at one timestamp are batched
 // into one recompute event, and that recompute only revisits the connected component(s) of
 // flows and links reachable from the links that changed; flows whose rate did not change keep
-// their finish time. The cost of a recompute is linear in its component, so workloads whose
+// their finish time. The topology's load balancing decides the paths: one hashed flow per message
+// (static ECMP), the message split over several hashed flows (multi-flow ECMP; network messages
+// only, as NCCL opens its queue pairs per network connection), or one flow sent down the
+// least-loaded equal-cost hops at its start (adaptive). The cost of a recompute is linear in its
+// component, so workloads whose
 // flows all couple into one component (random all-to-all over shared uplinks) pay for every
 // active flow at every start or end.
 class FlowNetwork final : public Network {
@@ -89,6 +93,8 @@ class FlowNetwork final : public Network {
     bool dirty = false;  // changed since the last recompute
   };
 
+  // Starts one flow of `bytes` over `route`'s links.
+  void start_flow(const Route& route, VertexId src, VertexId dst, double bytes, Done done);
   uint32_t allocate_flow();
   void free_flow(uint32_t f);
   Hop* hops(uint32_t f) { return hops_.data() + static_cast<std::size_t>(f) * stride_; }
@@ -118,6 +124,8 @@ class FlowNetwork final : public Network {
 
   Simulator& sim_;
   Routing& routing_;
+  LoadBalancing balancing_;
+  Routing::LinkLoad link_load_;  // active flows per link, for adaptive routing
   TrafficStats stats_;
 
   std::vector<Flow> flows_;
