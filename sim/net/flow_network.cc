@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <memory>
 #include <utility>
 
 #include "sim/net/analytical_network.h"
@@ -20,7 +21,11 @@ constexpr double kRateTolerance = 1e-12;
 }  // namespace
 
 FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing)
-    : sim_(sim), routing_(routing), links_(topology.num_links()) {
+    : sim_(sim),
+      routing_(routing),
+      balancing_(topology.load_balancing),
+      link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
+      links_(topology.num_links()) {
   for (LinkId l = 0; l < links_.size(); ++l) {
     links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
   }
@@ -38,21 +43,69 @@ void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
     if (done) sim_.schedule_in(route.latency, std::move(done));
     return;
   }
-  ensure_stride(route.links.size());
+  const bool network = route.link_class == LinkClass::kNetwork;
+  if (network && balancing_.mode == LoadBalancingMode::kAdaptive) {
+    const Route chosen = routing_.path(src, dst, 0, &link_load_);
+    start_flow(chosen.links, unit_weights_, chosen.latency, src, dst, static_cast<double>(bytes),
+               std::move(done));
+    return;
+  }
+  if (network && balancing_.mode == LoadBalancingMode::kMultiFlowEcmp &&
+      balancing_.flows_per_message > 1) {
+    start_spread_flow(route, balancing_.flows_per_message, src, dst, bytes, std::move(done));
+    return;
+  }
+  start_flow(route.links, unit_weights_, route.latency, src, dst, static_cast<double>(bytes),
+             std::move(done));
+}
+
+void FlowNetwork::start_spread_flow(const Route& route, int32_t n, VertexId src, VertexId dst,
+                                    Bytes bytes, Done done) {
+  spread_.clear();
+  Time latency = route.latency;
+  for (int32_t k = 0; k < n; ++k) {
+    // Path 0 is the static route (salt 0); the others hash afresh.
+    const Route other = k == 0 ? Route{} : routing_.path(src, dst, static_cast<uint64_t>(k));
+    const Route& path = k == 0 ? route : other;
+    latency = std::max(latency, path.latency);  // the last byte takes the slowest path
+    for (LinkId l : path.links) spread_.emplace_back(l, 1);
+  }
+  // Count the paths through each link; sorted by link id, so the order is deterministic.
+  std::sort(spread_.begin(), spread_.end());
+  spread_links_.clear();
+  spread_weights_.clear();
+  for (std::size_t i = 0; i < spread_.size();) {
+    std::size_t j = i;
+    while (j < spread_.size() && spread_[j].first == spread_[i].first) ++j;
+    spread_links_.push_back(spread_[i].first);
+    spread_weights_.push_back(static_cast<double>(j - i) / n);
+    i = j;
+  }
+  start_flow(spread_links_, spread_weights_, latency, src, dst, static_cast<double>(bytes),
+             std::move(done));
+}
+
+void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
+                             Time latency, VertexId src, VertexId dst, double bytes, Done done) {
+  if (unit_weights_.size() < links.size()) unit_weights_.resize(links.size(), 1.0);
+  ensure_stride(links.size());
   const uint32_t f = allocate_flow();
   Flow& flow = flows_[f];
-  flow.remaining = static_cast<double>(bytes);
+  flow.remaining = bytes;
   flow.rate = 0;
   flow.last_update = sim_.now();
   flow.finish = Time::max();
-  flow.latency = route.latency;
+  flow.latency = latency;
   flow.done = std::move(done);
   flow.seq = next_seq_++;
   flow.src = src;
   flow.dst = dst;
-  flow.num_hops = static_cast<uint32_t>(route.links.size());
+  flow.num_hops = static_cast<uint32_t>(links.size());
   Hop* hop = hops(f);
-  for (std::size_t h = 0; h < route.links.size(); ++h) hop[h].link = route.links[h];
+  for (std::size_t h = 0; h < links.size(); ++h) {
+    hop[h].link = links[h];
+    hop[h].weight = static_cast<float>(weights[h]);
+  }
   attach(f);
 }
 
@@ -314,7 +367,10 @@ void FlowNetwork::water_fill() {
     LinkState& link = links_[l];
     link.residual = link.capacity;
     link.unfrozen = static_cast<uint32_t>(link.flows.size());
-    if (link.unfrozen > 0) heap_.emplace_back(link.residual / link.unfrozen, l);
+    link.unfrozen_weight = 0;
+    for (const LinkEntry& entry : link.flows)
+      link.unfrozen_weight += hops(entry.flow)[entry.hop].weight;
+    if (link.unfrozen > 0) heap_.emplace_back(link.residual / link.unfrozen_weight, l);
   }
   for (uint32_t f : comp_flows_) new_rate_[f] = -1;
   std::make_heap(heap_.begin(), heap_.end(), cmp);
@@ -325,7 +381,7 @@ void FlowNetwork::water_fill() {
     heap_.pop_back();
     LinkState& bottleneck = links_[l];
     if (bottleneck.unfrozen == 0) continue;
-    const double share = std::max(bottleneck.residual, 0.0) / bottleneck.unfrozen;
+    const double share = std::max(bottleneck.residual, 0.0) / bottleneck.unfrozen_weight;
     if (share > key) {
       heap_.emplace_back(share, l);
       std::push_heap(heap_.begin(), heap_.end(), cmp);
@@ -337,7 +393,8 @@ void FlowNetwork::water_fill() {
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < flows_[entry.flow].num_hops; ++h) {
         LinkState& link = links_[hop[h].link];
-        link.residual -= share;
+        link.residual -= share * hop[h].weight;
+        link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;
       }
     }

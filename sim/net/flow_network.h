@@ -21,7 +21,13 @@ namespace cs::net {
 // Rates change only when flows start or end. All starts and ends at one timestamp are batched
 // into one recompute event, and that recompute only revisits the connected component(s) of
 // flows and links reachable from the links that changed; flows whose rate did not change keep
-// their finish time. The cost of a recompute is linear in its component, so workloads whose
+// their finish time. The topology's load balancing decides the paths: one hashed flow per message
+// (static ECMP), the message split evenly over several hashed paths (multi-flow ECMP, network
+// messages only, as NCCL opens its queue pairs per network connection: modelled as one flow whose
+// links carry the fraction of its paths that cross them, since NCCL stripes a message evenly over
+// its queue pairs, so they advance together), or one flow sent down the least-loaded equal-cost
+// hops at its start (adaptive). The cost of a recompute is linear in its
+// component, so workloads whose
 // flows all couple into one component (random all-to-all over shared uplinks) pay for every
 // active flow at every start or end.
 class FlowNetwork final : public Network {
@@ -69,9 +75,12 @@ class FlowNetwork final : public Network {
   };
   // Hop h of flow f, kept in one flat array at f * stride_ + h rather than read through the
   // route, so a recompute walks contiguous memory. `pos` is the flow's index in the link's list.
+  // `weight` is the share of the flow's rate the link carries: 1 on a single path; a multi-flow
+  // message spread over several paths puts (its flows on this link) / (its flows) on each.
   struct Hop {
     LinkId link;
     uint32_t pos;
+    float weight;  // k / n for n <= 256 paths: exact in a float
   };
   // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
   // swap-remove can fix the moved flow's position.
@@ -82,13 +91,20 @@ class FlowNetwork final : public Network {
   struct LinkState {
     std::vector<LinkEntry> flows;
     double capacity = 0;  // bytes per second
-    // Scratch for water-filling: capacity left and flows not yet frozen.
+    // Scratch for water-filling: capacity left, flows not yet frozen and the sum of their weights.
     double residual = 0;
     uint32_t unfrozen = 0;
+    double unfrozen_weight = 0;
     uint32_t mark = 0;   // epoch of the last recompute that visited this link
     bool dirty = false;  // changed since the last recompute
   };
 
+  // Starts one flow of `bytes` over `links`, each carrying `weight` of its rate (parallel arrays).
+  void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
+                  Time latency, VertexId src, VertexId dst, double bytes, Done done);
+  // Spreads a message evenly over `n` hashed paths: one flow whose links carry their share.
+  void start_spread_flow(const Route& route, int32_t n, VertexId src, VertexId dst, Bytes bytes,
+                         Done done);
   uint32_t allocate_flow();
   void free_flow(uint32_t f);
   Hop* hops(uint32_t f) { return hops_.data() + static_cast<std::size_t>(f) * stride_; }
@@ -118,6 +134,8 @@ class FlowNetwork final : public Network {
 
   Simulator& sim_;
   Routing& routing_;
+  LoadBalancing balancing_;
+  Routing::LinkLoad link_load_;  // active flows per link, for adaptive routing
   TrafficStats stats_;
 
   std::vector<Flow> flows_;
@@ -142,6 +160,10 @@ class FlowNetwork final : public Network {
   std::vector<uint32_t> finished_;
   std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
   std::vector<std::pair<double, LinkId>> heap_;
+  std::vector<double> unit_weights_;                // all 1, for single-path flows
+  std::vector<std::pair<LinkId, int32_t>> spread_;  // scratch: link, paths through it
+  std::vector<LinkId> spread_links_;
+  std::vector<double> spread_weights_;
 
   uint64_t recomputes_ = 0;
   uint64_t recomputed_flows_ = 0;

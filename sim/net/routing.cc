@@ -16,8 +16,30 @@ constexpr int32_t kNoSlot = -1;
 // Deeper fabrics than this are not tiered in practice; they fall back to BFS.
 constexpr std::size_t kMaxTiers = 16;
 
-uint64_t hop_hash(VertexId src, VertexId dst, VertexId hop) {
-  return mix_hash(static_cast<uint64_t>(src) << 40 ^ static_cast<uint64_t>(dst) << 16 ^ hop);
+uint64_t hop_hash(VertexId src, VertexId dst, VertexId hop, uint64_t salt) {
+  const uint64_t h =
+      mix_hash(static_cast<uint64_t>(src) << 40 ^ static_cast<uint64_t>(dst) << 16 ^ hop);
+  // Salt 0 keeps the static ECMP hash, so the default routes do not move.
+  return salt == 0 ? h : mix_hash(h ^ mix_hash(salt));
+}
+
+// Index of the chosen one among `n` candidates: the hashed one, or with a load function the
+// least-loaded one, scanning from the hashed one so that ties spread like the hash does.
+template <typename LinkOf>
+std::size_t choose(std::size_t n, uint64_t hash, const Routing::LinkLoad* load, LinkOf link_of) {
+  const std::size_t start = hash % n;
+  if (load == nullptr) return start;
+  std::size_t best = start;
+  uint32_t best_load = (*load)(link_of(start));
+  for (std::size_t i = 1; i < n && best_load > 0; ++i) {
+    const std::size_t c = (start + i) % n;
+    const uint32_t l = (*load)(link_of(c));
+    if (l < best_load) {
+      best = c;
+      best_load = l;
+    }
+  }
+  return best;
 }
 }  // namespace
 
@@ -200,14 +222,18 @@ Routing::Routing(const Topology& topology) : topology_(topology), tiered_(build_
 const Route& Routing::route(VertexId src, VertexId dst) {
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
   auto it = cache_.find(key);
-  if (it == cache_.end()) it = cache_.emplace(key, compute(src, dst)).first;
+  if (it == cache_.end()) it = cache_.emplace(key, compute(src, dst, Choice{})).first;
   return it->second;
 }
 
-Route Routing::compute(VertexId src, VertexId dst) const {
+Route Routing::path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load) const {
+  return compute(src, dst, Choice{salt, load});
+}
+
+Route Routing::compute(VertexId src, VertexId dst, const Choice& choice) const {
   Route route;
   if (src == dst) return route;
-  if (!compute_tiered(src, dst, route)) compute_bfs(src, dst, route);
+  if (!compute_tiered(src, dst, choice, route)) compute_bfs(src, dst, choice, route);
   double bottleneck = std::numeric_limits<double>::infinity();
   for (LinkId id : route.links) {
     const LinkInfo& link = topology_.link(id);
@@ -219,7 +245,7 @@ Route Routing::compute(VertexId src, VertexId dst) const {
   return route;
 }
 
-bool Routing::compute_tiered(VertexId src, VertexId dst, Route& route) const {
+bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, Route& route) const {
   if (!tiered_) return false;
   const Index& idx = *tiered_;
   const Graph& g = topology_.graph();
@@ -246,7 +272,7 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, Route& route) const {
     }
   }
   if (ties.empty()) return false;
-  const auto [i, j] = ties[hop_hash(src, dst, src) % ties.size()];
+  const auto [i, j] = ties[hop_hash(src, dst, src, choice.salt) % ties.size()];
   const Index::Nic& out = a.nics[i];
   const Index::Nic& in = b.nics[j];
   common_tier(idx, out.leaf, in.leaf, groups);  // the groups on the way down to this pair's leaf
@@ -256,19 +282,23 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, Route& route) const {
   VertexId v = out.leaf;
   for (int t = 0; t < best; ++t) {
     const auto& up = idx.sw(v).up;
-    const LinkId chosen = up[hop_hash(src, dst, v) % up.size()];
+    const LinkId chosen = up[choose(up.size(), hop_hash(src, dst, v, choice.salt), choice.load,
+                                    [&](std::size_t c) { return up[c]; })];
     route.links.push_back(chosen);
     v = topology_.link_target(chosen);
   }
   for (int t = best - 1; t >= 0; --t) {
+    const auto& down = idx.sw(v).down;
+    const auto link_to = [&](VertexId w) {
+      return std::lower_bound(down.begin(), down.end(), std::make_pair(w, LinkId{0}))->second;
+    };
     VertexId next = in.leaf;
     if (t > 0) {
       const auto& candidates = idx.members[static_cast<std::size_t>(t)][groups[t]];
-      next = candidates[hop_hash(src, dst, v) % candidates.size()];
+      next = candidates[choose(candidates.size(), hop_hash(src, dst, v, choice.salt), choice.load,
+                               [&](std::size_t c) { return link_to(candidates[c]); })];
     }
-    const auto& down = idx.sw(v).down;
-    const auto it = std::lower_bound(down.begin(), down.end(), std::make_pair(next, LinkId{0}));
-    route.links.push_back(it->second);
+    route.links.push_back(link_to(next));
     v = next;
   }
   route.links.push_back(in.leaf_to_nic);
@@ -276,7 +306,7 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, Route& route) const {
   return true;
 }
 
-void Routing::compute_bfs(VertexId src, VertexId dst, Route& route) const {
+void Routing::compute_bfs(VertexId src, VertexId dst, const Choice& choice, Route& route) const {
   const Graph& g = topology_.graph();
   constexpr uint32_t kUnreached = std::numeric_limits<uint32_t>::max();
   // Hop distance of every vertex to dst, over reversed links; GPUs other than the endpoints
@@ -308,7 +338,9 @@ void Routing::compute_bfs(VertexId src, VertexId dst, Route& route) const {
         candidates.push_back(g[*e].id);
       }
     }
-    const LinkId chosen = candidates[hop_hash(src, dst, v) % candidates.size()];
+    const LinkId chosen =
+        candidates[choose(candidates.size(), hop_hash(src, dst, v, choice.salt), choice.load,
+                          [&](std::size_t c) { return candidates[c]; })];
     route.links.push_back(chosen);
     v = topology_.link_target(chosen);
   }

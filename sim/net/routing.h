@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -32,19 +33,31 @@ struct Route {
 // O(graph) per new pair. Both give shortest paths.
 class Routing {
  public:
+  // Current load of a link (active flows on it), for adaptive choices.
+  using LinkLoad = std::function<uint32_t(LinkId)>;
+
   // Indexes a tiered graph once, O(graph); `topology` must outlive `this`.
   explicit Routing(const Topology& topology);
 
   // Throws std::runtime_error if no path exists. The reference stays valid while `this` lives.
   const Route& route(VertexId src, VertexId dst);
+  // One of the shortest paths, not cached. `salt` 0 gives route(src, dst)'s path; another salt
+  // hashes every equal-cost choice afresh (one flow of a multi-flow connection). With `load`,
+  // each choice takes the least-loaded candidate instead, ties broken by the salted hash.
+  Route path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load = nullptr) const;
   std::size_t cached_routes() const { return cache_.size(); }
   // Whether GPU-to-GPU routes take the O(path length) tiered fast path.
   bool uses_tiered_routing() const { return tiered_ != nullptr; }
 
  private:
-  Route compute(VertexId src, VertexId dst) const;
-  void compute_bfs(VertexId src, VertexId dst, Route& route) const;
-  bool compute_tiered(VertexId src, VertexId dst, Route& route) const;
+  // Salt and load of one path computation: how each equal-cost choice is made.
+  struct Choice {
+    uint64_t salt = 0;
+    const LinkLoad* load = nullptr;
+  };
+  Route compute(VertexId src, VertexId dst, const Choice& choice) const;
+  void compute_bfs(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
+  bool compute_tiered(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
 
   const Topology& topology_;
   // Null when the graph has no tiered structure.

@@ -28,6 +28,13 @@ struct VertexInfo {
   int32_t group = -1;
 };
 
+// How messages use equal-cost paths (proto/topology.proto LoadBalancing says why each exists).
+enum class LoadBalancingMode : uint8_t { kStaticEcmp, kMultiFlowEcmp, kAdaptive };
+struct LoadBalancing {
+  LoadBalancingMode mode = LoadBalancingMode::kStaticEcmp;
+  int32_t flows_per_message = 1;  // kMultiFlowEcmp only
+};
+
 struct LinkInfo {
   LinkId id = 0;
   Bandwidth bandwidth;
@@ -64,6 +71,7 @@ class Topology {
 
   std::string name;
   std::string gpu_type;
+  LoadBalancing load_balancing;
 
  private:
   Graph graph_;

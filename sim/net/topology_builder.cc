@@ -13,6 +13,7 @@
 #include "sim/config/embedded_presets.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/text_proto.h"
+#include "sim/net/topology_growth.h"
 
 namespace cs::net {
 
@@ -32,17 +33,19 @@ std::string stem_of(const std::string& path) {
   return std::filesystem::path(path).stem().string();
 }
 
-// Servers the tiers can hold, saturating far above anything buildable so it cannot overflow.
 int64_t tier_capacity_servers(const clustersim::TieredTopology& t) {
-  int64_t servers = 1;
-  for (const auto& tier : t.tiers()) {
-    servers = std::min<int64_t>(servers * std::max(tier.group_size(), 1), int64_t{1} << 40);
-  }
-  return servers;
+  return described_capacity_servers(t);
 }
 
+bool grows(const clustersim::TieredTopology& t) {
+  return t.growth().mode() != clustersim::Growth::NONE && t.tiers_size() > 0;
+}
+
+// A growing fabric is bounded only by max_nodes and by what this simulator builds.
 int64_t capacity_servers(const clustersim::TieredTopology& t) {
-  return t.max_nodes() > 0 ? t.max_nodes() : tier_capacity_servers(t);
+  if (t.max_nodes() > 0) return t.max_nodes();
+  if (grows(t)) return kMaxBuildGpus / std::max(t.node().gpus_per_node(), 1);
+  return tier_capacity_servers(t);
 }
 
 void validate_tiered(const clustersim::TieredTopology& t, const std::string& src) {
@@ -98,7 +101,8 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
   if (t.max_nodes() < 0) {
     fail(src, "tiered.max_nodes must be >= 0 (is " + std::to_string(t.max_nodes()) + ")");
   }
-  if (t.max_nodes() > tier_capacity_servers(t)) {
+  validate_growth(t, src);
+  if (!grows(t) && t.max_nodes() > tier_capacity_servers(t)) {
     fail(src, "tiered.max_nodes (" + std::to_string(t.max_nodes()) +
                   ") exceeds the tiers' capacity of " + std::to_string(tier_capacity_servers(t)) +
                   " servers");
@@ -135,6 +139,34 @@ LinkClass link_class(clustersim::Link::Class cls, VertexKind a, VertexKind b) {
   }
   if (either(VertexKind::kGpu) && either(VertexKind::kNic)) return LinkClass::kPcie;
   return LinkClass::kNetwork;
+}
+
+// Largest flows_per_message accepted: NCCL_IB_QPS_PER_CONNECTION is a small count (Llama 3 uses
+// 16); a typo should not multiply every message into thousands of flows.
+constexpr int32_t kMaxFlowsPerMessage = 256;
+
+void validate_load_balancing(const clustersim::LoadBalancing& lb, const std::string& src,
+                             const std::string& field) {
+  const int32_t n = lb.flows_per_message();
+  if (lb.mode() == clustersim::LoadBalancing::MULTI_FLOW_ECMP &&
+      (n < 1 || n > kMaxFlowsPerMessage)) {
+    fail(src, field + ".flows_per_message must be in [1, " + std::to_string(kMaxFlowsPerMessage) +
+                  "] for MULTI_FLOW_ECMP (is " + std::to_string(n) + ")");
+  }
+  if (lb.mode() != clustersim::LoadBalancing::MULTI_FLOW_ECMP && n != 0) {
+    fail(src, field + ".flows_per_message is only read by MULTI_FLOW_ECMP; remove it or set mode");
+  }
+}
+
+LoadBalancing to_load_balancing(const clustersim::LoadBalancing& lb) {
+  switch (lb.mode()) {
+    case clustersim::LoadBalancing::MULTI_FLOW_ECMP:
+      return {LoadBalancingMode::kMultiFlowEcmp, lb.flows_per_message()};
+    case clustersim::LoadBalancing::ADAPTIVE:
+      return {LoadBalancingMode::kAdaptive, 1};
+    default:
+      return {};
+  }
 }
 
 void validate_explicit(const clustersim::ExplicitTopology& e, const std::string& src) {
@@ -372,6 +404,7 @@ clustersim::Topology resolve_topology(const std::string& preset_or_path) {
 
 void validate_topology(const clustersim::Topology& desc, const std::string& source_name) {
   if (desc.gpu().empty()) fail(source_name, "gpu must name the GPU type, e.g. gpu: \"h100\"");
+  validate_load_balancing(desc.load_balancing(), source_name, "load_balancing");
   switch (desc.form_case()) {
     case clustersim::Topology::kTiered:
       validate_tiered(desc.tiered(), source_name);
@@ -393,6 +426,29 @@ int64_t topology_capacity_gpus(const clustersim::Topology& desc) {
   return gpus;
 }
 
+int32_t cluster_build_gpus(int64_t job_gpus, int64_t cluster_gpus, const std::string& source) {
+  if (cluster_gpus < 0) {
+    fail(source, "cluster.num_gpus must be >= 0 (is " + std::to_string(cluster_gpus) + ")");
+  }
+  if (cluster_gpus > 0 && cluster_gpus < job_gpus) {
+    fail(source, "cluster.num_gpus (" + std::to_string(cluster_gpus) +
+                     ") is smaller than the layout's " + std::to_string(job_gpus) + " GPUs");
+  }
+  if (cluster_gpus > kMaxBuildGpus) {
+    fail(source, "cluster.num_gpus (" + std::to_string(cluster_gpus) + ") exceeds the " +
+                     std::to_string(kMaxBuildGpus) + " GPUs this simulator builds");
+  }
+  return static_cast<int32_t>(std::max(job_gpus, cluster_gpus));
+}
+
+void override_load_balancing(clustersim::Topology& desc,
+                             const clustersim::LoadBalancing& override_lb,
+                             const std::string& source) {
+  if (override_lb.mode() == clustersim::LoadBalancing::MODE_UNSET) return;
+  validate_load_balancing(override_lb, source, "cluster.load_balancing");
+  *desc.mutable_load_balancing() = override_lb;
+}
+
 Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
                         const std::string& source_name) {
   validate_topology(desc, source_name);
@@ -402,16 +458,26 @@ Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
     throw ConfigError("topology " + name + " holds at most " + std::to_string(capacity) +
                       " GPUs, asked for " + std::to_string(num_gpus));
   }
-  const int64_t gpus = num_gpus > 0 ? num_gpus : capacity;
+  // "The whole cluster" of a growing fabric is the one its tiers describe.
+  const int64_t whole =
+      desc.has_tiered() && grows(desc.tiered()) && desc.tiered().max_nodes() == 0
+          ? tier_capacity_servers(desc.tiered()) * desc.tiered().node().gpus_per_node()
+          : capacity;
+  const int64_t gpus = num_gpus > 0 ? num_gpus : whole;
   if (gpus > kMaxBuildGpus) {
     throw ConfigError("topology " + name + " would have " + std::to_string(gpus) +
                       " GPUs, more than the " + std::to_string(kMaxBuildGpus) +
                       " this simulator builds; ask for fewer GPUs");
   }
+  // Built in place: the graph must not be copied, as the link index holds its edge descriptors.
+  const int64_t gpn = std::max(desc.tiered().node().gpus_per_node(), 1);
   Topology topo =
-      desc.has_tiered() ? build_tiered(desc.tiered(), gpus) : build_explicit(desc.explicit_());
+      desc.has_tiered()
+          ? build_tiered(grow_for_servers(desc.tiered(), (gpus + gpn - 1) / gpn, name), gpus)
+          : build_explicit(desc.explicit_());
   topo.name = name;
   topo.gpu_type = desc.gpu();
+  topo.load_balancing = to_load_balancing(desc.load_balancing());
   return topo;
 }
 

@@ -29,7 +29,18 @@ void validate_topology(const clustersim::Topology& desc, const std::string& sour
 // How many GPUs the description can hold (tiered: servers x GPUs per server; explicit: its GPUs).
 int64_t topology_capacity_gpus(const clustersim::Topology& desc);
 
-// Builds the graph for a run on `num_gpus` GPUs (<= 0: the whole cluster). The tiered form builds
+// The GPUs to build for a job of `job_gpus` on a cluster of `cluster_gpus` (0: the job's size).
+// Throws ConfigError "<source>: cluster.num_gpus ..." when the cluster is smaller than the job.
+int32_t cluster_build_gpus(int64_t job_gpus, int64_t cluster_gpus, const std::string& source);
+
+// Replaces `desc`'s load balancing by `override_lb` unless its mode is MODE_UNSET; checks it.
+void override_load_balancing(clustersim::Topology& desc,
+                             const clustersim::LoadBalancing& override_lb,
+                             const std::string& source);
+
+// Builds the graph for a run on `num_gpus` GPUs (<= 0: the whole cluster as its tiers describe it,
+// before any growth). A tiered description grows as its `growth` says when its tiers are too
+// small. The tiered form builds
 // whole servers, ceil(num_gpus / gpus_per_node) of them, so num_gpus() may exceed the request by
 // less than one server; the explicit form is built whole and only checked to be large enough.
 // Throws ConfigError "topology X holds at most N GPUs, asked for M" when it does not fit.

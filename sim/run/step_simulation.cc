@@ -144,7 +144,8 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   const auto& par = config.parallel();
   if (!config.cluster().has_topology() || config.cluster().topology().empty())
     throw ConfigError(source + ": cluster.topology is not set");
-  const auto topo_desc = net::resolve_topology(config.cluster().topology());
+  auto topo_desc = net::resolve_topology(config.cluster().topology());
+  net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
   workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
   PreparedStep prepared;
   prepared.config = config;
@@ -221,15 +222,23 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const auto wall_start = std::chrono::steady_clock::now();
   const clustersim::RunConfig& config = prepared.config;
   const auto& par = config.parallel();
-  const auto topo_desc = net::resolve_topology(config.cluster().topology());
+  auto topo_desc = net::resolve_topology(config.cluster().topology());
+  net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
   const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
   if (net::topology_capacity_gpus(topo_desc) < layout.world()) {
     throw ConfigError(source + ": topology " + config.cluster().topology() + " holds at most " +
                       std::to_string(net::topology_capacity_gpus(topo_desc)) +
                       " GPUs, the layout needs " + std::to_string(layout.world()));
   }
+  const int32_t cluster_gpus =
+      net::cluster_build_gpus(layout.world(), config.cluster().num_gpus(), source);
+  if (net::topology_capacity_gpus(topo_desc) < cluster_gpus) {
+    throw ConfigError(source + ": cluster.num_gpus is " + std::to_string(cluster_gpus) +
+                      " but topology " + config.cluster().topology() + " holds at most " +
+                      std::to_string(net::topology_capacity_gpus(topo_desc)));
+  }
   const net::Topology topology =
-      net::build_topology(topo_desc, layout.world(), config.cluster().topology());
+      net::build_topology(topo_desc, cluster_gpus, config.cluster().topology());
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
   if (prepared.timed_for_gpu != config.cluster().gpu()) {

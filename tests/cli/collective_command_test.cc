@@ -66,7 +66,7 @@ TEST(Cli, UnknownCommandAndMissingOptionsFail) {
 }
 
 TEST(Cli, ImpossibleRequestsGetOneLineErrors) {
-  const auto too_many = run({"collective", "--gpus", "100000", "--topology", "dgx-h100"});
+  const auto too_many = run({"collective", "--gpus", "3000000", "--topology", "dgx-h100"});
   EXPECT_EQ(too_many.code, 1);
   EXPECT_NE(too_many.err.find("holds at most"), std::string::npos);
   const auto algo = run({"collective", "--gpus", "8", "--algo", "bogus"});

@@ -181,7 +181,9 @@ TEST(TopologyPresets, SwitchesHaveTheirTiersOversubscription) {
 }
 
 TEST(TopologySizing, BuildsOnlyTheServersNeeded) {
-  const clustersim::Topology desc = resolve_topology("llama3-24k");
+  // Without growth, so that the described capacity is a hard limit.
+  clustersim::Topology desc = resolve_topology("llama3-24k");
+  desc.mutable_tiered()->clear_growth();
   const int32_t gpn = desc.tiered().node().gpus_per_node();
   const int64_t capacity = topology_capacity_gpus(desc);
   EXPECT_EQ(capacity, 8 * 192 * 2 * gpn);

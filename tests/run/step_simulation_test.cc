@@ -121,7 +121,7 @@ TEST(StepSimulation, InvalidLayoutsNameTheField) {
   expect_error(small({"parallel.tp=3"}), "tp");
   expect_error(small({"parallel.pp=3"}), "pp");
   expect_error(small({"parallel.global_batch_size=33"}), "global_batch_size");
-  expect_error(small({"parallel.dp=100000", "parallel.global_batch_size=100000"}), "GPU");
+  expect_error(small({"parallel.dp=3000000", "parallel.global_batch_size=3000000"}), "GPU");
   // Absurd sizes fail at once instead of exhausting memory or overflowing the clock.
   expect_error(small({"model.num_layers=2000000000"}), "model.num_layers");
   expect_error(small({"parallel.global_batch_size=2000000000"}), "microbatches per step");
