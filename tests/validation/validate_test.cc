@@ -304,7 +304,7 @@ TEST(ValidateCommand, InputsOnlyTheModelsCanRejectNameTheCase) {
   EXPECT_NE(gpu.find("z100"), std::string::npos) << gpu;
   const auto big =
       error_for("big.textproto", case_file("collective { op: \"all_reduce\" topology: \"dgx-h100\" "
-                                           "gpus: 100000 size_bytes: 1024 }",
+                                           "gpus: 3000000 size_bytes: 1024 }",
                                            10, "GB/s"));
   EXPECT_NE(big.find("holds at most"), std::string::npos) << big;
 }
