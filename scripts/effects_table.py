@@ -28,7 +28,7 @@ def step_time(binary, preset, overrides):
             cmd += ["--set", o]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         report = json.load(open(out.name))
-    return report["iteration_time_s"], report["mfu"]
+    return report["iteration_time_s"], report["mfu"], report["memory"]["peak_gb"]
 
 
 def main():
@@ -37,19 +37,24 @@ def main():
         presets = ["llama3-8b", "llama3-70b", "gpt3-175b"]
     fields = effect_fields()
     lines = ["# What each effect costs", "",
-             "Step time (s) of each preset with every effect on (MFU in brackets), then with one",
-             "effect switched off (`--set effects.NAME=false`) and its change against all-on.",
+             "Step time (s) of each preset with every effect on (MFU and peak memory per GPU in",
+             "brackets), then with one effect switched off (`--set effects.NAME=false`) and its",
+             "change against all-on (and the peak memory where that effect changes it).",
              "Regenerate: `scripts/effects_table.py build/clustersim results/effects.md`.", "",
              "| effect off | " + " | ".join(presets) + " |",
              "|---" * (len(presets) + 1) + "|"]
     base = {p: step_time(binary, p, []) for p in presets}
     lines.append("| (none: all on) | " +
-                 " | ".join(f"{t:.3f} ({100 * m:.1f}%)" for t, m in base.values()) + " |")
+                 " | ".join(f"{t:.3f} ({100 * m:.1f}%, {g:.1f} GB)" for t, m, g in base.values()) +
+                 " |")
     for f in fields:
         cells = []
         for p in presets:
-            t, _ = step_time(binary, p, [f"effects.{f}=false"])
-            cells.append(f"{t:.3f} ({100 * (t - base[p][0]) / base[p][0]:+.1f}%)")
+            t, _, g = step_time(binary, p, [f"effects.{f}=false"])
+            cell = f"{t:.3f} ({100 * (t - base[p][0]) / base[p][0]:+.1f}%)"
+            if abs(g - base[p][2]) >= 0.05:
+                cell += f", {g:.1f} GB"
+            cells.append(cell)
         lines.append(f"| {f} | " + " | ".join(cells) + " |")
     Path(out_path).write_text("\n".join(lines) + "\n")
 

@@ -120,4 +120,7 @@ if [ "${SKIP_405B:-0}" != 1 ]; then
     --timeline "$out/llama3_405b_timeline.json" --timeline-ranks 0,120 >"$out/llama3_405b.txt"
   "$py" $plots/stages.py "$out/llama3_405b.json" "$out/llama3_405b_stages.png"
 fi
+# --- what each modelled effect costs on each preset ----------------------------------------------
+"$py" scripts/effects_table.py "$bin" results/effects.md
+
 echo "results regenerated in $((SECONDS - start)) s"
