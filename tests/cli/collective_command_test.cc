@@ -9,34 +9,14 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/size_list.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::cli {
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome run(std::vector<std::string> args) {
-  args.insert(args.begin(), "clustersim");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream out, err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  const int code = run_main(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  return {code, out.str(), err.str()};
-}
-
-std::string temp_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using testing_support::Outcome;
+using testing_support::run_cli;
+using testing_support::temp_file;
 
 TEST(SizeList, ParsesBinaryMultiples) {
   EXPECT_EQ(parse_size_list("1K,1M,1G,3"), (std::vector<Bytes>{1024, 1 << 20, 1 << 30, 3}));
@@ -50,26 +30,26 @@ TEST(SizeList, ParsesBinaryMultiples) {
 }
 
 TEST(Cli, HelpListsCommands) {
-  const auto r = run({"--help"});
+  const auto r = run_cli({"--help"});
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("collective"), std::string::npos);
-  const auto sub = run({"collective", "--help"});
+  const auto sub = run_cli({"collective", "--help"});
   EXPECT_EQ(sub.code, 0);
   EXPECT_NE(sub.out.find("--sizes"), std::string::npos);
 }
 
 TEST(Cli, UnknownCommandAndMissingOptionsFail) {
-  EXPECT_EQ(run({"frobnicate"}).code, 2);
-  const auto r = run({"collective"});
+  EXPECT_EQ(run_cli({"frobnicate"}).code, 2);
+  const auto r = run_cli({"collective"});
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.err.find("--gpus"), std::string::npos);
 }
 
 TEST(Cli, ImpossibleRequestsGetOneLineErrors) {
-  const auto too_many = run({"collective", "--gpus", "3000000", "--topology", "dgx-h100"});
+  const auto too_many = run_cli({"collective", "--gpus", "3000000", "--topology", "dgx-h100"});
   EXPECT_EQ(too_many.code, 1);
   EXPECT_NE(too_many.err.find("holds at most"), std::string::npos);
-  const auto algo = run({"collective", "--gpus", "8", "--algo", "bogus"});
+  const auto algo = run_cli({"collective", "--gpus", "8", "--algo", "bogus"});
   EXPECT_EQ(algo.code, 2);
   EXPECT_NE(algo.err.find("bogus"), std::string::npos);
   EXPECT_EQ(std::count(algo.err.begin(), algo.err.end(), '\n'), 1);
@@ -79,7 +59,7 @@ TEST(Cli, MalformedTopologyFileNamesFileLineAndColumn) {
   const std::string path = temp_file("bad_topology.textproto",
                                      "name: \"bad\"\ntiered {\n  node { gpus_per_node: 8 }\n"
                                      "  tiers { group_size: twelve }\n}\n");
-  const auto r = run({"collective", "--gpus", "8", "--topology", path});
+  const auto r = run_cli({"collective", "--gpus", "8", "--topology", path});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find(path + ":4:"), std::string::npos) << r.err;
 }
@@ -87,7 +67,7 @@ TEST(Cli, MalformedTopologyFileNamesFileLineAndColumn) {
 double busbw_of(const std::vector<std::string>& args, const std::string& json) {
   std::vector<std::string> all = args;
   all.insert(all.end(), {"--json", json});
-  const auto r = run(all);
+  const auto r = run_cli(all);
   EXPECT_EQ(r.code, 0) << r.err;
   std::ifstream in(json);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -119,11 +99,11 @@ TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
 
 TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   // Usage errors: exit 2 with the reason.
-  const auto proto = run({"collective", "--gpus", "8", "--protocol", "fast"});
+  const auto proto = run_cli({"collective", "--gpus", "8", "--protocol", "fast"});
   EXPECT_EQ(proto.code, 2);
   EXPECT_NE(proto.err.find("unknown NCCL protocol 'fast'"), std::string::npos) << proto.err;
-  EXPECT_EQ(run({"collective", "--gpus", "8", "--nvls", "maybe"}).code, 2);
-  EXPECT_EQ(run({"collective", "--gpus", "8", "--channels", "-1"}).code, 2);
+  EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--nvls", "maybe"}).code, 2);
+  EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--channels", "-1"}).code, 2);
 }
 
 TEST(Cli, SameInputSameOutput) {
@@ -137,7 +117,7 @@ TEST(Cli, SameInputSameOutput) {
       out += line.substr(0, line.rfind(' ')) + '\n';
     return out;
   };
-  EXPECT_EQ(strip_wall(run(args).out), strip_wall(run(args).out));
+  EXPECT_EQ(strip_wall(run_cli(args).out), strip_wall(run_cli(args).out));
 }
 
 }  // namespace

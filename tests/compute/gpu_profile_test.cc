@@ -1,6 +1,7 @@
 // Tests of loading GPU profiles: every preset loads and is self-consistent, spec-sheet relations
 // between GPUs hold, and bad input fails with a message that locates the problem.
 #include "sim/compute/gpu_profile.h"
+#include "tests/support/test_helpers.h"
 
 #include <gtest/gtest.h>
 
@@ -13,15 +14,7 @@
 namespace cs::compute {
 namespace {
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 constexpr const char* kMinimal = R"pb(
   name: "tiny"

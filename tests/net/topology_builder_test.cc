@@ -11,20 +11,12 @@
 #include <string>
 
 #include "sim/config/embedded_presets.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::net {
 namespace {
 
-// Runs `fn` and returns the ConfigError message it throws ("" if none).
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 constexpr const char* kSmallTiered = R"pb(
   name: "small"

@@ -9,19 +9,12 @@
 
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::net {
 namespace {
 
-template <typename Fn>
-std::string error_of(Fn fn) {
-  try {
-    fn();
-  } catch (const ConfigError& e) {
-    return e.what();
-  }
-  return "";
-}
+using testing_support::error_of;
 
 std::size_t switches_in_tier(const Topology& t, int32_t tier) {
   std::size_t n = 0;
@@ -70,7 +63,9 @@ TEST(TopologyGrowth, DgxH100MatchesTheReferenceArchitectureTables) {
     const double inject = gpus * 400e9 / 8;
     EXPECT_NEAR(uplink_bytes_per_s(t, -1), inject, inject * 1e-9);
     EXPECT_NEAR(uplink_bytes_per_s(t, 0), inject, inject * 1e-9);
-    if (row.core > 0) EXPECT_NEAR(uplink_bytes_per_s(t, 1), inject, inject * 1e-9);
+    if (row.core > 0) {
+      EXPECT_NEAR(uplink_bytes_per_s(t, 1), inject, inject * 1e-9);
+    }
   }
 }
 

@@ -17,34 +17,14 @@
 #include "sim/validation/case_file.h"
 #include "sim/validation/case_kinds.h"
 #include "sim/validation/validate.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::validation {
 namespace {
 
-struct Outcome {
-  int code;
-  std::string out;
-  std::string err;
-};
-
-Outcome run(std::vector<std::string> args) {
-  args.insert(args.begin(), "clustersim");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  std::ostringstream out, err;
-  auto* old_out = std::cout.rdbuf(out.rdbuf());
-  auto* old_err = std::cerr.rdbuf(err.rdbuf());
-  const int code = cli::run_main(static_cast<int>(argv.size()), argv.data());
-  std::cout.rdbuf(old_out);
-  std::cerr.rdbuf(old_err);
-  return {code, out.str(), err.str()};
-}
-
-std::string temp_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using testing_support::Outcome;
+using testing_support::run_cli;
+using testing_support::temp_file;
 
 std::string read(const std::string& path) {
   std::ifstream in(path);
@@ -125,9 +105,10 @@ TEST(ValidationModel, Fp8AttentionRunsTheFp8Kernel) {
 // Whatever `clustersim collective` prints is what a collective case must report.
 double cli_busbw(const clustersim::CollectiveCase& c) {
   const std::string json = ::testing::TempDir() + "validation_collective.json";
-  const auto r = run({"collective", "--op", c.op(), "--algo", c.algo(), "--topology", c.topology(),
-                      "--gpus", std::to_string(c.gpus()), "--sizes", std::to_string(c.size_bytes()),
-                      "--network", c.network(), "--json", json});
+  const auto r =
+      run_cli({"collective", "--op", c.op(), "--algo", c.algo(), "--topology", c.topology(),
+               "--gpus", std::to_string(c.gpus()), "--sizes", std::to_string(c.size_bytes()),
+               "--network", c.network(), "--json", json});
   EXPECT_EQ(r.code, 0) << r.err;
   return json_number(read(json), "busbw_gbps");
 }
@@ -212,11 +193,12 @@ TEST(ValidationCases, BuiltinCasesLoadAndCoverEveryKind) {
 TEST(ValidateCommand, ExitsOneWhenACaseFailsAndZeroWhenAllPass) {
   const std::string body = "gemm { gpu: \"h100\" m: 4096 n: 4096 k: 4096 }";
   const double model = run_case(one_case(body, 1, "TFLOP/s")).model;
-  const auto pass = run({"validate", "--file",
-                         temp_file("pass.textproto", case_file(body, model * 1.005, "TFLOP/s"))});
+  const auto pass =
+      run_cli({"validate", "--file",
+               temp_file("pass.textproto", case_file(body, model * 1.005, "TFLOP/s"))});
   EXPECT_EQ(pass.code, 0) << pass.out << pass.err;
   EXPECT_NE(pass.out.find("| PASS |"), std::string::npos);
-  const auto fail = run(
+  const auto fail = run_cli(
       {"validate", "--file", temp_file("fail.textproto", case_file(body, model * 2, "TFLOP/s"))});
   EXPECT_EQ(fail.code, 1);
   EXPECT_NE(fail.out.find("| FAIL |"), std::string::npos);
@@ -224,25 +206,25 @@ TEST(ValidateCommand, ExitsOneWhenACaseFailsAndZeroWhenAllPass) {
 }
 
 TEST(ValidateCommand, FiltersByKindAndCase) {
-  const auto gemm = run({"validate", "--kind", "gemm"});
+  const auto gemm = run_cli({"validate", "--kind", "gemm"});
   EXPECT_NE(gemm.out.find("| gemm |"), std::string::npos);
   EXPECT_EQ(gemm.out.find("| collective |"), std::string::npos);
-  const auto one = run({"validate", "--case", "nccl-h100-8gpu-allgather-1g"});
+  const auto one = run_cli({"validate", "--case", "nccl-h100-8gpu-allgather-1g"});
   EXPECT_NE(one.out.find("1 cases"), std::string::npos) << one.out << one.err;
-  const auto prefix = run({"validate", "--case", "nccl-h100-*"});
+  const auto prefix = run_cli({"validate", "--case", "nccl-h100-*"});
   EXPECT_EQ(prefix.out.find("nccl-a100"), std::string::npos);
   EXPECT_NE(prefix.out.find("nccl-h100-8gpu-allreduce-ring-1g"), std::string::npos);
-  EXPECT_EQ(run({"validate", "--kind", "bogus"}).code, 2);
-  EXPECT_EQ(run({"validate", "--case", "no-such-case"}).code, 2);
+  EXPECT_EQ(run_cli({"validate", "--kind", "bogus"}).code, 2);
+  EXPECT_EQ(run_cli({"validate", "--case", "no-such-case"}).code, 2);
 }
 
 TEST(ValidateCommand, JsonHoldsEveryCaseAndIsReproducible) {
   const std::string json = ::testing::TempDir() + "validation.json";
-  const auto first = run({"validate", "--kind", "collective", "--json", json});
+  const auto first = run_cli({"validate", "--kind", "collective", "--json", json});
   const std::string text = read(json);
   EXPECT_NE(text.find("\"results\""), std::string::npos);
   EXPECT_NE(text.find("\"nccl-h100-8gpu-allreduce-ring-1g\""), std::string::npos);
-  const auto second = run({"validate", "--kind", "collective", "--json", json});
+  const auto second = run_cli({"validate", "--kind", "collective", "--json", json});
   EXPECT_EQ(first.out, second.out);
   EXPECT_EQ(read(json), text);
 }
@@ -252,7 +234,7 @@ TEST(ValidateCommand, JsonHoldsEveryCaseAndIsReproducible) {
 
 // Runs the command on `text` and returns stderr; expects exit code 1.
 std::string error_for(const std::string& file, const std::string& text) {
-  const auto r = run({"validate", "--file", temp_file(file, text)});
+  const auto r = run_cli({"validate", "--file", temp_file(file, text)});
   EXPECT_EQ(r.code, 1) << r.out;
   EXPECT_NE(r.err.find(file), std::string::npos) << r.err;
   return r.err;
@@ -311,8 +293,8 @@ TEST(ValidateCommand, InputsOnlyTheModelsCanRejectNameTheCase) {
 
 TEST(ValidateCommand, DuplicateNamesAcrossFilesNameBothPlaces) {
   const std::string text = case_file("gemm { gpu: \"h100\" m: 64 n: 64 k: 64 }", 10, "TFLOP/s");
-  const auto r = run({"validate", "--file", temp_file("dup_a.textproto", text), "--file",
-                      temp_file("dup_b.textproto", text)});
+  const auto r = run_cli({"validate", "--file", temp_file("dup_a.textproto", text), "--file",
+                          temp_file("dup_b.textproto", text)});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("already used by"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("dup_a.textproto"), std::string::npos);

@@ -1,0 +1,55 @@
+// Helpers shared by the test binaries: running the CLI in-process and catching config errors.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/cli/commands.h"
+#include "sim/config/config_error.h"
+
+namespace cs::testing_support {
+
+// What one in-process `clustersim ARGS...` printed and returned.
+struct Outcome {
+  int code;
+  std::string out;
+  std::string err;
+};
+
+inline Outcome run_cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "clustersim");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  std::ostringstream out, err;
+  auto* old_out = std::cout.rdbuf(out.rdbuf());
+  auto* old_err = std::cerr.rdbuf(err.rdbuf());
+  const int code = cli::run_main(static_cast<int>(argv.size()), argv.data());
+  std::cout.rdbuf(old_out);
+  std::cerr.rdbuf(old_err);
+  return {code, out.str(), err.str()};
+}
+
+// Writes `text` to a file of that name in the test's temporary folder and returns its path.
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+// Runs `fn` and returns the ConfigError message it throws ("" if none).
+template <typename Fn>
+std::string error_of(Fn fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace cs::testing_support
