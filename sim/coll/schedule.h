@@ -47,7 +47,7 @@ struct ScheduleKey {
   Protocol protocol = Protocol::kSimple;  // for the record; its cost is in `wire`
   // Ranks per server for the wire model (0: unknown, every message counts as across servers).
   int32_t node_size = 0;
-  WireModel wire;
+  WireModel wire{};
   auto operator<=>(const ScheduleKey&) const = default;
 };
 
