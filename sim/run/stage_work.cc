@@ -56,29 +56,12 @@ class OpMaker {
     for (std::size_t i = 0; i < ops.size(); ++i) {
       const int32_t also = added == 0 ? first_also_after : PhaseOp::kNone;
       const LayerOp* next = i + 1 < ops.size() ? &ops[i + 1] : nullptr;
-      if (overlap_tp_ && next && is_comm(ops[i], workload::CommKind::kTpAllGather) &&
-          is_gemm(*next)) {
-        added += tp_ring(phase, ops[i], *next, cls, also, true);
-        ++i;
-        continue;
-      }
-      if (overlap_tp_ && next && is_gemm(ops[i]) &&
-          is_comm(*next, workload::CommKind::kTpReduceScatter)) {
-        added += tp_ring(phase, *next, ops[i], cls, also, false);
-        ++i;
-        continue;
-      }
-      if (overlap_cp_ && next && is_comm(ops[i], workload::CommKind::kCpAllGather) &&
-          is_attention(*next)) {
-        added += cp_ring(phase, ops[i], *next, cls, also, true);
-        ++i;
-        continue;
-      }
-      if (overlap_cp_ && next && is_attention(ops[i]) &&
-          is_comm(*next, workload::CommKind::kCpReduceScatter)) {
-        added += cp_ring(phase, *next, ops[i], cls, also, false);
-        ++i;
-        continue;
+      if (next) {
+        if (const std::size_t ring = overlapped_pair(phase, ops[i], *next, cls, also)) {
+          added += ring;
+          ++i;
+          continue;
+        }
       }
       Op op;
       if (!make(ops[i], cls, op)) continue;
@@ -86,6 +69,23 @@ class OpMaker {
       ++added;
     }
     return added;
+  }
+
+  // When `a` then `b` is a pair an enabled overlap pipelines (a TP all-gather feeding a GEMM, a
+  // GEMM feeding a TP reduce-scatter, and their CP counterparts around attention), appends the
+  // ring that replaces them and returns its op count; otherwise appends nothing and returns 0.
+  std::size_t overlapped_pair(PhaseOps& phase, const LayerOp& a, const LayerOp& b, OpClass cls,
+                              int32_t also) {
+    using workload::CommKind;
+    if (overlap_tp_ && is_comm(a, CommKind::kTpAllGather) && is_gemm(b))
+      return tp_ring(phase, a, b, cls, also, true);
+    if (overlap_tp_ && is_gemm(a) && is_comm(b, CommKind::kTpReduceScatter))
+      return tp_ring(phase, b, a, cls, also, false);
+    if (overlap_cp_ && is_comm(a, CommKind::kCpAllGather) && is_attention(b))
+      return cp_ring(phase, a, b, cls, also, true);
+    if (overlap_cp_ && is_attention(a) && is_comm(b, CommKind::kCpReduceScatter))
+      return cp_ring(phase, b, a, cls, also, false);
+    return 0;
   }
 
   Op collective(coll::Op kind, Dim dim, Bytes bytes, std::string_view name) {
