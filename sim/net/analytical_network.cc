@@ -1,5 +1,7 @@
 #include "sim/net/analytical_network.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace cs::net {
@@ -15,6 +17,26 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   Time delay = route.latency;
   if (bytes > 0) delay += transfer_time(bytes, route.bottleneck);
   if (done) sim_.schedule_in(delay, std::move(done));
+}
+
+void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
+  Time slowest;
+  for (const FluidEdge& e : edges) {
+    if (e.src == e.dst || e.wire_bytes <= 0) continue;
+    const Route& route = routing_.route(e.src, e.dst);
+    const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
+    stats_.count(&route, bytes);
+    slowest = std::max(slowest, transfer_time(bytes, route.bottleneck));
+  }
+  if (done) sim_.schedule_in(slowest, std::move(done));
+}
+
+void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
+  for (const FluidEdge& e : edges) {
+    if (e.src == e.dst || e.wire_bytes <= 0) continue;
+    stats_.count(&routing_.route(e.src, e.dst), static_cast<Bytes>(std::llround(e.wire_bytes)));
+  }
+  if (done) sim_.schedule_at(sim_.now(), std::move(done));
 }
 
 void IdealNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {

@@ -31,6 +31,12 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
   }
 }
 
+bool FlowNetwork::spreads(const Route& route) const {
+  return route.link_class == LinkClass::kNetwork &&
+         balancing_.mode == LoadBalancingMode::kMultiFlowEcmp &&
+         balancing_.flows_per_message > 1;
+}
+
 void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
   if (src == dst) {
     stats_.count(nullptr, bytes);
@@ -50,46 +56,98 @@ void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
                std::move(done));
     return;
   }
-  if (network && balancing_.mode == LoadBalancingMode::kMultiFlowEcmp &&
-      balancing_.flows_per_message > 1) {
-    start_spread_flow(route, balancing_.flows_per_message, src, dst, bytes, std::move(done));
+  if (spreads(route)) {
+    const PairLinks& spread = spread_links(src, dst);
+    start_flow(spread.links, spread.weights, spread.latency, src, dst, static_cast<double>(bytes),
+               std::move(done));
     return;
   }
   start_flow(route.links, unit_weights_, route.latency, src, dst, static_cast<double>(bytes),
              std::move(done));
 }
 
-void FlowNetwork::start_spread_flow(const Route& route, int32_t n, VertexId src, VertexId dst,
-                                    Bytes bytes, Done done) {
-  spread_.clear();
-  Time latency = route.latency;
+Time FlowNetwork::path_latency(VertexId src, VertexId dst) {
+  if (src == dst) return Time{};
+  const Route& route = routing_.route(src, dst);
+  return spreads(route) ? spread_links(src, dst).latency : route.latency;
+}
+
+const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId dst) {
+  const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
+  auto [it, fresh] = spread_cache_.try_emplace(key);
+  PairLinks& out = it->second;
+  if (!fresh) return out;
+  const Route& route = routing_.route(src, dst);
+  const int32_t n = balancing_.flows_per_message;
+  std::vector<std::pair<LinkId, int32_t>> through;
+  out.latency = route.latency;
   for (int32_t k = 0; k < n; ++k) {
     // Path 0 is the static route (salt 0); the others hash afresh.
     const Route other = k == 0 ? Route{} : routing_.path(src, dst, static_cast<uint64_t>(k));
     const Route& path = k == 0 ? route : other;
-    latency = std::max(latency, path.latency);  // the last byte takes the slowest path
-    for (LinkId l : path.links) spread_.emplace_back(l, 1);
+    out.latency = std::max(out.latency, path.latency);  // the last byte takes the slowest path
+    for (LinkId l : path.links) through.emplace_back(l, 1);
   }
   // Count the paths through each link; sorted by link id, so the order is deterministic.
-  std::sort(spread_.begin(), spread_.end());
-  spread_links_.clear();
-  spread_weights_.clear();
-  for (std::size_t i = 0; i < spread_.size();) {
+  std::sort(through.begin(), through.end());
+  for (std::size_t i = 0; i < through.size();) {
     std::size_t j = i;
-    while (j < spread_.size() && spread_[j].first == spread_[i].first) ++j;
-    spread_links_.push_back(spread_[i].first);
-    spread_weights_.push_back(static_cast<double>(j - i) / n);
+    while (j < through.size() && through[j].first == through[i].first) ++j;
+    out.links.push_back(through[i].first);
+    out.weights.push_back(static_cast<double>(j - i) / n);
     i = j;
   }
-  start_flow(spread_links_, spread_weights_, latency, src, dst, static_cast<double>(bytes),
-             std::move(done));
+  return out;
+}
+
+void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
+  // The flow moves `reference` bytes: the largest edge's. Each link carries, per byte of the
+  // flow, the sum over the edges crossing it of (edge bytes / reference) x (the edge's share).
+  double reference = 0;
+  for (const FluidEdge& e : edges)
+    if (e.src != e.dst) reference = std::max(reference, e.wire_bytes);
+  if (reference <= 0) {
+    if (done) sim_.schedule_at(sim_.now(), std::move(done));
+    return;
+  }
+  shares_.clear();
+  for (const FluidEdge& e : edges) {
+    if (e.src == e.dst || e.wire_bytes <= 0) continue;
+    const Route& route = routing_.route(e.src, e.dst);
+    stats_.count(&route, static_cast<Bytes>(std::llround(e.wire_bytes)));
+    const double scale = e.wire_bytes / reference;
+    if (spreads(route)) {
+      const PairLinks& spread = spread_links(e.src, e.dst);
+      for (std::size_t h = 0; h < spread.links.size(); ++h)
+        shares_.emplace_back(spread.links[h], spread.weights[h] * scale);
+    } else if (route.link_class == LinkClass::kNetwork &&
+               balancing_.mode == LoadBalancingMode::kAdaptive) {
+      for (LinkId l : routing_.path(e.src, e.dst, 0, &link_load_).links)
+        shares_.emplace_back(l, scale);
+    } else {
+      for (LinkId l : route.links) shares_.emplace_back(l, scale);
+    }
+  }
+  std::sort(shares_.begin(), shares_.end());
+  merged_links_.clear();
+  merged_weights_.clear();
+  for (const auto& [link, share] : shares_) {
+    if (!merged_links_.empty() && merged_links_.back() == link) {
+      merged_weights_.back() += share;
+    } else {
+      merged_links_.push_back(link);
+      merged_weights_.push_back(share);
+    }
+  }
+  start_flow(merged_links_, merged_weights_, Time{}, edges.front().src, edges.front().dst,
+             reference, std::move(done));
 }
 
 void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                              Time latency, VertexId src, VertexId dst, double bytes, Done done) {
   if (unit_weights_.size() < links.size()) unit_weights_.resize(links.size(), 1.0);
-  ensure_stride(links.size());
   const uint32_t f = allocate_flow();
+  reserve_hops(f, links.size());
   Flow& flow = flows_[f];
   flow.remaining = bytes;
   flow.rate = 0;
@@ -104,7 +162,7 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   Hop* hop = hops(f);
   for (std::size_t h = 0; h < links.size(); ++h) {
     hop[h].link = links[h];
-    hop[h].weight = static_cast<float>(weights[h]);
+    hop[h].weight = weights[h];
   }
   attach(f);
 }
@@ -127,7 +185,6 @@ uint32_t FlowNetwork::allocate_flow() {
     return f;
   }
   flows_.emplace_back();
-  hops_.resize(flows_.size() * stride_);
   new_rate_.resize(flows_.size());
   return static_cast<uint32_t>(flows_.size() - 1);
 }
@@ -141,16 +198,14 @@ void FlowNetwork::free_flow(uint32_t f) {
   free_head_ = f;
 }
 
-void FlowNetwork::ensure_stride(std::size_t num_hops) {
-  if (num_hops <= stride_) return;
-  const std::size_t stride = std::max(num_hops, stride_ * 2);
-  std::vector<Hop> wider(flows_.size() * stride);
-  for (std::size_t f = 0; f < flows_.size(); ++f) {
-    std::copy_n(hops_.begin() + static_cast<std::ptrdiff_t>(f * stride_), stride_,
-                wider.begin() + static_cast<std::ptrdiff_t>(f * stride));
-  }
-  hops_ = std::move(wider);
-  stride_ = stride;
+void FlowNetwork::reserve_hops(uint32_t f, std::size_t num_hops) {
+  Flow& flow = flows_[f];
+  if (num_hops <= flow.hop_capacity) return;
+  // A new range at the end of the pool; the slot keeps it for later flows. Most flows have a
+  // handful of hops, so a fresh slot takes room for 8.
+  flow.hop_capacity = static_cast<uint32_t>(std::max<std::size_t>(num_hops, 8));
+  flow.hop_begin = static_cast<uint32_t>(hops_.size());
+  hops_.resize(hops_.size() + flow.hop_capacity);
 }
 
 void FlowNetwork::attach(uint32_t f) {

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -26,16 +28,18 @@ namespace cs::net {
 // messages only, as NCCL opens its queue pairs per network connection: modelled as one flow whose
 // links carry the fraction of its paths that cross them, since NCCL stripes a message evenly over
 // its queue pairs, so they advance together), or one flow sent down the least-loaded equal-cost
-// hops at its start (adaptive). The cost of a recompute is linear in its
-// component, so workloads whose
-// flows all couple into one component (random all-to-all over shared uplinks) pay for every
-// active flow at every start or end.
+// hops at its start (adaptive). A fluid transfer (send_fluid) is one flow as well, whose links
+// carry each edge's share of its bytes. The cost of a recompute is linear in its component, so
+// workloads whose flows all couple into one component (random all-to-all over shared uplinks)
+// pay for every active flow at every start or end.
 class FlowNetwork final : public Network {
  public:
   // `sim` and `routing` must outlive the network.
   FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing);
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
+  void send_fluid(std::span<const FluidEdge> edges, Done done) override;
+  Time path_latency(VertexId src, VertexId dst) override;
   std::string_view name() const override { return "congestion_aware"; }
   const TrafficStats& stats() const override { return stats_; }
 
@@ -72,15 +76,25 @@ class FlowNetwork final : public Network {
     uint32_t heap_pos = kNone;  // index in finish_heap_, kNone if not queued
     uint32_t mark = 0;          // epoch of the last recompute that visited this flow
     uint32_t next_free = kNone;
+    uint32_t hop_begin = 0;     // this slot's hops in hops_, kept when the slot is reused
+    uint32_t hop_capacity = 0;
   };
-  // Hop h of flow f, kept in one flat array at f * stride_ + h rather than read through the
-  // route, so a recompute walks contiguous memory. `pos` is the flow's index in the link's list.
-  // `weight` is the share of the flow's rate the link carries: 1 on a single path; a multi-flow
-  // message spread over several paths puts (its flows on this link) / (its flows) on each.
+  // Hop h of flow f, kept in one pooled array at flows_[f].hop_begin + h rather than read
+  // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
+  // link's list. `weight` is the share of the flow's rate the link carries: 1 on a single path;
+  // a multi-flow message spread over several paths puts (its flows on this link) / (its flows)
+  // on each; a fluid transfer the sum of its edges' shares.
   struct Hop {
     LinkId link;
     uint32_t pos;
-    float weight;  // k / n for n <= 256 paths: exact in a float
+    double weight;
+  };
+  // The links a message between one pair of GPUs loads, with the share of its rate each carries,
+  // and the latency of its slowest path: cached per pair for multi-flow ECMP.
+  struct PairLinks {
+    std::vector<LinkId> links;
+    std::vector<double> weights;
+    Time latency;
   };
   // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
   // swap-remove can fix the moved flow's position.
@@ -102,13 +116,14 @@ class FlowNetwork final : public Network {
   // Starts one flow of `bytes` over `links`, each carrying `weight` of its rate (parallel arrays).
   void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                   Time latency, VertexId src, VertexId dst, double bytes, Done done);
-  // Spreads a message evenly over `n` hashed paths: one flow whose links carry their share.
-  void start_spread_flow(const Route& route, int32_t n, VertexId src, VertexId dst, Bytes bytes,
-                         Done done);
+  // A message spread evenly over the topology's `flows_per_message` hashed paths (cached).
+  const PairLinks& spread_links(VertexId src, VertexId dst);
+  bool spreads(const Route& route) const;
   uint32_t allocate_flow();
   void free_flow(uint32_t f);
-  Hop* hops(uint32_t f) { return hops_.data() + static_cast<std::size_t>(f) * stride_; }
-  void ensure_stride(std::size_t hops);
+  Hop* hops(uint32_t f) { return hops_.data() + flows_[f].hop_begin; }
+  const Hop* hops(uint32_t f) const { return hops_.data() + flows_[f].hop_begin; }
+  void reserve_hops(uint32_t f, std::size_t num_hops);
   void attach(uint32_t f);
   // Takes the flow off its links and marks them for the next recompute when `mark` is set.
   void detach(uint32_t f, bool mark);
@@ -142,7 +157,7 @@ class FlowNetwork final : public Network {
   uint32_t free_head_ = kNone;
   std::size_t active_ = 0;
   std::vector<Hop> hops_;
-  std::size_t stride_ = 8;
+  std::unordered_map<uint64_t, PairLinks> spread_cache_;  // key: src << 32 | dst
 
   std::vector<uint32_t> finish_heap_;
   EventId timer_;
@@ -160,10 +175,10 @@ class FlowNetwork final : public Network {
   std::vector<uint32_t> finished_;
   std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
   std::vector<std::pair<double, LinkId>> heap_;
-  std::vector<double> unit_weights_;                // all 1, for single-path flows
-  std::vector<std::pair<LinkId, int32_t>> spread_;  // scratch: link, paths through it
-  std::vector<LinkId> spread_links_;
-  std::vector<double> spread_weights_;
+  std::vector<double> unit_weights_;               // all 1, for single-path flows
+  std::vector<std::pair<LinkId, double>> shares_;  // scratch: link, share of a flow's rate
+  std::vector<LinkId> merged_links_;
+  std::vector<double> merged_weights_;
 
   uint64_t recomputes_ = 0;
   uint64_t recomputed_flows_ = 0;

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string_view>
 
 #include "sim/core/units.h"
@@ -30,6 +31,13 @@ struct TrafficStats {
   }
 };
 
+// One connection of a fluid transfer: `wire_bytes` leave `src` for `dst` over the transfer.
+struct FluidEdge {
+  VertexId src = 0;
+  VertexId dst = 0;
+  double wire_bytes = 0;
+};
+
 class Network {
  public:
   using Done = std::function<void()>;
@@ -38,6 +46,14 @@ class Network {
   // Starts moving `bytes` from `src` to `dst` now; `done` runs when the last byte has arrived.
   // A message to oneself or of zero bytes still pays the path latency (zero for oneself).
   virtual void send(VertexId src, VertexId dst, Bytes bytes, Done done) = 0;
+  // Moves every edge's bytes at one shared pace, so that all edges finish together and the
+  // slowest holds the others back, as the connections of a pipelined ring or of a collective's
+  // phases do. `done` runs when every last byte has left its sender; route latencies are not
+  // added (the caller knows which of them lie on its critical path: see path_latency). Edges
+  // to oneself and of no bytes carry nothing.
+  virtual void send_fluid(std::span<const FluidEdge> edges, Done done) = 0;
+  // The latency send() adds to a message from `src` to `dst` after its last byte leaves.
+  virtual Time path_latency(VertexId src, VertexId dst) = 0;
   virtual std::string_view name() const = 0;
   virtual const TrafficStats& stats() const = 0;
 };
