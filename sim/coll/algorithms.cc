@@ -91,30 +91,6 @@ std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride
   return r;
 }
 
-// Channel ch's ring over n ranks in servers of `local` consecutive ranks. One server (or local
-// <= 1): rank order. Several: each server is entered and left by GPUs of two adjacent local
-// indices, ch and ch+1, swapped on every other server, so that every hop between servers joins
-// GPUs of one local index (one rail, one NIC each end) and the ring closes on the rail it left
-// from when the server count is even (with an odd count, one hop per ring crosses rails). NCCL
-// keeps its rings on rails with PXN instead (the last GPU of a server hands the data over NVLink
-// to the GPU on the next server's rail); the NIC load is the same, one channel per NIC.
-std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch) {
-  if (local <= 1 || local >= n) return iota_ranks(0, n);
-  std::vector<uint32_t> order;
-  order.reserve(n);
-  for (uint32_t q = 0; q < n / local; ++q) {
-    const uint32_t a = ch % local, b = (ch + 1) % local;
-    const uint32_t entry = q % 2 == 0 ? a : b, exit = q % 2 == 0 ? b : a;
-    order.push_back(q * local + entry);
-    for (uint32_t i = 1; i < local; ++i) {
-      const uint32_t l = (entry + i) % local;
-      if (l != exit) order.push_back(q * local + l);
-    }
-    order.push_back(q * local + exit);
-  }
-  return order;
-}
-
 Schedule build_ring(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
   const auto c = static_cast<uint32_t>(key.chunks);
@@ -345,6 +321,23 @@ TreeNode btree(int32_t n, int32_t rank) {
 }
 
 }  // namespace
+
+std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch) {
+  if (local <= 1 || local >= n) return iota_ranks(0, n);
+  std::vector<uint32_t> order;
+  order.reserve(n);
+  for (uint32_t q = 0; q < n / local; ++q) {
+    const uint32_t a = ch % local, b = (ch + 1) % local;
+    const uint32_t entry = q % 2 == 0 ? a : b, exit = q % 2 == 0 ? b : a;
+    order.push_back(q * local + entry);
+    for (uint32_t i = 1; i < local; ++i) {
+      const uint32_t l = (entry + i) % local;
+      if (l != exit) order.push_back(q * local + l);
+    }
+    order.push_back(q * local + exit);
+  }
+  return order;
+}
 
 TreeNode double_binary_tree(int32_t n, int tree, int32_t rank) {
   if (tree == 0) return btree(n, rank);

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "sim/coll/schedule.h"
 
@@ -58,6 +59,16 @@ int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size
 //   staggered as NCCL does), plus its own block as a local copy.
 // - direct send/recv: rank r sends its buffer to rank (r+1) mod n.
 std::shared_ptr<const Schedule> build_schedule(const ScheduleKey& key);
+
+// Group ranks in ring order for channel ch of a ring over n ranks in servers of `local`
+// consecutive ranks. One server (or local <= 1): rank order. Several: each server is entered and
+// left by GPUs of two adjacent local indices, ch and ch+1, swapped on every other server, so that
+// every hop between servers joins GPUs of one local index (one rail, one NIC each end) and the
+// ring closes on the rail it left from when the server count is even (with an odd count, one hop
+// per ring crosses rails). NCCL keeps its rings on rails with PXN instead (the last GPU of a
+// server hands the data over NVLink to the GPU on the next server's rail); the NIC load is the
+// same, one channel per NIC.
+std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch);
 
 // One node of one of the two binary trees of NCCL's double binary tree over n ranks
 // (ncclGetDtree): tree 0 is a binary tree rooted at rank 0 whose leaves are the odd ranks; tree 1

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "sim/coll/fluid.h"
 #include "sim/coll/runner.h"
 
 namespace cs::exec {
@@ -144,9 +145,17 @@ void Executor::set_done(int32_t rank, uint32_t op) {
 }
 
 void Executor::start() {
+  const int32_t tp = layout_.size(Dim::kTp);
+  if (fold_requested_ && !groups_ && isolated_timer_ && tp > 1 &&
+      owns_nvlink_[static_cast<int>(Dim::kTp)] && layout_.stride(Dim::kTp) == 1)
+    fold_ = tp;
   for (int32_t r = 0; r < layout_.world(); ++r) {
+    if (r % fold_ != 0) {
+      ranks_[r].ops_left = 0;  // runs as its group's first rank
+      continue;
+    }
     ranks_[r].compute_free_since = sim_.now();
-    if (ranks_[r].ops_left == 0) ++finished_ranks_;
+    if (ranks_[r].ops_left == 0) finished_ranks_ += fold_;
     try_start(r);
     const auto& program = program_of(r);
     if (!program.dataflow) continue;
@@ -316,9 +325,7 @@ void Executor::complete(int32_t rank, uint32_t op) {
   set_done(rank, op);
   if (!free) {
     st.busy[s] = false;
-    if (observer_ && static_cast<std::size_t>(rank) < observed_.size() &&
-        observed_[static_cast<std::size_t>(rank)])
-      observer_(rank, op, st.started[s], sim_.now());
+    if (observer_) notify_observer(rank, op, st.started[s]);
     ++st.head[s];
   }
   st.last_done_class = o.op_class;
@@ -329,16 +336,27 @@ void Executor::complete(int32_t rank, uint32_t op) {
     // The compute stream finished earlier and waited for this last op (a ZeRO parameter
     // gather, the last gradient bucket): exposed communication, charged like any other wait.
     if (o.stream != Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
-    stats_[rank].finish = sim_.now();
-    step_end_ = std::max(step_end_, sim_.now());
-    ++finished_ranks_;
-    if (finished_ranks_ == layout_.world()) {
-      for (int32_t r = 0; r < layout_.world(); ++r)
-        stats_[r].end_wait = step_end_ - stats_[r].finish;
-    }
+    rank_finished(rank);
   }
   if (program.dataflow) release_dependents(rank, op);
   try_start(rank);
+}
+
+void Executor::notify_observer(int32_t rank, uint32_t op, Time start) {
+  for (int32_t m = rank; m < rank + fold_; ++m)
+    if (static_cast<std::size_t>(m) < observed_.size() && observed_[static_cast<std::size_t>(m)])
+      observer_(m, op, start, sim_.now());
+}
+
+void Executor::rank_finished(int32_t rank) {
+  stats_[rank].finish = sim_.now();
+  step_end_ = std::max(step_end_, sim_.now());
+  finished_ranks_ += fold_;
+  if (finished_ranks_ != layout_.world()) return;
+  for (int32_t r = 0; r < layout_.world(); ++r) {
+    if (r % fold_ != 0) stats_[r] = stats_[r - r % fold_];
+    stats_[r].end_wait = step_end_ - stats_[r].finish;
+  }
 }
 
 void Executor::release_dependents(int32_t rank, uint32_t op) {
@@ -394,16 +412,15 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
   coll_posts_.erase(key);
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
-  const auto schedule =
-      schedules_.get(nccl_.plan(o.coll_op, static_cast<int32_t>(members.size()),
-                                group_local_[static_cast<std::size_t>(o.comm)], o.bytes));
+  const coll::ScheduleKey plan = nccl_.plan(o.coll_op, static_cast<int32_t>(members.size()),
+                                            group_local_[static_cast<std::size_t>(o.comm)], o.bytes);
   ++comm_.collectives;
   const Time started = sim_.now();
   const CommPath path = path_of_group(static_cast<std::size_t>(o.comm));
   for (const auto& [m, mop] : posts) change_load(m, path, +1);
-  coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
-                       [this, posts = std::move(posts), started, schedule, dim = o.dim, path,
-                        coll_op = o.coll_op](const coll::RunStats& run) {
+  run_schedule(plan, vertices, o.bytes,
+               [this, posts = std::move(posts), started, dim = o.dim, path,
+                coll_op = o.coll_op](const coll::RunStats& run) {
                          comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
                          comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
                          for (const auto& [m, mop] : posts) change_load(m, path, -1);
@@ -480,28 +497,31 @@ void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
 void Executor::arrive_collective(int32_t rank, uint32_t op) {
   const Op& o = program_of(rank).ops[op];
   const int32_t n = layout_.size(o.dim);
+  // With folding, a TP group's collective is posted by its first rank alone.
+  const int32_t posting = o.dim == Dim::kTp ? n / fold_ : n;
   const uint64_t key = static_cast<uint64_t>(o.dim) << 62 |
                        static_cast<uint64_t>(layout_.group_id(rank, o.dim)) << 32 | op;
-  uint32_t arrived = 1;
-  if (n > 1) {
+  if (posting > 1) {
     auto [it, fresh] = collective_arrivals_.try_emplace(key, 0);
-    arrived = ++it->second;
-    if (arrived < static_cast<uint32_t>(n)) return;
+    if (++it->second < static_cast<uint32_t>(posting)) return;
     collective_arrivals_.erase(it);
   }
   // Every member is here: run the collective's schedule over the network.
-  const std::vector<int32_t> members = layout_.group_members(rank, o.dim);
+  std::vector<int32_t> members = layout_.group_members(rank, o.dim);
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
   const coll::ScheduleKey schedule_spec = schedule_key(o.coll_op, o.dim, o.bytes);
-  const auto schedule = schedules_.get(schedule_spec);
   ++comm_.collectives;
+  const CommPath path = path_of(o);
+  // TP collectives on the compute stream block it; overlapped chunks are charged only where
+  // the compute stream waits for them (charge_idle).
+  const bool blocking = o.stream == Stream::kCompute;
   if (isolated_timer_ && owns_nvlink_[static_cast<int>(o.dim)]) {
     auto it = isolated_.find({schedule_spec, o.bytes});
     if (it == isolated_.end())
       it = isolated_
                .emplace(std::pair{schedule_spec, o.bytes},
-                        isolated_timer_(*schedule, vertices, o.bytes))
+                        isolated_timer_(*schedules_.get(schedule_spec), vertices, o.bytes))
                .first;
     const IsolatedCollective run = it->second;
     comm_.by_op[static_cast<int>(o.coll_op)] += run.bytes_sent;
@@ -509,12 +529,8 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     comm_.isolated_nvlink_bytes += run.wire_bytes;
     ++comm_.isolated_collectives;
     const Dim dim = o.dim;
-    const int32_t first = members.front(), stride = layout_.stride(dim), count = n;
-    const CommPath path = path_of(o);
-    // TP collectives on the compute stream block it; overlapped chunks are charged only where
-    // the compute stream waits for them (charge_idle).
-    const bool blocking = o.stream == Stream::kCompute;
-    for (const int32_t m : members) change_load(m, path, +1);
+    const int32_t first = members.front(), stride = layout_.stride(dim), count = posting;
+    for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, +1);
     sim_.schedule_in(run.duration, [this, first, stride, count, op, dim, path, blocking,
                                     duration = run.duration] {
       for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, -1);
@@ -526,21 +542,42 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     return;
   }
   const Time started = sim_.now();
-  const CommPath path = path_of(o);
-  const bool blocking = o.stream == Stream::kCompute;
   for (const int32_t m : members) change_load(m, path, +1);
-  coll::run_collective(sim_, network_, *schedule, vertices, o.bytes,
-                       [this, members, op, started, schedule, dim = o.dim, path, blocking,
-                        coll_op = o.coll_op](const coll::RunStats& run) {
-                         comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
-                         comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
-                         for (const int32_t m : members) change_load(m, path, -1);
-                         for (const int32_t m : members) {
-                           if (dim == Dim::kTp && blocking)
-                             stats_[m].tp_comm += sim_.now() - started;
-                           complete(m, op);
-                         }
-                       });
+  // A folded group's members each run their own copy over their own GPUs; the op ends with the
+  // last copy.
+  const int32_t copies_left = copies(o.dim);
+  auto left = std::make_shared<int32_t>(copies_left);
+  for (int32_t c = 0; c < copies_left; ++c) {
+    if (c > 0)
+      for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i] + c);
+    run_schedule(schedule_spec, vertices, o.bytes,
+                 [this, members, op, started, dim = o.dim, path, blocking, coll_op = o.coll_op,
+                  left](const coll::RunStats& run) {
+                   comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
+                   comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
+                   if (--*left > 0) return;
+                   for (const int32_t m : members) change_load(m, path, -1);
+                   for (const int32_t m : members) {
+                     if (dim == Dim::kTp && blocking) stats_[m].tp_comm += sim_.now() - started;
+                     complete(m, op);
+                   }
+                 });
+  }
+}
+
+void Executor::run_schedule(const coll::ScheduleKey& key,
+                            const std::vector<net::VertexId>& vertices, Bytes bytes,
+                            std::function<void(const coll::RunStats&)> done) {
+  if (fluid_ && coll::fluid_supported(key)) {
+    coll::run_fluid_collective(sim_, network_, key, vertices, bytes, std::move(done));
+    return;
+  }
+  // The schedule must outlive its run: the callback holds the cache's shared copy.
+  auto schedule = schedules_.get(key);
+  const coll::Schedule& s = *schedule;
+  coll::run_collective(sim_, network_, s, vertices, bytes,
+                       [schedule = std::move(schedule), done = std::move(done)](
+                           const coll::RunStats& run) { done(run); });
 }
 
 void Executor::arrive_p2p(int32_t rank, uint32_t op) {
@@ -551,25 +588,30 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
   const uint64_t key = static_cast<uint64_t>(sender) << 32 | o.tag;
   auto [it, fresh] = p2p_pending_.try_emplace(key, PendingP2p{rank, op});
   if (fresh) return;
-  // Both ends have posted: the transfer starts now, and both ops end when it arrives.
+  // Both ends have posted: the transfer starts now, and both ops end when it arrives (with
+  // folding: when every member's copy has arrived).
   const PendingP2p other = it->second;
   p2p_pending_.erase(it);
   const int32_t receiver = sending ? peer : rank;
   const uint32_t send_op = sending ? op : other.op;
   const uint32_t recv_op = sending ? other.op : op;
-  ++comm_.p2p_messages;
-  comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
-  comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes;
   change_load(sender, CommPath::kPointToPoint, +1);
   change_load(receiver, CommPath::kPointToPoint, +1);
-  network_.send(topology_.gpu(sender), topology_.gpu(receiver), o.bytes,
-                [this, sender, receiver, send_op, recv_op, started = sim_.now()] {
-                  change_load(sender, CommPath::kPointToPoint, -1);
-                  change_load(receiver, CommPath::kPointToPoint, -1);
-                  ranks_[receiver].last_transfer_start = started;
-                  complete(sender, send_op);
-                  complete(receiver, recv_op);
-                });
+  auto left = std::make_shared<int32_t>(fold_);
+  for (int32_t c = 0; c < fold_; ++c) {
+    ++comm_.p2p_messages;
+    comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
+    comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes;
+    network_.send(topology_.gpu(sender + c), topology_.gpu(receiver + c), o.bytes,
+                  [this, sender, receiver, send_op, recv_op, left, started = sim_.now()] {
+                    if (--*left > 0) return;
+                    change_load(sender, CommPath::kPointToPoint, -1);
+                    change_load(receiver, CommPath::kPointToPoint, -1);
+                    ranks_[receiver].last_transfer_start = started;
+                    complete(sender, send_op);
+                    complete(receiver, recv_op);
+                  });
+  }
 }
 
 bool Executor::all_finished() const {

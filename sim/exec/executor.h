@@ -15,6 +15,7 @@
 
 #include "sim/coll/algorithms.h"
 #include "sim/coll/nccl_plan.h"
+#include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
 #include "sim/exec/interference.h"
 #include "sim/net/network.h"
@@ -96,6 +97,22 @@ class Executor {
   void set_isolated_collective_timer(IsolatedCollectiveTimer timer) {
     isolated_timer_ = std::move(timer);
   }
+
+  // Simulates each tensor-parallel group once, on its first rank, when its collectives are
+  // timed alone (set_isolated_collective_timer) because the group has its server's NVLink to
+  // itself: the members run the same program on the same inputs, so only their network traffic
+  // differs. Each network op of the group (a pipeline transfer, a data- or context-parallel
+  // collective) is still sent by every member over its own GPU and NIC, and the group's op ends
+  // when the last member's part ends, as the next TP collective would make the members wait for
+  // it anyway. Every member reports the first rank's statistics. Off by default; call before
+  // start().
+  void set_fold_tensor_parallel(bool on) { fold_requested_ = on; }
+  // Ranks simulated per TP group: 1, or the TP size when folding applies.
+  int32_t fold() const { return fold_; }
+
+  // Runs the collectives that have a fluid form (coll/fluid.h) as fluid transfers instead of
+  // message by message. Off by default.
+  void set_fluid_collectives(bool on) { fluid_ = on; }
 
   // How collectives become schedules (NCCL's algorithm / protocol choice and wire costs); the
   // default is NCCL's model for the topology's GPU type with every effect on.
@@ -203,12 +220,21 @@ class Executor {
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
   void charge_idle(int32_t rank, Time from, Time to);
+  // The ranks a simulated rank's network op is sent from: itself and, when folded, its TP
+  // group's other members (rank + k).
+  int32_t copies(workload::Dim dim) const { return dim == workload::Dim::kTp ? 1 : fold_; }
+  void notify_observer(int32_t rank, uint32_t op, Time start);
+  void rank_finished(int32_t rank);
   void start_kernel(int32_t rank, uint32_t op);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
   CommPath path_of(const workload::Op& o) const;
   CommPath path_of_group(std::size_t group) const;
   void reschedule(RunningKernel& k);
+  // Runs a collective over `vertices` as a fluid transfer where it has one, else message by
+  // message from the shared schedule.
+  void run_schedule(const coll::ScheduleKey& key, const std::vector<net::VertexId>& vertices,
+                    Bytes bytes, std::function<void(const coll::RunStats&)> done);
   // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
   // by how the group sits on servers.
   coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;
@@ -226,6 +252,9 @@ class Executor {
   std::array<int32_t, workload::kNumDims> members_per_node_{};
   std::array<bool, workload::kNumDims> owns_nvlink_{};
   IsolatedCollectiveTimer isolated_timer_;
+  bool fluid_ = false;
+  bool fold_requested_ = false;
+  int32_t fold_ = 1;  // members per simulated TP group (1: every rank runs)
   OpObserver observer_;
   std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;

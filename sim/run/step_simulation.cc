@@ -262,6 +262,9 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   executor.set_nccl_tuning(coll::NcclTuning::for_gpu(
       config.cluster().gpu().empty() ? topology.gpu_type : config.cluster().gpu(),
       nccl_settings(config)));
+  executor.set_fluid_collectives(config.simulation().fluid_collectives());
+  executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() &&
+                                    options.reuse_isolated_collectives);
   if (config.effects().comm_compute_interference())
     executor.set_interference(exec::interference_model(gpu));
   if (options.reuse_isolated_collectives) {

@@ -44,6 +44,7 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   Simulator sim;
   auto network = net::make_network(run::network_mode(target.network), sim, topology, routing);
   exec::Executor executor(sim, *network, topology, workload);
+  executor.set_fluid_collectives(target.fluid_collectives);
   executor.start();
   sim.run();
   executor.require_finished(source + ": the trace cannot complete", 16);

@@ -13,6 +13,7 @@ struct ReplayTarget {
   std::string topology;  // preset name or file
   std::string gpu;       // empty: the topology's GPU
   clustersim::NetworkMode network = clustersim::CONGESTION_AWARE;
+  bool fluid_collectives = true;  // SimulationConfig.fluid_collectives
 };
 
 // The GPU a replay on `target` times compute for.
