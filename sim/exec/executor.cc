@@ -412,23 +412,24 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
   coll_posts_.erase(key);
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
-  const coll::ScheduleKey plan = nccl_.plan(o.coll_op, static_cast<int32_t>(members.size()),
-                                            group_local_[static_cast<std::size_t>(o.comm)], o.bytes);
+  const coll::ScheduleKey plan =
+      nccl_.plan(o.coll_op, static_cast<int32_t>(members.size()),
+                 group_local_[static_cast<std::size_t>(o.comm)], o.bytes);
   ++comm_.collectives;
   const Time started = sim_.now();
   const CommPath path = path_of_group(static_cast<std::size_t>(o.comm));
   for (const auto& [m, mop] : posts) change_load(m, path, +1);
-  run_schedule(plan, vertices, o.bytes,
+  run_schedule(plan, vertices, o.bytes, 1,
                [this, posts = std::move(posts), started, dim = o.dim, path,
                 coll_op = o.coll_op](const coll::RunStats& run) {
-                         comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
-                         comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
-                         for (const auto& [m, mop] : posts) change_load(m, path, -1);
-                         for (const auto& [m, mop] : posts) {
-                           if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
-                           complete(m, mop);
-                         }
-                       });
+                 comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
+                 comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
+                 for (const auto& [m, mop] : posts) change_load(m, path, -1);
+                 for (const auto& [m, mop] : posts) {
+                   if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
+                   complete(m, mop);
+                 }
+               });
 }
 
 void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
@@ -543,41 +544,55 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   }
   const Time started = sim_.now();
   for (const int32_t m : members) change_load(m, path, +1);
-  // A folded group's members each run their own copy over their own GPUs; the op ends with the
-  // last copy.
-  const int32_t copies_left = copies(o.dim);
-  auto left = std::make_shared<int32_t>(copies_left);
-  for (int32_t c = 0; c < copies_left; ++c) {
-    if (c > 0)
-      for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i] + c);
-    run_schedule(schedule_spec, vertices, o.bytes,
-                 [this, members, op, started, dim = o.dim, path, blocking, coll_op = o.coll_op,
-                  left](const coll::RunStats& run) {
-                   comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
-                   comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
-                   if (--*left > 0) return;
-                   for (const int32_t m : members) change_load(m, path, -1);
-                   for (const int32_t m : members) {
-                     if (dim == Dim::kTp && blocking) stats_[m].tp_comm += sim_.now() - started;
-                     complete(m, op);
-                   }
-                 });
-  }
+  // A folded group's members each run their own copy over their own GPUs (rank + c).
+  const int32_t copies_sent = copies(o.dim);
+  vertices.resize(members.size() * static_cast<std::size_t>(copies_sent));
+  for (int32_t c = 1; c < copies_sent; ++c)
+    for (std::size_t i = 0; i < members.size(); ++i)
+      vertices[c * members.size() + i] = topology_.gpu(members[i] + c);
+  run_schedule(schedule_spec, vertices, o.bytes, copies_sent,
+               [this, members, op, started, dim = o.dim, path, blocking,
+                coll_op = o.coll_op](const coll::RunStats& run) {
+                 comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
+                 comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
+                 for (const int32_t m : members) change_load(m, path, -1);
+                 for (const int32_t m : members) {
+                   if (dim == Dim::kTp && blocking) stats_[m].tp_comm += sim_.now() - started;
+                   complete(m, op);
+                 }
+               });
 }
 
 void Executor::run_schedule(const coll::ScheduleKey& key,
-                            const std::vector<net::VertexId>& vertices, Bytes bytes,
+                            const std::vector<net::VertexId>& vertices, Bytes bytes, int32_t copies,
                             std::function<void(const coll::RunStats&)> done) {
   if (fluid_ && coll::fluid_supported(key)) {
-    coll::run_fluid_collective(sim_, network_, key, vertices, bytes, std::move(done));
+    coll::run_fluid_collective(sim_, network_, key, vertices, bytes, std::move(done), copies);
     return;
   }
-  // The schedule must outlive its run: the callback holds the cache's shared copy.
+  // Message by message, one run per copy; `done` once the last has ended, with their sums. The
+  // schedule must outlive the runs: the callbacks hold the cache's shared copy.
+  struct Copies {
+    int32_t left;
+    coll::RunStats total;
+    std::function<void(const coll::RunStats&)> done;
+  };
+  auto state = std::make_shared<Copies>(Copies{copies, {}, std::move(done)});
   auto schedule = schedules_.get(key);
-  const coll::Schedule& s = *schedule;
-  coll::run_collective(sim_, network_, s, vertices, bytes,
-                       [schedule = std::move(schedule), done = std::move(done)](
-                           const coll::RunStats& run) { done(run); });
+  const std::size_t n = vertices.size() / static_cast<std::size_t>(copies);
+  for (int32_t c = 0; c < copies; ++c) {
+    coll::run_collective(
+        sim_, network_, *schedule,
+        std::span<const net::VertexId>(vertices).subspan(static_cast<std::size_t>(c) * n, n), bytes,
+        [schedule, state](const coll::RunStats& run) {
+          state->total.bytes_sent += run.bytes_sent;
+          state->total.wire_bytes += run.wire_bytes;
+          state->total.messages += run.messages;
+          state->total.start = run.start;
+          state->total.end = run.end;
+          if (--state->left == 0) state->done(state->total);
+        });
+  }
 }
 
 void Executor::arrive_p2p(int32_t rank, uint32_t op) {
@@ -597,21 +612,32 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
   const uint32_t recv_op = sending ? other.op : op;
   change_load(sender, CommPath::kPointToPoint, +1);
   change_load(receiver, CommPath::kPointToPoint, +1);
-  auto left = std::make_shared<int32_t>(fold_);
-  for (int32_t c = 0; c < fold_; ++c) {
-    ++comm_.p2p_messages;
-    comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes;
-    comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes;
-    network_.send(topology_.gpu(sender + c), topology_.gpu(receiver + c), o.bytes,
-                  [this, sender, receiver, send_op, recv_op, left, started = sim_.now()] {
-                    if (--*left > 0) return;
-                    change_load(sender, CommPath::kPointToPoint, -1);
-                    change_load(receiver, CommPath::kPointToPoint, -1);
-                    ranks_[receiver].last_transfer_start = started;
-                    complete(sender, send_op);
-                    complete(receiver, recv_op);
-                  });
+  comm_.p2p_messages += static_cast<uint64_t>(fold_);
+  comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes * fold_;
+  comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes * fold_;
+  auto arrived = [this, sender, receiver, send_op, recv_op, started = sim_.now()] {
+    change_load(sender, CommPath::kPointToPoint, -1);
+    change_load(receiver, CommPath::kPointToPoint, -1);
+    ranks_[receiver].last_transfer_start = started;
+    complete(sender, send_op);
+    complete(receiver, recv_op);
+  };
+  if (fold_ == 1) {
+    network_.send(topology_.gpu(sender), topology_.gpu(receiver), o.bytes, std::move(arrived));
+    return;
   }
+  // A folded group: every member's copy, as one mirrored transfer that lands with its slowest
+  // path.
+  std::vector<net::FluidEdge> edges;
+  Time latency;
+  for (int32_t c = 0; c < fold_; ++c) {
+    const net::VertexId from = topology_.gpu(sender + c), to = topology_.gpu(receiver + c);
+    edges.push_back({from, to, static_cast<double>(o.bytes)});
+    latency = std::max(latency, network_.path_latency(from, to));
+  }
+  network_.send_fluid(edges, fold_, [this, latency, arrived = std::move(arrived)]() mutable {
+    sim_.schedule_in(latency, std::move(arrived));
+  });
 }
 
 bool Executor::all_finished() const {

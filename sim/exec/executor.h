@@ -231,10 +231,11 @@ class Executor {
   CommPath path_of(const workload::Op& o) const;
   CommPath path_of_group(std::size_t group) const;
   void reschedule(RunningKernel& k);
-  // Runs a collective over `vertices` as a fluid transfer where it has one, else message by
-  // message from the shared schedule.
+  // Runs `copies` of a collective, copy c over vertices [c n, (c + 1) n): as one mirrored fluid
+  // transfer where the schedule has a fluid form, else message by message from the shared
+  // schedule. `done` gets the copies' summed bytes once the last has ended.
   void run_schedule(const coll::ScheduleKey& key, const std::vector<net::VertexId>& vertices,
-                    Bytes bytes, std::function<void(const coll::RunStats&)> done);
+                    Bytes bytes, int32_t copies, std::function<void(const coll::RunStats&)> done);
   // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
   // by how the group sits on servers.
   coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;

@@ -19,7 +19,7 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   if (done) sim_.schedule_in(delay, std::move(done));
 }
 
-void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
+void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Done done) {
   Time slowest;
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
@@ -31,7 +31,7 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) 
   if (done) sim_.schedule_in(slowest, std::move(done));
 }
 
-void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
+void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Done done) {
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     stats_.count(&routing_.route(e.src, e.dst), static_cast<Bytes>(std::llround(e.wire_bytes)));

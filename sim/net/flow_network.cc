@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <utility>
 
@@ -26,15 +27,20 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
       balancing_(topology.load_balancing),
       link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
       links_(topology.num_links()) {
+  private_link_.resize(links_.size());
   for (LinkId l = 0; l < links_.size(); ++l) {
     links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
+    const auto own = [&](VertexId v) {
+      const VertexKind kind = topology.vertex(v).kind;
+      return kind == VertexKind::kGpu || kind == VertexKind::kNic;
+    };
+    private_link_[l] = own(topology.link_source(l)) || own(topology.link_target(l));
   }
 }
 
 bool FlowNetwork::spreads(const Route& route) const {
   return route.link_class == LinkClass::kNetwork &&
-         balancing_.mode == LoadBalancingMode::kMultiFlowEcmp &&
-         balancing_.flows_per_message > 1;
+         balancing_.mode == LoadBalancingMode::kMultiFlowEcmp && balancing_.flows_per_message > 1;
 }
 
 void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
@@ -100,7 +106,7 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
   return out;
 }
 
-void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
+void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Done done) {
   // The flow moves `reference` bytes: the largest edge's. Each link carries, per byte of the
   // flow, the sum over the edges crossing it of (edge bytes / reference) x (the edge's share).
   double reference = 0;
@@ -111,21 +117,28 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, Done done) {
     return;
   }
   shares_.clear();
-  for (const FluidEdge& e : edges) {
+  const std::size_t run = mirrors > 1 && edges.size() % static_cast<std::size_t>(mirrors) == 0
+                              ? edges.size() / static_cast<std::size_t>(mirrors)
+                              : edges.size();
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const FluidEdge& e = edges[i];
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     const Route& route = routing_.route(e.src, e.dst);
     stats_.count(&route, static_cast<Bytes>(std::llround(e.wire_bytes)));
     const double scale = e.wire_bytes / reference;
+    const bool image = i >= run;  // a mirror: its own GPU and NIC links load like run 0's
+    auto share = [&](LinkId l, double weight) {
+      if (!image || !private_link_[l]) shares_.emplace_back(l, weight * scale);
+    };
     if (spreads(route)) {
       const PairLinks& spread = spread_links(e.src, e.dst);
       for (std::size_t h = 0; h < spread.links.size(); ++h)
-        shares_.emplace_back(spread.links[h], spread.weights[h] * scale);
+        share(spread.links[h], spread.weights[h]);
     } else if (route.link_class == LinkClass::kNetwork &&
                balancing_.mode == LoadBalancingMode::kAdaptive) {
-      for (LinkId l : routing_.path(e.src, e.dst, 0, &link_load_).links)
-        shares_.emplace_back(l, scale);
+      for (LinkId l : routing_.path(e.src, e.dst, 0, &link_load_).links) share(l, 1);
     } else {
-      for (LinkId l : route.links) shares_.emplace_back(l, scale);
+      for (LinkId l : route.links) share(l, 1);
     }
   }
   std::sort(shares_.begin(), shares_.end());
@@ -164,7 +177,26 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
     hop[h].link = links[h];
     hop[h].weight = weights[h];
   }
+  set_alone_rates(f);
   attach(f);
+}
+
+void FlowNetwork::set_alone_rates(uint32_t f) {
+  Flow& flow = flows_[f];
+  flow.alone = flow.alone_second = std::numeric_limits<double>::infinity();
+  const Hop* hop = hops(f);
+  for (uint32_t h = 0; h < flow.num_hops; ++h) {
+    const double rate = links_[hop[h].link].capacity / hop[h].weight;
+    if (rate < flow.alone) {
+      flow.alone_second = flow.alone;
+      flow.alone = rate;
+      flow.tightest = hop[h].link;
+    } else if (rate < flow.alone_second) {
+      flow.alone_second = rate;
+    }
+  }
+  // A single link: anything above the flow's own rate keeps that link tight.
+  if (!std::isfinite(flow.alone_second)) flow.alone_second = 2 * flow.alone;
 }
 
 std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
@@ -214,6 +246,7 @@ void FlowNetwork::attach(uint32_t f) {
     LinkState& link = links_[hop[h].link];
     hop[h].pos = static_cast<uint32_t>(link.flows.size());
     link.flows.push_back({f, h});
+    link.demand += hop[h].weight * demand_of(flows_[f], hop[h].link);
     if (!link.dirty) {
       link.dirty = true;
       dirty_links_.push_back(hop[h].link);
@@ -230,6 +263,9 @@ void FlowNetwork::detach(uint32_t f, bool mark) {
     link.flows[hop[h].pos] = moved;
     hops(moved.flow)[moved.hop].pos = hop[h].pos;
     link.flows.pop_back();
+    // Reset when empty, so rounding cannot build up over a long run.
+    link.demand =
+        link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(flows_[f], hop[h].link);
     if (mark && !link.dirty) {
       link.dirty = true;
       dirty_links_.push_back(hop[h].link);
@@ -385,24 +421,37 @@ void FlowNetwork::recompute() {
 void FlowNetwork::collect_component() {
   comp_flows_.clear();
   comp_links_.clear();
+  auto add_flow = [&](uint32_t f) {
+    Flow& flow = flows_[f];
+    if (flow.mark == epoch_) return;
+    flow.mark = epoch_;
+    comp_flows_.push_back(f);
+  };
+  // A changed link's flows are revisited even when it is slack now: it may have limited them
+  // before the change. Only links that can limit someone are filled and crossed.
   for (LinkId l : dirty_links_) {
-    links_[l].dirty = false;
-    if (links_[l].mark == epoch_) continue;
-    links_[l].mark = epoch_;
-    comp_links_.push_back(l);
+    LinkState& link = links_[l];
+    link.dirty = false;
+    if (slack(link)) {
+      for (const LinkEntry& entry : link.flows) add_flow(entry.flow);
+    } else if (link.mark != epoch_) {
+      link.mark = epoch_;
+      comp_links_.push_back(l);
+    }
   }
   dirty_links_.clear();
-  // Breadth-first over link -> flows -> links; comp_links_ doubles as the queue.
-  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
-    for (const LinkEntry& entry : links_[comp_links_[i]].flows) {
-      Flow& flow = flows_[entry.flow];
-      if (flow.mark == epoch_) continue;
-      flow.mark = epoch_;
-      comp_flows_.push_back(entry.flow);
-      const Hop* hop = hops(entry.flow);
-      for (uint32_t h = 0; h < flow.num_hops; ++h) {
+  // Breadth-first over link -> flows -> links, starting from the revisited flows and the tight
+  // changed links; comp_links_ doubles as the link queue.
+  std::size_t next_flow = 0, next_link = 0;
+  while (next_flow < comp_flows_.size() || next_link < comp_links_.size()) {
+    for (; next_link < comp_links_.size(); ++next_link)
+      for (const LinkEntry& entry : links_[comp_links_[next_link]].flows) add_flow(entry.flow);
+    for (; next_flow < comp_flows_.size(); ++next_flow) {
+      const uint32_t f = comp_flows_[next_flow];
+      const Hop* hop = hops(f);
+      for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
         LinkState& link = links_[hop[h].link];
-        if (link.mark == epoch_) continue;
+        if (link.mark == epoch_ || slack(link)) continue;
         link.mark = epoch_;
         comp_links_.push_back(hop[h].link);
       }
@@ -448,6 +497,7 @@ void FlowNetwork::water_fill() {
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < flows_[entry.flow].num_hops; ++h) {
         LinkState& link = links_[hop[h].link];
+        if (link.mark != epoch_) continue;  // slack: not filled
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;

@@ -38,7 +38,7 @@ class FlowNetwork final : public Network {
   FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing);
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  void send_fluid(std::span<const FluidEdge> edges, Done done) override;
+  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Done done) override;
   Time path_latency(VertexId src, VertexId dst) override;
   std::string_view name() const override { return "congestion_aware"; }
   const TrafficStats& stats() const override { return stats_; }
@@ -76,8 +76,13 @@ class FlowNetwork final : public Network {
     uint32_t heap_pos = kNone;  // index in finish_heap_, kNone if not queued
     uint32_t mark = 0;          // epoch of the last recompute that visited this flow
     uint32_t next_free = kNone;
-    uint32_t hop_begin = 0;     // this slot's hops in hops_, kept when the slot is reused
+    uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
     uint32_t hop_capacity = 0;
+    // The flow's rate alone on the network (its tightest link's capacity / weight), the next
+    // tightest, and which link is the tightest: what it could ever ask of each of its links.
+    double alone = 0;
+    double alone_second = 0;
+    LinkId tightest = 0;
   };
   // Hop h of flow f, kept in one pooled array at flows_[f].hop_begin + h rather than read
   // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
@@ -111,11 +116,22 @@ class FlowNetwork final : public Network {
     double unfrozen_weight = 0;
     uint32_t mark = 0;   // epoch of the last recompute that visited this link
     bool dirty = false;  // changed since the last recompute
+    // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
+    // leaving this link out). Below capacity the link can never limit any of them.
+    double demand = 0;
   };
+  // A link that can limit none of its flows, whatever else happens: max-min fairness does not
+  // depend on it, so recomputes neither fill it nor cross it to reach other flows.
+  bool slack(const LinkState& link) const { return link.demand < link.capacity * (1 - 1e-9); }
+  // What flow f could ever ask of `link` (one of its hops), per unit of weight.
+  double demand_of(const Flow& flow, LinkId link) const {
+    return link == flow.tightest ? flow.alone_second : flow.alone;
+  }
 
   // Starts one flow of `bytes` over `links`, each carrying `weight` of its rate (parallel arrays).
   void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                   Time latency, VertexId src, VertexId dst, double bytes, Done done);
+  void set_alone_rates(uint32_t f);
   // A message spread evenly over the topology's `flows_per_message` hashed paths (cached).
   const PairLinks& spread_links(VertexId src, VertexId dst);
   bool spreads(const Route& route) const;
@@ -165,6 +181,7 @@ class FlowNetwork final : public Network {
   uint64_t next_seq_ = 0;
 
   std::vector<LinkState> links_;
+  std::vector<bool> private_link_;  // by link: touches a GPU or a NIC
   std::vector<LinkId> dirty_links_;
   bool recompute_pending_ = false;
   uint32_t epoch_ = 0;

@@ -51,7 +51,13 @@ class Network {
   // phases do. `done` runs when every last byte has left its sender; route latencies are not
   // added (the caller knows which of them lie on its critical path: see path_latency). Edges
   // to oneself and of no bytes carry nothing.
-  virtual void send_fluid(std::span<const FluidEdge> edges, Done done) = 0;
+  //
+  // `mirrors` > 1 says that `edges` holds that many equal runs, run k the image of run 0 on other
+  // GPUs of the same servers (the members of a folded tensor-parallel group, each on its own GPU
+  // and NIC). A congestion-aware network may then keep only run 0's links that touch a GPU or
+  // NIC, since every run loads its own such links alike, and add up the runs' shares of the
+  // switch links they all cross: one flow instead of `mirrors`, with the same loads.
+  virtual void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Done done) = 0;
   // The latency send() adds to a message from `src` to `dst` after its last byte leaves.
   virtual Time path_latency(VertexId src, VertexId dst) = 0;
   virtual std::string_view name() const = 0;

@@ -25,10 +25,10 @@ TEST(Fluid, Explore) {
           const auto flu = run_nccl_test(t, op, size, gpus, {}, Algorithm::kAuto,
                                          net::NetworkMode::kCongestionAware, true);
           std::fprintf(stderr, "%s %d %s %lld %s fluid=%d msg %.3f us fluid %.3f us diff %.3f%%\n",
-                      topo.c_str(), gpus, std::string(to_string(op)).c_str(), (long long)size,
-                      std::string(to_string(msg.key.algo)).c_str(), fluid_supported(msg.key),
-                      msg.time.as_seconds() * 1e6, flu.time.as_seconds() * 1e6,
-                      100 * (flu.time.as_seconds() / msg.time.as_seconds() - 1));
+                       topo.c_str(), gpus, std::string(to_string(op)).c_str(), (long long)size,
+                       std::string(to_string(msg.key.algo)).c_str(), fluid_supported(msg.key),
+                       msg.time.as_seconds() * 1e6, flu.time.as_seconds() * 1e6,
+                       100 * (flu.time.as_seconds() / msg.time.as_seconds() - 1));
         }
       }
     }

@@ -37,7 +37,8 @@ TEST(StepSimulation, ReusingIsolatedCollectivesChangesNothingButSpeed) {
   // TP 8 fills each server and no other dimension shares one: TP collectives own their NVLink
   // ports, so timing one and reusing it must give exactly what simulating every message gives.
   const auto config =
-      small({"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8"});
+      small({"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8",
+             "simulation.fold_tensor_parallel=false", "simulation.fluid_collectives=false"});
   SimulationOptions every_message;
   every_message.reuse_isolated_collectives = false;
   const auto fast = simulate_step(config, "test");
