@@ -105,17 +105,21 @@ std::vector<Phase> hierarchical_phases(const Context& ctx) {
   for (uint32_t l = 0; l < local; ++l) inter_rings.push_back(strided(l, nodes, local));
   // Reduce-scatter and all-gather inside each server move (local - 1) / local of the buffer
   // per connection; the inter-server ring all-reduces the 1/local shard over `nodes` ranks.
+  // Every ring is a lane of its own, as the rings of one phase do not wait for each other.
   const int64_t inter_steps = 2 * (int64_t{nodes} - 1);
-  Lane scatter, across, gather;
+  Phase scatter, across;
   for (const auto& ring : intra_rings) {
-    ctx.add_ring(scatter, ring, size * (local - 1) / local);
-    ctx.add_ring(gather, ring, size * (local - 1) / local);
-    scatter.walk = std::max(scatter.walk, ctx.walk(ring, local - 1));
+    Lane& lane = scatter.emplace_back();
+    ctx.add_ring(lane, ring, size * (local - 1) / local);
+    lane.walk = ctx.walk(ring, local - 1);
   }
-  gather.walk = scatter.walk;
+  Phase gather = scatter;
+  for (const auto& lane : gather)
+    for (const auto& e : lane.edges) ctx.stats.wire_bytes += std::llround(e.wire_bytes);
   for (const auto& ring : inter_rings) {
-    ctx.add_ring(across, ring, size * static_cast<double>(inter_steps) / n);
-    across.walk = std::max(across.walk, ctx.walk(ring, inter_steps));
+    Lane& lane = across.emplace_back();
+    ctx.add_ring(lane, ring, size * static_cast<double>(inter_steps) / n);
+    lane.walk = ctx.walk(ring, inter_steps);
   }
   ctx.stats.bytes_sent =
       int64_t{nodes} * 2 * (local - 1) * ctx.size + inter_steps * static_cast<Bytes>(ctx.size);
@@ -123,8 +127,9 @@ std::vector<Phase> hierarchical_phases(const Context& ctx) {
       int64_t{nodes} * 2 * local * (local - 1) + int64_t{local} * nodes * inter_steps;
   ctx.stats.messages = static_cast<uint32_t>(std::min<int64_t>(messages, UINT32_MAX));
   std::vector<Phase> phases;
-  for (Lane* lane : {&scatter, &across, &gather})
-    if (!lane->edges.empty()) phases.push_back({std::move(*lane)});
+  for (Phase* phase : {&scatter, &across, &gather})
+    if (local > 1 || phase == &across) phases.push_back(std::move(*phase));
+  if (nodes == 1) phases.erase(phases.begin() + 1);  // no inter-server phase
   return phases;
 }
 

@@ -1,11 +1,16 @@
-// Fluid collectives against their message schedules: the same time on an idle network.
+// Fluid collectives against their message schedules on an idle network: the same time and bytes.
+#include "sim/coll/fluid.h"
+
 #include <gtest/gtest.h>
 
-#include <cstdio>
 #include <string>
+#include <vector>
 
-#include "sim/coll/fluid.h"
-#include "sim/coll/nccl_test_case.h"
+#include "sim/coll/algorithms.h"
+#include "sim/coll/nccl_plan.h"
+#include "sim/core/simulator.h"
+#include "sim/net/flow_network.h"
+#include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 
 namespace cs::coll {
@@ -15,24 +20,129 @@ net::Topology cluster(const std::string& name, int32_t gpus) {
   return net::build_topology(net::resolve_topology(name), gpus, name);
 }
 
-TEST(Fluid, Explore) {
-  for (const std::string topo : {"dgx-h100", "llama3-24k"}) {
-    for (const int32_t gpus : {8, 16, 64, 128}) {
-      const auto t = cluster(topo, gpus);
-      for (const Op op : {Op::kAllReduce, Op::kReduceScatter, Op::kAllGather}) {
-        for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB, 256 * kMiB, 1 * kGiB}) {
-          const auto msg = run_nccl_test(t, op, size, gpus);
-          const auto flu = run_nccl_test(t, op, size, gpus, {}, Algorithm::kAuto,
-                                         net::NetworkMode::kCongestionAware, true);
-          std::fprintf(stderr, "%s %d %s %lld %s fluid=%d msg %.3f us fluid %.3f us diff %.3f%%\n",
-                       topo.c_str(), gpus, std::string(to_string(op)).c_str(), (long long)size,
-                       std::string(to_string(msg.key.algo)).c_str(), fluid_supported(msg.key),
-                       msg.time.as_seconds() * 1e6, flu.time.as_seconds() * 1e6,
-                       100 * (flu.time.as_seconds() / msg.time.as_seconds() - 1));
-        }
-      }
+// One run of `key` over `vertices` (mirrors copies of key.n each), fluid or message by message
+// (copies side by side, done when the last ends).
+RunStats time_run(const net::Topology& topo, const ScheduleKey& key,
+                  const std::vector<net::VertexId>& vertices, Bytes size, bool fluid,
+                  int32_t mirrors = 1) {
+  net::Routing routing(topo);
+  Simulator sim;
+  net::FlowNetwork network(sim, topo, routing);
+  RunStats total;
+  std::shared_ptr<const Schedule> schedule;  // outlives the runs
+  if (fluid) {
+    run_fluid_collective(
+        sim, network, key, vertices, size, [&](const RunStats& s) { total = s; }, mirrors);
+  } else {
+    schedule = build_schedule(key);
+    const std::size_t n = vertices.size() / static_cast<std::size_t>(mirrors);
+    for (int32_t c = 0; c < mirrors; ++c) {
+      run_collective(sim, network, *schedule,
+                     std::span<const net::VertexId>(vertices).subspan(c * n, n), size,
+                     [&](const RunStats& s) {
+                       total.start = s.start;
+                       total.end = std::max(total.end, s.end);
+                       total.bytes_sent += s.bytes_sent;
+                     });
     }
   }
+  sim.run();
+  return total;
+}
+
+std::vector<net::VertexId> gpus(const net::Topology& topo, int32_t first, int32_t count,
+                                int32_t stride) {
+  std::vector<net::VertexId> v;
+  for (int32_t i = 0; i < count; ++i) v.push_back(topo.gpu(first + i * stride));
+  return v;
+}
+
+void expect_same(const net::Topology& topo, const ScheduleKey& key,
+                 const std::vector<net::VertexId>& vertices, Bytes size, int32_t mirrors = 1) {
+  ASSERT_TRUE(fluid_supported(key));
+  const RunStats msg = time_run(topo, key, vertices, size, false, mirrors);
+  const RunStats fluid = time_run(topo, key, vertices, size, true, mirrors);
+  const double t_msg = (msg.end - msg.start).as_seconds();
+  const double t_fluid = (fluid.end - fluid.start).as_seconds();
+  EXPECT_NEAR(t_fluid / t_msg, 1.0, 1e-6) << to_string(key.op) << " " << size << " bytes";
+  EXPECT_EQ(fluid.bytes_sent, msg.bytes_sent);
+}
+
+const auto kH100 = NcclTuning::for_gpu("h100");
+
+TEST(Fluid, RingsInOneServerTakeTheirMessageScheduleTime) {
+  const auto topo = cluster("dgx-h100", 8);
+  for (const Op op : {Op::kReduceScatter, Op::kAllGather, Op::kAllReduce}) {
+    for (const Bytes size : {Bytes{0}, 64 * kKiB, 4 * kMiB, 256 * kMiB}) {
+      const auto key = kH100.plan(op, 8, 8, size, Algorithm::kRing);
+      expect_same(topo, key, gpus(topo, 0, 8, 1), size);
+    }
+  }
+}
+
+TEST(Fluid, RingsOfOneGpuPerServerTakeTheirMessageScheduleTime) {
+  // GPU 0 of each of 8 servers: every hop crosses the network (NCCL's latencies, LL to Simple).
+  const auto topo = cluster("dgx-h100", 64);
+  for (const Op op : {Op::kReduceScatter, Op::kAllGather, Op::kAllReduce}) {
+    for (const Bytes size : {4 * kKiB, 1 * kMiB, 64 * kMiB}) {
+      const auto key = kH100.plan(op, 8, 1, size, Algorithm::kRing);
+      expect_same(topo, key, gpus(topo, 0, 8, 8), size);
+    }
+  }
+}
+
+TEST(Fluid, HierarchicalAllReduceTakesItsMessageScheduleTime) {
+  for (const int32_t servers : {2, 8, 16}) {
+    const auto topo = cluster("dgx-h100", 8 * servers);
+    for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB}) {
+      const auto key = kH100.plan(Op::kAllReduce, 8 * servers, 8, size, Algorithm::kHierarchical);
+      expect_same(topo, key, gpus(topo, 0, 8 * servers, 1), size);
+    }
+  }
+}
+
+TEST(Fluid, MirroredCopiesTakeTheTimeOfSeparateRuns) {
+  // GPU k of 8 servers, for k = 0..7: the members of eight folded TP groups, each on its rail.
+  const auto topo = cluster("dgx-h100", 64);
+  const auto key = kH100.plan(Op::kReduceScatter, 8, 1, 64 * kMiB, Algorithm::kRing);
+  std::vector<net::VertexId> all;
+  for (int32_t k = 0; k < 8; ++k)
+    for (const auto v : gpus(topo, k, 8, 8)) all.push_back(v);
+  expect_same(topo, key, all, 64 * kMiB, 8);
+}
+
+TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {
+  const auto topo = cluster("dgx-h100", 16);
+  // A rail-aligned ring mixes NVLink and network hops; a tree, NVLS and all-to-all are not rings;
+  // hierarchical chunks pipeline through the phases.
+  const std::vector<ScheduleKey> keys = {
+      kH100.plan(Op::kReduceScatter, 16, 8, 64 * kMiB),
+      kH100.plan(Op::kAllReduce, 16, 1, 64 * kKiB, Algorithm::kTree),
+      kH100.plan(Op::kAllReduce, 8, 8, 64 * kMiB, Algorithm::kNvls),
+      kH100.plan(Op::kAllToAll, 8, 8, 64 * kMiB),
+      kH100.plan(Op::kAllReduce, 16, 8, 1 * kGiB, Algorithm::kHierarchical),
+  };
+  net::Routing routing(topo);
+  Simulator sim;
+  net::FlowNetwork network(sim, topo, routing);
+  for (const auto& key : keys) {
+    EXPECT_FALSE(fluid_supported(key)) << to_string(key.algo) << " " << to_string(key.op);
+    const auto vertices = gpus(topo, 0, key.n, 1);
+    EXPECT_THROW(run_fluid_collective(sim, network, key, vertices, 64 * kMiB, {}),
+                 std::invalid_argument);
+  }
+}
+
+TEST(Fluid, AVertexCountThatDoesNotMatchTheGroupIsRefused) {
+  const auto topo = cluster("dgx-h100", 8);
+  net::Routing routing(topo);
+  Simulator sim;
+  net::FlowNetwork network(sim, topo, routing);
+  const auto key = kH100.plan(Op::kAllGather, 8, 8, kMiB, Algorithm::kRing);
+  EXPECT_THROW(run_fluid_collective(sim, network, key, gpus(topo, 0, 7, 1), kMiB, {}),
+               std::invalid_argument);
+  EXPECT_THROW(run_fluid_collective(sim, network, key, gpus(topo, 0, 8, 1), -1, {}),
+               std::invalid_argument);
 }
 
 }  // namespace

@@ -1,0 +1,74 @@
+// The simulation abstractions (SimulationConfig) against the detailed runs they replace: each
+// keeps the step within 0.5% while cutting events.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "sim/config/run_config.h"
+#include "sim/run/step_simulation.h"
+
+namespace cs::run {
+namespace {
+
+// Llama 3 8B's layer shapes on a few layers, TP 8 x PP 2 x DP 8 on 128 GPUs of the Llama 3
+// cluster (16-flow ECMP): DP and PP traffic over shared ToR uplinks.
+report::StepReport step(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(),
+                   {"model.num_layers=4", "model.seq_length=2048", "parallel.tp=8", "parallel.pp=2",
+                    "parallel.dp=8", "parallel.global_batch_size=32", "parallel.zero_stage=1",
+                    "cluster.topology=llama3-24k"});
+  return simulate_step(load_run_config("", "llama3-8b", overrides).config, "test");
+}
+
+const std::vector<std::string> kDetailed = {"simulation.fluid_collectives=false",
+                                            "simulation.fold_tensor_parallel=false"};
+
+void expect_close(const report::StepReport& fast, const report::StepReport& detailed) {
+  EXPECT_NEAR(fast.iteration_time_s / detailed.iteration_time_s, 1.0, 0.005);
+  EXPECT_NEAR(fast.bubble_fraction, detailed.bubble_fraction, 0.005);
+  EXPECT_NEAR(fast.exposed_dp_s, detailed.exposed_dp_s, 0.005 * detailed.iteration_time_s);
+  // Every byte is still sent, by every GPU.
+  EXPECT_NEAR(fast.comm_bytes_network / detailed.comm_bytes_network, 1.0, 1e-6);
+  for (std::size_t d = 0; d < fast.comm_bytes_by_dim.size(); ++d)
+    EXPECT_NEAR(fast.comm_bytes_by_dim[d], detailed.comm_bytes_by_dim[d],
+                1e-6 * detailed.comm_bytes_by_dim[d] + 1);
+}
+
+TEST(Abstractions, FoldingTensorParallelGroupsKeepsTheStepWithinHalfAPercent) {
+  const auto detailed = step(kDetailed);
+  const auto folded = step({"simulation.fluid_collectives=false"});
+  expect_close(folded, detailed);
+  // Compute and TP events drop 8 times; the messages of the DP and PP traffic stay.
+  EXPECT_LT(folded.events, detailed.events / 2);
+}
+
+TEST(Abstractions, FluidCollectivesKeepTheStepWithinHalfAPercent) {
+  const auto detailed = step(kDetailed);
+  const auto fluid = step({"simulation.fold_tensor_parallel=false"});
+  expect_close(fluid, detailed);
+  EXPECT_LT(fluid.events, detailed.events);
+}
+
+TEST(Abstractions, BothTogetherKeepTheStepWithinHalfAPercent) {
+  const auto detailed = step(kDetailed);
+  const auto fast = step({});
+  expect_close(fast, detailed);
+  EXPECT_LT(fast.events, detailed.events / 4);
+}
+
+TEST(Abstractions, FoldingNeedsTensorParallelGroupsThatOwnTheirNvlink) {
+  // TP 4 leaves room for a second group on each server: nothing is folded, nothing changes.
+  const std::vector<std::string> tp4 = {"parallel.tp=4", "parallel.dp=16",
+                                        "parallel.global_batch_size=64",
+                                        "simulation.fluid_collectives=false"};
+  auto folded = tp4, detailed = tp4;
+  detailed.push_back("simulation.fold_tensor_parallel=false");
+  const auto a = step(folded), b = step(detailed);
+  EXPECT_EQ(a.iteration_time_s, b.iteration_time_s);
+  EXPECT_EQ(a.events, b.events);
+}
+
+}  // namespace
+}  // namespace cs::run
