@@ -10,6 +10,7 @@
 #include "sim/cli/size_list.h"
 #include "sim/coll/algorithms.h"
 #include "sim/coll/collective.h"
+#include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
@@ -44,6 +45,7 @@ struct Request {
   bool no_nvlink_overhead = false;
   bool no_step_latency = false;
   bool no_rail_rings = false;
+  bool fluid = false;
 };
 
 struct SizeResult {
@@ -176,6 +178,9 @@ int collective_command(const std::vector<std::string>& args) {
       ("window", po::value(&req.window)->default_value(req.window),
        "sends in flight per connection, at most NCCL_STEPS = 8 in NCCL (0: by size)")
       ("root", po::value(&req.root)->default_value(0), "broadcast root (group rank)")
+      ("fluid", po::bool_switch(&req.fluid),
+       "run rings and one-chunk hierarchical all-reduces as fluid transfers (coll/fluid.h), as "
+       "training steps do, instead of message by message")
       ("json", po::value(&req.json), "also write the results as JSON to this file");
   // clang-format on
   po::variables_map vm;
@@ -247,7 +252,9 @@ int collective_command(const std::vector<std::string>& args) {
                                   : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
     if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
     try {
-      return cache.get(key);
+      key = coll::normalize(key);
+      // A fluid run needs no message schedule (at 16K ranks it would take gigabytes).
+      return req.fluid && coll::fluid_supported(key) ? nullptr : cache.get(key);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
@@ -271,18 +278,21 @@ int collective_command(const std::vector<std::string>& args) {
     Simulator sim;
     auto network = net::make_network(mode, sim, topo, routing);
     Time finish;
+    const auto ended = [&](const coll::RunStats& s) { finish = std::max(finish, s.end); };
     for (const auto& group : members) {
-      coll::run_collective(sim, *network, *schedule, group, size,
-                           [&](const coll::RunStats& s) { finish = std::max(finish, s.end); });
+      if (schedule)
+        coll::run_collective(sim, *network, *schedule, group, size, ended);
+      else
+        coll::run_fluid_collective(sim, *network, key, group, size, ended);
     }
     sim.run();
     SizeResult r;
     r.size = size;
-    r.algo = schedule->key().algo;
-    r.protocol = schedule->key().protocol;
-    r.channels = schedule->key().channels;
-    r.chunks = schedule->key().chunks;
-    r.window = schedule->key().window;
+    r.algo = key.algo;
+    r.protocol = key.protocol;
+    r.channels = key.channels;
+    r.chunks = key.chunks;
+    r.window = key.window;
     r.time = finish;
     const double seconds = finish.as_seconds();
     r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;

@@ -139,6 +139,8 @@ int replay_command(const std::vector<std::string>& args) {
       ("network", po::value(&network), "congestion_aware, analytical or ideal")
       ("comm-groups", po::value(&groups),
        "Chakra: JSON object pg_name -> ranks (without it a collective spans all ranks)")
+      ("messages", "run every collective message by message, not as fluid transfers "
+                   "(simulation.fluid_collectives=false)")
       ("json", po::value(&json), "also write the report as JSON to this file");
   // clang-format on
   const auto vm = parse(args, opts, "trace", 1);
@@ -149,6 +151,7 @@ int replay_command(const std::vector<std::string>& args) {
   target.topology = topology.empty() ? "dgx-h100" : topology;
   target.gpu = gpu;
   if (!network.empty()) target.network = network_mode(network);
+  target.fluid_collectives = vm.count("messages") == 0;
 
   if (!chakra.empty()) {
     const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
@@ -175,6 +178,7 @@ int replay_command(const std::vector<std::string>& args) {
   if (!topology.empty()) cluster->set_topology(topology);
   if (!gpu.empty()) cluster->set_gpu(gpu);
   if (!network.empty()) step.config.set_network(target.network);
+  if (!target.fluid_collectives) step.config.mutable_simulation()->set_fluid_collectives(false);
   const auto r = run::simulate_prepared(step, path);
   report::print_table(std::cout, r);
   write_report_json(json, r);

@@ -163,11 +163,8 @@ class FluidRun {
     }
     lanes_left_ = phases_[i].size();
     for (Lane& lane : phases_[i]) {
-      const Time walk = lane.walk;
-      network_.send_fluid(lane.edges, mirrors_, [this, walk, i] {
-        sim_.schedule_in(walk, [this, i] {
-          if (--lanes_left_ == 0) run_phase(i + 1);
-        });
+      network_.send_fluid(lane.edges, mirrors_, lane.walk, [this, i] {
+        if (--lanes_left_ == 0) run_phase(i + 1);
       });
     }
   }

@@ -635,9 +635,10 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
     edges.push_back({from, to, static_cast<double>(o.bytes)});
     latency = std::max(latency, network_.path_latency(from, to));
   }
-  network_.send_fluid(edges, fold_, [this, latency, arrived = std::move(arrived)]() mutable {
-    sim_.schedule_in(latency, std::move(arrived));
-  });
+  network_.send_fluid(edges, fold_, Time{},
+                      [this, latency, arrived = std::move(arrived)]() mutable {
+                        sim_.schedule_in(latency, std::move(arrived));
+                      });
 }
 
 bool Executor::all_finished() const {

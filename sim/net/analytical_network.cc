@@ -19,7 +19,8 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   if (done) sim_.schedule_in(delay, std::move(done));
 }
 
-void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Done done) {
+void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits,
+                                   Done done) {
   Time slowest;
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
@@ -28,15 +29,15 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Do
     stats_.count(&route, bytes);
     slowest = std::max(slowest, transfer_time(bytes, route.bottleneck));
   }
-  if (done) sim_.schedule_in(slowest, std::move(done));
+  if (done) sim_.schedule_in(slowest + waits, std::move(done));
 }
 
-void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Done done) {
+void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits, Done done) {
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     stats_.count(&routing_.route(e.src, e.dst), static_cast<Bytes>(std::llround(e.wire_bytes)));
   }
-  if (done) sim_.schedule_at(sim_.now(), std::move(done));
+  if (done) sim_.schedule_in(waits, std::move(done));
 }
 
 void IdealNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {

@@ -106,14 +106,15 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
   return out;
 }
 
-void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Done done) {
+void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
+                             Done done) {
   // The flow moves `reference` bytes: the largest edge's. Each link carries, per byte of the
   // flow, the sum over the edges crossing it of (edge bytes / reference) x (the edge's share).
   double reference = 0;
   for (const FluidEdge& e : edges)
     if (e.src != e.dst) reference = std::max(reference, e.wire_bytes);
   if (reference <= 0) {
-    if (done) sim_.schedule_at(sim_.now(), std::move(done));
+    if (done) sim_.schedule_in(waits, std::move(done));
     return;
   }
   shares_.clear();
@@ -152,8 +153,34 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, 
       merged_weights_.push_back(share);
     }
   }
+  // The pace: alone, the flow moves `reference` bytes in reference / alone + waits seconds; a
+  // link of its own with that rate as capacity keeps it there, and lets contention slow it more.
+  LinkId pace = kNone;
+  if (waits > Time{}) {
+    double alone = std::numeric_limits<double>::infinity();
+    for (std::size_t h = 0; h < merged_links_.size(); ++h)
+      alone = std::min(alone, links_[merged_links_[h]].capacity / merged_weights_[h]);
+    pace = allocate_pace_link(reference / (reference / alone + waits.as_seconds()));
+    merged_links_.push_back(pace);
+    merged_weights_.push_back(1.0);
+  }
   start_flow(merged_links_, merged_weights_, Time{}, edges.front().src, edges.front().dst,
              reference, std::move(done));
+  flows_[last_started_].pace = pace;
+}
+
+LinkId FlowNetwork::allocate_pace_link(double capacity) {
+  LinkId l;
+  if (!free_pace_links_.empty()) {
+    l = free_pace_links_.back();
+    free_pace_links_.pop_back();
+  } else {
+    l = static_cast<LinkId>(links_.size());
+    links_.emplace_back();
+    private_link_.push_back(true);
+  }
+  links_[l].capacity = capacity;
+  return l;
 }
 
 void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
@@ -172,6 +199,8 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   flow.src = src;
   flow.dst = dst;
   flow.num_hops = static_cast<uint32_t>(links.size());
+  flow.pace = kNone;
+  last_started_ = f;
   Hop* hop = hops(f);
   for (std::size_t h = 0; h < links.size(); ++h) {
     hop[h].link = links[h];
@@ -224,6 +253,8 @@ uint32_t FlowNetwork::allocate_flow() {
 void FlowNetwork::free_flow(uint32_t f) {
   --active_;
   Flow& flow = flows_[f];
+  if (flow.pace != kNone) free_pace_links_.push_back(flow.pace);
+  flow.pace = kNone;
   flow.num_hops = 0;
   flow.done = nullptr;
   flow.next_free = free_head_;

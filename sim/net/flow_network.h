@@ -38,7 +38,8 @@ class FlowNetwork final : public Network {
   FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing);
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Done done) override;
+  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
+                  Done done) override;
   Time path_latency(VertexId src, VertexId dst) override;
   std::string_view name() const override { return "congestion_aware"; }
   const TrafficStats& stats() const override { return stats_; }
@@ -83,6 +84,7 @@ class FlowNetwork final : public Network {
     double alone = 0;
     double alone_second = 0;
     LinkId tightest = 0;
+    LinkId pace = kNone;  // a paced fluid transfer's own link, which caps its rate
   };
   // Hop h of flow f, kept in one pooled array at flows_[f].hop_begin + h rather than read
   // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
@@ -132,6 +134,7 @@ class FlowNetwork final : public Network {
   void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                   Time latency, VertexId src, VertexId dst, double bytes, Done done);
   void set_alone_rates(uint32_t f);
+  LinkId allocate_pace_link(double capacity);
   // A message spread evenly over the topology's `flows_per_message` hashed paths (cached).
   const PairLinks& spread_links(VertexId src, VertexId dst);
   bool spreads(const Route& route) const;
@@ -172,6 +175,7 @@ class FlowNetwork final : public Network {
   std::vector<Flow> flows_;
   uint32_t free_head_ = kNone;
   std::size_t active_ = 0;
+  uint32_t last_started_ = kNone;  // the slot start_flow filled last
   std::vector<Hop> hops_;
   std::unordered_map<uint64_t, PairLinks> spread_cache_;  // key: src << 32 | dst
 
@@ -181,7 +185,9 @@ class FlowNetwork final : public Network {
   uint64_t next_seq_ = 0;
 
   std::vector<LinkState> links_;
-  std::vector<bool> private_link_;  // by link: touches a GPU or a NIC
+  std::vector<bool> private_link_;  // by link: touches a GPU or a NIC, or is a pace link
+  // Pace links: one per paced fluid flow, after the topology's links, reused once it ends.
+  std::vector<LinkId> free_pace_links_;
   std::vector<LinkId> dirty_links_;
   bool recompute_pending_ = false;
   uint32_t epoch_ = 0;

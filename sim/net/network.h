@@ -48,16 +48,19 @@ class Network {
   virtual void send(VertexId src, VertexId dst, Bytes bytes, Done done) = 0;
   // Moves every edge's bytes at one shared pace, so that all edges finish together and the
   // slowest holds the others back, as the connections of a pipelined ring or of a collective's
-  // phases do. `done` runs when every last byte has left its sender; route latencies are not
-  // added (the caller knows which of them lie on its critical path: see path_latency). Edges
-  // to oneself and of no bytes carry nothing.
+  // phases do. `waits` is the time the transfer spends between its steps (a ring's per-step
+  // route and NCCL latencies along its critical path): alone on the network it takes its
+  // transfer time plus `waits`, and under contention its flow asks for no more than that pace,
+  // leaving the gaps between its steps to others, as a step-by-step run does. `done` runs at the
+  // end. Edges to oneself and of no bytes carry nothing.
   //
   // `mirrors` > 1 says that `edges` holds that many equal runs, run k the image of run 0 on other
   // GPUs of the same servers (the members of a folded tensor-parallel group, each on its own GPU
   // and NIC). A congestion-aware network may then keep only run 0's links that touch a GPU or
   // NIC, since every run loads its own such links alike, and add up the runs' shares of the
   // switch links they all cross: one flow instead of `mirrors`, with the same loads.
-  virtual void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Done done) = 0;
+  virtual void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
+                          Done done) = 0;
   // The latency send() adds to a message from `src` to `dst` after its last byte leaves.
   virtual Time path_latency(VertexId src, VertexId dst) = 0;
   virtual std::string_view name() const = 0;
