@@ -5,6 +5,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cli/progress.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
@@ -59,9 +60,10 @@ int run_command(const std::vector<std::string>& args) {
       throw UsageError(std::string("--timeline-ranks: ") + e.what());
     }
   }
-  const report::StepReport report =
-      timeline ? run::simulate_step(loaded.config, loaded.source, run::with_timeline(*timeline))
-               : run::simulate_step(loaded.config, loaded.source);
+  run::SimulationOptions options =
+      timeline ? run::with_timeline(*timeline) : run::SimulationOptions{};
+  options.on_progress = simulation_progress();
+  const report::StepReport report = run::simulate_step(loaded.config, loaded.source, options);
   report::print_table(std::cout, report);
   if (!json.empty()) write_file(json, [&](std::ostream& out) { report::write_json(out, report); });
   if (timeline) write_file(timeline_path, [&](std::ostream& out) { timeline->write_json(out); });

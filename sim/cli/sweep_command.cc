@@ -12,6 +12,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
+#include "sim/cli/progress.h"
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/run/sweep.h"
@@ -21,40 +22,7 @@ namespace cs::cli {
 
 namespace po = boost::program_options;
 
-namespace {
-
-std::string clock_text(double seconds) {
-  const auto s = static_cast<long>(seconds + 0.5);
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%ld:%02ld", s / 60, s % 60);
-  return buf;
-}
-
-// One line on a terminal, redrawn in place; CI logs and pipes get nothing.
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
-  void update(std::size_t done, std::size_t total) {
-    if (!enabled_ || total == 0) return;
-    const double elapsed =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-    constexpr int kWidth = 30;
-    const int filled = static_cast<int>(kWidth * done / total);
-    std::string bar(static_cast<std::size_t>(filled), '#');
-    bar.resize(kWidth, '.');
-    std::string eta = done == 0 ? "?" : clock_text(elapsed / done * (total - done));
-    std::fprintf(stderr, "\r[%s] %zu/%zu points  elapsed %s  ETA %s ", bar.c_str(), done, total,
-                 clock_text(elapsed).c_str(), eta.c_str());
-    if (done == total) std::fprintf(stderr, "\r%*s\r", kWidth + 60, "");
-    std::fflush(stderr);
-  }
-
- private:
-  bool enabled_;
-  std::chrono::steady_clock::time_point start_;
-};
-
-}  // namespace
+namespace {}  // namespace
 
 int sweep_command(const std::vector<std::string>& args) {
   std::string path, preset, csv, json;
@@ -110,7 +78,7 @@ int sweep_command(const std::vector<std::string>& args) {
     for (std::size_t i = static_cast<std::size_t>(world.rank()); i < total;
          i += static_cast<std::size_t>(world.size()))
       mine.push_back(i);
-    Progress progress(world.rank() == 0 && isatty(STDERR_FILENO));
+    PointProgress progress(world.rank() == 0 && stderr_is_terminal());
     progress.update(0, mine.size());
     const auto local =
         run::run_sweep_points(loaded.config, loaded.source, axes, mine, jobs,

@@ -9,6 +9,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
+#include "sim/cli/progress.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
 #include "sim/net/network_factory.h"
@@ -157,7 +158,7 @@ int replay_command(const std::vector<std::string>& args) {
     const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
     const auto workload = trace::read_chakra(chakra, cost, load_groups(groups));
     const auto name = std::filesystem::path(chakra).filename().string();
-    const auto r = trace::simulate_workload(workload, target, name, chakra);
+    const auto r = trace::simulate_workload(workload, target, name, chakra, simulation_progress());
     trace::print_workload_table(std::cout, r);
     write_report_json(json, r);
     return 0;
@@ -167,7 +168,8 @@ int replay_command(const std::vector<std::string>& args) {
   if (loaded.workload) {
     if (!gpu.empty()) trace::retime_workload(*loaded.workload, gpu);
     const auto name = std::filesystem::path(path).stem().string();
-    const auto r = trace::simulate_workload(*loaded.workload, target, name, path);
+    const auto r =
+        trace::simulate_workload(*loaded.workload, target, name, path, simulation_progress());
     trace::print_workload_table(std::cout, r);
     write_report_json(json, r);
     return 0;
@@ -179,7 +181,9 @@ int replay_command(const std::vector<std::string>& args) {
   if (!gpu.empty()) cluster->set_gpu(gpu);
   if (!network.empty()) step.config.set_network(target.network);
   if (!target.fluid_collectives) step.config.mutable_simulation()->set_fluid_collectives(false);
-  const auto r = run::simulate_prepared(step, path);
+  run::SimulationOptions options;
+  options.on_progress = simulation_progress();
+  const auto r = run::simulate_prepared(step, path, options);
   report::print_table(std::cout, r);
   write_report_json(json, r);
   return 0;

@@ -89,6 +89,20 @@ std::vector<Phase> ring_phases(const Context& ctx) {
   return {std::move(phase)};
 }
 
+// Every rank sends its whole buffer to the next at once: one step, so the run lasts as long as
+// its slowest connection plus that connection's latency.
+std::vector<Phase> send_recv_phases(const Context& ctx) {
+  const auto n = static_cast<uint32_t>(ctx.key.n);
+  std::vector<uint32_t> ring(n);
+  for (uint32_t r = 0; r < n; ++r) ring[r] = r;
+  Phase phase(1);
+  ctx.add_ring(phase[0], ring, static_cast<double>(ctx.size));
+  phase[0].walk = ctx.walk(ring, 1);
+  ctx.stats.bytes_sent = static_cast<Bytes>(n) * ctx.size;
+  ctx.stats.messages = n;
+  return {std::move(phase)};
+}
+
 std::vector<uint32_t> strided(uint32_t first, uint32_t count, uint32_t stride) {
   std::vector<uint32_t> r(count);
   for (uint32_t i = 0; i < count; ++i) r[i] = first + i * stride;
@@ -203,7 +217,8 @@ bool fluid_supported(const ScheduleKey& raw) {
   // on 16 H100s at 256 MiB).
   const bool hierarchical =
       key.algo == Algorithm::kHierarchical && key.op == Op::kAllReduce && key.chunks == 1;
-  return (ring && (key.chunks == 1 || key.window == 1)) || hierarchical;
+  const bool send_recv = key.algo == Algorithm::kDirect && key.op == Op::kSendRecv;
+  return (ring && (key.chunks == 1 || key.window == 1)) || hierarchical || send_recv;
 }
 
 void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleKey& raw,
@@ -229,7 +244,9 @@ void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleK
     const Context ctx{network, key,
                       rank_to_vertex.subspan(static_cast<std::size_t>(k) * key.n, key.n), size,
                       stats};
-    auto mine = key.algo == Algorithm::kRing ? ring_phases(ctx) : hierarchical_phases(ctx);
+    auto mine = key.algo == Algorithm::kRing           ? ring_phases(ctx)
+                : key.algo == Algorithm::kHierarchical ? hierarchical_phases(ctx)
+                                                       : send_recv_phases(ctx);
     total.bytes_sent += stats.bytes_sent;
     total.wire_bytes += stats.wire_bytes;
     total.messages += stats.messages;

@@ -14,10 +14,11 @@ namespace cs::coll {
 
 // Whether run_fluid_collective stands in for `key`'s message schedule: ring all-reduce,
 // reduce-scatter and all-gather whose hops are all alike (one server, or one member per server:
-// node_size 1 or >= n) with one chunk or a window of one, and hierarchical all-reduce in one
-// chunk. Other schedules run message by message (run_collective): rings that mix NVLink and
-// network hops (rail-aligned rings), trees, NVLS, all-to-all, broadcast, pipelines whose window
-// hides latency between chunks, and hierarchical chunks that pipeline through the phases.
+// node_size 1 or >= n) with one chunk or a window of one, hierarchical all-reduce in one chunk,
+// and direct send/recv (every rank to the next, as ring attention's hops). Other schedules run
+// message by message (run_collective): rings that mix NVLink and network hops (rail-aligned rings),
+// trees, NVLS, all-to-all, broadcast, pipelines whose window hides latency between chunks, and
+// hierarchical chunks that pipeline through the phases.
 bool fluid_supported(const ScheduleKey& key);
 
 // Runs the collective of `key` (normalized or not) at sim.now(), with the time its message

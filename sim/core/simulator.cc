@@ -27,10 +27,18 @@ uint64_t Simulator::run() {
 }
 
 uint64_t Simulator::run_until(Time limit) {
+  return run_events(limit, UINT64_MAX);
+}
+
+uint64_t Simulator::run_for(uint64_t count) {
+  return run_events(Time::max(), count);
+}
+
+uint64_t Simulator::run_events(Time limit, uint64_t count) {
   stopped_ = false;
   uint64_t handled = 0;
   Handler handler;
-  while (!stopped_ && !queue_.empty() && queue_.next_time() <= limit) {
+  while (handled < count && !stopped_ && !queue_.empty() && queue_.next_time() <= limit) {
     queue_.pop(now_, handler);
     handler();
     ++handled;

@@ -155,6 +155,7 @@ void Executor::start() {
       continue;
     }
     ranks_[r].compute_free_since = sim_.now();
+    ops_total_ += ranks_[r].ops_left;
     if (ranks_[r].ops_left == 0) finished_ranks_ += fold_;
     try_start(r);
     const auto& program = program_of(r);
@@ -328,6 +329,7 @@ void Executor::complete(int32_t rank, uint32_t op) {
     if (observer_) notify_observer(rank, op, st.started[s]);
     ++st.head[s];
   }
+  ++ops_done_;
   st.last_done_class = o.op_class;
   st.last_done_kind = o.kind;
   st.last_done_stream = o.stream;

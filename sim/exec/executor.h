@@ -148,6 +148,11 @@ class Executor {
   // every rank finished.
   void require_finished(const std::string& what, std::size_t limit) const;
 
+  // The share of the simulated ranks' ops completed so far, for progress lines.
+  double progress() const {
+    return ops_total_ > 0 ? static_cast<double>(ops_done_) / static_cast<double>(ops_total_) : 0;
+  }
+
   const std::vector<RankStats>& rank_stats() const { return stats_; }
   const CommTally& comm() const { return comm_; }
   Time step_end() const { return step_end_; }
@@ -270,6 +275,7 @@ class Executor {
   std::unordered_map<uint64_t, PendingP2p> p2p_pending_;
   CommTally comm_;
   int32_t finished_ranks_ = 0;
+  uint64_t ops_total_ = 0, ops_done_ = 0;
   Time step_end_;
 
   // Explicit workloads only.

@@ -294,7 +294,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
         std::move(watched));
   }
   executor.start();
-  sim.run();
+  run_with_progress(
+      sim, [&] { return executor.progress(); }, options.on_progress);
   executor.require_finished(source + ": the step cannot complete", 8);
 
   report::StepReport r;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/core/progress.h"
 #include "sim/exec/executor.h"
 #include "sim/net/network.h"
 #include "sim/net/network_factory.h"
@@ -24,6 +25,9 @@ struct SimulationOptions {
                      Time end)>
       on_op;
   std::vector<int32_t> op_ranks;
+  // Called about twice a second while the step runs, with the simulated time reached and the
+  // share of ops done, and once at the end (progress lines on a terminal).
+  ProgressFn on_progress;
 };
 
 // A step whose workload is built: every stage's program and what the report needs besides the

@@ -30,7 +30,7 @@ std::string target_gpu(const ReplayTarget& target) {
 
 report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
                                      const ReplayTarget& target, const std::string& name,
-                                     const std::string& source) {
+                                     const std::string& source, const ProgressFn& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
   const auto desc = net::resolve_topology(target.topology);
   const auto world = static_cast<int32_t>(workload.program_of_rank.size());
@@ -46,7 +46,8 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   exec::Executor executor(sim, *network, topology, workload);
   executor.set_fluid_collectives(target.fluid_collectives);
   executor.start();
-  sim.run();
+  run_with_progress(
+      sim, [&] { return executor.progress(); }, progress);
   executor.require_finished(source + ": the trace cannot complete", 16);
   report::StepReport r;
   r.name = name;

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "proto/config.pb.h"
+#include "sim/core/progress.h"
 #include "sim/exec/executor.h"
 #include "sim/report/step_report.h"
 
@@ -24,7 +25,7 @@ std::string target_gpu(const ReplayTarget& target);
 // std::runtime_error naming `source` and the stuck ranks and ops if the run cannot complete.
 report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
                                      const ReplayTarget& target, const std::string& name,
-                                     const std::string& source);
+                                     const std::string& source, const ProgressFn& progress = {});
 
 // Prints the figures an imported trace has, and says which ones it cannot have.
 void print_workload_table(std::ostream& out, const report::StepReport& r);

@@ -91,6 +91,15 @@ TEST(Fluid, RingsOfOneGpuPerServerTakeTheirMessageScheduleTime) {
   }
 }
 
+TEST(Fluid, SendRecvTakesItsMessageScheduleTime) {
+  // Ring attention's hop: every rank sends its buffer to the next, inside a server or across.
+  const auto topo = cluster("dgx-h100", 64);
+  for (const Bytes size : {Bytes{0}, 64 * kKiB, 64 * kMiB}) {
+    expect_same(topo, kH100.plan(Op::kSendRecv, 8, 8, size), gpus(topo, 0, 8, 1), size);
+    expect_same(topo, kH100.plan(Op::kSendRecv, 8, 1, size), gpus(topo, 0, 8, 8), size);
+  }
+}
+
 TEST(Fluid, HierarchicalAllReduceTakesItsMessageScheduleTime) {
   for (const int32_t servers : {2, 8, 16}) {
     const auto topo = cluster("dgx-h100", 8 * servers);
