@@ -95,6 +95,8 @@ void BM_ConcurrentFlows(benchmark::State& state) {
 BENCHMARK(BM_ConcurrentFlows)
     ->Args({2'000, 0, 64})
     ->Args({5'000, 0, 64})
+    ->Args({2'000, 32, 512})
+    ->Args({50'000, 32, 512})
     ->Args({20'000, 32, 64})
     ->Args({20'000, 8, 64})
     ->Args({20'000, 8, 512})
