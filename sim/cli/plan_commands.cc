@@ -69,7 +69,7 @@ int plan_command(const std::vector<std::string>& args) {
   std::string path, preset, gpu, topology, objective = "time", json;
   std::vector<std::string> overrides;
   int64_t gpus = 0, max_gpus = 16384;
-  int32_t top = 5, jobs = 0, simulate = 12;
+  int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
   double price = 0, tokens = 0;
   po::options_description opts(
       "usage: clustersim plan --preset NAME --gpus N [options]\n       clustersim plan CONFIG "
@@ -77,8 +77,9 @@ int plan_command(const std::vector<std::string>& args) {
       "Enumerates the parallel layouts of the model on N GPUs (TP, CP, PP, DP, virtual stages,\n"
       "schedule, ZeRO stage, microbatch size, recompute), drops those that do not fit in HBM,\n"
       "ranks the rest by an analytical estimate, simulates the best --simulate of them in\n"
-      "parallel threads on the congestion-free analytical network, and prints the top ones with\n"
-      "why they win or lose. Re-run a winner congestion-aware with `clustersim run`.\n\noptions");
+      "parallel threads on the congestion-free analytical network, runs the best --refine of\n"
+      "those again on the congestion-aware network and ranks them by it, and prints the top\n"
+      "ones with why they win or lose.\n\noptions");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
@@ -91,6 +92,8 @@ int plan_command(const std::vector<std::string>& args) {
        "tries N/2 and N/4 GPUs)")
       ("top", po::value(&top), "candidates to print (default 5)")
       ("simulate", po::value(&simulate), "candidates to simulate (default 12)")
+      ("refine", po::value(&refine), "leaders re-run congestion-aware and ranked by it "
+       "(default 5; 0: analytical ranking only)")
       ("jobs", po::value(&jobs), "simulation threads (default: hardware threads)")
       ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
       ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
@@ -141,6 +144,8 @@ int plan_command(const std::vector<std::string>& args) {
   options.objective = objective == "cost" ? plan::Objective::kCost : plan::Objective::kTime;
   options.top = top;
   options.simulate = simulate;
+  if (refine < 0) throw UsageError("--refine must not be negative, got " + std::to_string(refine));
+  options.refine = refine;
   // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
   World world;
   options.jobs = jobs > 0 ? jobs : world.local_jobs();

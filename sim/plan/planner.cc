@@ -293,6 +293,30 @@ double estimate_step_seconds(const RunConfig& config) {
   return pipeline + exposed + optimizer;
 }
 
+namespace {
+// Runs body(0..n-1) on up to `jobs` threads; the first exception is rethrown after all end.
+void run_parallel(std::size_t n, int32_t jobs, const std::function<void(std::size_t)>& body) {
+  std::atomic<std::size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      try {
+        body(i);
+      } catch (...) {
+        const std::lock_guard lock(error_mutex);
+        if (!error) error = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int32_t j = 0; j < std::min<int32_t>(jobs, static_cast<int32_t>(n)); ++j)
+    threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  if (error) std::rethrow_exception(error);
+}
+}  // namespace
+
 PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   PlanResult result;
@@ -375,10 +399,27 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
     if (c.simulated) result.ranked.push_back(std::move(c));
   result.simulated = static_cast<int64_t>(result.ranked.size());
   if (result.ranked.empty() && !first_error.empty()) throw std::runtime_error(first_error);
-  std::stable_sort(
-      result.ranked.begin(), result.ranked.end(), [&](const Candidate& a, const Candidate& b) {
-        return objective_value(a, options.objective) < objective_value(b, options.objective);
-      });
+  auto by_objective = [&](const Candidate& a, const Candidate& b) {
+    return objective_value(a, options.objective) < objective_value(b, options.objective);
+  };
+  std::stable_sort(result.ranked.begin(), result.ranked.end(), by_objective);
+  for (auto& c : result.ranked) c.search_step_s = c.report.iteration_time_s;
+  // The leaders again, with congestion: ranked among themselves ahead of the rest.
+  const auto refine = std::min<std::size_t>(result.ranked.size(),
+                                            static_cast<std::size_t>(std::max(options.refine, 0)));
+  if (refine > 0) {
+    run_parallel(refine, jobs, [&](std::size_t i) {
+      Candidate& c = result.ranked[i];
+      RunConfig sim = c.config;
+      sim.set_network(clustersim::CONGESTION_AWARE);
+      c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
+      c.refined = true;
+      c.dollars = c.report.cost.dollars;
+    });
+    std::stable_sort(result.ranked.begin(),
+                     result.ranked.begin() + static_cast<std::ptrdiff_t>(refine), by_objective);
+    result.refined = static_cast<int64_t>(refine);
+  }
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
@@ -411,26 +452,32 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "%lld layouts enumerated, %lld fit in memory, %lld simulated (%s network, best "
-                "by analytical pre-estimate), %.1f s\n",
+                "by analytical pre-estimate), the best %lld again congestion-aware, %.1f s\n",
                 static_cast<long long>(result.enumerated), static_cast<long long>(result.fitting),
                 static_cast<long long>(result.simulated),
                 options.search_network == clustersim::ANALYTICAL ? "analytical" : "as configured",
-                result.wall_s);
+                static_cast<long long>(result.refined), result.wall_s);
   out << buf;
   out << "objective: " << (options.objective == Objective::kCost ? "cost" : "time") << "\n\n";
   const std::size_t n =
       std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(options.top));
-  std::snprintf(buf, sizeof buf, "  %-3s %-62s %6s %9s %6s %7s %8s %9s %11s\n", "#", "layout",
-                "GPUs", "step s", "MFU", "bubble", "mem GB", "est. s", "run $");
+  std::snprintf(buf, sizeof buf, "  %-3s %-62s %6s %9s %10s %6s %7s %8s %9s %11s\n", "#", "layout",
+                "GPUs", "step s", "analyt. s", "MFU", "bubble", "mem GB", "est. s", "run $");
   out << buf;
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
     const auto& r = c.report;
-    std::snprintf(buf, sizeof buf, "  %-3zu %-62s %6d %9.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n",
-                  i + 1, short_layout(c.config).c_str(), r.gpus, r.iteration_time_s, 100 * r.mfu,
-                  100 * r.bubble_fraction, c.fit.peak / 1e9, c.estimate_s, r.cost.dollars);
+    // A step without congestion is marked: only the refined leaders have one with it.
+    std::snprintf(buf, sizeof buf,
+                  "  %-3zu %-62s %6d %8.3f%s %10.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n", i + 1,
+                  short_layout(c.config).c_str(), r.gpus, r.iteration_time_s, c.refined ? " " : "*",
+                  c.search_step_s, 100 * r.mfu, 100 * r.bubble_fraction, c.fit.peak / 1e9,
+                  c.estimate_s, r.cost.dollars);
     out << buf;
   }
+  if (n > static_cast<std::size_t>(result.refined))
+    out << "  * analytical network only (congestion-free); raise --refine to rank it with "
+           "congestion\n";
   out << "\nwhy:\n";
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
@@ -452,7 +499,8 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
       .field("objective", options.objective == Objective::kCost ? "cost" : "time")
       .field("enumerated", result.enumerated)
       .field("fitting", result.fitting)
-      .field("simulated", result.simulated);
+      .field("simulated", result.simulated)
+      .field("refined", result.refined);
   w.key("ranked").begin_array();
   for (const Candidate& c : result.ranked) {
     const auto& p = c.config.parallel();
@@ -469,6 +517,8 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
         .field("zero_stage", p.zero_stage())
         .field("recompute", clustersim::ParallelConfig::Recompute_Name(p.recompute()))
         .field("iteration_time_s", r.iteration_time_s)
+        .field("congestion_aware", c.refined)
+        .field("analytical_step_s", c.search_step_s)
         .field("mfu", r.mfu)
         .field("bubble_fraction", r.bubble_fraction)
         .field("exposed_tp_s", r.exposed_tp_s)

@@ -24,9 +24,11 @@ struct PlanOptions {
   int32_t top = 5;
   int32_t simulate = 12;  // candidates simulated, best first by the analytical pre-estimate
   int32_t jobs = 0;       // threads; 0: hardware concurrency
-  // The search simulates with network = ANALYTICAL (congestion-free, ~10x fewer events); the
-  // winners can then be re-run congestion-aware with `clustersim run`.
+  // The search simulates with network = ANALYTICAL (congestion-free, ~10x fewer events); then
+  // the best `refine` of them run again on the congestion-aware network and are ranked by that
+  // (0: keep the analytical ranking).
   clustersim::NetworkMode search_network = clustersim::ANALYTICAL;
+  int32_t refine = 5;
   // Spreading over MPI ranks: this process is `rank` of `ranks` and simulates every ranks-th
   // candidate; `gather` brings each rank's text to rank 0 (in rank order; empty elsewhere).
   // Rank 0 returns the full result, the others an empty ranking.
@@ -54,12 +56,14 @@ struct Candidate {
   FitCheck fit;
   double estimate_s = 0;
   bool simulated = false;
+  bool refined = false;      // `report` is the congestion-aware run
+  double search_step_s = 0;  // the step on the search network
   report::StepReport report;
   double dollars = 0;  // the whole run (cost.train_tokens) at the simulated step time
 };
 
 struct PlanResult {
-  int64_t enumerated = 0, fitting = 0, simulated = 0;
+  int64_t enumerated = 0, fitting = 0, simulated = 0, refined = 0;
   std::vector<Candidate> ranked;  // simulated candidates, best first by the objective
   double wall_s = 0;
 };

@@ -36,6 +36,7 @@ TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
   PlanOptions o;
   o.gpus = 16;
   o.simulate = 3;
+  o.refine = 0;  // every step on the same (analytical) network
   o.jobs = 2;
   const PlanResult r = plan_layouts(base, o);
   ASSERT_EQ(r.simulated, 3);
@@ -55,6 +56,29 @@ TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
   EXPECT_EQ(entries, r.ranked.size());
   EXPECT_NE(json.str().find("\"layout\": \"" + short_layout(r.ranked[0].config) + "\""),
             std::string::npos);
+}
+
+TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
+  auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  PlanOptions o;
+  o.gpus = 16;
+  o.simulate = 4;
+  o.refine = 2;
+  o.jobs = 2;
+  const PlanResult r = plan_layouts(base, o);
+  ASSERT_EQ(r.refined, 2);
+  ASSERT_GE(r.ranked.size(), 3u);
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const Candidate& c = r.ranked[i];
+    EXPECT_EQ(c.refined, i < 2);
+    EXPECT_EQ(c.report.network, i < 2 ? "congestion_aware" : "analytical");
+    EXPECT_GT(c.search_step_s, 0);
+  }
+  // The refined two are ordered by their congestion-aware step, which congestion only lengthens.
+  EXPECT_LE(r.ranked[0].report.iteration_time_s, r.ranked[1].report.iteration_time_s);
+  EXPECT_GE(r.ranked[0].report.iteration_time_s, r.ranked[0].search_step_s * (1 - 1e-9));
+  o.refine = 0;
+  EXPECT_EQ(plan_layouts(base, o).refined, 0);
 }
 
 TEST(Planner, MinGpusIsMinimal) {
