@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""Wall time, peak RSS and events per second of `run` and Chakra `replay` against GPUs.
+
+Writes results/scaling.md and results/scaling.png. `run` is the Llama 3 405B step (TP 8, PP 16,
+and DP grown with the cluster; 64 GPUs take PP 8 with 4 virtual stages); `replay` is the
+data-parallel Chakra trace of ../shared/chakra-traces/gen_chakra_dp.py (one 64 MiB all-reduce
+after 1 ms of compute) on the Llama 3 cluster, written to a temporary folder. Each point is one
+timed CLI run on one core.
+Usage: scripts/scaling.py [BIN] [GEN]   (defaults: build/clustersim, ../shared/.../gen_chakra_dp.py)
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import matplotlib
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BIN = sys.argv[1] if len(sys.argv) > 1 else os.path.join(ROOT, "build", "clustersim")
+GEN = sys.argv[2] if len(sys.argv) > 2 else os.path.join(
+    ROOT, "..", "shared", "chakra-traces", "gen_chakra_dp.py")
+
+
+def timed(cmd):
+    """Runs cmd under /usr/bin/time; returns (wall s, peak RSS MB, report JSON)."""
+    with tempfile.NamedTemporaryFile(suffix=".json") as out:
+        start = time.monotonic()
+        done = subprocess.run(["/usr/bin/time", "-f", "%M"] + cmd + ["--json", out.name],
+                              capture_output=True, text=True, check=True)
+        wall = time.monotonic() - start
+        rss_mb = int(done.stderr.strip().splitlines()[-1]) / 1024
+        with open(out.name) as f:
+            return wall, rss_mb, json.load(f)
+
+
+def run_points():
+    rows = []
+    for gpus, pp, dp in [(64, 8, 1), (1024, 16, 8), (4096, 16, 32), (16384, 16, 128),
+                         (98304, 16, 768)]:
+        cmd = [BIN, "run", "--preset", "llama3-405b", "--set", f"parallel.pp={pp}",
+               "--set", f"parallel.dp={dp}", "--set", f"parallel.global_batch_size={16 * dp}"]
+        if pp != 16:
+            cmd += ["--set", "parallel.virtual_stages=4"]  # the 32 chunks of layers_per_stage
+        wall, rss, r = timed(cmd)
+        rows.append((gpus, wall, rss, r["events"], r["iteration_time_s"]))
+        print("run", rows[-1], flush=True)
+    return rows
+
+
+def replay_points():
+    rows = []
+    for gpus in [64, 1024, 16384, 98304]:
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([sys.executable, GEN, "--npus", str(gpus), "--steps", "1", "--out", d],
+                           check=True, capture_output=True)
+            wall, rss, r = timed([BIN, "replay", "--chakra", os.path.join(d, "dp"),
+                                  "--topology", "llama3-24k"])
+        rows.append((gpus, wall, rss, r["events"], r["iteration_time_s"]))
+        print("replay", rows[-1], flush=True)
+    return rows
+
+
+def table(title, rows):
+    lines = [f"### {title}", "", "| GPUs | wall s | peak RSS MB | events | events/s | step s |",
+             "|---|---|---|---|---|---|"]
+    for gpus, wall, rss, events, step in rows:
+        lines.append(f"| {gpus:,} | {wall:.2f} | {rss:.0f} | {events:,} | {events / wall:,.0f} "
+                     f"| {step:.4f} |")
+    return lines + [""]
+
+
+def main():
+    run_rows, replay_rows = run_points(), replay_points()
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for rows, label in [(run_rows, "run llama3-405b"), (replay_rows, "replay Chakra DP")]:
+        g = [r[0] for r in rows]
+        axes[0].plot(g, [r[1] for r in rows], "o-", label=label)
+        axes[1].plot(g, [r[2] for r in rows], "o-", label=label)
+        axes[2].plot(g, [r[3] / r[1] for r in rows], "o-", label=label)
+    for ax, name in zip(axes, ["wall time (s)", "peak RSS (MB)", "events per second"]):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("GPUs")
+        ax.set_title(name)
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(os.path.join(ROOT, "results", "scaling.png"), dpi=110)
+    text = ["# Scaling: wall time, memory and event rate against GPUs", "",
+            "Made by `scripts/scaling.py` (one timed CLI run per point, Release build, one core of "
+            "a 2-core machine; wall times are noisy by a few percent). Every abstraction of "
+            "`SimulationConfig` is on: fluid collectives and tensor-parallel folding.", "",
+            "![scaling](scaling.png)", ""]
+    text += table("`run --preset llama3-405b` (TP 8 x PP 16, DP grown with the cluster; "
+                  "64 GPUs: PP 8 x v 4 x DP 1)", run_rows)
+    text += table("`replay --chakra` of `gen_chakra_dp.py --steps 1` on `llama3-24k`", replay_rows)
+    with open(os.path.join(ROOT, "results", "scaling.md"), "w") as f:
+        f.write("\n".join(text))
+
+
+if __name__ == "__main__":
+    main()
