@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "sim/coll/algorithms.h"
-#include "sim/coll/fluid.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
 #include "sim/net/routing.h"
@@ -24,8 +23,7 @@ int32_t members_per_node(const net::Topology& topology, int32_t n) {
 }  // namespace
 
 NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, int32_t gpus,
-                             const NcclSettings& settings, Algorithm algo, net::NetworkMode mode,
-                             bool fluid) {
+                             const NcclSettings& settings, Algorithm algo, net::NetworkMode mode) {
   const auto n = gpus > 0 ? gpus : static_cast<int32_t>(topology.num_gpus());
   if (n > static_cast<int32_t>(topology.num_gpus()))
     throw std::invalid_argument("the topology has " + std::to_string(topology.num_gpus()) +
@@ -35,19 +33,14 @@ NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, i
   const int32_t uniform = local >= n || n % local == 0 ? local : 1;
   NcclTestResult r;
   r.key = NcclTuning::for_gpu(topology.gpu_type, settings).plan(op, n, uniform, size, algo);
+  const auto schedule = build_schedule(r.key);
   std::vector<net::VertexId> vertices;
   for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));
   net::Routing routing(topology);
   Simulator sim;
   const auto network = net::make_network(mode, sim, topology, routing);
-  const auto timed = [&](const RunStats& s) { r.time = s.end - s.start; };
-  std::shared_ptr<const Schedule> schedule;  // outlives the run
-  if (fluid && fluid_supported(r.key)) {
-    run_fluid_collective(sim, *network, r.key, vertices, size, timed);
-  } else {
-    schedule = build_schedule(r.key);
-    run_collective(sim, *network, *schedule, vertices, size, timed);
-  }
+  run_collective(sim, *network, *schedule, vertices, size,
+                 [&](const RunStats& s) { r.time = s.end - s.start; });
   sim.run();
   const double seconds = r.time.as_seconds();
   r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;

@@ -21,11 +21,9 @@ struct NcclTestResult {
 
 // Runs `op` of `size` bytes over GPUs 0..gpus-1 of `topology` (all of them: 0), NCCL's tuning for
 // the topology's GPU type with `settings`, `algo` kAuto for NCCL's choice. Throws
-// std::invalid_argument for a bad group or an algorithm that does not implement the op. With
-// `fluid`, schedules that have a fluid form (fluid.h) run as one instead of message by message.
+// std::invalid_argument for a bad group or an algorithm that does not implement the op.
 NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, int32_t gpus = 0,
                              const NcclSettings& settings = {}, Algorithm algo = Algorithm::kAuto,
-                             net::NetworkMode mode = net::NetworkMode::kCongestionAware,
-                             bool fluid = false);
+                             net::NetworkMode mode = net::NetworkMode::kCongestionAware);
 
 }  // namespace cs::coll
