@@ -85,12 +85,6 @@ Ready ring_steps(ScheduleBuilder& b, Ring& ring, bool reduce, const BlockUnit& b
   return out;
 }
 
-std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride = 1) {
-  std::vector<uint32_t> r(count);
-  for (uint32_t i = 0; i < count; ++i) r[i] = first + i * stride;
-  return r;
-}
-
 Schedule build_ring(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
   const auto c = static_cast<uint32_t>(key.chunks);
@@ -321,6 +315,12 @@ TreeNode btree(int32_t n, int32_t rank) {
 }
 
 }  // namespace
+
+std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride) {
+  std::vector<uint32_t> r(count);
+  for (uint32_t i = 0; i < count; ++i) r[i] = first + i * stride;
+  return r;
+}
 
 std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch) {
   if (local <= 1 || local >= n) return iota_ranks(0, n);

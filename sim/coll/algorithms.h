@@ -60,6 +60,9 @@ int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size
 // - direct send/recv: rank r sends its buffer to rank (r+1) mod n.
 std::shared_ptr<const Schedule> build_schedule(const ScheduleKey& key);
 
+// first, first + stride, ... (count ranks): a ring in rank order, or one rank per server.
+std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride = 1);
+
 // Group ranks in ring order for channel ch of a ring over n ranks in servers of `local`
 // consecutive ranks. One server (or local <= 1): rank order. Several: each server is entered and
 // left by GPUs of two adjacent local indices, ch and ch+1, swapped on every other server, so that

@@ -93,8 +93,7 @@ std::vector<Phase> ring_phases(const Context& ctx) {
 // its slowest connection plus that connection's latency.
 std::vector<Phase> send_recv_phases(const Context& ctx) {
   const auto n = static_cast<uint32_t>(ctx.key.n);
-  std::vector<uint32_t> ring(n);
-  for (uint32_t r = 0; r < n; ++r) ring[r] = r;
+  const auto ring = iota_ranks(0, n);
   Phase phase(1);
   ctx.add_ring(phase[0], ring, static_cast<double>(ctx.size));
   phase[0].walk = ctx.walk(ring, 1);
@@ -103,20 +102,14 @@ std::vector<Phase> send_recv_phases(const Context& ctx) {
   return {std::move(phase)};
 }
 
-std::vector<uint32_t> strided(uint32_t first, uint32_t count, uint32_t stride) {
-  std::vector<uint32_t> r(count);
-  for (uint32_t i = 0; i < count; ++i) r[i] = first + i * stride;
-  return r;
-}
-
 std::vector<Phase> hierarchical_phases(const Context& ctx) {
   const auto& key = ctx.key;
   const auto n = static_cast<uint32_t>(key.n), local = static_cast<uint32_t>(key.local_size);
   const uint32_t nodes = n / local;
   const double size = static_cast<double>(ctx.size);
   std::vector<std::vector<uint32_t>> intra_rings, inter_rings;
-  for (uint32_t q = 0; q < nodes; ++q) intra_rings.push_back(strided(q * local, local, 1));
-  for (uint32_t l = 0; l < local; ++l) inter_rings.push_back(strided(l, nodes, local));
+  for (uint32_t q = 0; q < nodes; ++q) intra_rings.push_back(iota_ranks(q * local, local));
+  for (uint32_t l = 0; l < local; ++l) inter_rings.push_back(iota_ranks(l, nodes, local));
   // Reduce-scatter and all-gather inside each server move (local - 1) / local of the buffer
   // per connection; the inter-server ring all-reduces the 1/local shard over `nodes` ranks.
   // Every ring is a lane of its own, as the rings of one phase do not wait for each other.

@@ -350,36 +350,30 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
             [&](const Candidate& a, const Candidate& b) { return pre(a) < pre(b); });
   if (static_cast<int64_t>(fitting.size()) > options.simulate) fitting.resize(options.simulate);
 
-  std::atomic<std::size_t> next{0};
   std::mutex error_mutex;
   std::string first_error;
   const int32_t jobs =
       options.jobs > 0 ? options.jobs
                        : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  // Candidate i belongs to MPI rank i % ranks; the threads of a rank share its candidates.
+  // Candidate i belongs to MPI rank i % ranks; the threads of a rank share its candidates. A
+  // candidate that fails is left out (the first error is kept in case none succeeds).
   std::vector<std::size_t> mine;
   for (std::size_t i = static_cast<std::size_t>(options.rank); i < fitting.size();
        i += static_cast<std::size_t>(std::max(1, options.ranks)))
     mine.push_back(i);
-  auto worker = [&] {
-    for (std::size_t k = next++; k < mine.size(); k = next++) {
-      Candidate& c = fitting[mine[k]];
-      RunConfig sim = c.config;
-      sim.set_network(options.search_network);
-      try {
-        c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
-        c.simulated = true;
-        c.dollars = c.report.cost.dollars;
-      } catch (const std::exception& e) {
-        const std::lock_guard lock(error_mutex);
-        if (first_error.empty()) first_error = e.what();
-      }
+  run_parallel(mine.size(), jobs, [&](std::size_t k) {
+    Candidate& c = fitting[mine[k]];
+    RunConfig sim = c.config;
+    sim.set_network(options.search_network);
+    try {
+      c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
+      c.simulated = true;
+      c.dollars = c.report.cost.dollars;
+    } catch (const std::exception& e) {
+      const std::lock_guard lock(error_mutex);
+      if (first_error.empty()) first_error = e.what();
     }
-  };
-  std::vector<std::thread> threads;
-  for (int32_t j = 0; j < std::min<int32_t>(jobs, static_cast<int32_t>(mine.size())); ++j)
-    threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  });
   if (options.ranks > 1) {
     std::string text;
     for (const std::size_t i : mine)
