@@ -200,6 +200,7 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   flow.dst = dst;
   flow.num_hops = static_cast<uint32_t>(links.size());
   flow.pace = kNone;
+  flow.bottleneck = kNone;
   last_started_ = f;
   Hop* hop = hops(f);
   for (std::size_t h = 0; h < links.size(); ++h) {
@@ -302,7 +303,6 @@ void FlowNetwork::detach(uint32_t f, bool mark) {
       dirty_links_.push_back(hop[h].link);
     }
   }
-  if (mark) request_recompute();
 }
 
 void FlowNetwork::request_recompute() {
@@ -400,44 +400,54 @@ void FlowNetwork::on_timer() {
     heap_remove(f);
     detach(f, /*mark=*/true);
     finish(f);
+    request_recompute();
   }
   arm_timer();
+}
+
+void FlowNetwork::next_epochs() {
+  if (++epoch_ == 0) {  // wrapped: old marks could alias the new epoch
+    for (Flow& flow : flows_) flow.mark = 0;
+    epoch_ = 1;
+  }
+  if (++link_epoch_ == 0) {
+    for (LinkState& link : links_) link.mark = 0;
+    link_epoch_ = 1;
+  }
+}
+
+void FlowNetwork::add_to_set(uint32_t f) {
+  if (in_set(f)) return;
+  flows_[f].mark = epoch_;
+  comp_flows_.push_back(f);
 }
 
 void FlowNetwork::recompute() {
   recompute_pending_ = false;
   ++recomputes_;
-  if (++epoch_ == 0) {  // wrapped: old marks could alias the new epoch
-    for (Flow& flow : flows_) flow.mark = 0;
-    for (LinkState& link : links_) link.mark = 0;
-    epoch_ = 1;
+  next_epochs();
+  comp_flows_.clear();
+  comp_links_.clear();
+  if (incremental_) {
+    seed_from_dirty_links();
+  } else {
+    collect_component();
   }
-  collect_component();
-  recomputed_flows_ += comp_flows_.size();
-
-  // Bring every visited flow up to now at its old rate; those that are (numerically) done
-  // finish here rather than at an event a rounding picosecond later.
-  const Time now = sim_.now();
-  std::size_t kept = 0;
-  finished_.clear();
-  for (uint32_t f : comp_flows_) {
-    Flow& flow = flows_[f];
-    flow.remaining -= flow.rate * (now - flow.last_update).as_seconds();
-    flow.last_update = now;
-    if (flow.remaining < kDoneBytes) {
-      finished_.push_back(f);
-    } else {
-      comp_flows_[kept++] = f;
+  std::size_t advanced = 0;
+  advance_set(advanced);
+  if (incremental_) {
+    while (true) {
+      ++solve_rounds_;
+      collect_links();
+      water_fill();
+      if (!grow_set()) break;
+      advance_set(advanced);
     }
+  } else {
+    ++solve_rounds_;
+    water_fill();
   }
-  comp_flows_.resize(kept);
-  for (uint32_t f : finished_) {
-    heap_remove(f);
-    detach(f, /*mark=*/false);  // its links are all in this component already
-    finish(f);
-  }
-
-  water_fill();
+  recomputed_flows_ += comp_flows_.size();
 
   for (uint32_t f : comp_flows_) {
     const double old_rate = flows_[f].rate;
@@ -449,24 +459,61 @@ void FlowNetwork::recompute() {
   arm_timer();
 }
 
+void FlowNetwork::advance_set(std::size_t& from) {
+  // Flows that are (numerically) done finish here rather than at an event a rounding picosecond
+  // later. A whole component already holds their links; an incremental set re-seeds from them.
+  const Time now = sim_.now();
+  while (from < comp_flows_.size()) {
+    std::size_t kept = from;
+    finished_.clear();
+    for (std::size_t i = from; i < comp_flows_.size(); ++i) {
+      const uint32_t f = comp_flows_[i];
+      Flow& flow = flows_[f];
+      flow.remaining -= flow.rate * (now - flow.last_update).as_seconds();
+      flow.last_update = now;
+      if (flow.remaining < kDoneBytes) {
+        finished_.push_back(f);
+      } else {
+        comp_flows_[kept++] = f;
+      }
+    }
+    comp_flows_.resize(kept);
+    from = kept;
+    for (uint32_t f : finished_) {
+      heap_remove(f);
+      detach(f, /*mark=*/incremental_);
+      flows_[f].mark = 0;
+      finish(f);
+    }
+    if (incremental_) seed_from_dirty_links();
+  }
+}
+
+void FlowNetwork::seed_from_dirty_links() {
+  // A flow crossing a changed link keeps its rate unless the link was its bottleneck: its own
+  // bottleneck is unchanged, still full and still without a faster flow. grow_set() catches the
+  // flows the seed's new rates then disturb.
+  for (LinkId l : dirty_links_) {
+    LinkState& link = links_[l];
+    link.dirty = false;
+    for (const LinkEntry& entry : link.flows) {
+      const LinkId bottleneck = flows_[entry.flow].bottleneck;
+      if (bottleneck == l || bottleneck == kNone) add_to_set(entry.flow);
+    }
+  }
+  dirty_links_.clear();
+}
+
 void FlowNetwork::collect_component() {
-  comp_flows_.clear();
-  comp_links_.clear();
-  auto add_flow = [&](uint32_t f) {
-    Flow& flow = flows_[f];
-    if (flow.mark == epoch_) return;
-    flow.mark = epoch_;
-    comp_flows_.push_back(f);
-  };
   // A changed link's flows are revisited even when it is slack now: it may have limited them
   // before the change. Only links that can limit someone are filled and crossed.
   for (LinkId l : dirty_links_) {
     LinkState& link = links_[l];
     link.dirty = false;
     if (slack(link)) {
-      for (const LinkEntry& entry : link.flows) add_flow(entry.flow);
-    } else if (link.mark != epoch_) {
-      link.mark = epoch_;
+      for (const LinkEntry& entry : link.flows) add_to_set(entry.flow);
+    } else if (link.mark != link_epoch_) {
+      link.mark = link_epoch_;
       comp_links_.push_back(l);
     }
   }
@@ -476,18 +523,59 @@ void FlowNetwork::collect_component() {
   std::size_t next_flow = 0, next_link = 0;
   while (next_flow < comp_flows_.size() || next_link < comp_links_.size()) {
     for (; next_link < comp_links_.size(); ++next_link)
-      for (const LinkEntry& entry : links_[comp_links_[next_link]].flows) add_flow(entry.flow);
+      for (const LinkEntry& entry : links_[comp_links_[next_link]].flows) add_to_set(entry.flow);
     for (; next_flow < comp_flows_.size(); ++next_flow) {
       const uint32_t f = comp_flows_[next_flow];
       const Hop* hop = hops(f);
       for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
         LinkState& link = links_[hop[h].link];
-        if (link.mark == epoch_ || slack(link)) continue;
-        link.mark = epoch_;
+        if (link.mark == link_epoch_ || slack(link)) continue;
+        link.mark = link_epoch_;
         comp_links_.push_back(hop[h].link);
       }
     }
   }
+}
+
+void FlowNetwork::collect_links() {
+  if (++link_epoch_ == 0) {
+    for (LinkState& link : links_) link.mark = 0;
+    link_epoch_ = 1;
+  }
+  comp_links_.clear();
+  for (uint32_t f : comp_flows_) {
+    const Hop* hop = hops(f);
+    for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+      LinkState& link = links_[hop[h].link];
+      if (link.mark == link_epoch_ || slack(link)) continue;
+      link.mark = link_epoch_;
+      comp_links_.push_back(hop[h].link);
+    }
+  }
+}
+
+bool FlowNetwork::grow_set() {
+  grown_.clear();
+  for (LinkId l : comp_links_) {
+    const LinkState& link = links_[l];
+    double load = 0, fastest = 0;
+    for (const LinkEntry& entry : link.flows) {
+      const double rate = in_set(entry.flow) ? new_rate_[entry.flow] : flows_[entry.flow].rate;
+      load += rate * hops(entry.flow)[entry.hop].weight;
+      fastest = std::max(fastest, rate);
+    }
+    const bool full = load >= link.capacity * (1 - kRateTolerance);
+    for (const LinkEntry& entry : link.flows) {
+      if (in_set(entry.flow)) continue;
+      const Flow& flow = flows_[entry.flow];
+      const bool above_share = flow.rate > link.frozen_share * (1 + kRateTolerance);
+      const bool lost_bottleneck =
+          flow.bottleneck == l && (!full || flow.rate < fastest * (1 - kRateTolerance));
+      if (above_share || lost_bottleneck) grown_.push_back(entry.flow);
+    }
+  }
+  for (uint32_t f : grown_) add_to_set(f);
+  return !grown_.empty();
 }
 
 void FlowNetwork::water_fill() {
@@ -498,14 +586,24 @@ void FlowNetwork::water_fill() {
   using Entry = std::pair<double, LinkId>;
   const auto cmp = std::greater<Entry>{};
   heap_.clear();
+  // Flows outside the set keep their rates and take their share of each link first.
   for (LinkId l : comp_links_) {
     LinkState& link = links_[l];
     link.residual = link.capacity;
-    link.unfrozen = static_cast<uint32_t>(link.flows.size());
+    link.unfrozen = 0;
     link.unfrozen_weight = 0;
-    for (const LinkEntry& entry : link.flows)
-      link.unfrozen_weight += hops(entry.flow)[entry.hop].weight;
-    if (link.unfrozen > 0) heap_.emplace_back(link.residual / link.unfrozen_weight, l);
+    link.frozen_share = std::numeric_limits<double>::infinity();
+    for (const LinkEntry& entry : link.flows) {
+      const double weight = hops(entry.flow)[entry.hop].weight;
+      if (in_set(entry.flow)) {
+        ++link.unfrozen;
+        link.unfrozen_weight += weight;
+      } else {
+        link.residual -= flows_[entry.flow].rate * weight;
+      }
+    }
+    if (link.unfrozen > 0)
+      heap_.emplace_back(std::max(link.residual, 0.0) / link.unfrozen_weight, l);
   }
   for (uint32_t f : comp_flows_) new_rate_[f] = -1;
   std::make_heap(heap_.begin(), heap_.end(), cmp);
@@ -522,13 +620,15 @@ void FlowNetwork::water_fill() {
       std::push_heap(heap_.begin(), heap_.end(), cmp);
       continue;
     }
+    bottleneck.frozen_share = share;
     for (const LinkEntry& entry : bottleneck.flows) {
-      if (new_rate_[entry.flow] >= 0) continue;
+      if (!in_set(entry.flow) || new_rate_[entry.flow] >= 0) continue;
       new_rate_[entry.flow] = share;
+      flows_[entry.flow].bottleneck = l;
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < flows_[entry.flow].num_hops; ++h) {
         LinkState& link = links_[hop[h].link];
-        if (link.mark != epoch_) continue;  // slack: not filled
+        if (link.mark != link_epoch_) continue;  // slack: not filled
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;

@@ -21,17 +21,18 @@ namespace cs::net {
 // latency, so a lone flow takes exactly route.latency + transfer_time(bytes, route.bottleneck).
 //
 // Rates change only when flows start or end. All starts and ends at one timestamp are batched
-// into one recompute event, and that recompute only revisits the connected component(s) of
-// flows and links reachable from the links that changed; flows whose rate did not change keep
-// their finish time. The topology's load balancing decides the paths: one hashed flow per message
-// (static ECMP), the message split evenly over several hashed paths (multi-flow ECMP, network
-// messages only, as NCCL opens its queue pairs per network connection: modelled as one flow whose
-// links carry the fraction of its paths that cross them, since NCCL stripes a message evenly over
-// its queue pairs, so they advance together), or one flow sent down the least-loaded equal-cost
-// hops at its start (adaptive). A fluid transfer (send_fluid) is one flow as well, whose links
-// carry each edge's share of its bytes. The cost of a recompute is linear in its component, so
-// workloads whose flows all couple into one component (random all-to-all over shared uplinks)
-// pay for every active flow at every start or end.
+// into one recompute event. A recompute starts from the flows the change can move first (new
+// flows, and those whose bottleneck link changed), solves them against the fixed rates of all
+// others, and adds any fixed flow that the new rates leave without a valid bottleneck (a full link
+// on which no flow is faster), until none is left: that is the max-min allocation, usually found
+// without touching most of a large component. Flows whose rate did not change keep their finish
+// time. The topology's load balancing decides the paths: one hashed flow per message (static
+// ECMP), the message split evenly over several hashed paths (multi-flow ECMP, network messages
+// only, as NCCL opens its queue pairs per network connection: modelled as one flow whose links
+// carry the fraction of its paths that cross them, since NCCL stripes a message evenly over its
+// queue pairs, so they advance together), or one flow sent down the least-loaded equal-cost hops
+// at its start (adaptive). A fluid transfer (send_fluid) is one flow as well, whose links carry
+// each edge's share of its bytes.
 class FlowNetwork final : public Network {
  public:
   // `sim` and `routing` must outlive the network.
@@ -56,9 +57,16 @@ class FlowNetwork final : public Network {
   std::vector<FlowView> active_flows() const;
   std::size_t num_active_flows() const { return active_; }
 
-  // Cost counters: how many recomputes ran and how many flows they revisited in total.
+  // Incremental recomputes (the default) re-solve only the flows whose fair share a change can
+  // move; off, every recompute re-solves the whole connected component. Both give the max-min
+  // allocation; the switch is for tests and benchmarks that compare them.
+  void set_incremental(bool on) { incremental_ = on; }
+
+  // Cost counters: how many recomputes ran, how many flows they revisited in total, and how many
+  // water-fillings they took (an incremental recompute fills again each time its set grows).
   uint64_t recomputes() const { return recomputes_; }
   uint64_t recomputed_flows() const { return recomputed_flows_; }
+  uint64_t solve_rounds() const { return solve_rounds_; }
 
  private:
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
@@ -85,6 +93,9 @@ class FlowNetwork final : public Network {
     double alone_second = 0;
     LinkId tightest = 0;
     LinkId pace = kNone;  // a paced fluid transfer's own link, which caps its rate
+    // The link whose filling froze the flow's rate at the last recompute that solved it; kNone
+    // until its first. It stays a bottleneck (full, and no flow on it faster) until it changes.
+    LinkId bottleneck = kNone;
   };
   // Hop h of flow f, kept in one pooled array at flows_[f].hop_begin + h rather than read
   // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
@@ -116,8 +127,9 @@ class FlowNetwork final : public Network {
     double residual = 0;
     uint32_t unfrozen = 0;
     double unfrozen_weight = 0;
-    uint32_t mark = 0;   // epoch of the last recompute that visited this link
-    bool dirty = false;  // changed since the last recompute
+    double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
+    uint32_t mark = 0;        // link epoch of the last recompute round that visited this link
+    bool dirty = false;       // changed since the last recompute
     // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
     // leaving this link out). Below capacity the link can never limit any of them.
     double demand = 0;
@@ -149,9 +161,25 @@ class FlowNetwork final : public Network {
   void request_recompute();
   // Frees a detached flow and schedules its callback one route latency later.
   void finish(uint32_t f);
+
+  // A recompute re-solves a set of flows (comp_flows_, marked with epoch_) over their links
+  // that can bind (comp_links_, marked with link_epoch_); flows outside the set keep their rates.
   void recompute();
+  bool in_set(uint32_t f) const { return flows_[f].mark == epoch_; }
+  void add_to_set(uint32_t f);
+  void next_epochs();
+  // The whole connected component of the changed links (the non-incremental solve).
   void collect_component();
+  // The incremental seed: new flows, and flows whose bottleneck is a changed link.
+  void seed_from_dirty_links();
+  // Brings the set's flows from index `from` on up to now, finishing those numerically done, and
+  // moves `from` past them.
+  void advance_set(std::size_t& from);
+  void collect_links();
   void water_fill();
+  // Adds the fixed flows the last filling invalidated: above a share it froze on a shared link,
+  // or whose bottleneck is no longer full or no longer theirs. Returns whether the set grew.
+  bool grow_set();
   void set_rate(uint32_t f, double rate);
 
   // Completions: flows sit in an indexed min-heap by (finish, seq) and the simulator holds a
@@ -190,12 +218,15 @@ class FlowNetwork final : public Network {
   std::vector<LinkId> free_pace_links_;
   std::vector<LinkId> dirty_links_;
   bool recompute_pending_ = false;
+  bool incremental_ = true;
   uint32_t epoch_ = 0;
+  uint32_t link_epoch_ = 0;
 
   // Recompute scratch, kept to avoid reallocating.
   std::vector<uint32_t> comp_flows_;
   std::vector<LinkId> comp_links_;
   std::vector<uint32_t> finished_;
+  std::vector<uint32_t> grown_;
   std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
   std::vector<std::pair<double, LinkId>> heap_;
   std::vector<double> unit_weights_;               // all 1, for single-path flows
@@ -205,6 +236,7 @@ class FlowNetwork final : public Network {
 
   uint64_t recomputes_ = 0;
   uint64_t recomputed_flows_ = 0;
+  uint64_t solve_rounds_ = 0;
 };
 
 }  // namespace cs::net
