@@ -144,19 +144,48 @@ void Executor::set_done(int32_t rank, uint32_t op) {
   done_bits_[rank * words_per_rank_ + op / 64] |= uint64_t{1} << (op % 64);
 }
 
-void Executor::start() {
-  const int32_t tp = layout_.size(Dim::kTp);
-  if (fold_requested_ && !groups_ && isolated_timer_ && tp > 1 &&
+void Executor::choose_folding() {
+  const int32_t tp = layout_.size(Dim::kTp), dp = layout_.size(Dim::kDp);
+  if (fold_tp_requested_ && !groups_ && isolated_timer_ && tp > 1 &&
       owns_nvlink_[static_cast<int>(Dim::kTp)] && layout_.stride(Dim::kTp) == 1)
-    fold_ = tp;
+    fold_tp_ = tp;
+  if (fold_dp_requested_ && !groups_ && dp > 1) fold_dp_ = dp;
+  represented_.clear();
+  for (int d : {static_cast<int>(Dim::kTp), static_cast<int>(Dim::kDp)}) copies_[d].clear();
+  for (int32_t r = 0; r < fold_dp_; ++r)
+    for (int32_t t = 0; t < fold_tp_; ++t) {
+      const int32_t offset = r * layout_.stride(Dim::kDp) + t * layout_.stride(Dim::kTp);
+      represented_.push_back(offset);
+      if (r == 0) copies_[static_cast<int>(Dim::kDp)].push_back(offset);
+      if (t == 0) copies_[static_cast<int>(Dim::kTp)].push_back(offset);
+    }
+  for (int d = 0; d < workload::kNumDims; ++d)
+    if (d != static_cast<int>(Dim::kTp) && d != static_cast<int>(Dim::kDp))
+      copies_[d] = represented_;
+}
+
+bool Executor::is_simulated(int32_t rank) const {
+  return (fold_tp_ == 1 || layout_.coord(rank, Dim::kTp) == 0) &&
+         (fold_dp_ == 1 || layout_.coord(rank, Dim::kDp) == 0);
+}
+
+int32_t Executor::simulated_rank_of(int32_t rank) const {
+  if (fold_tp_ > 1) rank -= layout_.coord(rank, Dim::kTp) * layout_.stride(Dim::kTp);
+  if (fold_dp_ > 1) rank -= layout_.coord(rank, Dim::kDp) * layout_.stride(Dim::kDp);
+  return rank;
+}
+
+void Executor::start() {
+  choose_folding();
+  const auto folded = static_cast<int32_t>(represented_.size());
   for (int32_t r = 0; r < layout_.world(); ++r) {
-    if (r % fold_ != 0) {
-      ranks_[r].ops_left = 0;  // runs as its group's first rank
+    if (!is_simulated(r)) {
+      ranks_[r].ops_left = 0;  // runs as the rank that stands for it
       continue;
     }
     ranks_[r].compute_free_since = sim_.now();
     ops_total_ += ranks_[r].ops_left;
-    if (ranks_[r].ops_left == 0) finished_ranks_ += fold_;
+    if (ranks_[r].ops_left == 0) finished_ranks_ += folded;
     try_start(r);
     const auto& program = program_of(r);
     if (!program.dataflow) continue;
@@ -345,18 +374,19 @@ void Executor::complete(int32_t rank, uint32_t op) {
 }
 
 void Executor::notify_observer(int32_t rank, uint32_t op, Time start) {
-  for (int32_t m = rank; m < rank + fold_; ++m)
-    if (static_cast<std::size_t>(m) < observed_.size() && observed_[static_cast<std::size_t>(m)])
-      observer_(m, op, start, sim_.now());
+  for (const int32_t offset : represented_) {
+    const auto m = static_cast<std::size_t>(rank + offset);
+    if (m < observed_.size() && observed_[m]) observer_(rank + offset, op, start, sim_.now());
+  }
 }
 
 void Executor::rank_finished(int32_t rank) {
   stats_[rank].finish = sim_.now();
   step_end_ = std::max(step_end_, sim_.now());
-  finished_ranks_ += fold_;
+  finished_ranks_ += static_cast<int32_t>(represented_.size());
   if (finished_ranks_ != layout_.world()) return;
   for (int32_t r = 0; r < layout_.world(); ++r) {
-    if (r % fold_ != 0) stats_[r] = stats_[r - r % fold_];
+    if (!is_simulated(r)) stats_[r] = stats_[simulated_rank_of(r)];
     stats_[r].end_wait = step_end_ - stats_[r].finish;
   }
 }
@@ -500,8 +530,8 @@ void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
 void Executor::arrive_collective(int32_t rank, uint32_t op) {
   const Op& o = program_of(rank).ops[op];
   const int32_t n = layout_.size(o.dim);
-  // With folding, a TP group's collective is posted by its first rank alone.
-  const int32_t posting = o.dim == Dim::kTp ? n / fold_ : n;
+  // With folding, a folded group's collective is posted by its simulated rank alone.
+  const int32_t posting = o.dim == Dim::kTp ? n / fold_tp_ : o.dim == Dim::kDp ? n / fold_dp_ : n;
   const uint64_t key = static_cast<uint64_t>(o.dim) << 62 |
                        static_cast<uint64_t>(layout_.group_id(rank, o.dim)) << 32 | op;
   if (posting > 1) {
@@ -514,7 +544,8 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
   const coll::ScheduleKey schedule_spec = schedule_key(o.coll_op, o.dim, o.bytes);
-  ++comm_.collectives;
+  const std::vector<int32_t>& copy_offsets = copies(o.dim);
+  comm_.collectives += copy_offsets.size();
   const CommPath path = path_of(o);
   // TP collectives on the compute stream block it; overlapped chunks are charged only where
   // the compute stream waits for them (charge_idle).
@@ -527,10 +558,11 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
                         isolated_timer_(*schedules_.get(schedule_spec), vertices, o.bytes))
                .first;
     const IsolatedCollective run = it->second;
-    comm_.by_op[static_cast<int>(o.coll_op)] += run.bytes_sent;
-    comm_.by_dim[static_cast<int>(o.dim)] += run.bytes_sent;
-    comm_.isolated_nvlink_bytes += run.wire_bytes;
-    ++comm_.isolated_collectives;
+    const auto times = static_cast<Bytes>(copy_offsets.size());  // each copy runs alike
+    comm_.by_op[static_cast<int>(o.coll_op)] += run.bytes_sent * times;
+    comm_.by_dim[static_cast<int>(o.dim)] += run.bytes_sent * times;
+    comm_.isolated_nvlink_bytes += run.wire_bytes * times;
+    comm_.isolated_collectives += copy_offsets.size();
     const Dim dim = o.dim;
     const int32_t first = members.front(), stride = layout_.stride(dim), count = posting;
     for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, +1);
@@ -545,14 +577,14 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     return;
   }
   const Time started = sim_.now();
-  for (const int32_t m : members) change_load(m, path, +1);
-  // A folded group's members each run their own copy over their own GPUs (rank + c).
-  const int32_t copies_sent = copies(o.dim);
-  vertices.resize(members.size() * static_cast<std::size_t>(copies_sent));
-  for (int32_t c = 1; c < copies_sent; ++c)
+  // Copy c runs over the GPUs of members + offset c; only the simulated members run the op.
+  vertices.resize(members.size() * copy_offsets.size());
+  for (std::size_t c = 1; c < copy_offsets.size(); ++c)
     for (std::size_t i = 0; i < members.size(); ++i)
-      vertices[c * members.size() + i] = topology_.gpu(members[i] + c);
-  run_schedule(schedule_spec, vertices, o.bytes, copies_sent,
+      vertices[c * members.size() + i] = topology_.gpu(members[i] + copy_offsets[c]);
+  std::erase_if(members, [this](int32_t m) { return !is_simulated(m); });
+  for (const int32_t m : members) change_load(m, path, +1);
+  run_schedule(schedule_spec, vertices, o.bytes, static_cast<int32_t>(copy_offsets.size()),
                [this, members, op, started, dim = o.dim, path, blocking,
                 coll_op = o.coll_op](const coll::RunStats& run) {
                  comm_.by_op[static_cast<int>(coll_op)] += run.bytes_sent;
@@ -614,9 +646,10 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
   const uint32_t recv_op = sending ? other.op : op;
   change_load(sender, CommPath::kPointToPoint, +1);
   change_load(receiver, CommPath::kPointToPoint, +1);
-  comm_.p2p_messages += static_cast<uint64_t>(fold_);
-  comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes * fold_;
-  comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes * fold_;
+  const auto folded = static_cast<int32_t>(represented_.size());
+  comm_.p2p_messages += static_cast<uint64_t>(folded);
+  comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes * folded;
+  comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes * folded;
   auto arrived = [this, sender, receiver, send_op, recv_op, started = sim_.now()] {
     change_load(sender, CommPath::kPointToPoint, -1);
     change_load(receiver, CommPath::kPointToPoint, -1);
@@ -624,20 +657,21 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
     complete(sender, send_op);
     complete(receiver, recv_op);
   };
-  if (fold_ == 1) {
+  if (folded == 1) {
     network_.send(topology_.gpu(sender), topology_.gpu(receiver), o.bytes, std::move(arrived));
     return;
   }
-  // A folded group: every member's copy, as one mirrored transfer that lands with its slowest
+  // Folded: every represented rank's copy, as one mirrored transfer that lands with its slowest
   // path.
   std::vector<net::FluidEdge> edges;
   Time latency;
-  for (int32_t c = 0; c < fold_; ++c) {
-    const net::VertexId from = topology_.gpu(sender + c), to = topology_.gpu(receiver + c);
+  for (const int32_t offset : represented_) {
+    const net::VertexId from = topology_.gpu(sender + offset),
+                        to = topology_.gpu(receiver + offset);
     edges.push_back({from, to, static_cast<double>(o.bytes)});
     latency = std::max(latency, network_.path_latency(from, to));
   }
-  network_.send_fluid(edges, fold_, Time{},
+  network_.send_fluid(edges, folded, Time{},
                       [this, latency, arrived = std::move(arrived)]() mutable {
                         sim_.schedule_in(latency, std::move(arrived));
                       });

@@ -106,9 +106,14 @@ class Executor {
   // when the last member's part ends, as the next TP collective would make the members wait for
   // it anyway. Every member reports the first rank's statistics. Off by default; call before
   // start().
-  void set_fold_tensor_parallel(bool on) { fold_requested_ = on; }
-  // Ranks simulated per TP group: 1, or the TP size when folding applies.
-  int32_t fold() const { return fold_; }
+  void set_fold_tensor_parallel(bool on) { fold_tp_requested_ = on; }
+  // The same for data-parallel replicas: every replica runs the same programs on inputs of the
+  // same shape, so replica 0 is simulated and the others only send their network traffic, beside
+  // its own (a pipeline transfer of replica 0 carries every replica's copy; a DP collective
+  // spans every replica's GPUs). Off by default; call before start().
+  void set_fold_data_parallel(bool on) { fold_dp_requested_ = on; }
+  // Ranks each simulated rank stands for (1: every rank runs).
+  int32_t fold() const { return static_cast<int32_t>(represented_.size()); }
 
   // Runs the collectives that have a fluid form (coll/fluid.h) as fluid transfers instead of
   // message by message. Off by default.
@@ -225,9 +230,15 @@ class Executor {
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
   void charge_idle(int32_t rank, Time from, Time to);
-  // The ranks a simulated rank's network op is sent from: itself and, when folded, its TP
-  // group's other members (rank + k).
-  int32_t copies(workload::Dim dim) const { return dim == workload::Dim::kTp ? 1 : fold_; }
+  // Folding: which ranks run, and whom each stands for.
+  void choose_folding();
+  bool is_simulated(int32_t rank) const;
+  int32_t simulated_rank_of(int32_t rank) const;
+  // The ranks a simulated rank's collective over `dim` is sent from, as offsets from it: itself
+  // (0, first) and, when folded, the ranks it stands for outside that collective's group.
+  const std::vector<int32_t>& copies(workload::Dim dim) const {
+    return copies_[static_cast<int>(dim)];
+  }
   void notify_observer(int32_t rank, uint32_t op, Time start);
   void rank_finished(int32_t rank);
   void start_kernel(int32_t rank, uint32_t op);
@@ -259,8 +270,10 @@ class Executor {
   std::array<bool, workload::kNumDims> owns_nvlink_{};
   IsolatedCollectiveTimer isolated_timer_;
   bool fluid_ = false;
-  bool fold_requested_ = false;
-  int32_t fold_ = 1;  // members per simulated TP group (1: every rank runs)
+  bool fold_tp_requested_ = false, fold_dp_requested_ = false;
+  int32_t fold_tp_ = 1, fold_dp_ = 1;       // TP members / DP replicas per simulated rank
+  std::vector<int32_t> represented_ = {0};  // offsets from a simulated rank to the ranks it is
+  std::array<std::vector<int32_t>, workload::kNumDims> copies_;  // see copies()
   OpObserver observer_;
   std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -108,28 +109,89 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
 
 void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                              Done done) {
-  // The flow moves `reference` bytes: the largest edge's. Each link carries, per byte of the
-  // flow, the sum over the edges crossing it of (edge bytes / reference) x (the edge's share).
-  double reference = 0;
-  for (const FluidEdge& e : edges)
-    if (e.src != e.dst) reference = std::max(reference, e.wire_bytes);
-  if (reference <= 0) {
+  const FluidPlan& plan = fluid_plan(edges, mirrors);
+  for (std::size_t c = 0; c < plan.stats.bytes_by_class.size(); ++c) {
+    stats_.bytes_by_class[c] += plan.stats.bytes_by_class[c];
+    stats_.messages_by_class[c] += plan.stats.messages_by_class[c];
+  }
+  stats_.messages += plan.stats.messages;
+  if (plan.reference <= 0) {
     if (done) sim_.schedule_in(waits, std::move(done));
     return;
   }
-  shares_.clear();
+  merged_links_ = plan.links;
+  merged_weights_ = plan.weights;
+  // The pace: alone, the flow moves `reference` bytes in reference / alone + waits seconds; a
+  // link of its own with that rate as capacity keeps it there, and lets contention slow it more.
+  LinkId pace = kNone;
+  if (waits > Time{}) {
+    pace = allocate_pace_link(plan.reference / (plan.reference / plan.alone + waits.as_seconds()));
+    merged_links_.push_back(pace);
+    merged_weights_.push_back(1.0);
+  }
+  start_flow(merged_links_, merged_weights_, Time{}, edges.front().src, edges.front().dst,
+             plan.reference, std::move(done));
+  flows_[last_started_].pace = pace;
+}
+
+const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge> edges,
+                                                      int32_t mirrors) {
+  // Adaptive routing picks paths by the load of the moment: nothing to reuse.
+  const bool reusable = balancing_.mode != LoadBalancingMode::kAdaptive;
+  uint64_t hash = static_cast<uint64_t>(mirrors) * 0x9E3779B97F4A7C15ull;
+  for (const FluidEdge& e : edges) {
+    uint64_t bits;
+    std::memcpy(&bits, &e.wire_bytes, sizeof bits);
+    for (const uint64_t word : {static_cast<uint64_t>(e.src) << 32 | e.dst, bits})
+      hash = (hash ^ word) * 0x100000001B3ull;
+  }
+  auto same = [&](const FluidPlan& plan) {
+    return plan.mirrors == mirrors && plan.edges.size() == edges.size() &&
+           std::equal(edges.begin(), edges.end(), plan.edges.begin(),
+                      [](const FluidEdge& a, const FluidEdge& b) {
+                        return a.src == b.src && a.dst == b.dst && a.wire_bytes == b.wire_bytes;
+                      });
+  };
+  if (reusable) {
+    for (const FluidPlan& plan : fluid_plans_[hash])
+      if (same(plan)) return plan;
+  }
+  FluidPlan plan = build_fluid_plan(edges, mirrors);
+  const std::size_t size = plan.edges.size() + plan.links.size();
+  if (!reusable || fluid_plan_entries_ + size > kMaxFluidPlanEntries) {
+    scratch_plan_ = std::move(plan);
+    return scratch_plan_;
+  }
+  fluid_plan_entries_ += size;
+  auto& bucket = fluid_plans_[hash];
+  bucket.push_back(std::move(plan));
+  return bucket.back();
+}
+
+FlowNetwork::FluidPlan FlowNetwork::build_fluid_plan(std::span<const FluidEdge> edges,
+                                                     int32_t mirrors) {
+  // The flow moves `reference` bytes: the largest edge's. Each link carries, per byte of the
+  // flow, the sum over the edges crossing it of (edge bytes / reference) x (the edge's share).
+  FluidPlan plan;
+  plan.edges.assign(edges.begin(), edges.end());
+  plan.mirrors = mirrors;
+  for (const FluidEdge& e : edges)
+    if (e.src != e.dst) plan.reference = std::max(plan.reference, e.wire_bytes);
   const std::size_t run = mirrors > 1 && edges.size() % static_cast<std::size_t>(mirrors) == 0
                               ? edges.size() / static_cast<std::size_t>(mirrors)
                               : edges.size();
+  if (link_share_.size() < links_.size()) link_share_.resize(links_.size(), 0.0);
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const FluidEdge& e = edges[i];
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     const Route& route = routing_.route(e.src, e.dst);
-    stats_.count(&route, static_cast<Bytes>(std::llround(e.wire_bytes)));
-    const double scale = e.wire_bytes / reference;
+    plan.stats.count(&route, static_cast<Bytes>(std::llround(e.wire_bytes)));
+    const double scale = e.wire_bytes / plan.reference;
     const bool image = i >= run;  // a mirror: its own GPU and NIC links load like run 0's
     auto share = [&](LinkId l, double weight) {
-      if (!image || !private_link_[l]) shares_.emplace_back(l, weight * scale);
+      if (image && private_link_[l]) return;
+      if (link_share_[l] == 0) plan.links.push_back(l);
+      link_share_[l] += weight * scale;
     };
     if (spreads(route)) {
       const PairLinks& spread = spread_links(e.src, e.dst);
@@ -142,31 +204,16 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, 
       for (LinkId l : route.links) share(l, 1);
     }
   }
-  std::sort(shares_.begin(), shares_.end());
-  merged_links_.clear();
-  merged_weights_.clear();
-  for (const auto& [link, share] : shares_) {
-    if (!merged_links_.empty() && merged_links_.back() == link) {
-      merged_weights_.back() += share;
-    } else {
-      merged_links_.push_back(link);
-      merged_weights_.push_back(share);
-    }
+  // In link order, so that the flow's hops do not depend on the order of its edges.
+  std::sort(plan.links.begin(), plan.links.end());
+  plan.weights.reserve(plan.links.size());
+  plan.alone = std::numeric_limits<double>::infinity();
+  for (const LinkId l : plan.links) {
+    plan.weights.push_back(link_share_[l]);
+    plan.alone = std::min(plan.alone, links_[l].capacity / link_share_[l]);
+    link_share_[l] = 0;
   }
-  // The pace: alone, the flow moves `reference` bytes in reference / alone + waits seconds; a
-  // link of its own with that rate as capacity keeps it there, and lets contention slow it more.
-  LinkId pace = kNone;
-  if (waits > Time{}) {
-    double alone = std::numeric_limits<double>::infinity();
-    for (std::size_t h = 0; h < merged_links_.size(); ++h)
-      alone = std::min(alone, links_[merged_links_[h]].capacity / merged_weights_[h]);
-    pace = allocate_pace_link(reference / (reference / alone + waits.as_seconds()));
-    merged_links_.push_back(pace);
-    merged_weights_.push_back(1.0);
-  }
-  start_flow(merged_links_, merged_weights_, Time{}, edges.front().src, edges.front().dst,
-             reference, std::move(done));
-  flows_[last_started_].pace = pace;
+  return plan;
 }
 
 LinkId FlowNetwork::allocate_pace_link(double capacity) {

@@ -142,6 +142,23 @@ class FlowNetwork final : public Network {
     return link == flow.tightest ? flow.alone_second : flow.alone;
   }
 
+  // A fluid transfer's links and the share of its rate each carries, built once per distinct
+  // edge list (unless routing is adaptive) since a run sends the same transfers again and again:
+  // a folded pipeline transfer has one edge per represented rank.
+  struct FluidPlan {
+    std::vector<FluidEdge> edges;
+    int32_t mirrors = 1;
+    double reference = 0;  // bytes of the largest edge: what the flow moves
+    double alone = 0;      // its rate alone on the network
+    std::vector<LinkId> links;
+    std::vector<double> weights;
+    TrafficStats stats;  // what one send adds
+  };
+  // At most this many edges and links are kept in reusable plans (about 16 bytes each).
+  static constexpr std::size_t kMaxFluidPlanEntries = std::size_t{1} << 24;
+  const FluidPlan& fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
+  FluidPlan build_fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
+
   // Starts one flow of `bytes` over `links`, each carrying `weight` of its rate (parallel arrays).
   void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                   Time latency, VertexId src, VertexId dst, double bytes, Done done);
@@ -229,8 +246,11 @@ class FlowNetwork final : public Network {
   std::vector<uint32_t> grown_;
   std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
   std::vector<std::pair<double, LinkId>> heap_;
-  std::vector<double> unit_weights_;               // all 1, for single-path flows
-  std::vector<std::pair<LinkId, double>> shares_;  // scratch: link, share of a flow's rate
+  std::vector<double> unit_weights_;  // all 1, for single-path flows
+  std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched
+  std::unordered_map<uint64_t, std::vector<FluidPlan>> fluid_plans_;  // by hash of the edges
+  std::size_t fluid_plan_entries_ = 0;
+  FluidPlan scratch_plan_;  // a plan not kept
   std::vector<LinkId> merged_links_;
   std::vector<double> merged_weights_;
 

@@ -55,10 +55,11 @@ class Network {
   // end. Edges to oneself and of no bytes carry nothing.
   //
   // `mirrors` > 1 says that `edges` holds that many equal runs, run k the image of run 0 on other
-  // GPUs of the same servers (the members of a folded tensor-parallel group, each on its own GPU
-  // and NIC). A congestion-aware network may then keep only run 0's links that touch a GPU or
-  // NIC, since every run loads its own such links alike, and add up the runs' shares of the
-  // switch links they all cross: one flow instead of `mirrors`, with the same loads.
+  // GPUs (the members of a folded tensor-parallel group, each on its own GPU and NIC, or the
+  // other replicas of a folded data-parallel one). A congestion-aware network may then keep only
+  // run 0's links that touch a GPU or NIC, since every run loads its own such links alike, and
+  // add up the runs' shares of the switch links: one flow instead of `mirrors`, with the same
+  // loads.
   virtual void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                           Done done) = 0;
   // The latency send() adds to a message from `src` to `dst` after its last byte leaves.

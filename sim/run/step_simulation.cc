@@ -265,6 +265,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   executor.set_fluid_collectives(config.simulation().fluid_collectives());
   executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() &&
                                     options.reuse_isolated_collectives);
+  executor.set_fold_data_parallel(config.simulation().fold_data_parallel());
   if (config.effects().comm_compute_interference())
     executor.set_interference(exec::interference_model(gpu));
   if (options.reuse_isolated_collectives) {

@@ -22,8 +22,10 @@ report::StepReport step(std::vector<std::string> overrides) {
   return simulate_step(load_run_config("", "llama3-8b", overrides).config, "test");
 }
 
-const std::vector<std::string> kDetailed = {"simulation.fluid_collectives=false",
-                                            "simulation.fold_tensor_parallel=false"};
+const std::string kNoFluid = "simulation.fluid_collectives=false";
+const std::string kNoTpFold = "simulation.fold_tensor_parallel=false";
+const std::string kNoDpFold = "simulation.fold_data_parallel=false";
+const std::vector<std::string> kDetailed = {kNoFluid, kNoTpFold, kNoDpFold};
 
 void expect_close(const report::StepReport& fast, const report::StepReport& detailed) {
   EXPECT_NEAR(fast.iteration_time_s / detailed.iteration_time_s, 1.0, 0.005);
@@ -38,33 +40,40 @@ void expect_close(const report::StepReport& fast, const report::StepReport& deta
 
 TEST(Abstractions, FoldingTensorParallelGroupsKeepsTheStepWithinHalfAPercent) {
   const auto detailed = step(kDetailed);
-  const auto folded = step({"simulation.fluid_collectives=false"});
+  const auto folded = step({kNoFluid, kNoDpFold});
   expect_close(folded, detailed);
   // Compute and TP events drop 8 times; the messages of the DP and PP traffic stay.
   EXPECT_LT(folded.events, detailed.events / 2);
 }
 
+TEST(Abstractions, FoldingDataParallelReplicasKeepsTheStepWithinHalfAPercent) {
+  const auto detailed = step(kDetailed);
+  const auto folded = step({kNoFluid, kNoTpFold});
+  expect_close(folded, detailed);
+  // One replica of eight runs its compute and pipeline transfers; DP messages stay.
+  EXPECT_LT(folded.events, detailed.events / 2);
+}
+
 TEST(Abstractions, FluidCollectivesKeepTheStepWithinHalfAPercent) {
   const auto detailed = step(kDetailed);
-  const auto fluid = step({"simulation.fold_tensor_parallel=false"});
+  const auto fluid = step({kNoTpFold, kNoDpFold});
   expect_close(fluid, detailed);
   EXPECT_LT(fluid.events, detailed.events);
 }
 
-TEST(Abstractions, BothTogetherKeepTheStepWithinHalfAPercent) {
+TEST(Abstractions, AllTogetherKeepTheStepWithinHalfAPercent) {
   const auto detailed = step(kDetailed);
   const auto fast = step({});
   expect_close(fast, detailed);
-  EXPECT_LT(fast.events, detailed.events / 4);
+  EXPECT_LT(fast.events, detailed.events / 50);
 }
 
 TEST(Abstractions, FoldingNeedsTensorParallelGroupsThatOwnTheirNvlink) {
   // TP 4 leaves room for a second group on each server: nothing is folded, nothing changes.
   const std::vector<std::string> tp4 = {"parallel.tp=4", "parallel.dp=16",
-                                        "parallel.global_batch_size=64",
-                                        "simulation.fluid_collectives=false"};
+                                        "parallel.global_batch_size=64", kNoFluid, kNoDpFold};
   auto folded = tp4, detailed = tp4;
-  detailed.push_back("simulation.fold_tensor_parallel=false");
+  detailed.push_back(kNoTpFold);
   const auto a = step(folded), b = step(detailed);
   EXPECT_EQ(a.iteration_time_s, b.iteration_time_s);
   EXPECT_EQ(a.events, b.events);
