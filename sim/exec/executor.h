@@ -158,6 +158,11 @@ class Executor {
     return ops_total_ > 0 ? static_cast<double>(ops_done_) / static_cast<double>(ops_total_) : 0;
   }
 
+  // Memory the executor holds per rank of a layout whose largest program has `max_ops` ops.
+  static std::size_t bytes_per_rank(std::size_t max_ops) {
+    return sizeof(RankState) + sizeof(RankStats) + sizeof(RunningKernel) + (max_ops + 63) / 64 * 8;
+  }
+
   const std::vector<RankStats>& rank_stats() const { return stats_; }
   const CommTally& comm() const { return comm_; }
   Time step_end() const { return step_end_; }

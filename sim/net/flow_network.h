@@ -45,6 +45,13 @@ class FlowNetwork final : public Network {
   std::string_view name() const override { return "congestion_aware"; }
   const TrafficStats& stats() const override { return stats_; }
 
+  // Memory per link of the topology, and per GPU pair that sends over `paths` hashed paths of
+  // `hops` links each (the cached spread of multi-flow ECMP).
+  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(bool); }
+  static std::size_t bytes_per_spread_pair(std::size_t paths, std::size_t hops) {
+    return sizeof(PairLinks) + 64 + paths * hops * (sizeof(LinkId) + sizeof(double));
+  }
+
   // A view of one active flow, for tests and diagnostics.
   struct FlowView {
     VertexId src = 0;

@@ -16,6 +16,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/plan/host.h"
 #include "sim/report/kernel_breakdown.h"
+#include "sim/run/footprint.h"
 #include "sim/run/stage_work.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -248,6 +249,11 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   }
   const std::vector<workload::Program>& programs = prepared.programs;
   const StageCosts& costs = prepared.costs;
+  if (config.simulation().memory_limit_gb() < 0)
+    throw ConfigError(source +
+                      ": simulation.memory_limit_gb must not be negative (0: this machine)");
+  refuse_if_too_big(estimate_footprint(topology, routing, layout, programs),
+                    config.simulation().memory_limit_gb(), source);
   const auto schedule = workload::pipeline_schedule_of(par);
   const bool split = schedule == workload::PipelineSchedule::kZbH1;
   const int32_t p = par.pp(), v = par.virtual_stages();

@@ -126,6 +126,22 @@ TEST(StepSimulation, InvalidLayoutsNameTheField) {
   // Absurd sizes fail at once instead of exhausting memory or overflowing the clock.
   expect_error(small({"model.num_layers=2000000000"}), "model.num_layers");
   expect_error(small({"parallel.global_batch_size=2000000000"}), "microbatches per step");
+  expect_error(small({"simulation.memory_limit_gb=-1"}), "simulation.memory_limit_gb");
+}
+
+TEST(StepSimulation, ARunNeedingMoreMemoryThanAllowedIsRefusedWithTheEstimate) {
+  try {
+    simulate_step(small({"simulation.memory_limit_gb=0.001"}), "cfg.textproto");
+    ADD_FAILURE() << "expected a refusal";
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("cfg.textproto"), std::string::npos) << what;
+    EXPECT_NE(what.find("would need about"), std::string::npos) << what;
+    EXPECT_NE(what.find("simulation.memory_limit_gb"), std::string::npos) << what;
+  }
+  // Within its limit the same run goes ahead.
+  EXPECT_GT(
+      simulate_step(small({"simulation.memory_limit_gb=64"}), "cfg.textproto").iteration_time_s, 0);
 }
 
 TEST(RunConfig, OverridesGoThroughReflection) {
