@@ -457,6 +457,10 @@ void FlowNetwork::next_epochs() {
     for (Flow& flow : flows_) flow.mark = 0;
     epoch_ = 1;
   }
+  next_link_epoch();
+}
+
+void FlowNetwork::next_link_epoch() {
   if (++link_epoch_ == 0) {
     for (LinkState& link : links_) link.mark = 0;
     link_epoch_ = 1;
@@ -571,34 +575,24 @@ void FlowNetwork::collect_component() {
   while (next_flow < comp_flows_.size() || next_link < comp_links_.size()) {
     for (; next_link < comp_links_.size(); ++next_link)
       for (const LinkEntry& entry : links_[comp_links_[next_link]].flows) add_to_set(entry.flow);
-    for (; next_flow < comp_flows_.size(); ++next_flow) {
-      const uint32_t f = comp_flows_[next_flow];
-      const Hop* hop = hops(f);
-      for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
-        LinkState& link = links_[hop[h].link];
-        if (link.mark == link_epoch_ || slack(link)) continue;
-        link.mark = link_epoch_;
-        comp_links_.push_back(hop[h].link);
-      }
-    }
+    for (; next_flow < comp_flows_.size(); ++next_flow) add_binding_links(comp_flows_[next_flow]);
+  }
+}
+
+void FlowNetwork::add_binding_links(uint32_t f) {
+  const Hop* hop = hops(f);
+  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+    LinkState& link = links_[hop[h].link];
+    if (link.mark == link_epoch_ || slack(link)) continue;
+    link.mark = link_epoch_;
+    comp_links_.push_back(hop[h].link);
   }
 }
 
 void FlowNetwork::collect_links() {
-  if (++link_epoch_ == 0) {
-    for (LinkState& link : links_) link.mark = 0;
-    link_epoch_ = 1;
-  }
+  next_link_epoch();
   comp_links_.clear();
-  for (uint32_t f : comp_flows_) {
-    const Hop* hop = hops(f);
-    for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
-      LinkState& link = links_[hop[h].link];
-      if (link.mark == link_epoch_ || slack(link)) continue;
-      link.mark = link_epoch_;
-      comp_links_.push_back(hop[h].link);
-    }
-  }
+  for (uint32_t f : comp_flows_) add_binding_links(f);
 }
 
 bool FlowNetwork::grow_set() {

@@ -192,6 +192,9 @@ class FlowNetwork final : public Network {
   bool in_set(uint32_t f) const { return flows_[f].mark == epoch_; }
   void add_to_set(uint32_t f);
   void next_epochs();
+  void next_link_epoch();
+  // Adds flow f's links that can bind and are not yet in comp_links_.
+  void add_binding_links(uint32_t f);
   // The whole connected component of the changed links (the non-incremental solve).
   void collect_component();
   // The incremental seed: new flows, and flows whose bottleneck is a changed link.
