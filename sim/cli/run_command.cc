@@ -14,6 +14,7 @@
 #include "sim/run/step_simulation.h"
 #include "sim/run/timeline_options.h"
 #include "sim/workload/layout.h"
+#include "sim/workload/layout_config.h"
 
 namespace cs::cli {
 
@@ -50,8 +51,7 @@ int run_command(const std::vector<std::string>& args) {
   // The layout is built only for a timeline, so that bad sizes get simulate_step's messages.
   std::optional<report::Timeline> timeline;
   if (!timeline_path.empty()) {
-    const auto& par = loaded.config.parallel();
-    const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+    const workload::Layout layout = workload::layout_of(loaded.config.parallel());
     try {
       timeline.emplace(layout, timeline_ranks.empty()
                                    ? report::default_timeline_ranks(layout)

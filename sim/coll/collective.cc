@@ -8,7 +8,7 @@
 namespace cs::coll {
 namespace {
 
-constexpr std::array<std::pair<Op, std::string_view>, 6> kOpNames{{
+constexpr std::array<std::pair<Op, std::string_view>, kNumOps> kOpNames{{
     {Op::kAllReduce, "all_reduce"},
     {Op::kAllGather, "all_gather"},
     {Op::kReduceScatter, "reduce_scatter"},

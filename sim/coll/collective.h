@@ -30,6 +30,7 @@ enum class Op : uint8_t {
   kBroadcast,
   kSendRecv
 };
+constexpr int kNumOps = 6;
 
 // kRing: ring (reduce-scatter / all-gather / both) and, for broadcast, a pipelined chain.
 // kTree: NCCL's double binary tree (all-reduce). kHierarchical: intra-node reduce-scatter,

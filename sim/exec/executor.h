@@ -51,7 +51,7 @@ using IsolatedCollectiveTimer = std::function<IsolatedCollective(
     const coll::Schedule&, std::span<const net::VertexId> vertices, Bytes size)>;
 
 struct CommTally {
-  std::array<Bytes, 6> by_op{};                    // indexed by coll::Op (send/recv: kSendRecv)
+  std::array<Bytes, coll::kNumOps> by_op{};        // indexed by coll::Op (send/recv: kSendRecv)
   std::array<Bytes, workload::kNumDims> by_dim{};  // network bytes sent, all ranks together
   uint64_t collectives = 0;
   uint64_t p2p_messages = 0;

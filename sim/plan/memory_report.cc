@@ -8,6 +8,7 @@
 #include "sim/plan/host.h"
 #include "sim/report/json_writer.h"
 #include "sim/run/step_simulation.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/validate.h"
@@ -19,8 +20,7 @@ namespace {
 using clustersim::ParallelConfig;
 
 std::string layout_text(const ParallelConfig& p) {
-  std::string s = "TP " + std::to_string(p.tp()) + " x CP " + std::to_string(p.cp()) + " x PP " +
-                  std::to_string(p.pp()) + " x DP " + std::to_string(p.dp());
+  std::string s = workload::dims_text(workload::dim_sizes(p));
   if (p.virtual_stages() > 1) s += " (v " + std::to_string(p.virtual_stages()) + ")";
   if (p.sequence_parallel()) s += ", SP";
   s += ", ZeRO-" + std::to_string(p.zero_stage());

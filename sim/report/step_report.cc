@@ -4,15 +4,13 @@
 #include <cstdio>
 #include <string>
 
+#include "sim/coll/collective.h"
 #include "sim/report/json_writer.h"
+#include "sim/workload/dims.h"
 
 namespace cs::report {
 
 namespace {
-
-constexpr const char* kOpNames[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                    "all_to_all", "broadcast",  "send_recv"};
-constexpr const char* kDimNames[] = {"tp", "cp", "pp", "dp"};
 
 // 7.13e6 -> "7.13 M": large counts read at a glance.
 std::string human(double v) {
@@ -78,9 +76,11 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s) w.field(group, seconds);
   w.end_object();
   w.key("comm_bytes").begin_object();
-  for (int i = 0; i < 6; ++i) w.field(kOpNames[i], r.comm_bytes_by_op[i]);
+  for (int i = 0; i < coll::kNumOps; ++i)
+    w.field(std::string(coll::to_string(static_cast<coll::Op>(i))), r.comm_bytes_by_op[i]);
   w.key("by_dim").begin_object();
-  for (int i = 0; i < 4; ++i) w.field(kDimNames[i], r.comm_bytes_by_dim[i]);
+  for (const auto& d : workload::kDims)
+    w.field(std::string(d.key), r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)]);
   w.end_object();
   w.key("by_link_class").begin_object();
   w.field("nvlink", r.comm_bytes_nvlink)
@@ -158,9 +158,9 @@ void print_table(std::ostream& out, const StepReport& r) {
           fmt("%.4f", r.exposed_dp_s) + " / " + fmt("%.4f", r.exposed_cp_s) + " s");
   row("interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   std::string by_dim;
-  for (int i = 0; i < 4; ++i)
-    by_dim += std::string(i ? ", " : "") + kDimNames[i] + " " +
-              fmt("%.3g", r.comm_bytes_by_dim[i] / 1e12);
+  for (const auto& d : workload::kDims)
+    by_dim += std::string(by_dim.empty() ? "" : ", ") + std::string(d.key) + " " +
+              fmt("%.3g", r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)] / 1e12);
   row("comm TB by dimension", by_dim);
   row("comm TB nvlink / network",
       fmt("%.3g", r.comm_bytes_nvlink / 1e12) + " / " + fmt("%.3g", r.comm_bytes_network / 1e12));

@@ -8,6 +8,9 @@
 #include <utility>
 #include <vector>
 
+#include "sim/coll/collective.h"
+#include "sim/workload/dims.h"
+
 namespace cs::report {
 
 struct StageFigures {
@@ -81,9 +84,8 @@ struct StepReport {
   std::vector<std::pair<std::string, double>> compute_by_kernel_group_s;
 
   // Network bytes sent, all GPUs together.
-  std::array<double, 6> comm_bytes_by_op{};   // all_reduce, all_gather, reduce_scatter, all_to_all,
-                                              // broadcast, send_recv
-  std::array<double, 4> comm_bytes_by_dim{};  // tp, cp, pp, dp
+  std::array<double, coll::kNumOps> comm_bytes_by_op{};  // by coll::Op
+  std::array<double, workload::kNumDims> comm_bytes_by_dim{};
   double comm_bytes_nvlink = 0, comm_bytes_network = 0, comm_bytes_pcie = 0;
   // Mean per GPU: time the compute stream was blocked on communication it could not hide.
   double exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, exposed_cp_s = 0;

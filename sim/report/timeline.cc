@@ -38,18 +38,8 @@ const char* class_name(OpClass c) {
   return "?";
 }
 
-const char* dim_name(Dim d) {
-  switch (d) {
-    case Dim::kTp:
-      return "tp";
-    case Dim::kCp:
-      return "cp";
-    case Dim::kPp:
-      return "pp";
-    case Dim::kDp:
-      return "dp";
-  }
-  return "?";
+std::string dim_name(Dim d) {
+  return std::string(workload::info(d).key);
 }
 
 // Microseconds with picosecond precision, printed exactly from the integer (no binary rounding).

@@ -18,6 +18,7 @@
 #include "sim/report/kernel_breakdown.h"
 #include "sim/run/footprint.h"
 #include "sim/run/stage_work.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
@@ -43,8 +44,7 @@ compute::Precision precision_of(clustersim::Precision p) {
 }
 
 std::string layout_text(const clustersim::ParallelConfig& p) {
-  std::string s = "TP " + std::to_string(p.tp()) + " x CP " + std::to_string(p.cp()) + " x PP " +
-                  std::to_string(p.pp()) + " x DP " + std::to_string(p.dp());
+  std::string s = workload::dims_text(workload::dim_sizes(p));
   if (p.virtual_stages() > 1) s += " (" + std::to_string(p.virtual_stages()) + " virtual stages)";
   if (p.sequence_parallel()) s += ", SP";
   if (p.zero_stage() > 0) s += ", ZeRO-" + std::to_string(p.zero_stage());
@@ -225,7 +225,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const auto& par = config.parallel();
   auto topo_desc = net::resolve_topology(config.cluster().topology());
   net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
-  const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+  const workload::Layout layout = workload::layout_of(par);
   if (net::topology_capacity_gpus(topo_desc) < layout.world()) {
     throw ConfigError(source + ": topology " + config.cluster().topology() + " holds at most " +
                       std::to_string(net::topology_capacity_gpus(topo_desc)) +

@@ -17,6 +17,7 @@
 #include "sim/trace/trace_format.h"
 #include "sim/trace/validate.h"
 #include "sim/workload/layout.h"
+#include "sim/workload/layout_config.h"
 
 namespace cs::trace {
 
@@ -504,8 +505,7 @@ exec::ExplicitWorkload read_chakra(const std::string& prefix, const compute::Ker
 }
 
 exec::ExplicitWorkload expand_layout(const run::PreparedStep& step) {
-  const auto& par = step.config.parallel();
-  const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+  const workload::Layout layout = workload::layout_of(step.config.parallel());
   exec::ExplicitWorkload w;
   // Groups: for each dimension, its groups in group-id order.
   std::array<int32_t, workload::kNumDims> first_group{};

@@ -75,12 +75,11 @@ void print_workload_table(std::ostream& out, const report::StepReport& r) {
       << " (" << r.network << " network)\n";
   row("iteration time",
       fmt("%.6f s", r.iteration_time_s) + fmt(" (%.3f us)", r.iteration_time_s * 1e6));
-  static constexpr const char* kOps[] = {"all_reduce", "all_gather", "reduce_scatter",
-                                         "all_to_all", "broadcast",  "send_recv"};
   std::string by_op;
-  for (int i = 0; i < 6; ++i)
+  for (int i = 0; i < coll::kNumOps; ++i)
     if (r.comm_bytes_by_op[i] > 0)
-      by_op += std::string(by_op.empty() ? "" : ", ") + kOps[i] + " " +
+      by_op += std::string(by_op.empty() ? "" : ", ") +
+               std::string(coll::to_string(static_cast<coll::Op>(i))) + " " +
                fmt("%.4g", r.comm_bytes_by_op[i] / 1e6);
   row("comm MB by op", by_op.empty() ? "none" : by_op);
   row("comm MB nvlink / network",

@@ -11,6 +11,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/trace/validate.h"
 #include "sim/workload/layout.h"
+#include "sim/workload/layout_config.h"
 
 namespace cs::trace {
 
@@ -126,8 +127,9 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
   p.ops.reserve(static_cast<std::size_t>(in.ops_size()));
   for (int i = 0; i < in.ops_size(); ++i) {
     const auto& po = in.ops(i);
-    if (!in_range(po.kind(), 4) || !in_range(po.stream(), 7) || !in_range(po.op_class(), 6) ||
-        !in_range(po.dim(), 4) || !in_range(po.collective(), 6))
+    if (!in_range(po.kind(), 4) || !in_range(po.stream(), workload::kNumStreams) ||
+        !in_range(po.op_class(), 6) || !in_range(po.dim(), workload::kNumDims) ||
+        !in_range(po.collective(), coll::kNumOps))
       fail("op " + std::to_string(i) + ": unknown kind, stream, class, dimension or collective");
     if (po.duration_ps() < 0 || po.bytes() < 0)
       fail("op " + std::to_string(i) + ": negative duration or size");
@@ -154,7 +156,7 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
     p.ops.push_back(o);
   }
   for (const auto& ps : in.streams()) {
-    if (!in_range(ps.stream(), 7)) fail("unknown stream");
+    if (!in_range(ps.stream(), workload::kNumStreams)) fail("unknown stream");
     auto& stream = p.streams[static_cast<std::size_t>(ps.stream())];
     if (!stream.empty()) fail("stream " + std::to_string(ps.stream()) + " is listed twice");
     stream.assign(ps.ops().begin(), ps.ops().end());
@@ -174,10 +176,8 @@ pb::Trace to_trace(const run::PreparedStep& step) {
   meta->set_time_unit("ps");
   meta->set_size_unit("bytes");
   *meta->mutable_config() = step.config;
-  const auto& par = step.config.parallel();
-  const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
-  auto* pl = meta->mutable_layout();
-  pl->set_tp(par.tp()), pl->set_cp(par.cp()), pl->set_pp(par.pp()), pl->set_dp(par.dp());
+  const workload::Layout layout = workload::layout_of(step.config.parallel());
+  workload::set_dim_sizes(layout.sizes(), *meta->mutable_layout());
   meta->set_world_size(layout.world());
   meta->set_timed_for_gpu(step.timed_for_gpu);
   for (const int32_t h : step.peak_held) meta->add_peak_held(h);
@@ -192,14 +192,13 @@ pb::Trace to_trace(const run::PreparedStep& step) {
   out.mutable_rank_program()->Reserve(layout.world());
   for (int32_t r = 0; r < layout.world(); ++r)
     out.add_rank_program(static_cast<uint32_t>(layout.coord(r, workload::Dim::kPp)));
-  static constexpr const char* kDimNames[] = {"tp", "cp", "pp", "dp"};
   for (int d = 0; d < workload::kNumDims; ++d) {
     const auto dim = static_cast<workload::Dim>(d);
     if (layout.size(dim) == 1) continue;
     for (int32_t r = 0; r < layout.world(); ++r) {
       if (layout.coord(r, dim) != 0) continue;  // one group per set of members, from its first
       auto* c = out.add_communicators();
-      c->set_name(std::string(kDimNames[d]) + std::to_string(layout.group_id(r, dim)));
+      c->set_name(std::string(workload::info(dim).key) + std::to_string(layout.group_id(r, dim)));
       c->set_dim(static_cast<pb::Dim>(d));
       for (const int32_t m : layout.group_members(r, dim)) c->add_ranks(m);
     }
@@ -258,10 +257,9 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
     run::PreparedStep step;
     step.config = meta.config();
     const auto& par = step.config.parallel();
-    if (par.tp() < 1 || par.cp() < 1 || par.pp() < 1 || par.dp() < 1 ||
-        static_cast<int64_t>(par.tp()) * par.cp() * par.pp() * par.dp() != world)
+    if (workload::world_of(workload::dim_sizes(par)) != world)
       fail("the layout in the config does not match the " + std::to_string(world) + " ranks");
-    const workload::Layout layout(par.tp(), par.cp(), par.pp(), par.dp());
+    const workload::Layout layout = workload::layout_of(par);
     if (static_cast<int32_t>(programs.size()) != par.pp())
       fail("a layout trace needs one program per pipeline stage");
     for (int32_t r = 0; r < layout.world(); ++r)

@@ -4,7 +4,7 @@
 
 namespace cs::workload {
 
-Layout::Layout(int32_t tp, int32_t cp, int32_t pp, int32_t dp) : size_{tp, cp, pp, dp} {
+Layout::Layout(const DimSizes& sizes) : size_(sizes) {
   int64_t stride = 1;
   for (int d = 0; d < kNumDims; ++d) {
     if (size_[d] < 1) throw std::invalid_argument("parallel sizes must be >= 1");
@@ -13,15 +13,6 @@ Layout::Layout(int32_t tp, int32_t cp, int32_t pp, int32_t dp) : size_{tp, cp, p
     if (stride > (int64_t{1} << 30)) throw std::invalid_argument("layout is too large");
   }
   world_ = static_cast<int32_t>(stride);
-}
-
-Coords Layout::coords(int32_t rank) const {
-  return {coord(rank, Dim::kTp), coord(rank, Dim::kCp), coord(rank, Dim::kPp),
-          coord(rank, Dim::kDp)};
-}
-
-int32_t Layout::rank(const Coords& c) const {
-  return c.tp * stride_[0] + c.cp * stride_[1] + c.pp * stride_[2] + c.dp * stride_[3];
 }
 
 int32_t Layout::group_id(int32_t rank, Dim d) const {

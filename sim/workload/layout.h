@@ -1,28 +1,23 @@
-// Rank numbering of a TP x CP x PP x DP layout (TP innermost, DP outermost) and its groups.
+// Rank numbering of a layout over the parallel dimensions (dims.h order) and its groups.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
+#include "sim/workload/dims.h"
+
 namespace cs::workload {
-
-enum class Dim : uint8_t { kTp, kCp, kPp, kDp };
-constexpr int kNumDims = 4;
-
-struct Coords {
-  int32_t tp = 0, cp = 0, pp = 0, dp = 0;
-};
 
 // Rank r is the GPU with index r in the topology, so that TP groups fill a server's NVLink
 // domain first and data-parallel replicas are furthest apart, as Megatron-LM orders them.
 class Layout {
  public:
-  Layout(int32_t tp, int32_t cp, int32_t pp, int32_t dp);
+  explicit Layout(const DimSizes& sizes);
+  Layout(int32_t tp, int32_t cp, int32_t pp, int32_t dp) : Layout(DimSizes{tp, cp, pp, dp}) {}
 
   int32_t size(Dim d) const { return size_[static_cast<int>(d)]; }
   int32_t world() const { return world_; }
-  Coords coords(int32_t rank) const;
-  int32_t rank(const Coords& c) const;
+  const DimSizes& sizes() const { return size_; }
   int32_t coord(int32_t rank, Dim d) const {
     return (rank / stride_[static_cast<int>(d)]) % size(d);
   }
@@ -39,8 +34,8 @@ class Layout {
   }
 
  private:
-  int32_t size_[kNumDims];
-  int32_t stride_[kNumDims];
+  DimSizes size_;
+  DimSizes stride_;
   int32_t world_;
 };
 

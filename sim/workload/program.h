@@ -15,15 +15,6 @@
 
 namespace cs::workload {
 
-// Each stream runs its ops one at a time in program order, like a CUDA stream. Tensor-parallel
-// collectives sit on the compute stream because Megatron's layers block on them; pipeline
-// sends and receives get a stream per direction, so that each link between two stages is a
-// FIFO on both ends and the two ends can never wait on each other in opposite orders. With
-// Transformer Engine's comm-GEMM overlap, the chunks of TP collectives leave the compute stream
-// for a TP stream of their own, so that they run beside the GEMM pieces.
-enum class Stream : uint8_t { kCompute, kDp, kCp, kSendNext, kSendPrev, kRecvPrev, kRecvNext, kTp };
-constexpr int kNumStreams = 8;
-
 enum class OpKind : uint8_t { kCompute, kCollective, kSend, kRecv };
 
 // What an op's time counts as in reports.

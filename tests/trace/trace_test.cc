@@ -59,6 +59,9 @@ TEST(TraceRoundTrip, ReplayEqualsRunBitForBit) {
        "model.attention=UNFUSED", "model.add_bias=true", "model.hidden_dropout=0.1",
        "model.attention_dropout=0.1", "model.norm=LAYERNORM", "model.position_embedding=LEARNED",
        "precision=FP8"},
+      // TP collectives overlapped with their GEMMs, on the TP stream (the last stream number).
+      {"parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8",
+       "parallel.tp_comm_overlap=true"},
   };
   for (const auto& overrides : configs) {
     const auto config = small(overrides);

@@ -1,0 +1,55 @@
+// The parallel dimensions as data: the one table that layouts, streams, statistics and reports
+// iterate over.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace cs::workload {
+
+// In layout order: TP innermost (consecutive ranks), DP outermost. The values are those of
+// trace.proto's Dim.
+enum class Dim : uint8_t { kTp, kCp, kPp, kDp };
+
+// Each stream runs its ops one at a time in program order, like a CUDA stream. Tensor-parallel
+// collectives sit on the compute stream because Megatron's layers block on them; pipeline
+// sends and receives get a stream per direction, so that each link between two stages is a
+// FIFO on both ends and the two ends can never wait on each other in opposite orders. With
+// Transformer Engine's comm-GEMM overlap, the chunks of TP collectives leave the compute stream
+// for a TP stream of their own, so that they run beside the GEMM pieces. The values are those of
+// trace.proto's Stream.
+enum class Stream : uint8_t { kCompute, kDp, kCp, kSendNext, kSendPrev, kRecvPrev, kRecvNext, kTp };
+constexpr int kNumStreams = 8;
+
+struct DimInfo {
+  Dim dim;
+  // The ParallelConfig field with the dimension's size, its JSON key and the prefix of its trace
+  // communicators ("tp0", "tp1", ...).
+  std::string_view key;
+  std::string_view label;  // in layout text: "TP 8 x CP 1 x PP 16 x DP 128"
+  // The stream whose collectives the compute stream waits on when it waits for this dimension:
+  // the dimension's exposed communication (pipeline transfers have streams of their own).
+  Stream comm_stream;
+};
+
+inline constexpr std::array<DimInfo, 4> kDims = {{
+    {Dim::kTp, "tp", "TP", Stream::kTp},
+    {Dim::kCp, "cp", "CP", Stream::kCp},
+    {Dim::kPp, "pp", "PP", Stream::kSendNext},
+    {Dim::kDp, "dp", "DP", Stream::kDp},
+}};
+constexpr int kNumDims = static_cast<int>(kDims.size());
+
+constexpr const DimInfo& info(Dim d) {
+  return kDims[static_cast<std::size_t>(d)];
+}
+
+// Sizes by dimension, in kDims order.
+using DimSizes = std::array<int32_t, kNumDims>;
+
+// "TP 8 x CP 1 x PP 16 x DP 128" (with `separator` " x ").
+std::string dims_text(const DimSizes& sizes, std::string_view separator = " x ");
+
+}  // namespace cs::workload
