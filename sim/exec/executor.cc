@@ -145,34 +145,41 @@ void Executor::set_done(int32_t rank, uint32_t op) {
 }
 
 void Executor::choose_folding() {
-  const int32_t tp = layout_.size(Dim::kTp), dp = layout_.size(Dim::kDp);
-  if (fold_tp_requested_ && !groups_ && isolated_timer_ && tp > 1 &&
-      owns_nvlink_[static_cast<int>(Dim::kTp)] && layout_.stride(Dim::kTp) == 1)
-    fold_tp_ = tp;
-  if (fold_dp_requested_ && !groups_ && dp > 1) fold_dp_ = dp;
-  represented_.clear();
-  for (int d : {static_cast<int>(Dim::kTp), static_cast<int>(Dim::kDp)}) copies_[d].clear();
-  for (int32_t r = 0; r < fold_dp_; ++r)
-    for (int32_t t = 0; t < fold_tp_; ++t) {
-      const int32_t offset = r * layout_.stride(Dim::kDp) + t * layout_.stride(Dim::kTp);
-      represented_.push_back(offset);
-      if (r == 0) copies_[static_cast<int>(Dim::kDp)].push_back(offset);
-      if (t == 0) copies_[static_cast<int>(Dim::kTp)].push_back(offset);
-    }
-  for (int d = 0; d < workload::kNumDims; ++d)
-    if (d != static_cast<int>(Dim::kTp) && d != static_cast<int>(Dim::kDp))
-      copies_[d] = represented_;
+  const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
+  if (fold_tp_requested_ && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
+      owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
+    fold_[tp] = layout_.size(Dim::kTp);
+  if (fold_dp_requested_ && !groups_) fold_[dp] = layout_.size(Dim::kDp);
+  // Every combination of the folded dimensions' coordinates, as a rank offset; a collective of
+  // dimension d is sent by those whose d coordinate is 0 (its own group spans the rest).
+  represented_ = {0};
+  for (int d = 0; d < workload::kNumDims; ++d) {
+    std::vector<int32_t> grown;
+    for (int32_t c = 0; c < fold_[d]; ++c)
+      for (const int32_t offset : represented_)
+        grown.push_back(offset + c * layout_.stride(static_cast<Dim>(d)));
+    represented_ = std::move(grown);
+  }
+  for (int d = 0; d < workload::kNumDims; ++d) {
+    copies_[d].clear();
+    for (const int32_t offset : represented_)
+      if (fold_[d] == 1 || layout_.coord(offset, static_cast<Dim>(d)) == 0)
+        copies_[d].push_back(offset);
+  }
 }
 
 bool Executor::is_simulated(int32_t rank) const {
-  return (fold_tp_ == 1 || layout_.coord(rank, Dim::kTp) == 0) &&
-         (fold_dp_ == 1 || layout_.coord(rank, Dim::kDp) == 0);
+  for (int d = 0; d < workload::kNumDims; ++d)
+    if (fold_[d] > 1 && layout_.coord(rank, static_cast<Dim>(d)) != 0) return false;
+  return true;
 }
 
 int32_t Executor::simulated_rank_of(int32_t rank) const {
-  if (fold_tp_ > 1) rank -= layout_.coord(rank, Dim::kTp) * layout_.stride(Dim::kTp);
-  if (fold_dp_ > 1) rank -= layout_.coord(rank, Dim::kDp) * layout_.stride(Dim::kDp);
-  return rank;
+  int32_t simulated = rank;
+  for (int d = 0; d < workload::kNumDims; ++d)
+    if (fold_[d] > 1)
+      simulated -= layout_.coord(rank, static_cast<Dim>(d)) * layout_.stride(static_cast<Dim>(d));
+  return simulated;
 }
 
 void Executor::start() {
@@ -216,22 +223,22 @@ void Executor::charge_idle(int32_t rank, Time from, Time to) {
   RankStats& stats = stats_[rank];
   // By stream: gradient synchronisation runs on the DP stream even where a step of it reduces
   // over another group (context-parallel ranks), and it is DP communication that was exposed.
-  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kTp) {
-    // A chunk of an overlapped TP collective the next GEMM piece needs: exposed TP time.
-    stats.tp_comm += to - from;
-  } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kDp) {
-    stats.dp_wait += to - from;
-  } else if (st.last_done_kind == OpKind::kCollective && st.last_done_stream == Stream::kCp) {
-    stats.cp_wait += to - from;
+  // A chunk of an overlapped TP collective the next GEMM piece needs is exposed TP time.
+  const workload::DimInfo* waited = nullptr;
+  if (st.last_done_kind == OpKind::kCollective)
+    for (const auto& d : workload::kDims)
+      if (d.comm_stream == st.last_done_stream) waited = &d;
+  if (waited != nullptr) {
+    stats.wait_for(waited->dim) += to - from;
   } else if (st.last_done_kind == OpKind::kSend) {
     // Only at the end of the step: the last activation gradient still on its way.
-    stats.pp_comm_wait += to - from;
+    stats.wait_for(Dim::kPp) += to - from;
   } else if (st.last_done_kind == OpKind::kRecv) {
     // Until the transfer began the stage waited for its neighbour (the bubble); after that, for
     // the bytes to arrive (exposed pipeline communication).
     const Time split = std::max(from, st.last_transfer_start);
     stats.pipeline_wait += split - from;
-    stats.pp_comm_wait += to - split;
+    stats.wait_for(Dim::kPp) += to - split;
   } else {
     stats.pipeline_wait += to - from;
   }
@@ -458,7 +465,7 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
                  comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
                  for (const auto& [m, mop] : posts) change_load(m, path, -1);
                  for (const auto& [m, mop] : posts) {
-                   if (dim == Dim::kTp) stats_[m].tp_comm += sim_.now() - started;
+                   if (dim == Dim::kTp) stats_[m].wait_for(Dim::kTp) += sim_.now() - started;
                    complete(m, mop);
                  }
                });
@@ -531,13 +538,13 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   const Op& o = program_of(rank).ops[op];
   const int32_t n = layout_.size(o.dim);
   // With folding, a folded group's collective is posted by its simulated rank alone.
-  const int32_t posting = o.dim == Dim::kTp ? n / fold_tp_ : o.dim == Dim::kDp ? n / fold_dp_ : n;
-  const uint64_t key = static_cast<uint64_t>(o.dim) << 62 |
-                       static_cast<uint64_t>(layout_.group_id(rank, o.dim)) << 32 | op;
+  const int32_t posting = n / fold_[static_cast<int>(o.dim)];
+  const uint64_t key = static_cast<uint64_t>(layout_.group_id(rank, o.dim)) << 32 | op;
   if (posting > 1) {
-    auto [it, fresh] = collective_arrivals_.try_emplace(key, 0);
+    auto& arrivals = collective_arrivals_[static_cast<int>(o.dim)];
+    auto [it, fresh] = arrivals.try_emplace(key, 0);
     if (++it->second < static_cast<uint32_t>(posting)) return;
-    collective_arrivals_.erase(it);
+    arrivals.erase(it);
   }
   // Every member is here: run the collective's schedule over the network.
   std::vector<int32_t> members = layout_.group_members(rank, o.dim);
@@ -570,7 +577,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
                                     duration = run.duration] {
       for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, -1);
       for (int32_t i = 0; i < count; ++i) {
-        if (dim == Dim::kTp && blocking) stats_[first + i * stride].tp_comm += duration;
+        if (dim == Dim::kTp && blocking) stats_[first + i * stride].wait_for(Dim::kTp) += duration;
         complete(first + i * stride, op);
       }
     });
@@ -591,7 +598,8 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
                  comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
                  for (const int32_t m : members) change_load(m, path, -1);
                  for (const int32_t m : members) {
-                   if (dim == Dim::kTp && blocking) stats_[m].tp_comm += sim_.now() - started;
+                   if (dim == Dim::kTp && blocking)
+                     stats_[m].wait_for(Dim::kTp) += sim_.now() - started;
                    complete(m, op);
                  }
                });

@@ -32,13 +32,15 @@ struct RankStats {
   Time compute;        // kernels alone, recompute and optimizer included
   Time interference;   // compute-stream time added by communication running beside kernels
   Time recompute;      // part of `compute`
-  Time tp_comm;        // tensor-parallel collectives, which block the compute stream
   Time pipeline_wait;  // idle, waiting for the previous or next stage
-  Time pp_comm_wait;   // idle, waiting for a pipeline transfer already under way
-  Time dp_wait;        // idle, waiting on data-parallel communication
-  Time cp_wait;        // idle, waiting on context-parallel communication
-  Time end_wait;       // done, waiting for the slowest rank to finish the step
-  Time finish;         // when the rank's last op completed
+  // Exposed communication by dimension: the compute stream blocked on a tensor-parallel
+  // collective, or idle waiting for a pipeline transfer already under way or for another
+  // dimension's collective.
+  std::array<Time, workload::kNumDims> comm_wait{};
+  Time end_wait;  // done, waiting for the slowest rank to finish the step
+  Time finish;    // when the rank's last op completed
+  Time& wait_for(workload::Dim d) { return comm_wait[static_cast<std::size_t>(d)]; }
+  Time wait_for(workload::Dim d) const { return comm_wait[static_cast<std::size_t>(d)]; }
 };
 
 // Time and network bytes of a collective run alone on its GPUs.
@@ -276,7 +278,11 @@ class Executor {
   IsolatedCollectiveTimer isolated_timer_;
   bool fluid_ = false;
   bool fold_tp_requested_ = false, fold_dp_requested_ = false;
-  int32_t fold_tp_ = 1, fold_dp_ = 1;       // TP members / DP replicas per simulated rank
+  std::array<int32_t, workload::kNumDims> fold_ = [] {  // members per simulated rank, by dim
+    std::array<int32_t, workload::kNumDims> ones{};
+    ones.fill(1);
+    return ones;
+  }();
   std::vector<int32_t> represented_ = {0};  // offsets from a simulated rank to the ranks it is
   std::array<std::vector<int32_t>, workload::kNumDims> copies_;  // see copies()
   OpObserver observer_;
@@ -289,7 +295,8 @@ class Executor {
   std::vector<RankStats> stats_;
   std::vector<uint64_t> done_bits_;  // one bit per (rank, op)
   std::size_t words_per_rank_ = 0;
-  std::unordered_map<uint64_t, uint32_t> collective_arrivals_;
+  // By dimension: (group id << 32 | op) -> members that have posted it.
+  std::array<std::unordered_map<uint64_t, uint32_t>, workload::kNumDims> collective_arrivals_;
   std::unordered_map<uint64_t, PendingP2p> p2p_pending_;
   CommTally comm_;
   int32_t finished_ranks_ = 0;

@@ -342,18 +342,18 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     // drain (stage s ends s backward passes before stage 0); without one it can only be
     // data-parallel groups finishing their communication at different times.
     const Time bubble = st.pipeline_wait + (p > 1 ? st.end_wait : Time{});
-    const Time dp_wait = st.dp_wait + (p > 1 ? Time{} : st.end_wait);
+    const Time dp_wait = st.wait_for(Dim::kDp) + (p > 1 ? Time{} : st.end_wait);
     f.bubble_fraction += bubble.as_seconds() / step;
     f.compute_s += st.compute.as_seconds();
-    f.tp_comm_s += st.tp_comm.as_seconds();
+    f.tp_comm_s += st.wait_for(Dim::kTp).as_seconds();
     f.dp_wait_s += dp_wait.as_seconds();
-    f.cp_wait_s += st.cp_wait.as_seconds();
+    f.cp_wait_s += st.wait_for(Dim::kCp).as_seconds();
     f.interference_s += st.interference.as_seconds();
     r.interference_s += st.interference.as_seconds() / r.gpus;
-    r.exposed_tp_s += st.tp_comm.as_seconds() / r.gpus;
-    r.exposed_pp_s += st.pp_comm_wait.as_seconds() / r.gpus;
+    r.exposed_tp_s += st.wait_for(Dim::kTp).as_seconds() / r.gpus;
+    r.exposed_pp_s += st.wait_for(Dim::kPp).as_seconds() / r.gpus;
     r.exposed_dp_s += dp_wait.as_seconds() / r.gpus;
-    r.exposed_cp_s += st.cp_wait.as_seconds() / r.gpus;
+    r.exposed_cp_s += st.wait_for(Dim::kCp).as_seconds() / r.gpus;
   }
   const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
   // The stages' exact orders again: the memory peak follows each held chunk (a trace keeps none).

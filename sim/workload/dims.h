@@ -30,7 +30,8 @@ struct DimInfo {
   std::string_view key;
   std::string_view label;  // in layout text: "TP 8 x CP 1 x PP 16 x DP 128"
   // The stream whose collectives the compute stream waits on when it waits for this dimension:
-  // the dimension's exposed communication (pipeline transfers have streams of their own).
+  // the dimension's exposed communication. (Pipeline transfers have four streams of their own,
+  // and their waits are told by the op kind; kSendNext stands for them.)
   Stream comm_stream;
 };
 

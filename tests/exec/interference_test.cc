@@ -206,8 +206,8 @@ TEST(InterferenceExec, AllGatherAfterTheLastComputeOpIsChargedAsExposedDataParal
   ASSERT_GT(lone, Time{});
   EXPECT_EQ(run.exec->step_end(), kernel + lone);
   for (const RankStats& st : run.exec->rank_stats()) {
-    EXPECT_EQ(st.dp_wait, lone);
-    EXPECT_EQ(st.compute + st.dp_wait, run.exec->step_end());
+    EXPECT_EQ(st.wait_for(workload::Dim::kDp), lone);
+    EXPECT_EQ(st.compute + st.wait_for(workload::Dim::kDp), run.exec->step_end());
   }
 }
 
