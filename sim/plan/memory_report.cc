@@ -10,6 +10,7 @@
 #include "sim/run/step_simulation.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/schedules/registry.h"
 #include "sim/workload/validate.h"
 
 namespace cs::plan {
@@ -117,7 +118,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   MemoryReport r;
   r.name = config.name().empty() ? config.model().name() : config.name();
   r.layout = layout_text(p);
-  r.schedule = ParallelConfig::Schedule_Name(p.schedule());
+  r.schedule = std::string(workload::schedule_info(p.schedule()).name);
   r.gpu = resolved_gpu(config);
   r.precision = clustersim::Precision_Name(config.precision());
   r.gpus = p.tp() * p.cp() * p.pp() * p.dp();

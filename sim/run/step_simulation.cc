@@ -21,6 +21,7 @@
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/schedules/registry.h"
 #include "sim/workload/validate.h"
 
 namespace cs::run {
@@ -158,7 +159,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
   const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = schedule == workload::PipelineSchedule::kZbH1;
+  const bool split = workload::schedule_info(schedule).splits_backward;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
   std::vector<workload::StageWork> works;
@@ -255,7 +256,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   refuse_if_too_big(estimate_footprint(topology, routing, layout, programs),
                     config.simulation().memory_limit_gb(), source);
   const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = schedule == workload::PipelineSchedule::kZbH1;
+  const bool split = workload::schedule_info(schedule).splits_backward;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
 
