@@ -13,7 +13,6 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
-#include "sim/plan/host.h"
 #include "sim/report/json_writer.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
