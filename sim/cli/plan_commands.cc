@@ -11,7 +11,6 @@
 #include "sim/cli/options.h"
 #include "sim/config/run_config.h"
 #include "sim/net/topology_builder.h"
-#include "sim/plan/host.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/planner.h"
 #include "sim/run/step_simulation.h"

@@ -4,13 +4,14 @@
 #include <cstdio>
 
 #include "sim/compute/gpu_profile.h"
+#include "sim/cost/host.h"
 #include "sim/net/topology_builder.h"
-#include "sim/plan/host.h"
 #include "sim/report/json_writer.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/schedules/registry.h"
 #include "sim/workload/validate.h"
 
 namespace cs::plan {
@@ -97,7 +98,7 @@ FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_byte
   f.fits = f.peak <= hbm_capacity_bytes;
   if (f.fits && (config.offload().optimizer() != clustersim::OffloadConfig::NONE ||
                  config.offload().parameters() != clustersim::OffloadConfig::NONE)) {
-    const HostFigures host = host_figures(resolved_gpu(config), config.offload());
+    const cost::HostFigures host = cost::host_figures(resolved_gpu(config), config.offload());
     for (int32_t s = 0; s < config.parallel().pp(); ++s) {
       const auto m = workload::estimate_stage_memory(config, s, 0);
       if (static_cast<double>(m.host_dram) > host.host_memory_per_gpu() ||
@@ -117,7 +118,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   MemoryReport r;
   r.name = config.name().empty() ? config.model().name() : config.name();
   r.layout = layout_text(p);
-  r.schedule = ParallelConfig::Schedule_Name(p.schedule());
+  r.schedule = std::string(workload::schedule_info(p.schedule()).name);
   r.gpu = resolved_gpu(config);
   r.precision = clustersim::Precision_Name(config.precision());
   r.gpus = p.tp() * p.cp() * p.pp() * p.dp();
@@ -154,7 +155,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
     r.stages.push_back(sm);
   }
   r.fits = r.peak <= r.capacity;
-  const HostFigures host = host_figures(r.gpu, config.offload());
+  const cost::HostFigures host = cost::host_figures(r.gpu, config.offload());
   r.host_dram_capacity = host.host_memory_per_gpu();
   r.host_nvme_capacity = host.nvme_per_gpu();
   r.fits_host = r.host_dram <= r.host_dram_capacity && r.host_nvme <= r.host_nvme_capacity;

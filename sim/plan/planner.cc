@@ -13,11 +13,11 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
-#include "sim/plan/host.h"
 #include "sim/report/json_writer.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/model_math.h"
+#include "sim/workload/schedules/registry.h"
 #include "sim/workload/validate.h"
 
 namespace cs::plan {
@@ -165,24 +165,35 @@ std::string short_layout(const RunConfig& c) {
   const auto& p = c.parallel();
   std::string s = "TP " + std::to_string(p.tp()) + " CP " + std::to_string(p.cp()) + " PP " +
                   std::to_string(p.pp()) + " DP " + std::to_string(p.dp());
-  switch (p.schedule()) {
-    case ParallelConfig::INTERLEAVED:
-      s += ", interleaved v" + std::to_string(p.virtual_stages());
-      break;
-    case ParallelConfig::ZB_H1:
-      s += ", ZB-H1";
-      break;
-    case ParallelConfig::GPIPE:
-      s += ", GPipe";
-      break;
-    default:
-      s += ", 1F1B";
-  }
+  const workload::ScheduleInfo& schedule = workload::schedule_info(p.schedule());
+  s += ", " + std::string(schedule.display);
+  if (schedule.virtual_stages) s += " v" + std::to_string(p.virtual_stages());
   s += ", mbs " + std::to_string(p.microbatch_size()) + ", ZeRO-" + std::to_string(p.zero_stage());
   if (p.recompute() == ParallelConfig::SELECTIVE) s += ", sel. recompute";
   if (p.recompute() == ParallelConfig::FULL) s += ", full recompute";
   return s;
 }
+
+namespace {
+
+// The (schedule, virtual stages) pairs the search tries, as the schedules' entries ask: fewest
+// virtual stages first, then in table order.
+struct ScheduleChoice {
+  ParallelConfig::Schedule schedule;
+  int32_t v;
+};
+std::vector<ScheduleChoice> schedule_choices(int32_t pp) {
+  std::vector<ScheduleChoice> out;
+  for (const workload::ScheduleInfo& s : workload::schedule_table()) {
+    if (s.planner_needs_pipeline && pp < 2) continue;
+    for (int32_t v : s.planner_virtual_stages) out.push_back({s.config, v});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const ScheduleChoice& a, const ScheduleChoice& b) { return a.v < b.v; });
+  return out;
+}
+
+}  // namespace
 
 std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus,
                                          int32_t gpus_per_node) {
@@ -196,17 +207,7 @@ std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus,
         const int64_t tcp = int64_t{tp} * cp * pp;
         if (gpus % tcp) continue;
         const int32_t dp = static_cast<int32_t>(gpus / tcp);
-        struct Sched {
-          ParallelConfig::Schedule schedule;
-          int32_t v;
-        };
-        std::vector<Sched> scheds = {{ParallelConfig::ONE_F_ONE_B, 1}};
-        if (pp > 1) {
-          scheds.push_back({ParallelConfig::ZB_H1, 1});
-          scheds.push_back({ParallelConfig::INTERLEAVED, 2});
-          scheds.push_back({ParallelConfig::INTERLEAVED, 4});
-        }
-        for (const Sched& sc : scheds) {
+        for (const ScheduleChoice& sc : schedule_choices(pp)) {
           for (int32_t zero : {1, 3}) {
             for (int32_t mbs : {1, 2}) {
               for (auto rc :
@@ -266,10 +267,8 @@ double estimate_step_seconds(const RunConfig& config) {
   const double per_slot = costs.t_f + costs.t_b + costs.t_w + comm_seconds(chunk.forward) +
                           comm_seconds(chunk.backward) + comm_seconds(chunk.weight_grad);
   const int32_t m = workload::num_microbatches(p), v = p.virtual_stages();
-  double bubble_slots = p.pp() - 1;
-  if (p.schedule() == ParallelConfig::ZB_H1)
-    bubble_slots *= std::max(0.0, costs.t_f + costs.t_b - costs.t_w) /
-                    std::max(costs.t_f + costs.t_b + costs.t_w, 1e-12);
+  const double bubble_slots = workload::schedule_info(p.schedule())
+                                  .planner_idle_slots(p.pp(), costs.t_f, costs.t_b, costs.t_w);
   double pipeline = (static_cast<double>(v) * m + bubble_slots) * per_slot;
 
   // Data-parallel traffic per GPU (bf16), over the GPU's NIC.
@@ -506,7 +505,7 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
         .field("pp", p.pp())
         .field("dp", p.dp())
         .field("virtual_stages", p.virtual_stages())
-        .field("schedule", clustersim::ParallelConfig::Schedule_Name(p.schedule()))
+        .field("schedule", workload::schedule_info(p.schedule()).name)
         .field("microbatch_size", p.microbatch_size())
         .field("zero_stage", p.zero_stage())
         .field("recompute", clustersim::ParallelConfig::Recompute_Name(p.recompute()))

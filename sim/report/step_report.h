@@ -35,7 +35,7 @@ struct MemoryFigures {
   int32_t peak_stage = 0;
 };
 
-// The whole training run at this step time (sim/plan/host.h: run_cost).
+// The whole training run at this step time (sim/cost/host.h: run_cost).
 struct CostFigures {
   double price_per_gpu_hour = 0;
   double train_tokens = 0;

@@ -4,7 +4,7 @@
 #include <limits>
 #include <unordered_map>
 
-#include "sim/plan/host.h"
+#include "sim/cost/host.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -285,7 +285,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   const auto& offload = config.offload();
   const bool offload_optimizer = offload.optimizer() != OffloadConfig::NONE;
   const bool offload_params = offload.parameters() != OffloadConfig::NONE && zero == 3;
-  const plan::HostFigures host = plan::host_figures(config.cluster().gpu(), offload);
+  const cost::HostFigures host = cost::host_figures(config.cluster().gpu(), offload);
   // ZeRO shards optimizer states (and, at stage 3, weights) over the DP group.
   const int64_t shard_div = zero >= 1 ? dp : 1;
 
@@ -491,7 +491,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   const int64_t shard = zero >= 1 ? params / dp : params;
   if (offload_optimizer) {
     // CPU Adam on the host's copy, then the updated bf16 shard back over PCIe.
-    const double cpu_s = plan::cpu_adam_seconds(host, static_cast<double>(shard),
+    const double cpu_s = cost::cpu_adam_seconds(host, static_cast<double>(shard),
                                                 offload.optimizer() == OffloadConfig::NVME);
     work.optimizer.push_back(offload_op(make, Stream::kCompute, cpu_s, "cpu_adam", 0));
     if (!offload_params) {

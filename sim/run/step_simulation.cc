@@ -10,11 +10,11 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
+#include "sim/cost/host.h"
 #include "sim/exec/executor.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
-#include "sim/plan/host.h"
 #include "sim/report/kernel_breakdown.h"
 #include "sim/run/footprint.h"
 #include "sim/run/stage_work.h"
@@ -22,6 +22,7 @@
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/schedules/registry.h"
 #include "sim/workload/validate.h"
 
 namespace cs::run {
@@ -67,7 +68,7 @@ static void fill_offload(report::StepReport& r, const clustersim::RunConfig& con
   o.parameters = OffloadConfig::Target_Name(off.parameters());
   o.enabled = off.optimizer() != OffloadConfig::NONE || off.parameters() != OffloadConfig::NONE;
   if (!o.enabled) return;
-  const plan::HostFigures host = plan::host_figures(config.cluster().gpu(), off);
+  const cost::HostFigures host = cost::host_figures(config.cluster().gpu(), off);
   for (std::size_t s = 0; s < programs.size(); ++s) {
     const auto& prog = programs[s];
     double d2h = 0, cpu = 0, h2d = 0;
@@ -158,7 +159,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
   const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = schedule == workload::PipelineSchedule::kZbH1;
+  const bool split = workload::schedule_info(schedule).splits_backward;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
   std::vector<workload::StageWork> works;
@@ -255,7 +256,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   refuse_if_too_big(estimate_footprint(topology, routing, layout, programs),
                     config.simulation().memory_limit_gb(), source);
   const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = schedule == workload::PipelineSchedule::kZbH1;
+  const bool split = workload::schedule_info(schedule).splits_backward;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
 
@@ -396,11 +397,11 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.accumulation_steps = m;
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /
                           static_cast<double>(std::max(par.global_batch_size(), 1));
-  const double price = plan::price_per_gpu_hour(gpu.name(), config.cost());
-  const plan::RunCost cost = plan::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus,
-                                            price, config.cost().train_tokens());
-  r.cost = {cost.price_per_gpu_hour, cost.train_tokens, cost.steps,
-            cost.wall_days,          cost.gpu_hours,    cost.dollars};
+  const double price = cost::price_per_gpu_hour(gpu.name(), config.cost());
+  const cost::RunCost run = cost::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus,
+                                           price, config.cost().train_tokens());
+  r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,
+            run.wall_days,          run.gpu_hours,    run.dollars};
 
   r.events = sim.events_processed();
   r.wall_time_s =

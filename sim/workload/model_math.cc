@@ -1,6 +1,6 @@
 #include "sim/workload/model_math.h"
 
-#include <stdexcept>
+#include "sim/workload/schedules/registry.h"
 
 namespace cs::workload {
 
@@ -122,17 +122,7 @@ int32_t num_microbatches(const clustersim::ParallelConfig& parallel) {
 }
 
 PipelineSchedule pipeline_schedule_of(const clustersim::ParallelConfig& parallel) {
-  switch (parallel.schedule()) {
-    case clustersim::ParallelConfig::GPIPE:
-      return PipelineSchedule::kGpipe;
-    case clustersim::ParallelConfig::ONE_F_ONE_B:
-      return PipelineSchedule::kOneFOneB;
-    case clustersim::ParallelConfig::INTERLEAVED:
-      return PipelineSchedule::kInterleaved;
-    case clustersim::ParallelConfig::ZB_H1:
-      return PipelineSchedule::kZbH1;
-  }
-  throw std::logic_error("unknown pipeline schedule");
+  return schedule_info(parallel.schedule()).value;
 }
 
 }  // namespace cs::workload

@@ -4,6 +4,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/workload/model_math.h"
+#include "sim/workload/schedules/registry.h"
 
 namespace cs::workload {
 namespace {
@@ -124,20 +125,19 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
             static_cast<int64_t>(p.dp()) * p.microbatch_size(), "parallel.global_batch_size",
             p.global_batch_size());
 
+  const ScheduleInfo& schedule = schedule_info(p.schedule());
   if (p.virtual_stages() > 1) {
-    if (p.schedule() != clustersim::ParallelConfig::INTERLEAVED) {
+    if (!schedule.virtual_stages) {
       c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) +
-             " needs parallel.schedule = INTERLEAVED");
+             " needs parallel.schedule = " + names_with_virtual_stages(" or "));
     }
     if (p.pp() < 2) c.fail("parallel.virtual_stages > 1 needs parallel.pp > 1");
   }
-  if (p.schedule() == clustersim::ParallelConfig::INTERLEAVED) {
-    c.divides("parallel.pp", p.pp(), "microbatches (global_batch_size / (dp x microbatch_size))",
-              num_microbatches(p), "the interleaved schedule runs microbatches in groups of pp");
-  }
-  if (p.schedule() == clustersim::ParallelConfig::ZB_H1 && p.virtual_stages() != 1) {
-    c.fail("parallel.schedule = ZB_H1 needs parallel.virtual_stages = 1, not " +
-           std::to_string(p.virtual_stages()));
+  if (schedule.whole_groups) {
+    c.divides(
+        "parallel.pp", p.pp(), "microbatches (global_batch_size / (dp x microbatch_size))",
+        num_microbatches(p),
+        "the " + std::string(schedule.display) + " schedule runs microbatches in groups of pp");
   }
   if (p.zero_stage() < 0 || p.zero_stage() > 3) {
     c.fail("parallel.zero_stage = " + std::to_string(p.zero_stage()) + " must be 0, 1, 2 or 3");

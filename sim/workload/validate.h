@@ -21,8 +21,8 @@ namespace cs::workload {
 // - num_layers divisible by pp x virtual_stages, unless layers_per_stage is given, which then
 //   needs pp x virtual_stages positive entries summing to num_layers;
 // - global_batch_size set and divisible by dp x microbatch_size;
-// - virtual_stages > 1 only with the INTERLEAVED schedule, pp > 1, and microbatches % pp == 0;
-//   ZB_H1 needs virtual_stages == 1;
+// - virtual_stages > 1 only with a schedule that takes them (INTERLEAVED) and pp > 1;
+//   microbatches % pp == 0 for a schedule that runs whole groups of pp (INTERLEAVED);
 // - zero_stage in 0..3; dp_bucket_params positive;
 // - tp·cp·pp·dp <= gpus_available when gpus_available > 0 (spare GPUs are allowed).
 void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,

@@ -9,6 +9,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/program_builder.h"
+#include "sim/workload/schedules/registry.h"
 
 namespace cs::exec {
 namespace {
@@ -36,7 +37,7 @@ struct PipelineRun {
 PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, Time f,
                          net::NetworkMode mode = net::NetworkMode::kIdeal) {
   const Time fc = Time::ps(f.count_ps() / v);
-  const bool split = schedule == PipelineSchedule::kZbH1;
+  const bool split = workload::schedule_info(schedule).splits_backward;
   auto orders = split ? workload::pipeline_orders(schedule, p, m, v, 1.0, 1.0, 1.0)
                       : workload::pipeline_orders(schedule, p, m, v);
   workload::StageWork work;

@@ -31,6 +31,29 @@ TEST(Planner, EveryLayoutUsesAllGpusAndKeepsTpInANode) {
   }
 }
 
+// The schedules' display names, and the order in which the search tries them: 1F1B alone without
+// a pipeline; with one, the schedules of one virtual stage (1F1B, ZB-H1) before interleaving.
+TEST(Planner, TriesTheSchedulesEntriesAskForInOrder) {
+  const auto base = small({"parallel.global_batch_size=64"});
+  auto names = [&](int64_t gpus) {
+    std::vector<std::string> out;
+    for (const auto& c : enumerate_layouts(base, gpus, 8)) {
+      const auto& p = c.parallel();
+      if (p.tp() != 1 || p.cp() != 1 || p.dp() != 1 || p.zero_stage() != 1 ||
+          p.microbatch_size() != 1 || p.recompute() != clustersim::ParallelConfig::NONE)
+        continue;
+      const std::string s = short_layout(c);
+      out.push_back(s.substr(s.find(", ") + 2, s.find(", mbs") - s.find(", ") - 2));
+    }
+    return out;
+  };
+  EXPECT_EQ(names(1), (std::vector<std::string>{"1F1B"}));
+  EXPECT_EQ(names(2), (std::vector<std::string>{"1F1B", "ZB-H1", "interleaved v2"}));
+  auto gpipe = base;
+  gpipe.mutable_parallel()->set_schedule(clustersim::ParallelConfig::GPIPE);
+  EXPECT_NE(short_layout(gpipe).find(", GPipe, "), std::string::npos) << short_layout(gpipe);
+}
+
 TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
   auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   PlanOptions o;

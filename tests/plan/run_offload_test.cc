@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "sim/config/run_config.h"
-#include "sim/plan/host.h"
+#include "sim/cost/host.h"
 #include "sim/run/step_simulation.h"
 
 namespace cs::run {
@@ -44,7 +44,7 @@ TEST(Offload, OptimizerOffloadOpsAreTimedFromTheirBytesAndSlowTheStep) {
   off.mutable_offload()->set_optimizer(clustersim::OffloadConfig::CPU);
   PreparedStep prepared = prepare_step(off, "offload");
   const auto& prog = prepared.programs.front();
-  const plan::HostFigures host = plan::host_figures("h100");
+  const cost::HostFigures host = cost::host_figures("h100");
   int d2h = 0, adam = 0, h2d = 0;
   for (const auto& op : prog.ops) {
     const std::string& label = prog.labels[op.label];

@@ -12,13 +12,19 @@
 #include <tuple>
 #include <vector>
 
+#include "sim/workload/schedules/registry.h"
+
 namespace cs::workload {
 namespace {
 
 using Orders = std::vector<std::vector<WorkItem>>;
 
-constexpr PipelineSchedule kAll[] = {PipelineSchedule::kGpipe, PipelineSchedule::kOneFOneB,
-                                     PipelineSchedule::kInterleaved, PipelineSchedule::kZbH1};
+// Every registered schedule: the contract tests below run over each of them.
+std::vector<PipelineSchedule> all_schedules() {
+  std::vector<PipelineSchedule> out;
+  for (const ScheduleInfo& s : schedule_table()) out.push_back(s.value);
+  return out;
+}
 
 // Integer costs per phase; B is the full backward when the order has no W.
 struct Costs {
@@ -97,11 +103,11 @@ double bubble(const Replay& r) {
 }
 
 bool splits_backward(PipelineSchedule s) {
-  return s == PipelineSchedule::kZbH1;
+  return schedule_info(s).splits_backward;
 }
 
 TEST(PipelineSchedule, NamesRoundTrip) {
-  for (PipelineSchedule s : kAll) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
+  for (PipelineSchedule s : all_schedules()) EXPECT_EQ(parse_pipeline_schedule(to_string(s)), s);
   EXPECT_EQ(to_string(PipelineSchedule::kOneFOneB), "ONE_F_ONE_B");
   EXPECT_EQ(parse_pipeline_schedule("zb_h1"), PipelineSchedule::kZbH1);
   EXPECT_EQ(parse_pipeline_schedule("Gpipe"), PipelineSchedule::kGpipe);
@@ -124,12 +130,12 @@ TEST(PipelineSchedule, RejectsBadShapes) {
 // Every stage runs each of its items exactly once; the replay never deadlocks and (by how it
 // starts items) respects every cross-stage dependency.
 TEST(PipelineSchedule, EveryItemOnceAndNoDeadlock) {
-  for (PipelineSchedule sched : kAll) {
+  for (PipelineSchedule sched : all_schedules()) {
     for (int32_t p : {1, 2, 3, 4, 8}) {
       for (int32_t v : {1, 2, 3}) {
-        if (sched != PipelineSchedule::kInterleaved && v != 1) continue;
+        if (!schedule_info(sched).virtual_stages && v != 1) continue;
         for (int32_t m = 1; m <= 24; ++m) {
-          if (sched == PipelineSchedule::kInterleaved && m % p != 0) continue;
+          if (schedule_info(sched).whole_groups && m % p != 0) continue;
           SCOPED_TRACE(testing::Message()
                        << to_string(sched) << " p=" << p << " v=" << v << " m=" << m);
           const Orders orders = pipeline_orders(sched, p, m, v);
@@ -261,10 +267,11 @@ TEST(PipelineSchedule, PeakInFlight) {
 
 // The warm-up forwards, and the one opening the first steady pair, precede the first backward.
 TEST(PipelineSchedule, WarmupMatchesOrders) {
-  for (PipelineSchedule sched : kAll) {
+  for (PipelineSchedule sched : all_schedules()) {
     for (int32_t p : {1, 3, 4}) {
-      for (int32_t m : {p, 2 * p, 3 * p + (sched == PipelineSchedule::kInterleaved ? 0 : 1)}) {
-        const int32_t v = sched == PipelineSchedule::kInterleaved ? 2 : 1;
+      const ScheduleInfo& info = schedule_info(sched);
+      for (int32_t m : {p, 2 * p, 3 * p + (info.whole_groups ? 0 : 1)}) {
+        const int32_t v = info.virtual_stages ? 2 : 1;
         const Orders orders = pipeline_orders(sched, p, m, v);
         for (int32_t s = 0; s < p; ++s) {
           const auto first_b =
@@ -280,7 +287,7 @@ TEST(PipelineSchedule, WarmupMatchesOrders) {
 }
 
 TEST(PipelineSchedule, AnalyticBubbleLaws) {
-  for (PipelineSchedule sched : kAll) {
+  for (PipelineSchedule sched : all_schedules()) {
     EXPECT_EQ(analytic_bubble_fraction(sched, 1, 8, 1, 1, 1, 1), 0.0);
   }
   // Relative to the ideal step, 1F1B's bubble is (p-1)/m.

@@ -1,6 +1,6 @@
-#include "sim/plan/host.h"
+#include "sim/cost/host.h"
 
-namespace cs::plan {
+namespace cs::cost {
 
 namespace {
 
@@ -80,4 +80,4 @@ RunCost run_cost(double step_seconds, double tokens_per_step, int64_t gpus, doub
   return c;
 }
 
-}  // namespace cs::plan
+}  // namespace cs::cost

@@ -1,12 +1,13 @@
 // Host-side figures of a GPU type's usual server (RAM, NVMe, PCIe, CPU memory bandwidth) and its
-// rental price, with the run config's overrides applied: what offload and cost estimates need.
+// rental price, with the run config's overrides applied: what offload and cost estimates need,
+// shared by run (the step's offload ops and cost) and plan (memory fit, layout ranking).
 #pragma once
 
 #include <string>
 
 #include "proto/config.pb.h"
 
-namespace cs::plan {
+namespace cs::cost {
 
 // One server's host resources, per node unless marked per GPU.
 struct HostFigures {
@@ -51,4 +52,4 @@ struct RunCost {
 RunCost run_cost(double step_seconds, double tokens_per_step, int64_t gpus, double price_per_hour,
                  double train_tokens);
 
-}  // namespace cs::plan
+}  // namespace cs::cost

@@ -1,0 +1,34 @@
+// What each schedule file in this folder exports for the table (registry.cc), and the pieces of
+// 1F1B and the argument checks that other schedules build on. Not for use outside the folder.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/schedules/registry.h"
+
+namespace cs::workload {
+
+ScheduleInfo gpipe_schedule();        // gpipe.cc
+ScheduleInfo one_f_one_b_schedule();  // one_f_one_b.cc
+ScheduleInfo interleaved_schedule();  // interleaved.cc
+ScheduleInfo zb_h1_schedule();        // zb_h1.cc
+
+// 1F1B's order and warm-up on stage s (one_f_one_b.cc): interleaved runs it when v == 1, and
+// ZB-H1 keeps its order of F and B.
+int32_t one_f_one_b_warmup(int32_t p, int32_t m, int32_t s);
+std::vector<WorkItem> one_f_one_b_order(int32_t p, int32_t m, int32_t s);
+
+// For schedules that put no work in their bubble: the bubble fraction (p-1)/(m+p-1) of one
+// chunk per stage (GPipe, 1F1B) and the planner's p - 1 idle slots (also interleaved's, whose
+// slots are chunks), whatever the costs.
+double unfilled_bubble_fraction(int32_t p, int32_t m, int32_t v, double t_f, double t_b,
+                                double t_w);
+double unfilled_idle_slots(int32_t p, double t_f, double t_b, double t_w);
+
+// Throws std::invalid_argument unless t_f, t_b and t_w are all positive and finite
+// (pipeline_schedule.cc).
+void check_pipeline_costs(double t_f, double t_b, double t_w);
+
+}  // namespace cs::workload

@@ -1,0 +1,102 @@
+// The schedule table agrees with the enum and the config schema, and each entry's flags say what
+// its orders do.
+#include "sim/workload/schedules/registry.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include "sim/workload/pipeline_schedule.h"
+
+namespace cs::workload {
+namespace {
+
+using clustersim::ParallelConfig;
+
+TEST(ScheduleRegistry, TableFollowsTheEnumAndTheConfigSchema) {
+  const auto& table = schedule_table();
+  const auto* values = ParallelConfig::Schedule_descriptor();
+  ASSERT_EQ(table.size(), static_cast<size_t>(values->value_count()));
+  std::set<std::string_view> names, displays;
+  for (size_t i = 0; i < table.size(); ++i) {
+    const ScheduleInfo& s = table[i];
+    SCOPED_TRACE(std::string(s.name));
+    EXPECT_EQ(static_cast<size_t>(s.value), i);  // table order is enum order
+    EXPECT_EQ(s.name, ParallelConfig::Schedule_Name(s.config));
+    EXPECT_EQ(&schedule_info(s.value), &s);
+    EXPECT_EQ(&schedule_info(s.config), &s);
+    EXPECT_EQ(to_string(s.value), s.name);
+    EXPECT_TRUE(names.insert(s.name).second);
+    EXPECT_TRUE(displays.insert(s.display).second);
+    EXPECT_NE(s.orders, nullptr);
+    EXPECT_NE(s.warmup, nullptr);
+    EXPECT_NE(s.bubble_fraction, nullptr);
+    EXPECT_NE(s.planner_idle_slots, nullptr);
+  }
+  // Every value of ParallelConfig.Schedule has an entry.
+  for (int i = 0; i < values->value_count(); ++i) {
+    const auto config = static_cast<ParallelConfig::Schedule>(values->value(i)->number());
+    EXPECT_EQ(schedule_info(config).config, config);
+  }
+  EXPECT_THROW(schedule_info(static_cast<PipelineSchedule>(200)), std::invalid_argument);
+  EXPECT_EQ(names_with_virtual_stages(" or "), "INTERLEAVED");
+}
+
+TEST(ScheduleRegistry, FlagsMatchTheOrders) {
+  for (const ScheduleInfo& s : schedule_table()) {
+    SCOPED_TRACE(std::string(s.name));
+    const int32_t p = 4, m = 8;
+    bool has_w = false;
+    for (const auto& order : pipeline_orders(s.value, p, m, 1))
+      for (const WorkItem& item : order) has_w |= item.phase == Phase::kWeightGrad;
+    EXPECT_EQ(has_w, s.splits_backward);
+    if (s.virtual_stages) {
+      EXPECT_NO_THROW(pipeline_orders(s.value, p, m, 2));
+    } else {
+      EXPECT_THROW(pipeline_orders(s.value, p, m, 2), std::invalid_argument);
+    }
+    if (s.whole_groups) {
+      EXPECT_THROW(pipeline_orders(s.value, p, m + 1, 1), std::invalid_argument);
+    } else {
+      EXPECT_NO_THROW(pipeline_orders(s.value, p, m + 1, 1));
+    }
+    // The planner only asks for virtual-stage counts the schedule takes.
+    for (int32_t v : s.planner_virtual_stages) EXPECT_TRUE(v == 1 || s.virtual_stages) << v;
+    // A schedule that fills no bubble idles p - 1 slots.
+    if (!s.splits_backward) {
+      EXPECT_EQ(s.planner_idle_slots(p, 1, 2, 0), p - 1);
+    }
+  }
+}
+
+TEST(ScheduleRegistry, ErrorMessagesNameTheSchedules) {
+  try {
+    pipeline_orders(PipelineSchedule::kOneFOneB, 4, 8, 2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ONE_F_ONE_B pipeline: virtual stages must be 1 (got 2); only INTERLEAVED uses "
+              "model chunks");
+  }
+  try {
+    pipeline_orders(PipelineSchedule::kInterleaved, 4, 6, 2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "INTERLEAVED pipeline: microbatches (6) must be a multiple of the stages (4), as "
+              "Megatron-LM requires");
+  }
+  try {
+    parse_pipeline_schedule("1f1b");
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "unknown pipeline schedule '1f1b' (expected one of: GPIPE, ONE_F_ONE_B, "
+              "INTERLEAVED, ZB_H1)");
+  }
+}
+
+}  // namespace
+}  // namespace cs::workload
