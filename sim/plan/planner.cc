@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 #include <mutex>
+#include <numeric>
 #include <sstream>
 #include <thread>
 
@@ -16,6 +17,7 @@
 #include "sim/report/json_writer.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
 #include "sim/workload/validate.h"
@@ -26,22 +28,18 @@ namespace {
 
 // What the ranking and its explanation read from a simulated report, one line per candidate,
 // doubles in shortest round-trip form so rank 0 ranks exactly what a single process would.
-constexpr int kFigures = 13;
+// The report's figures in that line's order (after the GPUs): a pointer to each.
+template <typename Report>
+auto figures_of(Report& r) {
+  std::vector<decltype(&r.mfu)> v = {&r.iteration_time_s,  &r.mfu,
+                                     &r.bubble_fraction,   &r.cost.price_per_gpu_hour,
+                                     &r.cost.train_tokens, &r.cost.wall_days,
+                                     &r.cost.gpu_hours,    &r.cost.dollars};
+  for (auto& x : r.exposed_s) v.push_back(&x);
+  return v;
+}
 
 std::string serialize_figures(std::size_t index, const report::StepReport& r) {
-  const double v[kFigures] = {static_cast<double>(r.gpus),
-                              r.iteration_time_s,
-                              r.mfu,
-                              r.bubble_fraction,
-                              r.exposed_tp_s,
-                              r.exposed_pp_s,
-                              r.exposed_dp_s,
-                              r.exposed_cp_s,
-                              r.cost.price_per_gpu_hour,
-                              r.cost.train_tokens,
-                              r.cost.wall_days,
-                              r.cost.gpu_hours,
-                              r.cost.dollars};
   std::string line = std::to_string(index);
   auto put = [&line](double x) {
     char buf[32];
@@ -50,7 +48,8 @@ std::string serialize_figures(std::size_t index, const report::StepReport& r) {
     line += ' ';
     line.append(buf, end);
   };
-  for (const double x : v) put(x);
+  put(static_cast<double>(r.gpus));
+  for (const double* x : figures_of(r)) put(*x);
   // Per-stage compute, which the explanation compares.
   put(static_cast<double>(r.stages.size()));
   for (const auto& stage : r.stages) put(stage.compute_s);
@@ -60,8 +59,9 @@ std::string serialize_figures(std::size_t index, const report::StepReport& r) {
 std::size_t parse_figures(const std::string& line, std::vector<Candidate>& candidates) {
   std::istringstream in(line);
   std::size_t index = 0;
-  double v[kFigures] = {};
   in >> index;
+  if (!in || index >= candidates.size())
+    throw std::runtime_error("bad plan figures from an MPI rank");
   auto get = [&in] {
     std::string token;
     in >> token;
@@ -69,17 +69,12 @@ std::size_t parse_figures(const std::string& line, std::vector<Candidate>& candi
     std::from_chars(token.data(), token.data() + token.size(), x);
     return x;
   };
-  for (double& x : v) x = get();
+  report::StepReport& r = candidates[index].report;
+  r.gpus = static_cast<int32_t>(get());
+  for (double* x : figures_of(r)) *x = get();
   std::vector<double> stage_compute(static_cast<std::size_t>(get()));
   for (double& x : stage_compute) x = get();
-  if (!in || index >= candidates.size())
-    throw std::runtime_error("bad plan figures from an MPI rank");
-  report::StepReport& r = candidates[index].report;
-  r.gpus = static_cast<int32_t>(v[0]);
-  r.iteration_time_s = v[1], r.mfu = v[2], r.bubble_fraction = v[3];
-  r.exposed_tp_s = v[4], r.exposed_pp_s = v[5], r.exposed_dp_s = v[6], r.exposed_cp_s = v[7];
-  r.cost.price_per_gpu_hour = v[8], r.cost.train_tokens = v[9], r.cost.wall_days = v[10];
-  r.cost.gpu_hours = v[11], r.cost.dollars = v[12];
+  if (!in) throw std::runtime_error("bad plan figures from an MPI rank");
   r.stages.resize(stage_compute.size());
   for (std::size_t i = 0; i < stage_compute.size(); ++i) r.stages[i].compute_s = stage_compute[i];
   return index;
@@ -127,31 +122,33 @@ std::string why(const Candidate& c, const Candidate& best) {
     return x.stages.empty() ? 0.0 : s / static_cast<double>(x.stages.size());
   };
   char buf[320];
-  std::snprintf(buf, sizeof buf,
-                "headroom %.1f GB; bubble %.1f%%; exposed comm %.2f s (TP %.2f, PP %.2f, DP "
-                "%.2f, CP %.2f); compute %.2f s; MFU %.1f%%",
+  std::snprintf(buf, sizeof buf, "headroom %.1f GB; bubble %.1f%%; exposed comm %.2f s (",
                 (c.fit.capacity - c.fit.peak) / 1e9, 100 * r.bubble_fraction,
-                r.exposed_tp_s + r.exposed_pp_s + r.exposed_dp_s + r.exposed_cp_s, r.exposed_tp_s,
-                r.exposed_pp_s, r.exposed_dp_s, r.exposed_cp_s, mean_compute(r), 100 * r.mfu);
+                std::accumulate(r.exposed_s.begin(), r.exposed_s.end(), 0.0));
   std::string s = buf;
+  for (const auto& d : workload::kDims) {
+    std::snprintf(buf, sizeof buf, "%s%s %.2f", d.dim == workload::kDims[0].dim ? "" : ", ",
+                  std::string(d.label).c_str(), r.exposed(d.dim));
+    s += buf;
+  }
+  std::snprintf(buf, sizeof buf, "); compute %.2f s; MFU %.1f%%", mean_compute(r), 100 * r.mfu);
+  s += buf;
   if (&c == &best) return s;
   struct Diff {
-    const char* what;
+    std::string what;
     double seconds;
   };
   std::vector<Diff> d = {
       {"bubble", r.bubble_fraction * r.iteration_time_s - b.bubble_fraction * b.iteration_time_s},
-      {"compute (recompute, kernel shapes)", mean_compute(r) - mean_compute(b)},
-      {"exposed TP", r.exposed_tp_s - b.exposed_tp_s},
-      {"exposed PP", r.exposed_pp_s - b.exposed_pp_s},
-      {"exposed DP", r.exposed_dp_s - b.exposed_dp_s},
-      {"exposed CP", r.exposed_cp_s - b.exposed_cp_s}};
+      {"compute (recompute, kernel shapes)", mean_compute(r) - mean_compute(b)}};
+  for (const auto& dim : workload::kDims)
+    d.push_back({"exposed " + std::string(dim.label), r.exposed(dim.dim) - b.exposed(dim.dim)});
   std::sort(d.begin(), d.end(), [](const Diff& x, const Diff& y) { return x.seconds > y.seconds; });
   s += "\n      loses to #1 on: ";
   int shown = 0;
   for (const auto& x : d) {
     if (x.seconds <= 1e-3 || shown == 2) break;
-    std::snprintf(buf, sizeof buf, "%s%s +%.2f s", shown ? ", " : "", x.what, x.seconds);
+    std::snprintf(buf, sizeof buf, "%s%s +%.2f s", shown ? ", " : "", x.what.c_str(), x.seconds);
     s += buf;
     ++shown;
   }
@@ -163,8 +160,7 @@ std::string why(const Candidate& c, const Candidate& best) {
 
 std::string short_layout(const RunConfig& c) {
   const auto& p = c.parallel();
-  std::string s = "TP " + std::to_string(p.tp()) + " CP " + std::to_string(p.cp()) + " PP " +
-                  std::to_string(p.pp()) + " DP " + std::to_string(p.dp());
+  std::string s = workload::dims_text(workload::dim_sizes(p), " ");
   const workload::ScheduleInfo& schedule = workload::schedule_info(p.schedule());
   s += ", " + std::string(schedule.display);
   if (schedule.virtual_stages) s += " v" + std::to_string(p.virtual_stages());
@@ -498,13 +494,11 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
   for (const Candidate& c : result.ranked) {
     const auto& p = c.config.parallel();
     const auto& r = c.report;
-    w.begin_object()
-        .field("layout", short_layout(c.config))
-        .field("tp", p.tp())
-        .field("cp", p.cp())
-        .field("pp", p.pp())
-        .field("dp", p.dp())
-        .field("virtual_stages", p.virtual_stages())
+    w.begin_object().field("layout", short_layout(c.config));
+    const workload::DimSizes sizes = workload::dim_sizes(p);
+    for (const auto& d : workload::kDims)
+      w.field(std::string(d.key), sizes[static_cast<std::size_t>(d.dim)]);
+    w.field("virtual_stages", p.virtual_stages())
         .field("schedule", workload::schedule_info(p.schedule()).name)
         .field("microbatch_size", p.microbatch_size())
         .field("zero_stage", p.zero_stage())
@@ -513,12 +507,10 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
         .field("congestion_aware", c.refined)
         .field("analytical_step_s", c.search_step_s)
         .field("mfu", r.mfu)
-        .field("bubble_fraction", r.bubble_fraction)
-        .field("exposed_tp_s", r.exposed_tp_s)
-        .field("exposed_pp_s", r.exposed_pp_s)
-        .field("exposed_dp_s", r.exposed_dp_s)
-        .field("exposed_cp_s", r.exposed_cp_s)
-        .field("peak_memory_gb", c.fit.peak / 1e9)
+        .field("bubble_fraction", r.bubble_fraction);
+    for (const auto& d : workload::kDims)
+      w.field("exposed_" + std::string(d.key) + "_s", r.exposed(d.dim));
+    w.field("peak_memory_gb", c.fit.peak / 1e9)
         .field("estimate_s", c.estimate_s)
         .field("run_dollars", r.cost.dollars)
         .field("run_days", r.cost.wall_days)

@@ -62,11 +62,10 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
         .field("layers", s.layers)
         .field("bubble_fraction", s.bubble_fraction)
         .field("analytic_bubble_fraction", s.analytic_bubble_fraction)
-        .field("compute_s", s.compute_s)
-        .field("tp_comm_s", s.tp_comm_s)
-        .field("dp_wait_s", s.dp_wait_s)
-        .field("cp_wait_s", s.cp_wait_s)
-        .field("interference_s", s.interference_s)
+        .field("compute_s", s.compute_s);
+    for (const auto& d : workload::kDims)
+      w.field(std::string(d.stage_key), s.comm_wait_s[static_cast<std::size_t>(d.dim)]);
+    w.field("interference_s", s.interference_s)
         .field("peak_in_flight_microbatches", s.peak_in_flight)
         .field("memory_gb", s.memory_gb)
         .end_object();
@@ -89,10 +88,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   w.end_object();
   w.end_object();
   w.key("exposed_comm_s").begin_object();
-  w.field("tp", r.exposed_tp_s)
-      .field("pp", r.exposed_pp_s)
-      .field("dp", r.exposed_dp_s)
-      .field("cp", r.exposed_cp_s);
+  for (const auto& d : workload::kDims) w.field(std::string(d.key), r.exposed(d.dim));
   w.end_object();
   w.field("interference_s", r.interference_s);
   const MemoryFigures& m = r.memory;
@@ -153,9 +149,12 @@ void print_table(std::ostream& out, const StepReport& r) {
                                          fmt("%.2f%%", 100 * r.analytic_bubble_fraction));
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s)
     row("  compute: " + group, fmt("%.4f s per GPU", seconds));
-  row("exposed comm TP/PP/DP/CP",
-      fmt("%.4f", r.exposed_tp_s) + " / " + fmt("%.4f", r.exposed_pp_s) + " / " +
-          fmt("%.4f", r.exposed_dp_s) + " / " + fmt("%.4f", r.exposed_cp_s) + " s");
+  std::string labels, seconds;
+  for (const auto& d : workload::kDims) {
+    labels += std::string(labels.empty() ? "" : "/") + std::string(d.label);
+    seconds += (seconds.empty() ? "" : " / ") + fmt("%.4f", r.exposed(d.dim));
+  }
+  row("exposed comm " + labels, seconds + " s");
   row("interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   std::string by_dim;
   for (const auto& d : workload::kDims)

@@ -17,10 +17,8 @@ struct StageFigures {
   double bubble_fraction = 0;           // measured: idle waiting on the pipeline / step time
   double analytic_bubble_fraction = 0;  // the schedule's textbook formula
   double compute_s = 0;                 // mean over the stage's ranks
-  double tp_comm_s = 0;
-  double dp_wait_s = 0;
-  double cp_wait_s = 0;
-  double interference_s = 0;  // compute slowed by communication beside it
+  workload::DimSeconds comm_wait_s{};   // exposed communication by dimension, mean
+  double interference_s = 0;            // compute slowed by communication beside it
   int32_t layers = 0;
   int32_t peak_in_flight = 0;  // microbatches whose activations are held at the peak
   double memory_gb = 0;        // peak per GPU on this stage
@@ -88,7 +86,8 @@ struct StepReport {
   std::array<double, workload::kNumDims> comm_bytes_by_dim{};
   double comm_bytes_nvlink = 0, comm_bytes_network = 0, comm_bytes_pcie = 0;
   // Mean per GPU: time the compute stream was blocked on communication it could not hide.
-  double exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, exposed_cp_s = 0;
+  workload::DimSeconds exposed_s{};
+  double exposed(workload::Dim d) const { return exposed_s[static_cast<std::size_t>(d)]; }
   // Mean per GPU: compute-stream time added by communication running beside kernels.
   double interference_s = 0;
 

@@ -346,15 +346,13 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     const Time dp_wait = st.wait_for(Dim::kDp) + (p > 1 ? Time{} : st.end_wait);
     f.bubble_fraction += bubble.as_seconds() / step;
     f.compute_s += st.compute.as_seconds();
-    f.tp_comm_s += st.wait_for(Dim::kTp).as_seconds();
-    f.dp_wait_s += dp_wait.as_seconds();
-    f.cp_wait_s += st.wait_for(Dim::kCp).as_seconds();
+    for (const auto& d : workload::kDims) {
+      const double wait = (d.dim == Dim::kDp ? dp_wait : st.wait_for(d.dim)).as_seconds();
+      f.comm_wait_s[static_cast<std::size_t>(d.dim)] += wait;
+      r.exposed_s[static_cast<std::size_t>(d.dim)] += wait / r.gpus;
+    }
     f.interference_s += st.interference.as_seconds();
     r.interference_s += st.interference.as_seconds() / r.gpus;
-    r.exposed_tp_s += st.wait_for(Dim::kTp).as_seconds() / r.gpus;
-    r.exposed_pp_s += st.wait_for(Dim::kPp).as_seconds() / r.gpus;
-    r.exposed_dp_s += dp_wait.as_seconds() / r.gpus;
-    r.exposed_cp_s += st.wait_for(Dim::kCp).as_seconds() / r.gpus;
   }
   const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
   // The stages' exact orders again: the memory peak follows each held chunk (a trace keeps none).
@@ -366,9 +364,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     const double n = ranks_in_stage[static_cast<std::size_t>(s)];
     f.bubble_fraction /= n;
     f.compute_s /= n;
-    f.tp_comm_s /= n;
-    f.dp_wait_s /= n;
-    f.cp_wait_s /= n;
+    for (double& wait : f.comm_wait_s) wait /= n;
     f.interference_s /= n;
     f.analytic_bubble_fraction = analytic;
     f.layers = workload::layers_on_stage(config, s);

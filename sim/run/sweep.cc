@@ -168,9 +168,10 @@ std::string serialize_sweep_row(const SweepRow& r) {
   w.num(int64_t{r.gpus});
   w.num(int64_t{r.microbatches});
   for (const double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
-                         r.analytic_bubble_fraction, r.compute_s, r.exposed_tp_s, r.exposed_pp_s,
-                         r.exposed_dp_s, r.exposed_cp_s, r.peak_memory_gb, r.activations_gb})
+                         r.analytic_bubble_fraction, r.compute_s})
     w.num(v);
+  for (const double v : r.exposed_s) w.num(v);
+  for (const double v : {r.peak_memory_gb, r.activations_gb}) w.num(v);
   w.num(int64_t{r.in_flight_microbatches});
   w.num(int64_t{r.fits ? 1 : 0});
   return w.take();
@@ -188,9 +189,10 @@ SweepRow parse_sweep_row(std::string_view line) {
   r.gpus = static_cast<int32_t>(in.integer());
   r.microbatches = static_cast<int32_t>(in.integer());
   for (double* v : {&r.step_time_s, &r.tokens_per_s, &r.mfu, &r.bubble_fraction,
-                    &r.analytic_bubble_fraction, &r.compute_s, &r.exposed_tp_s, &r.exposed_pp_s,
-                    &r.exposed_dp_s, &r.exposed_cp_s, &r.peak_memory_gb, &r.activations_gb})
+                    &r.analytic_bubble_fraction, &r.compute_s})
     *v = in.num();
+  for (double& v : r.exposed_s) v = in.num();
+  for (double* v : {&r.peak_memory_gb, &r.activations_gb}) *v = in.num();
   r.in_flight_microbatches = static_cast<int32_t>(in.integer());
   r.fits = in.integer() != 0;
   return r;
@@ -215,10 +217,7 @@ SweepRow run_sweep_point(const clustersim::RunConfig& base, const std::string& s
     row.analytic_bubble_fraction = r.analytic_bubble_fraction;
     for (const auto& s : r.stages)
       row.compute_s += s.compute_s / static_cast<double>(r.stages.size());
-    row.exposed_tp_s = r.exposed_tp_s;
-    row.exposed_pp_s = r.exposed_pp_s;
-    row.exposed_dp_s = r.exposed_dp_s;
-    row.exposed_cp_s = r.exposed_cp_s;
+    row.exposed_s = r.exposed_s;
     row.peak_memory_gb = r.memory.peak_gb;
     row.activations_gb = r.memory.activations_gb;
     row.in_flight_microbatches = r.memory.in_flight_microbatches;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/workload/dims.h"
 
 namespace cs::run {
 
@@ -47,8 +48,8 @@ struct SweepRow {
   double mfu = 0;
   double bubble_fraction = 0;
   double analytic_bubble_fraction = 0;
-  double compute_s = 0;  // mean per GPU over the stages, recompute included
-  double exposed_tp_s = 0, exposed_pp_s = 0, exposed_dp_s = 0, exposed_cp_s = 0;
+  double compute_s = 0;              // mean per GPU over the stages, recompute included
+  workload::DimSeconds exposed_s{};  // exposed communication by dimension, mean per GPU
   double peak_memory_gb = 0;
   double activations_gb = 0;  // on the peak-memory stage
   int32_t in_flight_microbatches = 0;

@@ -43,10 +43,7 @@ constexpr const char* kFigureColumns[] = {"layout",
                                           "bubble_fraction",
                                           "analytic_bubble_fraction",
                                           "compute_s",
-                                          "exposed_tp_s",
-                                          "exposed_pp_s",
-                                          "exposed_dp_s",
-                                          "exposed_cp_s",
+                                          "",  // the dimensions' exposed_<key>_s go here
                                           "peak_memory_gb",
                                           "activations_gb",
                                           "in_flight_microbatches",
@@ -58,7 +55,13 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepAxis>& axes,
                      const std::vector<SweepRow>& rows) {
   std::string line;
   for (const auto& a : axes) line += csv_field(a.field) + ',';
-  for (const char* c : kFigureColumns) line += std::string(c) + ',';
+  for (const std::string_view c : kFigureColumns) {
+    if (!c.empty()) {
+      line += std::string(c) + ',';
+      continue;
+    }
+    for (const auto& d : workload::kDims) line += "exposed_" + std::string(d.key) + "_s,";
+  }
   line.back() = '\n';
   out << line;
   for (const auto& r : rows) {
@@ -68,9 +71,10 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepAxis>& axes,
     line += csv_field(r.layout) + ',' + csv_field(r.schedule) + ',' + std::to_string(r.gpus) + ',' +
             std::to_string(r.microbatches);
     for (const double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
-                           r.analytic_bubble_fraction, r.compute_s, r.exposed_tp_s, r.exposed_pp_s,
-                           r.exposed_dp_s, r.exposed_cp_s, r.peak_memory_gb, r.activations_gb})
+                           r.analytic_bubble_fraction, r.compute_s})
       line += ',' + shortest(v);
+    for (const double v : r.exposed_s) line += ',' + shortest(v);
+    for (const double v : {r.peak_memory_gb, r.activations_gb}) line += ',' + shortest(v);
     line += ',' + std::to_string(r.in_flight_microbatches) + (r.fits ? ",true\n" : ",false\n");
     out << line;
   }
@@ -107,8 +111,8 @@ void write_sweep_json(std::ostream& out, const std::string& source,
     w.field("analytic_bubble_fraction", r.analytic_bubble_fraction);
     w.field("compute_s", r.compute_s);
     w.key("exposed_comm_s").begin_object();
-    w.field("tp", r.exposed_tp_s).field("pp", r.exposed_pp_s);
-    w.field("dp", r.exposed_dp_s).field("cp", r.exposed_cp_s);
+    for (const auto& d : workload::kDims)
+      w.field(std::string(d.key), r.exposed_s[static_cast<std::size_t>(d.dim)]);
     w.end_object();
     w.field("peak_memory_gb", r.peak_memory_gb).field("activations_gb", r.activations_gb);
     w.field("in_flight_microbatches", r.in_flight_microbatches).field("fits", r.fits);
@@ -131,9 +135,9 @@ void print_sweep_table(std::ostream& out, const std::vector<SweepAxis>& axes,
                        const std::vector<SweepRow>& rows) {
   std::vector<std::string> header;
   for (const auto& a : axes) header.push_back(a.field);
-  for (const char* h : {"step s", "tokens/s", "MFU", "bubble", "formula", "exp TP s", "exp PP s",
-                        "exp DP s", "exp CP s", "mem GB", "fits"})
-    header.emplace_back(h);
+  for (const char* h : {"step s", "tokens/s", "MFU", "bubble", "formula"}) header.emplace_back(h);
+  for (const auto& d : workload::kDims) header.push_back("exp " + std::string(d.label) + " s");
+  for (const char* h : {"mem GB", "fits"}) header.emplace_back(h);
   std::vector<std::vector<std::string>> cells;
   for (const auto& r : rows) {
     if (!r.ok()) continue;
@@ -143,8 +147,7 @@ void print_sweep_table(std::ostream& out, const std::vector<SweepAxis>& axes,
     c.push_back(fixed(100 * r.mfu, 1) + "%");
     c.push_back(fixed(100 * r.bubble_fraction, 2) + "%");
     c.push_back(fixed(100 * r.analytic_bubble_fraction, 2) + "%");
-    for (const double v : {r.exposed_tp_s, r.exposed_pp_s, r.exposed_dp_s, r.exposed_cp_s})
-      c.push_back(fixed(v, 4));
+    for (const double v : r.exposed_s) c.push_back(fixed(v, 4));
     c.push_back(fixed(r.peak_memory_gb, 1));
     c.push_back(r.fits ? "yes" : "NO");
     cells.push_back(std::move(c));

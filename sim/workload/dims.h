@@ -29,6 +29,8 @@ struct DimInfo {
   // communicators ("tp0", "tp1", ...).
   std::string_view key;
   std::string_view label;  // in layout text: "TP 8 x CP 1 x PP 16 x DP 128"
+  // The JSON key of a stage's exposed communication of this dimension.
+  std::string_view stage_key;
   // The stream whose collectives the compute stream waits on when it waits for this dimension:
   // the dimension's exposed communication. (Pipeline transfers have four streams of their own,
   // and their waits are told by the op kind; kSendNext stands for them.)
@@ -36,10 +38,10 @@ struct DimInfo {
 };
 
 inline constexpr std::array<DimInfo, 4> kDims = {{
-    {Dim::kTp, "tp", "TP", Stream::kTp},
-    {Dim::kCp, "cp", "CP", Stream::kCp},
-    {Dim::kPp, "pp", "PP", Stream::kSendNext},
-    {Dim::kDp, "dp", "DP", Stream::kDp},
+    {Dim::kTp, "tp", "TP", "tp_comm_s", Stream::kTp},
+    {Dim::kCp, "cp", "CP", "cp_wait_s", Stream::kCp},
+    {Dim::kPp, "pp", "PP", "pp_wait_s", Stream::kSendNext},
+    {Dim::kDp, "dp", "DP", "dp_wait_s", Stream::kDp},
 }};
 constexpr int kNumDims = static_cast<int>(kDims.size());
 
@@ -49,6 +51,9 @@ constexpr const DimInfo& info(Dim d) {
 
 // Sizes by dimension, in kDims order.
 using DimSizes = std::array<int32_t, kNumDims>;
+
+// Seconds by dimension, in kDims order.
+using DimSeconds = std::array<double, kNumDims>;
 
 // "TP 8 x CP 1 x PP 16 x DP 128" (with `separator` " x ").
 std::string dims_text(const DimSizes& sizes, std::string_view separator = " x ");

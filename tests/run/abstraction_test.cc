@@ -30,7 +30,8 @@ const std::vector<std::string> kDetailed = {kNoFluid, kNoTpFold, kNoDpFold};
 void expect_close(const report::StepReport& fast, const report::StepReport& detailed) {
   EXPECT_NEAR(fast.iteration_time_s / detailed.iteration_time_s, 1.0, 0.005);
   EXPECT_NEAR(fast.bubble_fraction, detailed.bubble_fraction, 0.005);
-  EXPECT_NEAR(fast.exposed_dp_s, detailed.exposed_dp_s, 0.005 * detailed.iteration_time_s);
+  EXPECT_NEAR(fast.exposed(workload::Dim::kDp), detailed.exposed(workload::Dim::kDp),
+              0.005 * detailed.iteration_time_s);
   // Every byte is still sent, by every GPU.
   EXPECT_NEAR(fast.comm_bytes_network / detailed.comm_bytes_network, 1.0, 1e-6);
   for (std::size_t d = 0; d < fast.comm_bytes_by_dim.size(); ++d)

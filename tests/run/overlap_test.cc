@@ -25,7 +25,7 @@ TEST(Overlap, GradientReductionAfterTheBackwardIsExposed) {
         "test");
   };
   const auto on = run(true), off = run(false);
-  EXPECT_GT(off.exposed_dp_s, on.exposed_dp_s);
+  EXPECT_GT(off.exposed(workload::Dim::kDp), on.exposed(workload::Dim::kDp));
   EXPECT_GT(off.iteration_time_s, on.iteration_time_s);
   EXPECT_DOUBLE_EQ(off.comm_bytes_by_dim[3], on.comm_bytes_by_dim[3]);  // same reduction
 }
@@ -42,7 +42,7 @@ TEST(Overlap, ParameterGatherUnderTheForwardRemovesTheTail) {
         "test");
   };
   const auto on = run(true), off = run(false);
-  EXPECT_GT(off.exposed_dp_s, on.exposed_dp_s);
+  EXPECT_GT(off.exposed(workload::Dim::kDp), on.exposed(workload::Dim::kDp));
   EXPECT_GT(off.iteration_time_s, on.iteration_time_s);
   // The gathers move the same parameters either way (to within the embedding / norm split).
   EXPECT_NEAR(on.comm_bytes_by_dim[3] / off.comm_bytes_by_dim[3], 1.0, 0.01);
@@ -79,7 +79,7 @@ TEST(Overlap, TensorParallelCommOverlapHidesTpCommunicationAndKeepsItsVolume) {
         "test");
   };
   const auto on = run(true), off = run(false);
-  EXPECT_LT(on.exposed_tp_s, 0.5 * off.exposed_tp_s);
+  EXPECT_LT(on.exposed(workload::Dim::kTp), 0.5 * off.exposed(workload::Dim::kTp));
   // (The step itself need not be shorter: GEMM pieces a tp-th as tall fill the GPU less well,
   // and at these small shapes the cost model makes them dearer than the hidden communication.)
   EXPECT_NEAR(on.comm_bytes_by_dim[0] / off.comm_bytes_by_dim[0], 1.0, 1e-6);
@@ -112,8 +112,8 @@ TEST(Overlap, RingAttentionHidesTheKeyValueExchangeAndKeepsItsVolume) {
         "test");
   };
   const auto on = run(true), off = run(false);
-  ASSERT_GT(off.exposed_cp_s, 0.0);
-  EXPECT_LT(on.exposed_cp_s, 0.5 * off.exposed_cp_s);
+  ASSERT_GT(off.exposed(workload::Dim::kCp), 0.0);
+  EXPECT_LT(on.exposed(workload::Dim::kCp), 0.5 * off.exposed(workload::Dim::kCp));
   EXPECT_LT(on.iteration_time_s, off.iteration_time_s);
   EXPECT_NEAR(on.comm_bytes_by_dim[1] / off.comm_bytes_by_dim[1], 1.0, 1e-6);
   EXPECT_NEAR(on.hfu * on.iteration_time_s, off.hfu * off.iteration_time_s,

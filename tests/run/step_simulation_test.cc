@@ -106,7 +106,7 @@ TEST(StepSimulation, IdealNetworkPipelineBubbleIsNearItsFormula) {
   EXPECT_DOUBLE_EQ(r.analytic_bubble_fraction, 3.0 / 11.0);
   EXPECT_NEAR(r.bubble_fraction, r.analytic_bubble_fraction, 0.02);
   EXPECT_GT(r.bubble_fraction, 0.1);
-  EXPECT_EQ(r.exposed_pp_s, 0);
+  EXPECT_EQ(r.exposed(workload::Dim::kPp), 0);
 }
 
 TEST(StepSimulation, InvalidLayoutsNameTheField) {

@@ -86,7 +86,7 @@ TEST(SweepRows, SerializeRoundTripsExactly) {
   r.mfu = std::numeric_limits<double>::denorm_min();
   r.bubble_fraction = 1.0 / 3.0;
   r.analytic_bubble_fraction = -0.0;
-  r.exposed_dp_s = 123456.789e-9;
+  r.exposed_s[static_cast<std::size_t>(workload::Dim::kDp)] = 123456.789e-9;
   r.peak_memory_gb = 79.99999999999999;
   r.in_flight_microbatches = 7;
   r.fits = true;
@@ -180,7 +180,7 @@ TEST(SweepRun, GpipeAnd1F1BShareTheBubbleButNotTheActivations) {
     EXPECT_EQ(gpipe.in_flight_microbatches, m);
     EXPECT_EQ(one_f_one_b.in_flight_microbatches, std::min(m, 4));
     EXPECT_LE(one_f_one_b.activations_gb, gpipe.activations_gb);
-    EXPECT_EQ(gpipe.exposed_pp_s, 0);
+    EXPECT_EQ(gpipe.exposed_s[static_cast<std::size_t>(workload::Dim::kPp)], 0);
   }
   // More microbatches, smaller bubble.
   EXPECT_GT(rows[0].bubble_fraction, rows[1].bubble_fraction);
