@@ -6,6 +6,7 @@
 
 #include "sim/cost/host.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
@@ -76,14 +77,14 @@ class OpMaker {
   // ring that replaces them and returns its op count; otherwise appends nothing and returns 0.
   std::size_t overlapped_pair(PhaseOps& phase, const LayerOp& a, const LayerOp& b, OpClass cls,
                               int32_t also) {
-    using workload::CommKind;
-    if (overlap_tp_ && is_comm(a, CommKind::kTpAllGather) && is_gemm(b))
+    using coll::Op;
+    if (overlap_tp_ && is_comm(a, {Dim::kTp, Op::kAllGather}) && is_gemm(b))
       return tp_ring(phase, a, b, cls, also, true);
-    if (overlap_tp_ && is_gemm(a) && is_comm(b, CommKind::kTpReduceScatter))
+    if (overlap_tp_ && is_gemm(a) && is_comm(b, {Dim::kTp, Op::kReduceScatter}))
       return tp_ring(phase, b, a, cls, also, false);
-    if (overlap_cp_ && is_comm(a, CommKind::kCpAllGather) && is_attention(b))
+    if (overlap_cp_ && is_comm(a, {Dim::kCp, Op::kAllGather}) && is_attention(b))
       return cp_ring(phase, a, b, cls, also, true);
-    if (overlap_cp_ && is_attention(a) && is_comm(b, CommKind::kCpReduceScatter))
+    if (overlap_cp_ && is_attention(a) && is_comm(b, {Dim::kCp, Op::kReduceScatter}))
       return cp_ring(phase, b, a, cls, also, false);
     return 0;
   }
@@ -121,7 +122,7 @@ class OpMaker {
   static bool is_attention(const LayerOp& l) {
     return !l.is_comm && l.kernel.kind == compute::KernelKind::kAttention;
   }
-  static bool is_comm(const LayerOp& l, workload::CommKind kind) {
+  static bool is_comm(const LayerOp& l, workload::LayerComm kind) {
     return l.is_comm && l.comm == kind;
   }
   // Where a pipelined pair starts: after the phase's last op, or with the item.
@@ -227,17 +228,9 @@ class OpMaker {
       op = kernel(lop, cls);
       return true;
     }
-    using workload::CommKind;
-    const bool tp = lop.comm == CommKind::kTpAllReduce || lop.comm == CommKind::kTpAllGather ||
-                    lop.comm == CommKind::kTpReduceScatter;
-    const Dim dim = tp ? Dim::kTp : Dim::kCp;
-    if ((tp ? config_.parallel().tp() : config_.parallel().cp()) == 1) return false;
-    coll::Op kind = coll::Op::kAllReduce;
-    if (lop.comm == CommKind::kTpAllGather || lop.comm == CommKind::kCpAllGather)
-      kind = coll::Op::kAllGather;
-    if (lop.comm == CommKind::kTpReduceScatter || lop.comm == CommKind::kCpReduceScatter)
-      kind = coll::Op::kReduceScatter;
-    op = collective(kind, dim, lop.bytes, lop.comm_name);
+    if (workload::dim_sizes(config_.parallel())[static_cast<std::size_t>(lop.comm.dim)] == 1)
+      return false;
+    op = collective(lop.comm.op, lop.comm.dim, lop.bytes, lop.comm_name);
     return true;
   }
 

@@ -98,7 +98,7 @@ class Builder {
     }
   }
 
-  void comm(CommKind kind, std::string_view name, double bytes) {
+  void comm(LayerComm kind, std::string_view name, double bytes) {
     LayerOp op;
     op.is_comm = true;
     op.comm = kind;
@@ -108,24 +108,28 @@ class Builder {
   }
   // The hidden-state collectives of the TP region boundaries, S = T·h·2 bytes.
   double hidden_bytes() const { return static_cast<double>(tokens_) * h_ * kActBytes; }
-  void tp_comm(CommKind kind, std::string_view name) {
+  void tp_comm(LayerComm kind, std::string_view name) {
     if (t_ > 1) comm(kind, name, hidden_bytes());
   }
   // Entering a column-parallel GEMM: forward all-gather under SP (else identity); backward
   // all-reduce, or reduce-scatter under SP.
   void enter_tp_forward(std::string_view sp_name) {
-    if (sp_) tp_comm(CommKind::kTpAllGather, sp_name);
+    if (sp_) tp_comm(LayerComm{Dim::kTp, coll::Op::kAllGather}, sp_name);
   }
   void enter_tp_backward(std::string_view ar_name, std::string_view rs_name) {
-    tp_comm(sp_ ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, sp_ ? rs_name : ar_name);
+    tp_comm(sp_ ? LayerComm{Dim::kTp, coll::Op::kReduceScatter}
+                : LayerComm{Dim::kTp, coll::Op::kAllReduce},
+            sp_ ? rs_name : ar_name);
   }
   // Leaving a row-parallel GEMM: forward all-reduce, or reduce-scatter under SP; backward
   // identity, or all-gather under SP.
   void leave_tp_forward(std::string_view ar_name, std::string_view rs_name) {
-    tp_comm(sp_ ? CommKind::kTpReduceScatter : CommKind::kTpAllReduce, sp_ ? rs_name : ar_name);
+    tp_comm(sp_ ? LayerComm{Dim::kTp, coll::Op::kReduceScatter}
+                : LayerComm{Dim::kTp, coll::Op::kAllReduce},
+            sp_ ? rs_name : ar_name);
   }
   void leave_tp_backward(std::string_view sp_name) {
-    if (sp_) tp_comm(CommKind::kTpAllGather, sp_name);
+    if (sp_) tp_comm(LayerComm{Dim::kTp, coll::Op::kAllGather}, sp_name);
   }
 
   // Elements of the hidden state this GPU's norms, residuals and dropouts see (T/tp under SP).
@@ -269,7 +273,7 @@ class Builder {
     }
   }
   // K and V of the whole sequence for this GPU's kv/tp heads.
-  void cp_comm(CommKind kind, std::string_view name) {
+  void cp_comm(LayerComm kind, std::string_view name) {
     if (cp_ > 1) {
       comm(kind, name,
            2.0 * static_cast<double>(par_.microbatch_size()) * seq_ * (kv_ / t_) * d_ * kActBytes);
@@ -291,22 +295,6 @@ class Builder {
 
 }  // namespace
 
-std::string_view to_string(CommKind kind) {
-  switch (kind) {
-    case CommKind::kTpAllReduce:
-      return "tp_all_reduce";
-    case CommKind::kTpAllGather:
-      return "tp_all_gather";
-    case CommKind::kTpReduceScatter:
-      return "tp_reduce_scatter";
-    case CommKind::kCpAllGather:
-      return "cp_all_gather";
-    case CommKind::kCpReduceScatter:
-      return "cp_reduce_scatter";
-  }
-  return "?";
-}
-
 double gemm_input_bytes(clustersim::Precision precision) {
   return precision == clustersim::FP8 ? 1.0 : 2.0;
 }
@@ -325,7 +313,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase)
       b.gemm_phase(phase, "qkv_fwd", "", "", T, qkv_n, h);
       b.bias_add("qkv_bias_fwd", qkv_n);
       b.rope("rope_fwd");
-      b.cp_comm(CommKind::kCpAllGather, "kv_cp_ag");
+      b.cp_comm(LayerComm{Dim::kCp, coll::Op::kAllGather}, "kv_cp_ag");
       b.attention("attn_fwd", false);
       if (fp8) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(h / t));
       b.gemm_phase(phase, "proj_fwd", "", "", T, h, h / t);
@@ -356,7 +344,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase)
       if (fp8) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
       b.gemm_phase(phase, "", "proj_dgrad", "", T, h, h / t);
       b.attention("attn_bwd", true);
-      b.cp_comm(CommKind::kCpReduceScatter, "dkv_cp_rs");
+      b.cp_comm(LayerComm{Dim::kCp, coll::Op::kReduceScatter}, "dkv_cp_rs");
       b.rope("rope_bwd");
       if (fp8) b.fp8_cast_transpose("qkv_dgrad_fp8_cast", b.token_elements(qkv_n));
       b.gemm_phase(phase, "", "qkv_dgrad", "", T, qkv_n, h);
@@ -442,7 +430,9 @@ std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase) 
       // sum; divide by the (all-reduced) sum in place, which keeps the fp32 softmax for backward.
       b.memory("cross_entropy_cast_fwd", (kActBytes + kFp32Bytes) * logits, logits, loss);
       b.memory("cross_entropy_max_fwd", kFp32Bytes * logits, logits, loss);
-      if (b.t_ > 1) b.comm(CommKind::kTpAllReduce, "loss_ar", 3.0 * 4.0 * static_cast<double>(T));
+      if (b.t_ > 1)
+        b.comm(LayerComm{Dim::kTp, coll::Op::kAllReduce}, "loss_ar",
+               3.0 * 4.0 * static_cast<double>(T));
       b.memory("cross_entropy_sub_fwd", 2.0 * kFp32Bytes * logits, logits, loss);
       b.memory("cross_entropy_exp_fwd", 2.0 * kFp32Bytes * logits, logits, loss);
       b.memory("cross_entropy_sum_fwd", kFp32Bytes * logits, logits, loss);

@@ -6,23 +6,23 @@
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/coll/collective.h"
 #include "sim/compute/kernel.h"
 #include "sim/core/units.h"
+#include "sim/workload/dims.h"
 #include "sim/workload/pipeline_schedule.h"
 
 namespace cs::workload {
 
-// Collectives inside a layer. TP ones run over the tensor-parallel group on the critical path;
-// CP ones gather keys/values over the context-parallel group (Megatron runs them as a ring of
-// send/recvs overlapped with attention; the volume is that of an all-gather / reduce-scatter).
-enum class CommKind : uint8_t {
-  kTpAllReduce,
-  kTpAllGather,
-  kTpReduceScatter,
-  kCpAllGather,
-  kCpReduceScatter
+// A collective inside a layer: which operation, over which dimension's group. TP ones run over
+// the tensor-parallel group on the critical path; CP ones gather keys/values over the
+// context-parallel group (Megatron runs them as a ring of send/recvs overlapped with attention;
+// the volume is that of an all-gather / reduce-scatter).
+struct LayerComm {
+  Dim dim = Dim::kTp;
+  coll::Op op = coll::Op::kAllReduce;
+  friend bool operator==(const LayerComm&, const LayerComm&) = default;
 };
-std::string_view to_string(CommKind kind);
 
 // One step of a layer: a kernel, or a collective whose `bytes` is the full buffer S as
 // nccl-tests and coll/ count it (all-reduce: each rank's vector; all-gather: the gathered
@@ -34,9 +34,9 @@ struct LayerOp {
   // compute::Kernel carries no precision: GEMMs run in `precision` (FP8 runs: kFp8), the rest
   // in bf16, so the cost model can pick the right peak.
   compute::Precision precision = compute::Precision::kBf16;
-  CommKind comm = CommKind::kTpAllReduce;  // when is_comm
-  std::string_view comm_name;              // when is_comm, a static label like "attn_out_ar"
-  Bytes bytes = 0;                         // when is_comm
+  LayerComm comm;              // when is_comm
+  std::string_view comm_name;  // when is_comm, a static label like "attn_out_ar"
+  Bytes bytes = 0;             // when is_comm
 
   std::string_view name() const { return is_comm ? comm_name : kernel.name; }
 };

@@ -50,23 +50,10 @@ std::vector<LayerOp> comms(const std::vector<LayerOp>& ops) {
   return out;
 }
 
-coll::Op coll_op(CommKind k) {
-  switch (k) {
-    case CommKind::kTpAllReduce:
-      return coll::Op::kAllReduce;
-    case CommKind::kTpAllGather:
-    case CommKind::kCpAllGather:
-      return coll::Op::kAllGather;
-    default:
-      return coll::Op::kReduceScatter;
-  }
-}
-
 // Bytes each rank puts on the wire: nccl-tests' bus factor times S.
 double bus_bytes(const std::vector<LayerOp>& ops, int n) {
   double b = 0;
-  for (const LayerOp& op : comms(ops))
-    b += coll::bus_bandwidth_factor(coll_op(op.comm), n) * op.bytes;
+  for (const LayerOp& op : comms(ops)) b += coll::bus_bandwidth_factor(op.comm.op, n) * op.bytes;
   return b;
 }
 
@@ -120,7 +107,7 @@ TEST(LayerOps, TensorParallelTrafficIsMegatrons) {
     const auto cs = comms(layer_ops(plain, ph));
     ASSERT_EQ(cs.size(), 2u);
     for (const LayerOp& op : cs) {
-      EXPECT_EQ(op.comm, CommKind::kTpAllReduce);
+      EXPECT_EQ(op.comm, (LayerComm{Dim::kTp, coll::Op::kAllReduce}));
       EXPECT_EQ(op.bytes, s_bytes);
     }
   }
@@ -134,8 +121,8 @@ TEST(LayerOps, TensorParallelTrafficIsMegatrons) {
     int ag = 0, rs = 0;
     for (const LayerOp& op : cs) {
       EXPECT_EQ(op.bytes, s_bytes);
-      ag += op.comm == CommKind::kTpAllGather;
-      rs += op.comm == CommKind::kTpReduceScatter;
+      ag += op.comm == (LayerComm{Dim::kTp, coll::Op::kAllGather});
+      rs += op.comm == (LayerComm{Dim::kTp, coll::Op::kReduceScatter});
     }
     EXPECT_EQ(ag, 2);
     EXPECT_EQ(rs, 2);
@@ -144,7 +131,7 @@ TEST(LayerOps, TensorParallelTrafficIsMegatrons) {
   // SP's wgrad re-gathers the two column-parallel inputs it stored sharded.
   const auto w = comms(layer_ops(sp, Phase::kWeightGrad));
   ASSERT_EQ(w.size(), 2u);
-  for (const LayerOp& op : w) EXPECT_EQ(op.comm, CommKind::kTpAllGather);
+  for (const LayerOp& op : w) EXPECT_EQ(op.comm, (LayerComm{Dim::kTp, coll::Op::kAllGather}));
   // No TP, no TP traffic.
   for (Phase ph : kPhases) EXPECT_TRUE(comms(layer_ops(llama_like(1, 1, true), ph)).empty());
 }
@@ -208,13 +195,13 @@ TEST(LayerOps, ContextParallelMovesKeysAndValues) {
   const Bytes kv = 2LL * 2 * 2048 * (4 / 2) * 64 * 2;
   int found = 0;
   for (const LayerOp& op : comms(layer_ops(c, Phase::kForward))) {
-    if (op.comm == CommKind::kCpAllGather) {
+    if (op.comm == (LayerComm{Dim::kCp, coll::Op::kAllGather})) {
       EXPECT_EQ(op.bytes, kv);
       ++found;
     }
   }
   for (const LayerOp& op : comms(layer_ops(c, Phase::kBackward))) {
-    if (op.comm == CommKind::kCpReduceScatter) {
+    if (op.comm == (LayerComm{Dim::kCp, coll::Op::kReduceScatter})) {
       EXPECT_EQ(op.bytes, kv);
       ++found;
     }
@@ -222,8 +209,8 @@ TEST(LayerOps, ContextParallelMovesKeysAndValues) {
   EXPECT_EQ(found, 2);
   for (Phase ph : kPhases) {
     for (const LayerOp& op : comms(layer_ops(llama_like(2, 1, false), ph))) {
-      EXPECT_NE(op.comm, CommKind::kCpAllGather);
-      EXPECT_NE(op.comm, CommKind::kCpReduceScatter);
+      EXPECT_NE(op.comm, (LayerComm{Dim::kCp, coll::Op::kAllGather}));
+      EXPECT_NE(op.comm, (LayerComm{Dim::kCp, coll::Op::kReduceScatter}));
     }
   }
 }
@@ -246,7 +233,7 @@ TEST(LayerOps, EmbeddingHeadAndOptimizer) {
   const clustersim::RunConfig c = llama_like(4, 1, false);
   const auto emb = comms(embedding_ops(c, Phase::kForward));
   ASSERT_EQ(emb.size(), 1u);
-  EXPECT_EQ(emb[0].comm, CommKind::kTpAllReduce);
+  EXPECT_EQ(emb[0].comm, (LayerComm{Dim::kTp, coll::Op::kAllReduce}));
   const auto head = head_ops(c, Phase::kForward);
   bool logits = false;
   for (const LayerOp& op : head) {
