@@ -17,6 +17,7 @@
 #include "sim/trace/chakra.h"
 #include "sim/trace/replay.h"
 #include "sim/trace/trace_format.h"
+#include "sim/workload/layout_config.h"
 
 namespace cs::cli {
 
@@ -117,7 +118,8 @@ int generate_command(const std::vector<std::string>& args) {
   for (const auto& p : step.programs) ops += p.ops.size();
   const auto par = step.config.parallel();
   std::printf("%s: %d ranks, %zu programs, %zu ops; %.1f MB; built in %.2f s, written in %.2f s\n",
-              output.c_str(), par.tp() * par.cp() * par.pp() * par.dp(), step.programs.size(), ops,
+              output.c_str(), static_cast<int>(workload::world_of(workload::dim_sizes(par))),
+              step.programs.size(), ops,
               static_cast<double>(std::filesystem::file_size(output)) / 1e6, built, written);
   return 0;
 }

@@ -121,7 +121,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   r.schedule = std::string(workload::schedule_info(p.schedule()).name);
   r.gpu = resolved_gpu(config);
   r.precision = clustersim::Precision_Name(config.precision());
-  r.gpus = p.tp() * p.cp() * p.pp() * p.dp();
+  r.gpus = static_cast<int32_t>(workload::world_of(workload::dim_sizes(p)));
   r.microbatches = workload::num_microbatches(p);
   const auto gpu = compute::load_gpu_profile(r.gpu);
   r.capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));

@@ -338,7 +338,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   // Pre-rank by the estimate (in dollars when the objective is cost: time x GPUs).
   auto pre = [&](const Candidate& c) {
     const auto& p = c.config.parallel();
-    const double g = static_cast<double>(p.tp()) * p.cp() * p.pp() * p.dp();
+    const auto g = static_cast<double>(workload::world_of(workload::dim_sizes(p)));
     return options.objective == Objective::kCost ? c.estimate_s * g : c.estimate_s;
   };
   std::sort(fitting.begin(), fitting.end(),

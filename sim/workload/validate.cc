@@ -3,6 +3,7 @@
 #include <string>
 
 #include "sim/config/config_error.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
 
@@ -143,9 +144,13 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
     c.fail("parallel.zero_stage = " + std::to_string(p.zero_stage()) + " must be 0, 1, 2 or 3");
   }
 
-  const int64_t gpus = static_cast<int64_t>(p.tp()) * p.cp() * p.pp() * p.dp();
+  const DimSizes sizes = dim_sizes(p);
+  const int64_t gpus = world_of(sizes);
   if (gpus_available > 0 && gpus > gpus_available) {
-    c.fail("parallel.tp x cp x pp x dp = " + std::to_string(gpus) + " GPUs but the cluster has " +
+    std::string product;
+    for (const auto& d : kDims)
+      product += (product.empty() ? "parallel." : " x ") + std::string(d.key);
+    c.fail(product + " = " + std::to_string(gpus) + " GPUs but the cluster has " +
            std::to_string(gpus_available));
   }
 }
