@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake
   libboost-graph-dev libboost-program-options-dev
-  libeigen3-dev
+  libeigen3-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin

@@ -33,6 +33,23 @@ bool parse_options(const std::vector<std::string>& args, const po::options_descr
   return true;
 }
 
+void ConfigOptions::add_to(po::options_description& opts, const std::string& set_help) {
+  // clang-format off
+  opts.add_options()
+      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
+      ("hf-config", po::value(&hf_config),
+       "replace the configuration's model by the one of this Hugging Face config.json (or its "
+       "folder): Llama, Mistral, Qwen2 or Qwen3; the training seq_length stays the config's")
+      ("set", po::value(&overrides)->composing(), set_help.c_str());
+  // clang-format on
+}
+
+LoadedConfig ConfigOptions::load(const std::string& path) const {
+  if (path.empty() == preset.empty())
+    throw UsageError("give either a config file or --preset NAME");
+  return load_run_config(path, preset, overrides, hf_config);
+}
+
 void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write " + path);

@@ -8,7 +8,21 @@
 #include <string>
 #include <vector>
 
+#include "sim/config/run_config.h"
+
 namespace cs::cli {
+
+// The options of every command that reads a run configuration: CONFIG or --preset, the model of
+// a Hugging Face config.json (--hf-config) and --set overrides, applied in that order.
+struct ConfigOptions {
+  std::string preset, hf_config;
+  std::vector<std::string> overrides;
+
+  // Adds --preset, --hf-config and --set, with `set_help` as --set's description.
+  void add_to(boost::program_options::options_description& opts, const std::string& set_help);
+  // Throws UsageError unless exactly one of `path` and --preset is given.
+  LoadedConfig load(const std::string& path) const;
+};
 
 // Parses `args` against `opts`, and one positional argument into `config_path` when it is not
 // null. Returns false after printing the options for --help. Throws UsageError on bad options.

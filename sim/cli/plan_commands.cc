@@ -33,29 +33,26 @@ int32_t gpus_per_node_of(const std::string& topology) {
 }  // namespace
 
 int memory_command(const std::vector<std::string>& args) {
-  std::string path, preset, json, gpu;
-  std::vector<std::string> overrides;
+  std::string path, json, gpu;
+  ConfigOptions config;
   po::options_description opts(
       "usage: clustersim memory CONFIG [options]\n       clustersim memory --preset NAME "
       "[options]\n\nPer-GPU memory of a configuration, instantly (no simulation): weights,\n"
       "gradients, fp32 master / Adam m / Adam v, activations and temporaries per pipeline stage,\n"
       "the peak against HBM, offloaded states against host RAM / NVMe, and side-by-side\n"
       "comparisons of precisions and checkpointing policies.\n\noptions");
+  config.add_to(opts,
+                "override a field, e.g. --set parallel.checkpoint_every_k_layers=4, --set "
+                "offload.optimizer=CPU (repeatable)");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
-      ("set", po::value(&overrides)->composing(),
-       "override a field, e.g. --set parallel.checkpoint_every_k_layers=4, "
-       "--set offload.optimizer=CPU (repeatable)")
       ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800), overriding cluster.gpu")
       ("json", po::value(&json), "also write the report as JSON to this file");
   // clang-format on
   po::variables_map vm;
   if (!parse_options(args, opts, &path, vm)) return 0;
-  if (path.empty() == preset.empty())
-    throw UsageError("give either a config file or --preset NAME");
-  LoadedConfig loaded = load_run_config(path, preset, overrides);
+  LoadedConfig loaded = config.load(path);
   if (!gpu.empty()) loaded.config.mutable_cluster()->set_gpu(gpu);
   const plan::MemoryReport report = plan::build_memory_report(loaded.config, loaded.source);
   plan::print_memory_report(std::cout, report);
@@ -66,7 +63,7 @@ int memory_command(const std::vector<std::string>& args) {
 
 int plan_command(const std::vector<std::string>& args) {
   std::string path, preset, gpu, topology, objective = "time", json;
-  std::vector<std::string> overrides;
+  ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
   int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
   double price = 0, tokens = 0;
@@ -79,11 +76,10 @@ int plan_command(const std::vector<std::string>& args) {
       "parallel threads on the congestion-free analytical network, runs the best --refine of\n"
       "those again on the congestion-aware network and ranks them by it, and prints the top\n"
       "ones with why they win or lose.\n\noptions");
+  config.add_to(opts, "override a field (repeatable)");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("preset", po::value(&preset), "a built-in configuration: model, batch, cluster")
-      ("set", po::value(&overrides)->composing(), "override a field (repeatable)")
       ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800)")
       ("gpus", po::value(&gpus), "number of GPUs")
       ("topology", po::value(&topology), "topology preset or file (default: the config's)")
@@ -103,9 +99,7 @@ int plan_command(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!parse_options(args, opts, &path, vm)) return 0;
-  if (path.empty() == preset.empty())
-    throw UsageError("give either a config file or --preset NAME");
-  LoadedConfig loaded = load_run_config(path, preset, overrides);
+  LoadedConfig loaded = config.load(path);
   auto& base = loaded.config;
   if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
   if (!topology.empty()) base.mutable_cluster()->set_topology(topology);

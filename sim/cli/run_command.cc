@@ -21,18 +21,16 @@ namespace cs::cli {
 namespace po = boost::program_options;
 
 int run_command(const std::vector<std::string>& args) {
-  std::string path, preset, json, timeline_path, timeline_ranks;
-  std::vector<std::string> overrides;
+  std::string path, json, timeline_path, timeline_ranks;
+  ConfigOptions config;
   po::options_description opts(
       "usage: clustersim run CONFIG [options]\n       clustersim run --preset NAME [options]\n\n"
       "Simulates one training step of a model, parallel layout and cluster on every GPU, and\n"
       "reports step time, throughput, MFU, pipeline bubbles, communication and memory.\n\noptions");
+  config.add_to(opts, "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable)");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
-      ("set", po::value(&overrides)->composing(),
-       "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable)")
       ("json", po::value(&json), "also write the report as JSON to this file")
       ("timeline", po::value(&timeline_path),
        "write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev) to this file")
@@ -41,13 +39,11 @@ int run_command(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!parse_options(args, opts, &path, vm)) return 0;
-  if (path.empty() == preset.empty())
-    throw UsageError("give either a config file or --preset NAME");
 
   if (!timeline_ranks.empty() && timeline_path.empty())
     throw UsageError("--timeline-ranks needs --timeline FILE");
 
-  const LoadedConfig loaded = load_run_config(path, preset, overrides);
+  const LoadedConfig loaded = config.load(path);
   // The layout is built only for a timeline, so that bad sizes get simulate_step's messages.
   std::optional<report::Timeline> timeline;
   if (!timeline_path.empty()) {

@@ -25,8 +25,9 @@ namespace po = boost::program_options;
 namespace {}  // namespace
 
 int sweep_command(const std::vector<std::string>& args) {
-  std::string path, preset, csv, json;
-  std::vector<std::string> overrides, vary;
+  std::string path, csv, json;
+  std::vector<std::string> vary;
+  ConfigOptions config;
   int jobs = 0;
   po::options_description opts(
       "usage: clustersim sweep CONFIG --vary FIELD=V1,V2,... [--vary ...] [options]\n"
@@ -38,12 +39,10 @@ int sweep_command(const std::vector<std::string>& args) {
       "example:\n  clustersim sweep --preset llama3-70b \\\n"
       "    --vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 \\\n"
       "    --vary parallel.global_batch_size=256,512 --csv sweep.csv\n\noptions");
+  config.add_to(opts, "override a field for every point, e.g. --set network=IDEAL (repeatable)");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
-      ("set", po::value(&overrides)->composing(),
-       "override a field for every point, e.g. --set network=IDEAL (repeatable)")
       ("vary", po::value(&vary)->composing(),
        "FIELD=V1,V2,...: values a field takes (repeatable); separate with ';' when a value "
        "holds commas (parallel.layers_per_stage=8,8;4,12)")
@@ -54,12 +53,10 @@ int sweep_command(const std::vector<std::string>& args) {
   // clang-format on
   po::variables_map vm;
   if (!parse_options(args, opts, &path, vm)) return 0;
-  if (path.empty() == preset.empty())
-    throw UsageError("give either a config file or --preset NAME");
   if (vary.empty()) throw UsageError("give at least one --vary FIELD=V1,V2,...");
   if (vm.count("jobs") && jobs < 1) throw UsageError("--jobs must be at least 1");
 
-  const LoadedConfig loaded = load_run_config(path, preset, overrides);
+  const LoadedConfig loaded = config.load(path);
   std::vector<run::SweepAxis> axes;
   try {
     for (const auto& v : vary) axes.push_back(run::parse_sweep_axis(v));

@@ -86,29 +86,26 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 }  // namespace
 
 int generate_command(const std::vector<std::string>& args) {
-  std::string preset, output;
-  std::vector<std::string> overrides;
+  std::string output;
+  ConfigOptions config;
   po::options_description opts(
       "usage: clustersim generate CONFIG -o FILE.pb\n"
       "       clustersim generate --preset NAME [--set ...] -o FILE.pb\n\n"
       "Writes the workload trace of a configuration: one program per pipeline stage, shared by\n"
       "its ranks, with the config, layout and communicator groups (binary protobuf,\n"
       "proto/trace.proto; times in ps, sizes in bytes).\n\noptions");
+  config.add_to(opts, "override a field, e.g. --set parallel.pp=8");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
-      ("set", po::value(&overrides)->composing(), "override a field, e.g. --set parallel.pp=8")
       ("output,o", po::value(&output), "the trace file to write");
   // clang-format on
   const auto vm = parse(args, opts, "config", 1);
   if (vm.count("help")) return std::cout << opts << '\n', 0;
   const std::string path = positional(vm, "config");
-  if (path.empty() == preset.empty())
-    throw UsageError("give either a config file or --preset NAME");
   if (output.empty()) throw UsageError("give the output file with -o FILE.pb");
   const auto start = std::chrono::steady_clock::now();
-  const LoadedConfig loaded = load_run_config(path, preset, overrides);
+  const LoadedConfig loaded = config.load(path);
   const run::PreparedStep step = run::prepare_step(loaded.config, loaded.source);
   const double built = seconds_since(start);
   const auto written_start = std::chrono::steady_clock::now();

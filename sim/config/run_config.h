@@ -13,9 +13,12 @@ struct LoadedConfig {
   std::string source;  // file path or "preset NAME", for error messages
 };
 
-// Exactly one of `path` and `preset` is non-empty. Throws ConfigError for an unknown preset
-// (listing the presets), an unreadable file, a syntax error (file:line:column) or a bad override.
+// Exactly one of `path` and `preset` is non-empty. A non-empty `hf_config` replaces the model by
+// that Hugging Face config's (hf_config.h), keeping the run's seq_length, before the overrides.
+// Throws ConfigError for an unknown preset (listing the presets), an unreadable file, a syntax
+// error (file:line:column), a bad Hugging Face config or a bad override.
 LoadedConfig load_run_config(const std::string& path, const std::string& preset,
-                             const std::vector<std::string>& overrides);
+                             const std::vector<std::string>& overrides,
+                             const std::string& hf_config = "");
 
 }  // namespace cs
