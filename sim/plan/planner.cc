@@ -5,6 +5,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <numeric>
@@ -31,10 +32,12 @@ namespace {
 // The report's figures in that line's order (after the GPUs): a pointer to each.
 template <typename Report>
 auto figures_of(Report& r) {
-  std::vector<decltype(&r.mfu)> v = {&r.iteration_time_s,  &r.mfu,
-                                     &r.bubble_fraction,   &r.cost.price_per_gpu_hour,
-                                     &r.cost.train_tokens, &r.cost.wall_days,
-                                     &r.cost.gpu_hours,    &r.cost.dollars};
+  std::vector<decltype(&r.mfu)> v = {&r.iteration_time_s,      &r.mfu,
+                                     &r.bubble_fraction,       &r.cost.price_per_gpu_hour,
+                                     &r.cost.train_tokens,     &r.cost.wall_days,
+                                     &r.cost.gpu_hours,        &r.cost.dollars,
+                                     &r.cost.goodput,          &r.cost.effective_wall_days,
+                                     &r.cost.effective_dollars};
   for (auto& x : r.exposed_s) v.push_back(&x);
   return v;
 }
@@ -104,8 +107,10 @@ std::string gpu_of(const RunConfig& c) {
   return c.cluster().gpu().empty() ? "h100" : c.cluster().gpu();
 }
 
+// What the whole run costs with its interruptions; one that never finishes ranks last.
 double run_dollars(const Candidate& c) {
-  return c.report.cost.dollars;
+  const auto& cost = c.report.cost;
+  return cost.goodput > 0 ? cost.effective_dollars : std::numeric_limits<double>::infinity();
 }
 
 double objective_value(const Candidate& c, Objective o) {
@@ -451,7 +456,7 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   const std::size_t n =
       std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(options.top));
   std::snprintf(buf, sizeof buf, "  %-3s %-62s %6s %9s %10s %6s %7s %8s %9s %11s\n", "#", "layout",
-                "GPUs", "step s", "analyt. s", "MFU", "bubble", "mem GB", "est. s", "run $");
+                "GPUs", "step s", "analyt. s", "MFU", "bubble", "mem GB", "est. s", "run $ *");
   out << buf;
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
@@ -461,12 +466,13 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
                   "  %-3zu %-62s %6d %8.3f%s %10.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n", i + 1,
                   short_layout(c.config).c_str(), r.gpus, r.iteration_time_s, c.refined ? " " : "*",
                   c.search_step_s, 100 * r.mfu, 100 * r.bubble_fraction, c.fit.peak / 1e9,
-                  c.estimate_s, r.cost.dollars);
+                  c.estimate_s, r.cost.effective_dollars);
     out << buf;
   }
   if (n > static_cast<std::size_t>(result.refined))
     out << "  * analytical network only (congestion-free); raise --refine to rank it with "
            "congestion\n";
+  out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";
   out << "\nwhy:\n";
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
@@ -475,8 +481,10 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   if (!result.ranked.empty()) {
     const auto& c = result.ranked.front().report.cost;
     std::snprintf(buf, sizeof buf,
-                  "\nbest: %.3g tokens in %.1f days, %.3g GPU-hours, $%.4g at $%.2f per GPU-hour\n",
-                  c.train_tokens, c.wall_days, c.gpu_hours, c.dollars, c.price_per_gpu_hour);
+                  "\nbest: %.3g tokens in %.1f days, %.3g GPU-hours, $%.4g at $%.2f per GPU-hour; "
+                  "with failures (goodput %.1f%%) %.1f days, $%.4g\n",
+                  c.train_tokens, c.wall_days, c.gpu_hours, c.dollars, c.price_per_gpu_hour,
+                  100 * c.goodput, c.effective_wall_days, c.effective_dollars);
     out << buf;
   }
 }
@@ -513,6 +521,8 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
     w.field("peak_memory_gb", c.fit.peak / 1e9)
         .field("estimate_s", c.estimate_s)
         .field("run_dollars", r.cost.dollars)
+        .field("goodput", r.cost.goodput)
+        .field("run_dollars_with_failures", r.cost.effective_dollars)
         .field("run_days", r.cost.wall_days)
         .end_object();
   }

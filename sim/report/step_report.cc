@@ -127,7 +127,15 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
       .field("steps", c.steps)
       .field("wall_days", c.wall_days)
       .field("gpu_hours", c.gpu_hours)
-      .field("dollars", c.dollars);
+      .field("dollars", c.dollars)
+      .field("goodput", c.goodput)
+      .field("mtbf_hours", c.mtbf_hours)
+      .field("checkpoint_tb", c.checkpoint_tb)
+      .field("checkpoint_write_s", c.checkpoint_write_s)
+      .field("checkpoint_interval_s", c.checkpoint_interval_s)
+      .field("restart_s", c.restart_s)
+      .field("effective_wall_days", c.effective_wall_days)
+      .field("effective_dollars", c.effective_dollars);
   w.end_object();
   w.field("events", r.events);
   if (include_host) w.field("wall_time_s", r.wall_time_s).field("peak_rss_mb", r.peak_rss_mb);
@@ -188,6 +196,14 @@ void print_table(std::ostream& out, const StepReport& r) {
   row("run cost", human(c.train_tokens) + " tokens: " + fmt("%.1f days", c.wall_days) + ", " +
                       human(c.gpu_hours) + " GPU-hours, $" + human(c.dollars) +
                       fmt(" at $%.2f/GPU-h", c.price_per_gpu_hour));
+  row("goodput", fmt("%.1f%%", 100 * c.goodput) + fmt(" (MTBF %.2f h; ", c.mtbf_hours) +
+                     fmt("%.2f TB checkpoint written in ", c.checkpoint_tb) +
+                     fmt("%.1f s every ", c.checkpoint_write_s) +
+                     fmt("%.1f min; ", c.checkpoint_interval_s / 60) +
+                     fmt("restart %.0f s)", c.restart_s));
+  row("run cost with failures",
+      c.goodput > 0 ? fmt("%.1f days, $", c.effective_wall_days) + human(c.effective_dollars)
+                    : std::string("never finishes: interruptions outpace checkpoints"));
   row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
                         fmt("%.0f MB", r.peak_rss_mb));
 }

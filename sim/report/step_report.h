@@ -38,9 +38,16 @@ struct CostFigures {
   double price_per_gpu_hour = 0;
   double train_tokens = 0;
   double steps = 0;
+  // Without failures.
   double wall_days = 0;
   double gpu_hours = 0;
   double dollars = 0;
+  // Under interruptions, checkpoints and restarts (sim/cost/goodput.h); the effective figures
+  // are the ones above over the goodput, 0 when the goodput is 0 (the run never finishes).
+  double goodput = 1;
+  double mtbf_hours = 0;
+  double checkpoint_tb = 0, checkpoint_write_s = 0, checkpoint_interval_s = 0, restart_s = 0;
+  double effective_wall_days = 0, effective_dollars = 0;
 };
 
 // ZeRO-Offload / ZeRO-Infinity: per GPU, on the stage where offload takes longest.

@@ -10,6 +10,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
+#include "sim/cost/goodput.h"
 #include "sim/cost/host.h"
 #include "sim/exec/executor.h"
 #include "sim/net/network_factory.h"
@@ -121,6 +122,21 @@ net::NetworkMode network_mode(clustersim::NetworkMode mode) {
       return net::NetworkMode::kIdeal;
   }
   throw std::logic_error("unknown network mode");
+}
+
+void fill_goodput(report::CostFigures& c, const clustersim::RunConfig& config, int32_t gpus,
+                  const std::string& source) {
+  const double params = static_cast<double>(workload::count_params(config.model()).total());
+  const cost::Goodput g =
+      cost::goodput_of(config.reliability(), cost::checkpoint_bytes(params), gpus, source);
+  c.goodput = g.fraction;
+  c.mtbf_hours = g.mtbf_s / 3600;
+  c.checkpoint_tb = g.checkpoint_bytes / 1e12;
+  c.checkpoint_write_s = g.write_s;
+  c.checkpoint_interval_s = g.interval_s;
+  c.restart_s = g.restart_s;
+  c.effective_wall_days = g.fraction > 0 ? c.wall_days / g.fraction : 0;
+  c.effective_dollars = g.fraction > 0 ? c.dollars / g.fraction : 0;
 }
 
 void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
@@ -398,6 +414,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                                            price, config.cost().train_tokens());
   r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,
             run.wall_days,          run.gpu_hours,    run.dollars};
+  fill_goodput(r.cost, config, r.gpus, source);
 
   r.events = sim.events_processed();
   r.wall_time_s =

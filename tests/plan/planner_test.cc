@@ -54,6 +54,29 @@ TEST(Planner, TriesTheSchedulesEntriesAskForInOrder) {
   EXPECT_NE(short_layout(gpipe).find(", GPipe, "), std::string::npos) << short_layout(gpipe);
 }
 
+TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
+  // Frequent interruptions, slow storage: goodput differs between layouts of 8 and 16 GPUs.
+  auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100",
+                     "reliability.interruptions_per_gpu_day=2", "reliability.restart_s=600"});
+  PlanOptions o;
+  o.gpus = 16;
+  o.simulate = 4;
+  o.refine = 0;
+  o.jobs = 2;
+  o.objective = Objective::kCost;
+  const PlanResult r = plan_layouts(base, o);
+  ASSERT_GE(r.ranked.size(), 2u);
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    const auto& cost = r.ranked[i].report.cost;
+    EXPECT_LT(cost.goodput, 1.0);
+    EXPECT_DOUBLE_EQ(cost.effective_dollars, cost.dollars / cost.goodput);
+    if (i) EXPECT_LE(r.ranked[i - 1].report.cost.effective_dollars, cost.effective_dollars);
+  }
+  std::ostringstream json;
+  write_plan_json(json, r, o);
+  EXPECT_NE(json.str().find("\"run_dollars_with_failures\""), std::string::npos);
+}
+
 TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
   auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   PlanOptions o;

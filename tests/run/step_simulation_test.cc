@@ -127,6 +127,22 @@ TEST(StepSimulation, InvalidLayoutsNameTheField) {
   expect_error(small({"model.num_layers=2000000000"}), "model.num_layers");
   expect_error(small({"parallel.global_batch_size=2000000000"}), "microbatches per step");
   expect_error(small({"simulation.memory_limit_gb=-1"}), "simulation.memory_limit_gb");
+  expect_error(small({"reliability.storage_gb_per_s=0"}), "reliability.storage_gb_per_s");
+}
+
+TEST(StepSimulation, TheRunCostCountsFailuresThroughTheGoodput) {
+  const auto r = simulate_step(small({}), "test");
+  EXPECT_GT(r.cost.goodput, 0.9);
+  EXPECT_LT(r.cost.goodput, 1.0);
+  EXPECT_NEAR(r.cost.mtbf_hours, 24 / (4.736e-4 * r.gpus), 1e-9);
+  EXPECT_DOUBLE_EQ(r.cost.effective_dollars, r.cost.dollars / r.cost.goodput);
+  EXPECT_DOUBLE_EQ(r.cost.effective_wall_days, r.cost.wall_days / r.cost.goodput);
+  // Ten times the interruptions: a lower goodput and a dearer run.
+  const auto worse =
+      simulate_step(small({"reliability.interruptions_per_gpu_day=4.736e-3"}), "test");
+  EXPECT_LT(worse.cost.goodput, r.cost.goodput);
+  EXPECT_GT(worse.cost.effective_dollars, r.cost.effective_dollars);
+  EXPECT_EQ(worse.iteration_time_s, r.iteration_time_s);
 }
 
 TEST(StepSimulation, ARunNeedingMoreMemoryThanAllowedIsRefusedWithTheEstimate) {
