@@ -45,6 +45,7 @@ TEST(AlgorithmRegistry, TableFollowsTheEnumAndTheNames) {
     for (const OpForm& f : a.ops) {
       EXPECT_TRUE(ops.insert(f.op).second) << to_string(f.op);
       EXPECT_NE(f.build, nullptr) << to_string(f.op);
+      EXPECT_EQ(f.fluid.fits == nullptr, f.fluid.phases == nullptr) << to_string(f.op);
       EXPECT_EQ(a.form(f.op), &f);
       EXPECT_EQ(find_form(a.value, f.op), &f);
     }

@@ -1,8 +1,11 @@
 // Direct: every rank sends to its peers at once, with nothing to wait for (all-to-all, and
 // send/recv as nccl-tests runs it).
+#include <utility>
 #include <vector>
 
+#include "sim/coll/algorithms.h"
 #include "sim/coll/algorithms/entries.h"
+#include "sim/coll/fluid_form.h"
 
 namespace cs::coll {
 namespace {
@@ -29,6 +32,19 @@ Schedule build_send_recv(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
+// Every rank sends its whole buffer to the next at once (ring attention's hop): one step, so the
+// run lasts as long as its slowest connection plus that connection's latency.
+std::vector<FluidPhase> send_recv_fluid_phases(const FluidContext& ctx) {
+  const auto n = static_cast<uint32_t>(ctx.key.n);
+  const auto ring = iota_ranks(0, n);
+  FluidPhase phase(1);
+  ctx.add_ring(phase[0], ring, static_cast<double>(ctx.size));
+  phase[0].walk = ctx.walk(ring, 1);
+  ctx.stats.bytes_sent = static_cast<Bytes>(n) * ctx.size;
+  ctx.stats.messages = n;
+  return {std::move(phase)};
+}
+
 }  // namespace
 
 // No pipelining: the sends wait for nothing, so neither chunks nor a window apply.
@@ -42,6 +58,7 @@ AlgorithmInfo direct_algorithm() {
   OpForm send_recv;
   send_recv.op = Op::kSendRecv;
   send_recv.build = build_send_recv;
+  send_recv.fluid = {[](const ScheduleKey&) { return true; }, send_recv_fluid_phases};
   a.ops = {all_to_all, send_recv};
   return a;
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/coll/collective.h"
+#include "sim/coll/fluid_form.h"
 #include "sim/coll/schedule.h"
 #include "sim/core/units.h"
 
@@ -37,6 +38,9 @@ struct OpForm {
   // divide the group: what normalize's error calls it ("hierarchical all-reduce"). Otherwise
   // local_size is reset to 0, unless rail-aligned rings use it.
   std::string_view servers;
+  // The op as coupled flows instead of messages (run_fluid_collective), for the keys it fits;
+  // none: always message by message.
+  FluidForm fluid;
 };
 
 // Everything the simulator needs to know about one algorithm. Adding an algorithm: its value in

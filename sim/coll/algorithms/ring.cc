@@ -1,10 +1,13 @@
 // Rings: all-reduce as a reduce-scatter then an all-gather around the ranks, those two halves on
 // their own, and broadcast as a pipelined chain (NCCL's ring algorithm).
+#include <algorithm>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
 #include "sim/coll/algorithms.h"
 #include "sim/coll/algorithms/entries.h"
+#include "sim/coll/fluid_form.h"
 
 namespace cs::coll {
 
@@ -118,6 +121,40 @@ Schedule build_broadcast(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
+// Rings whose connections are all alike: all inside one server or all between servers, with one
+// chunk or one send in flight. A rail-aligned ring mixes NVLink and network hops, and its
+// critical path then stays on the slow hops instead of paying every hop's latency, which the walk
+// does not model; nor does it follow a window that hides latency between chunks.
+bool ring_fluid_fits(const ScheduleKey& key) {
+  const bool uniform = key.node_size == 1 || key.node_size >= key.n;
+  return uniform && (key.chunks == 1 || key.window == 1);
+}
+
+// Each channel is one fluid transfer over its n connections: in a ring every step waits for the
+// step before it, so the slowest connection sets the pace of all. Each connection carries its
+// share of the buffer (steps x block), scaled by the wire model. With one send in flight per
+// connection, each step waits for the message of the previous position plus that connection's
+// route latency and step latency, so the critical path walks chunks x (steps - 1) + 1
+// consecutive connections: the lane charges the largest such sum around the ring.
+std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
+  const auto& key = ctx.key;
+  const auto n = static_cast<uint32_t>(key.n);
+  const int64_t steps = key.op == Op::kAllReduce ? 2 * (key.n - 1) : key.n - 1;
+  // Every shard moves `steps` times; channel ch moves 1/channels of each.
+  const double payload = static_cast<double>(ctx.size) * static_cast<double>(steps) /
+                         (static_cast<double>(n) * key.channels);
+  FluidPhase phase(static_cast<std::size_t>(key.channels));
+  for (uint32_t ch = 0; ch < static_cast<uint32_t>(key.channels); ++ch) {
+    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
+    ctx.add_ring(phase[ch], ring, payload);
+    phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
+  }
+  ctx.stats.bytes_sent = static_cast<Bytes>(steps) * ctx.size;
+  ctx.stats.messages = static_cast<uint32_t>(
+      std::min<int64_t>(int64_t{key.channels} * key.chunks * n * steps, UINT32_MAX));
+  return {std::move(phase)};
+}
+
 // A flat ring is pipelined across its n shards already: one chunk (see auto_chunks).
 Pipelining ring_pipelining(int32_t n, Bytes size) {
   return {size / n, size / n + 1};
@@ -140,6 +177,7 @@ AlgorithmInfo ring_algorithm() {
     ring.build = build_ring;
     ring.pipelining = ring_pipelining;
     ring.channels = true;
+    ring.fluid = {ring_fluid_fits, ring_fluid_phases};
     a.ops.push_back(ring);
   }
   OpForm broadcast;
