@@ -47,7 +47,9 @@ std::vector<FluidPhase> send_recv_fluid_phases(const FluidContext& ctx) {
 
 }  // namespace
 
-// No pipelining: the sends wait for nothing, so neither chunks nor a window apply.
+// No pipelining: the sends wait for nothing, so neither chunks nor a window apply. NCCL runs
+// all-to-all and send/recv as point-to-point sends, outside its cost model, so `nccl` keeps its
+// default.
 AlgorithmInfo direct_algorithm() {
   AlgorithmInfo a;
   a.value = Algorithm::kDirect;

@@ -107,10 +107,12 @@ Pipelining hierarchical_pipelining(int32_t n, Bytes size) {
 
 }  // namespace
 
+// NCCL's ring: across servers, NCCL's node-ordered rings put the same load on NVLink and NICs.
 AlgorithmInfo hierarchical_algorithm() {
   AlgorithmInfo a;
   a.value = Algorithm::kHierarchical;
   a.name = "hierarchical";
+  a.nccl = NcclAlgo::kRing;
   OpForm all_reduce;
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_hierarchical;

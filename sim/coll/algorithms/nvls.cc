@@ -45,12 +45,21 @@ Pipelining nvls_pipelining(int32_t n, Bytes size) {
   return {size / n, kRingChunk};
 }
 
+// Each GPU's NVLink carries 6/5 of the buffer each way under NVLS (NCCL's bus-to-algorithm ratio
+// for NVLS, tuning.cc), where the reduce and multicast messages between GPUs carry 2(n-1)/n of
+// it.
+double nvls_wire_factor(int32_t n) {
+  return 1.2 * n / (2.0 * (n - 1));
+}
+
 }  // namespace
 
 AlgorithmInfo nvls_algorithm() {
   AlgorithmInfo a;
   a.value = Algorithm::kNvls;
   a.name = "nvls";
+  a.nccl = NcclAlgo::kNvls;
+  a.nccl_wire_factor = nvls_wire_factor;
   OpForm all_reduce;
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_nvls;

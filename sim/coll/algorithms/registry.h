@@ -8,6 +8,7 @@
 
 #include "sim/coll/collective.h"
 #include "sim/coll/fluid_form.h"
+#include "sim/coll/nccl_model.h"
 #include "sim/coll/schedule.h"
 #include "sim/core/units.h"
 
@@ -50,6 +51,14 @@ struct AlgorithmInfo {
   Algorithm value{};
   std::string_view name;    // to_string / parse_algorithm: --algo, configs, reports ("ring")
   std::vector<OpForm> ops;  // the ops it implements, one form each
+
+  // NCCL's algorithm that this one stands for in NCCL's cost model (nccl_model.h): the one a
+  // request for this algorithm fixes (as NCCL_ALGO does), and whose per-hop and per-call
+  // latencies its messages pay. Only read for the ops NCCL's model covers (nccl_tuned).
+  NcclAlgo nccl = NcclAlgo::kRing;
+  // Under NCCL's wire model (NcclTuning::plan with GPU data), the factor on its messages' wire
+  // bytes beyond the protocol's, for n ranks; nullptr: 1.
+  double (*nccl_wire_factor)(int32_t n) = nullptr;
 
   // The form for `op`, or nullptr where the algorithm does not implement it.
   const OpForm* form(Op op) const;

@@ -171,6 +171,7 @@ AlgorithmInfo ring_algorithm() {
   AlgorithmInfo a;
   a.value = Algorithm::kRing;
   a.name = "ring";
+  a.nccl = NcclAlgo::kRing;
   for (const Op op : {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter}) {
     OpForm ring;
     ring.op = op;

@@ -128,6 +128,7 @@ AlgorithmInfo tree_algorithm() {
   AlgorithmInfo a;
   a.value = Algorithm::kTree;
   a.name = "tree";
+  a.nccl = NcclAlgo::kTree;
   OpForm all_reduce;
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_tree;
