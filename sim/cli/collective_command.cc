@@ -255,7 +255,7 @@ int collective_command(const std::vector<std::string>& args) {
       key.window = req.window > 0 ? req.window
                                   : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
     const coll::OpForm* form = coll::find_form(key.algo, key.op);
-    if (form != nullptr && !form->servers.empty()) key.local_size = local;
+    if (form != nullptr && form->on_servers()) key.local_size = local;
     try {
       key = coll::normalize(key);
       // A fluid run needs no message schedule (at 16K ranks it would take gigabytes).

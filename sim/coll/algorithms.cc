@@ -58,10 +58,10 @@ ScheduleKey normalize(ScheduleKey key) {
     throw std::invalid_argument("group size times chunks is too large");
   }
   const bool rail_ring = form->channels && key.channels > 1 && key.local_size > 1;
-  if (!form->servers.empty() || rail_ring) {
+  if (form->on_servers() || rail_ring) {
     if (key.local_size < 1 || key.n % key.local_size != 0) {
       throw std::invalid_argument(
-          std::string(!form->servers.empty() ? form->servers : "rail-aligned rings") +
+          std::string(form->on_servers() ? form->server_layout : "rail-aligned rings") +
           " need local_size >= 1 dividing the group size (n = " + std::to_string(key.n) +
           ", local_size = " + std::to_string(key.local_size) + ")");
     }

@@ -103,7 +103,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   key.chunks = auto_chunks(op, key.algo, n, bytes);
   key.window = auto_window(op, key.algo, n, key.chunks, bytes);
   const OpForm* form = find_form(key.algo, op);  // nullptr: normalize will refuse the pair
-  if (form != nullptr && !form->servers.empty()) key.local_size = local;
+  if (form != nullptr && form->on_servers()) key.local_size = local;
   const bool across = local > 1 && local < n && uniform(n, local);
   if (form != nullptr && form->channels) {
     if (across && settings_.rail_rings) {

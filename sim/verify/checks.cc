@@ -201,7 +201,7 @@ std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
           key.n = n;
           key.chunks = chunks;
           key.window = 2;
-          if (!form->servers.empty()) key.local_size = n % 2 == 0 && n > 2 ? 2 : 1;
+          if (form->on_servers()) key.local_size = n % 2 == 0 && n > 2 ? 2 : 1;
           if (op == Op::kBroadcast) key.root = n > 1 ? 1 : 0;
           // Rings as NCCL runs them across servers (forms that take channels): two rail-aligned
           // channels.

@@ -76,9 +76,9 @@ TEST(AlgorithmRegistry, FormsMatchTheirSchedules) {
       EXPECT_EQ(k.chunks, f.pipelining ? 3 : 1);
       EXPECT_EQ(k.window, f.pipelining ? 2 : 1);
       EXPECT_EQ(k.channels, f.channels ? 2 : 1);
-      EXPECT_EQ(k.local_size, !f.servers.empty() || f.channels ? 4 : 0);
+      EXPECT_EQ(k.local_size, f.on_servers() || f.channels ? 4 : 0);
       EXPECT_EQ(build_schedule(key)->key(), k);
-      if (!f.servers.empty()) {
+      if (f.on_servers()) {
         key.local_size = 3;
         EXPECT_THROW(normalize(key), std::invalid_argument);
       }

@@ -117,7 +117,7 @@ AlgorithmInfo hierarchical_algorithm() {
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_hierarchical;
   all_reduce.pipelining = hierarchical_pipelining;
-  all_reduce.servers = "hierarchical all-reduce";
+  all_reduce.server_layout = "hierarchical all-reduce";
   all_reduce.fluid = {hierarchical_fluid_fits, hierarchical_fluid_phases};
   a.ops.push_back(all_reduce);
   return a;

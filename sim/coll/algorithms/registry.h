@@ -35,13 +35,15 @@ struct OpForm {
   // over servers of local_size > 1 ranks are rail-aligned (channel_ring), and local_size must
   // then divide the group.
   bool channels = false;
-  // Non-empty for a schedule laid out on servers of local_size consecutive ranks, which must
-  // divide the group: what normalize's error calls it ("hierarchical all-reduce"). Otherwise
-  // local_size is reset to 0, unless rail-aligned rings use it.
-  std::string_view servers;
+  // For a schedule laid out on servers of local_size consecutive ranks, which must divide the
+  // group: what normalize's error calls it ("hierarchical all-reduce"). Empty for the others,
+  // whose local_size normalize resets to 0 unless rail-aligned rings use it.
+  std::string_view server_layout;
   // The op as coupled flows instead of messages (run_fluid_collective), for the keys it fits;
   // none: always message by message.
   FluidForm fluid;
+
+  bool on_servers() const { return !server_layout.empty(); }
 };
 
 // Everything the simulator needs to know about one algorithm. Adding an algorithm: its value in
