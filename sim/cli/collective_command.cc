@@ -9,6 +9,7 @@
 #include "sim/cli/options.h"
 #include "sim/cli/size_list.h"
 #include "sim/coll/algorithms.h"
+#include "sim/coll/algorithms/registry.h"
 #include "sim/coll/collective.h"
 #include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
@@ -136,6 +137,10 @@ void write_json(const std::string& path, const Request& req, const net::Topology
 
 int collective_command(const std::vector<std::string>& args) {
   Request req;
+  std::string algo_help;  // every algorithm of the table, then auto
+  for (const coll::AlgorithmInfo& a : coll::algorithm_table())
+    algo_help += std::string(a.name) + " | ";
+  algo_help += "auto (NCCL's choice by its cost model)";
   po::options_description opts(
       "usage: clustersim collective --gpus N [options]\n\n"
       "Times one collective on the simulated cluster for each size, like nccl-tests: simulated\n"
@@ -147,8 +152,7 @@ int collective_command(const std::vector<std::string>& args) {
       ("help,h", "show this help")
       ("op", po::value(&req.op)->default_value(req.op),
        "all_reduce | all_gather | reduce_scatter | all_to_all | broadcast | send_recv")
-      ("algo", po::value(&req.algo)->default_value(req.algo),
-       "ring | tree | hierarchical | nvls | direct | auto (NCCL's choice by its cost model)")
+      ("algo", po::value(&req.algo)->default_value(req.algo), algo_help.c_str())
       ("protocol", po::value(&req.protocol)->default_value(req.protocol),
        "NCCL protocol: simple | ll | ll128 | auto (NCCL's choice by size)")
       ("channels", po::value(&req.channels)->default_value(req.channels),
@@ -250,7 +254,8 @@ int collective_command(const std::vector<std::string>& args) {
     if (req.window > 0 || req.chunks > 0)
       key.window = req.window > 0 ? req.window
                                   : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
-    if (key.algo == coll::Algorithm::kHierarchical) key.local_size = local;
+    const coll::OpForm* form = coll::find_form(key.algo, key.op);
+    if (form != nullptr && form->on_servers()) key.local_size = local;
     try {
       key = coll::normalize(key);
       // A fluid run needs no message schedule (at 16K ranks it would take gigabytes).
@@ -298,7 +303,7 @@ int collective_command(const std::vector<std::string>& args) {
     r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
     r.busbw_gbps = r.algbw_gbps * factor;
     const double model_us =
-        tuning.has_hardware() && coll::supports(coll::Algorithm::kRing, key.op)
+        tuning.has_hardware() && coll::nccl_tuned(key.op)
             ? tuning.model_choice(key.op, key.n, auto_local, size, requested).time_us
             : 0;
     if (model_us > 0) r.model_busbw_gbps = static_cast<double>(size) * 1e-3 * factor / model_us;

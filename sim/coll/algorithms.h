@@ -1,4 +1,5 @@
-// Builds the message schedule of each collective algorithm and shares equal ones through a cache.
+// Builds the message schedule of a collective (each algorithm's in its own file in algorithms/)
+// and shares equal ones through a cache.
 #pragma once
 
 #include <cstdint>
@@ -27,8 +28,9 @@ ScheduleKey normalize(ScheduleKey key);
 // phases overlap. A flat ring gets 1: it is pipelined across its n shards already, and the flow
 // model has no staging buffer to bound, so chunks would only add latency per chunk (8 H100s,
 // 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks). Capped at kMaxAutoChunks to keep
-// schedules small, so pieces of huge sizes grow; direct algorithms and single ranks get 1.
-// `algo` is resolved first.
+// schedules small, so pieces of huge sizes grow; direct algorithms and single ranks get 1. `algo`
+// is resolved first; each (algorithm, op) form says its block and piece (OpForm::pipelining),
+// and a pair the algorithm does not implement gets 1 (normalize rejects it).
 inline constexpr int32_t kMaxAutoChunks = 64;
 int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size);
 
@@ -38,26 +40,14 @@ int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size);
 // messages in flight instead of sending them in FIFO order, so a window of W messages of
 // transfer time τ delays every pipeline hop by (W − 1)·τ, which only pays where τ is well below
 // the latency it hides (tree all-reduce of 1 MiB in 8 chunks on 64 H100s: 57 µs with window 1,
-// 145 µs with 8; of 4 KiB in 64 chunks: the other way round).
+// 145 µs with 8; of 4 KiB in 64 chunks: the other way round). Single ranks, direct sends and
+// pairs the algorithm does not implement get 1.
 inline constexpr int32_t kMaxWindow = 8;
 int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size);
 
-// Builds the schedule of normalize(key). Per algorithm (see collective.h for buffer semantics):
-// - ring all-reduce: n shards × `chunks`; per chunk, n−1 reduce-scatter steps then n−1
-//   all-gather steps around ranks 0→1→…→n−1→0. Each send waits for the step it forwards and for
-//   the send `window` places earlier on its connection (NCCL's ring primitives keep up to
-//   NCCL_STEPS slots in flight). Every algorithm's connections follow that window rule.
-// - ring reduce-scatter / all-gather: the first / second half of that.
-// - tree all-reduce: NCCL's double binary tree; tree t carries half t in `chunks` pieces,
-//   reduced up to the root and broadcast down, each piece pipelined behind the previous one on
-//   every connection.
-// - hierarchical all-reduce: nodes of local_size consecutive ranks; per chunk an intra-node
-//   ring reduce-scatter, a ring all-reduce among the ranks with the same local index, and an
-//   intra-node ring all-gather, each phase starting per rank as soon as its data is ready.
-// - ring broadcast: a chain root, root+1, …, pipelined in `chunks` pieces.
-// - direct all-to-all: every rank sends block d to rank d at once (rank r starts with d = r+1,
-//   staggered as NCCL does), plus its own block as a local copy.
-// - direct send/recv: rank r sends its buffer to rank (r+1) mod n.
+// Builds the schedule of normalize(key), by the form of its algorithm for its op in the algorithm
+// table (algorithms/registry.h); each algorithm's file in algorithms/ says how it moves the data
+// (see collective.h for buffer semantics).
 std::shared_ptr<const Schedule> build_schedule(const ScheduleKey& key);
 
 // first, first + stride, ... (count ranks): a ring in rank order, or one rank per server.
@@ -70,13 +60,14 @@ std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride
 // ring closes on the rail it left from when the server count is even (with an odd count, one hop
 // per ring crosses rails). NCCL keeps its rings on rails with PXN instead (the last GPU of a
 // server hands the data over NVLink to the GPU on the next server's rail); the NIC load is the
-// same, one channel per NIC.
+// same, one channel per NIC. (algorithms/ring.cc)
 std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch);
 
 // One node of one of the two binary trees of NCCL's double binary tree over n ranks
 // (ncclGetDtree): tree 0 is a binary tree rooted at rank 0 whose leaves are the odd ranks; tree 1
 // mirrors it (rank -> n-1-rank) for even n and shifts it by one rank for odd n, so that most
 // ranks are a leaf in one tree and an inner node in the other. -1 marks a missing neighbour.
+// (algorithms/tree.cc)
 struct TreeNode {
   int32_t parent = -1;
   int32_t child0 = -1;

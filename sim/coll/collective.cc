@@ -1,9 +1,13 @@
 #include "sim/coll/collective.h"
 
 #include <array>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include "sim/coll/algorithms/registry.h"
 
 namespace cs::coll {
 namespace {
@@ -17,17 +21,19 @@ constexpr std::array<std::pair<Op, std::string_view>, kNumOps> kOpNames{{
     {Op::kSendRecv, "send_recv"},
 }};
 
-constexpr std::array<std::pair<Algorithm, std::string_view>, 6> kAlgoNames{{
-    {Algorithm::kRing, "ring"},
-    {Algorithm::kTree, "tree"},
-    {Algorithm::kHierarchical, "hierarchical"},
-    {Algorithm::kDirect, "direct"},
-    {Algorithm::kNvls, "nvls"},
-    {Algorithm::kAuto, "auto"},
-}};
+// The algorithms' names: the table's, in Algorithm order, then kAuto's.
+const std::vector<std::pair<Algorithm, std::string_view>>& algorithm_names() {
+  static const std::vector<std::pair<Algorithm, std::string_view>> names = [] {
+    std::vector<std::pair<Algorithm, std::string_view>> v;
+    for (const AlgorithmInfo& a : algorithm_table()) v.emplace_back(a.value, a.name);
+    v.emplace_back(Algorithm::kAuto, "auto");
+    return v;
+  }();
+  return names;
+}
 
-template <typename E, std::size_t N>
-E parse(const std::array<std::pair<E, std::string_view>, N>& names, std::string_view text,
+template <typename E>
+E parse(std::span<const std::pair<E, std::string_view>> names, std::string_view text,
         const char* what) {
   std::string choices;
   for (const auto& [value, name] : names) {
@@ -39,8 +45,8 @@ E parse(const std::array<std::pair<E, std::string_view>, N>& names, std::string_
                               "' (expected one of: " + choices + ")");
 }
 
-template <typename E, std::size_t N>
-std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& names, E value) {
+template <typename E>
+std::string_view name_of(std::span<const std::pair<E, std::string_view>> names, E value) {
   for (const auto& [v, name] : names) {
     if (v == value) return name;
   }
@@ -50,16 +56,16 @@ std::string_view name_of(const std::array<std::pair<E, std::string_view>, N>& na
 }  // namespace
 
 Op parse_op(std::string_view text) {
-  return parse(kOpNames, text, "collective op");
+  return parse<Op>(kOpNames, text, "collective op");
 }
 Algorithm parse_algorithm(std::string_view text) {
-  return parse(kAlgoNames, text, "collective algorithm");
+  return parse<Algorithm>(algorithm_names(), text, "collective algorithm");
 }
 std::string_view to_string(Op op) {
-  return name_of(kOpNames, op);
+  return name_of<Op>(kOpNames, op);
 }
 std::string_view to_string(Algorithm algo) {
-  return name_of(kAlgoNames, algo);
+  return name_of<Algorithm>(algorithm_names(), algo);
 }
 
 Algorithm resolve(Algorithm algo, Op op) {
@@ -77,20 +83,7 @@ Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes siz
 }
 
 bool supports(Algorithm algo, Op op) {
-  switch (resolve(algo, op)) {
-    case Algorithm::kRing:
-      return op == Op::kAllReduce || op == Op::kAllGather || op == Op::kReduceScatter ||
-             op == Op::kBroadcast;
-    case Algorithm::kTree:
-    case Algorithm::kHierarchical:
-    case Algorithm::kNvls:
-      return op == Op::kAllReduce;
-    case Algorithm::kDirect:
-      return op == Op::kAllToAll || op == Op::kSendRecv;
-    case Algorithm::kAuto:
-      break;
-  }
-  return false;
+  return find_form(resolve(algo, op), op) != nullptr;
 }
 
 double bus_bandwidth_factor(Op op, int n) {

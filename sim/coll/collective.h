@@ -61,7 +61,8 @@ Algorithm resolve(Algorithm algo, Op op);
 inline constexpr Bytes kTreeMaxBytes = 128 * kKiB;
 Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes size);
 
-// Whether build_schedule knows `algo` (after resolve) for `op`.
+// Whether build_schedule knows `algo` (after resolve) for `op`: its entry in the algorithm table
+// (algorithms/registry.h) has a form for `op`.
 bool supports(Algorithm algo, Op op);
 
 // nccl-tests' busbw = algbw * factor, so that busbw is comparable to link bandwidth whatever n:

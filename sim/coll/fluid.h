@@ -12,27 +12,22 @@
 
 namespace cs::coll {
 
-// Whether run_fluid_collective stands in for `key`'s message schedule: ring all-reduce,
+// Whether run_fluid_collective stands in for `key`'s message schedule: whether the form of its
+// algorithm for its op has a fluid form that fits the key (OpForm::fluid in
+// algorithms/registry.h; each algorithm's file says when and why). Today: ring all-reduce,
 // reduce-scatter and all-gather whose hops are all alike (one server, or one member per server:
 // node_size 1 or >= n) with one chunk or a window of one, hierarchical all-reduce in one chunk,
 // and direct send/recv (every rank to the next, as ring attention's hops). Other schedules run
-// message by message (run_collective): rings that mix NVLink and network hops (rail-aligned rings),
-// trees, NVLS, all-to-all, broadcast, pipelines whose window hides latency between chunks, and
-// hierarchical chunks that pipeline through the phases.
+// message by message (run_collective).
 bool fluid_supported(const ScheduleKey& key);
 
 // Runs the collective of `key` (normalized or not) at sim.now(), with the time its message
-// schedule takes on an otherwise idle network and the same link loads under contention:
-// - A ring channel is one fluid transfer over its n connections (Network::send_fluid): in a ring
-//   every step waits for the step before it, so the slowest connection sets the pace of all. Each
-//   connection carries its share of the buffer (steps x block), scaled by the wire model.
-// - Latency follows the schedule's critical path. With one send in flight per connection, each
-//   step waits for the message of the previous position plus that connection's route latency and
-//   step latency, so the path walks chunks x (steps - 1) + 1 consecutive connections: the run
-//   charges the largest such sum around the ring, and launch_latency before the first step.
-// - Hierarchical all-reduce (one chunk) runs its three phases one after another, as each rank
-//   does: the intra-server reduce-scatter rings, the inter-server all-reduce rings, the
-//   intra-server all-gather rings, each phase one fluid transfer followed by its latency walk.
+// schedule takes on an otherwise idle network and the same link loads under contention, as the
+// phases of its fluid form (fluid_form.h): each lane of coupled connections one fluid transfer
+// (Network::send_fluid) followed by its latency walk, the schedule's critical path; each phase
+// once every lane of the one before has ended, the first after launch_latency. A ring channel,
+// for one, is a lane over its n connections: in a ring every step waits for the step before it,
+// so the slowest connection sets the pace of all.
 // `done` gets the bytes the message schedule would have sent (exact in total) and the number of
 // messages it would have used. With `mirrors` > 1, rank_to_vertex holds that many groups of
 // key.n vertices, each the image of the first on other GPUs of the same servers (a folded TP

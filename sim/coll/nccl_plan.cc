@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/algorithms/registry.h"
 
 namespace cs::coll {
 namespace {
@@ -39,13 +40,12 @@ Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   return resolve(Algorithm::kAuto, op);
 }
 
-NcclAlgo model_algorithm(Algorithm algo) {
-  if (algo == Algorithm::kTree) return NcclAlgo::kTree;
-  if (algo == Algorithm::kNvls) return NcclAlgo::kNvls;
-  return NcclAlgo::kRing;
-}
-
 }  // namespace
+
+bool nccl_tuned(Op op) {
+  return op == Op::kAllReduce || op == Op::kAllGather || op == Op::kReduceScatter ||
+         op == Op::kBroadcast;
+}
 
 std::optional<NcclHardware> nccl_hardware(std::string_view gpu_type) {
   for (const auto& row : kHardware)
@@ -78,7 +78,7 @@ NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, 
   only.protocol = settings_.protocol;
   if (requested != Algorithm::kAuto) {
     only.fix_algo = true;
-    only.algo = model_algorithm(requested);
+    only.algo = algorithm_info(requested).nccl;
   }
   return choose_nccl(op, graph(n, members_per_node), bytes, only);
 }
@@ -89,8 +89,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   key.op = op;
   key.n = n;
   const int32_t local = std::min(members_per_node, n);
-  const bool collective = op == Op::kAllReduce || op == Op::kAllGather ||
-                          op == Op::kReduceScatter || op == Op::kBroadcast;
+  const bool collective = nccl_tuned(op);
   NcclChoice choice;
   if (hw_ && collective && n > 1) {
     choice = model_choice(op, n, local, bytes, requested);
@@ -103,9 +102,10 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   }
   key.chunks = auto_chunks(op, key.algo, n, bytes);
   key.window = auto_window(op, key.algo, n, key.chunks, bytes);
-  if (key.algo == Algorithm::kHierarchical) key.local_size = local;
+  const OpForm* form = find_form(key.algo, op);  // nullptr: normalize will refuse the pair
+  if (form != nullptr && form->on_servers()) key.local_size = local;
   const bool across = local > 1 && local < n && uniform(n, local);
-  if (key.algo == Algorithm::kRing && op != Op::kBroadcast) {
+  if (form != nullptr && form->channels) {
     if (across && settings_.rail_rings) {
       key.channels = settings_.channels > 0 ? settings_.channels : local;
       key.local_size = local;
@@ -118,15 +118,11 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   // The wire costs of the protocol NCCL runs (p2p ops: Simple, without the ring's step terms).
   key.protocol = collective && n > 1 ? choice.protocol : Protocol::kSimple;
   if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
-  if (key.algo == Algorithm::kNvls) {
-    // Each GPU's NVLink carries 6/5 of the buffer each way under NVLS (NCCL's bus-to-algorithm
-    // ratio for NVLS, tuning.cc), where the reduce and multicast messages between GPUs carry
-    // 2(n-1)/n of it.
-    key.wire.byte_factor *= 1.2 * n / (2.0 * (n - 1));
-  }
+  const AlgorithmInfo& info = algorithm_info(key.algo);
+  if (info.nccl_wire_factor != nullptr) key.wire.byte_factor *= info.nccl_wire_factor(n);
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
   if (settings_.step_latency && collective && n > 1) {
-    const NcclAlgo m = model_algorithm(key.algo);
+    const NcclAlgo m = info.nccl;
     // NVLS's hwLat is the whole call's (two phases here, so half each).
     const double share = m == NcclAlgo::kNvls ? 0.5 : 1.0;
     key.wire.intra_step_latency = Time::from_us(share * step_latency_us(m, key.protocol, false));

@@ -26,6 +26,11 @@ struct NcclSettings {
   bool nccl_choice = true;        // algorithm by NCCL's cost model (else the fixed size rule)
 };
 
+// Whether NCCL's cost model chooses the algorithm and protocol of `op`: all-reduce, all-gather,
+// reduce-scatter and broadcast. NCCL runs all-to-all and send/recv as point-to-point sends
+// (Simple protocol, no algorithm choice).
+bool nccl_tuned(Op op);
+
 // The DGX server a GPU type comes in, as NCCL's model needs it: NVLinks per GPU (A100: 12, H100 /
 // H200: 18, H800: 8; datasheets) and NIC bandwidth per GPU (DGX A100: 200 Gb/s HDR = 25 GB/s;
 // DGX H100 / H200 / H800 systems: 400 Gb/s NDR = 50 GB/s).

@@ -6,6 +6,7 @@
 #include <random>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/algorithms/registry.h"
 #include "sim/coll/collective.h"
 #include "sim/coll/verify.h"
 
@@ -185,11 +186,11 @@ std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
   constexpr int kElems = 3;
   const Op ops[] = {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter,
                     Op::kAllToAll,  Op::kBroadcast, Op::kSendRecv};
-  const Algorithm algos[] = {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical,
-                             Algorithm::kDirect, Algorithm::kNvls};
   for (const Op op : ops) {
-    for (const Algorithm algo : algos) {
-      if (!coll::supports(algo, op)) continue;
+    for (const coll::AlgorithmInfo& info : coll::algorithm_table()) {
+      const coll::OpForm* form = info.form(op);
+      if (form == nullptr) continue;
+      const Algorithm algo = info.value;
       double worst = 0;
       std::string groups;
       for (const int32_t n : sizes) {
@@ -200,19 +201,20 @@ std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
           key.n = n;
           key.chunks = chunks;
           key.window = 2;
-          if (algo == Algorithm::kHierarchical) {
-            key.local_size = n % 2 == 0 && n > 2 ? 2 : 1;
-          }
+          if (form->on_servers()) key.local_size = n % 2 == 0 && n > 2 ? 2 : 1;
           if (op == Op::kBroadcast) key.root = n > 1 ? 1 : 0;
-          // Rings as NCCL runs them across servers: two rail-aligned channels.
-          if (algo == Algorithm::kRing && op != Op::kBroadcast && n % 2 == 0 && n > 2) {
+          // Rings as NCCL runs them across servers (forms that take channels): two rail-aligned
+          // channels.
+          if (form->channels && n % 2 == 0 && n > 2) {
             key.channels = 2;
             key.local_size = 2;
           }
           const auto schedule = coll::build_schedule(key);
-          // Broken: an all-reduce judged by a schedule that stops after its reduce-scatter.
+          // Broken: an all-reduce judged by a schedule that stops after its reduce-scatter (of
+          // an algorithm that has both).
           std::shared_ptr<const coll::Schedule> run = schedule;
-          if (o.broken && op == Op::kAllReduce && algo == Algorithm::kRing && n > 1) {
+          if (o.broken && op == Op::kAllReduce && info.form(Op::kReduceScatter) != nullptr &&
+              n > 1) {
             coll::ScheduleKey rs = key;
             rs.op = Op::kReduceScatter;
             run = coll::build_schedule(rs);

@@ -40,8 +40,9 @@ CheckResult check_gradient_accumulation(int32_t k, const CheckOptions& options =
 // Adam over n ZeRO shards (each rank keeps m, v and master weights of its slice only, then the
 // slices are all-gathered) equals unsharded Adam, over several steps.
 CheckResult check_zero_adam(int32_t n, const CheckOptions& options = {});
-// Every (op, algorithm) schedule of coll/algorithms.h for group sizes `sizes`, run on data in
-// FIFO, LIFO and random orders, against the collective's definition (coll/verify.h).
+// Every (algorithm, op) form of the algorithm table (coll/algorithms/registry.h) for group sizes
+// `sizes`, run on data in FIFO, LIFO and random orders, against the collective's definition
+// (coll/verify.h).
 std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
                                            const CheckOptions& options = {});
 

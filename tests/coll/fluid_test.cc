@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/algorithms/registry.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/core/simulator.h"
 #include "sim/net/flow_network.h"
@@ -118,6 +119,31 @@ TEST(Fluid, MirroredCopiesTakeTheTimeOfSeparateRuns) {
   for (int32_t k = 0; k < 8; ++k)
     for (const auto v : gpus(topo, k, 8, 8)) all.push_back(v);
   expect_same(topo, key, all, 64 * kMiB, 8);
+}
+
+TEST(Fluid, EveryFluidFormTakesItsMessageScheduleTimeWhereItFits) {
+  // Inside one server, one GPU per server, and two whole servers: every fluid form in the table
+  // fits some of these and takes its message schedule's time wherever it fits.
+  const auto topo = cluster("dgx-h100", 64);
+  struct Shape {
+    int32_t n, members_per_node, stride;
+  };
+  for (const AlgorithmInfo& a : algorithm_table()) {
+    for (const OpForm& f : a.ops) {
+      if (f.fluid.fits == nullptr) continue;
+      SCOPED_TRACE(std::string(a.name) + " " + std::string(to_string(f.op)));
+      int fitted = 0;
+      for (const Shape s : {Shape{8, 8, 1}, Shape{8, 1, 8}, Shape{16, 8, 1}}) {
+        for (const Bytes size : {64 * kKiB, 16 * kMiB}) {
+          const ScheduleKey key = kH100.plan(f.op, s.n, s.members_per_node, size, a.value);
+          if (!fluid_supported(key)) continue;
+          ++fitted;
+          expect_same(topo, key, gpus(topo, 0, s.n, s.stride), size);
+        }
+      }
+      EXPECT_GT(fitted, 0);
+    }
+  }
 }
 
 TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {

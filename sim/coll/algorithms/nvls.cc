@@ -1,0 +1,71 @@
+// NVLink SHARP all-reduce inside one server (NCCL's NVLS): the NVSwitch reduces and multicasts.
+#include <vector>
+
+#include "sim/coll/algorithms/entries.h"
+
+namespace cs::coll {
+namespace {
+
+// Rank r owns shard r; per chunk the NVSwitch sums shard r from every rank into r
+// (multimem.ld_reduce) and r's sum is multicast back to all (multimem.st). As messages between
+// GPUs that is every d sending its piece of shard r to r (reduce), then r sending the sum to
+// every d (copy); the wire model's byte factor gives each GPU link the traffic the switch really
+// puts on it.
+Schedule build_nvls(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  ScheduleBuilder b(key, n * c);
+  std::vector<Connection> up(n * n), down(n * n);  // [src * n + dst]
+  std::vector<uint32_t> deps, into;
+  for (uint32_t j = 0; j < c; ++j) {
+    for (uint32_t r = 0; r < n; ++r) {
+      const uint32_t unit = r * c + j;
+      into.clear();
+      for (uint32_t o = 1; o < n; ++o) {
+        const uint32_t d = (r + o) % n;
+        deps.clear();
+        up[d * n + r].add_window_dep(key.window, deps);
+        const uint32_t m = b.add(Message{d, r, unit, unit, 1, Action::kReduce}, deps);
+        up[d * n + r].sends.push_back(m);
+        into.push_back(m);
+      }
+      for (uint32_t o = 1; o < n; ++o) {
+        const uint32_t d = (r + o) % n;
+        deps = into;
+        down[r * n + d].add_window_dep(key.window, deps);
+        down[r * n + d].sends.push_back(b.add(Message{r, d, unit, unit, 1, Action::kCopy}, deps));
+      }
+    }
+  }
+  return std::move(b).build();
+}
+
+// S/n shards in chunks of one NCCL ring step.
+Pipelining nvls_pipelining(int32_t n, Bytes size) {
+  return {size / n, kRingChunk};
+}
+
+// Each GPU's NVLink carries 6/5 of the buffer each way under NVLS (NCCL's bus-to-algorithm ratio
+// for NVLS, tuning.cc), where the reduce and multicast messages between GPUs carry 2(n-1)/n of
+// it.
+double nvls_wire_factor(int32_t n) {
+  return 1.2 * n / (2.0 * (n - 1));
+}
+
+}  // namespace
+
+AlgorithmInfo nvls_algorithm() {
+  AlgorithmInfo a;
+  a.value = Algorithm::kNvls;
+  a.name = "nvls";
+  a.nccl = NcclAlgo::kNvls;
+  a.nccl_wire_factor = nvls_wire_factor;
+  OpForm all_reduce;
+  all_reduce.op = Op::kAllReduce;
+  all_reduce.build = build_nvls;
+  all_reduce.pipelining = nvls_pipelining;
+  a.ops.push_back(all_reduce);
+  return a;
+}
+
+}  // namespace cs::coll

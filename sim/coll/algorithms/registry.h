@@ -1,0 +1,79 @@
+// The collective algorithms by name: one table with an entry per algorithm, each entry defined in
+// its own file in this folder, and the lookups that replace switches over the algorithms.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+#include "sim/coll/collective.h"
+#include "sim/coll/fluid_form.h"
+#include "sim/coll/nccl_model.h"
+#include "sim/coll/schedule.h"
+#include "sim/core/units.h"
+
+namespace cs::coll {
+
+// What auto_chunks cuts into chunks for a call of some size: the block of the buffer that one
+// message moves when unchunked (a ring shard, a tree half, the broadcast buffer), and the piece
+// it aims for; auto_window keeps about 64 KiB of block / chunks in flight.
+struct Pipelining {
+  Bytes block = 0;
+  Bytes piece = 0;
+};
+
+// How one algorithm runs one op.
+struct OpForm {
+  Op op{};
+  // The message schedule of a normalized key of this algorithm and op (see normalize).
+  Schedule (*build)(const ScheduleKey& key) = nullptr;
+  // What auto_chunks and auto_window cut for n ranks and `size` bytes. nullptr: every send waits
+  // for nothing, so neither pipelining nor a window applies (normalize sets chunks and window
+  // to 1).
+  Pipelining (*pipelining)(int32_t n, Bytes size) = nullptr;
+  // Takes parallel rings (ScheduleKey::channels; normalize sets 1 otherwise). Several channels
+  // over servers of local_size > 1 ranks are rail-aligned (channel_ring), and local_size must
+  // then divide the group.
+  bool channels = false;
+  // For a schedule laid out on servers of local_size consecutive ranks, which must divide the
+  // group: what normalize's error calls it ("hierarchical all-reduce"). Empty for the others,
+  // whose local_size normalize resets to 0 unless rail-aligned rings use it.
+  std::string_view server_layout;
+  // The op as coupled flows instead of messages (run_fluid_collective), for the keys it fits;
+  // none: always message by message.
+  FluidForm fluid;
+
+  bool on_servers() const { return !server_layout.empty(); }
+};
+
+// Everything the simulator needs to know about one algorithm. Adding an algorithm: its value in
+// Algorithm (collective.h, before kAuto), a file here whose function returns its entry (declared
+// in entries.h), and that function's line in the table (registry.cc).
+struct AlgorithmInfo {
+  Algorithm value{};
+  std::string_view name;    // to_string / parse_algorithm: --algo, configs, reports ("ring")
+  std::vector<OpForm> ops;  // the ops it implements, one form each
+
+  // NCCL's algorithm that this one stands for in NCCL's cost model (nccl_model.h): the one a
+  // request for this algorithm fixes (as NCCL_ALGO does), and whose per-hop and per-call
+  // latencies its messages pay. Only read for the ops NCCL's model covers (nccl_tuned).
+  NcclAlgo nccl = NcclAlgo::kRing;
+  // Under NCCL's wire model (NcclTuning::plan with GPU data), the factor on its messages' wire
+  // bytes beyond the protocol's, for n ranks; nullptr: 1.
+  double (*nccl_wire_factor)(int32_t n) = nullptr;
+
+  // The form for `op`, or nullptr where the algorithm does not implement it.
+  const OpForm* form(Op op) const;
+};
+
+// Every algorithm, in Algorithm order (kAuto, which resolve() turns into one of them, has no
+// entry). Built on first use, so it is safe to call from any initialiser.
+const std::vector<AlgorithmInfo>& algorithm_table();
+
+// The entry of an algorithm; throws std::invalid_argument for kAuto or a value with none.
+const AlgorithmInfo& algorithm_info(Algorithm algo);
+
+// The form of `algo` for `op`, or nullptr where there is none (kAuto included: resolve first).
+const OpForm* find_form(Algorithm algo, Op op);
+
+}  // namespace cs::coll

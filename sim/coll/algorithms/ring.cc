@@ -1,0 +1,192 @@
+// Rings: all-reduce as a reduce-scatter then an all-gather around the ranks, those two halves on
+// their own, and broadcast as a pipelined chain (NCCL's ring algorithm).
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "sim/coll/algorithms.h"
+#include "sim/coll/algorithms/entries.h"
+#include "sim/coll/fluid_form.h"
+
+namespace cs::coll {
+
+Ready ring_steps(ScheduleBuilder& b, Ring& ring, bool reduce, const BlockUnit& block_unit,
+                 uint32_t len, const Ready& ready) {
+  const std::size_t l = ring.size();
+  Ready out = ready;
+  if (l < 2) return out;
+  std::vector<int64_t> received(l, kNone);  // what position p received in the previous step
+  std::vector<int64_t> now(l, kNone);
+  for (std::size_t p = 0; p < l; ++p) out[ring.ranks[p]].clear();
+  std::vector<uint32_t> deps;
+  for (std::size_t s = 0; s + 1 < l; ++s) {
+    for (std::size_t p = 0; p < l; ++p) {
+      const std::size_t next = (p + 1) % l;
+      const std::size_t block = (p + 2 * l - s - (reduce ? 1 : 0)) % l;
+      deps.clear();
+      ring.out[p].add_window_dep(ring.window, deps);
+      if (s < static_cast<std::size_t>(ring.window)) {
+        for (uint32_t d : ready[ring.ranks[p]]) deps.push_back(d);
+        for (uint32_t d : ready[ring.ranks[next]]) deps.push_back(d);
+      }
+      if (s > 0) deps.push_back(static_cast<uint32_t>(received[p]));
+      const uint32_t unit = block_unit(block);
+      const uint32_t m = b.add(Message{ring.ranks[p], ring.ranks[next], unit, unit, len,
+                                       reduce ? Action::kReduce : Action::kCopy},
+                               deps);
+      ring.out[p].sends.push_back(m);
+      now[next] = m;
+      if (!reduce) out[ring.ranks[next]].push_back(m);
+    }
+    received.swap(now);
+  }
+  if (reduce) {
+    for (std::size_t p = 0; p < l; ++p) out[ring.ranks[p]] = {static_cast<uint32_t>(received[p])};
+  }
+  return out;
+}
+
+std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch) {
+  if (local <= 1 || local >= n) return iota_ranks(0, n);
+  std::vector<uint32_t> order;
+  order.reserve(n);
+  for (uint32_t q = 0; q < n / local; ++q) {
+    const uint32_t a = ch % local, b = (ch + 1) % local;
+    const uint32_t entry = q % 2 == 0 ? a : b, exit = q % 2 == 0 ? b : a;
+    order.push_back(q * local + entry);
+    for (uint32_t i = 1; i < local; ++i) {
+      const uint32_t l = (entry + i) % local;
+      if (l != exit) order.push_back(q * local + l);
+    }
+    order.push_back(q * local + exit);
+  }
+  return order;
+}
+
+namespace {
+
+// All-reduce: n shards × `chunks`; per chunk, n−1 reduce-scatter steps then n−1 all-gather steps
+// around ranks 0→1→…→n−1→0 (or each channel's channel_ring). Each send waits for the step it
+// forwards and for the send `window` places earlier on its connection (NCCL's ring primitives
+// keep up to NCCL_STEPS slots in flight); every algorithm's connections follow that window rule.
+// Reduce-scatter and all-gather are the first and the second half of that.
+Schedule build_ring(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  const auto channels = static_cast<uint32_t>(key.channels);
+  // Shard-major layout (unit = shard·channels·c + channel·c + chunk), so that shard r is one
+  // contiguous block; each channel moves its own slice of every shard.
+  ScheduleBuilder b(key, n * channels * c);
+  std::vector<Ring> rings;
+  for (uint32_t ch = 0; ch < channels; ++ch)
+    rings.emplace_back(channel_ring(n, static_cast<uint32_t>(key.local_size), ch), key.window);
+  const Ready none(n);
+  for (uint32_t j = 0; j < c; ++j) {
+    for (uint32_t ch = 0; ch < channels; ++ch) {
+      Ring& ring = rings[ch];
+      const BlockUnit unit = [&](std::size_t position) {
+        return ring.ranks[position] * channels * c + ch * c + j;
+      };
+      if (key.op == Op::kAllGather) {
+        ring_steps(b, ring, false, unit, 1, none);
+      } else {
+        const Ready reduced = ring_steps(b, ring, true, unit, 1, none);
+        if (key.op == Op::kAllReduce) ring_steps(b, ring, false, unit, 1, reduced);
+      }
+    }
+  }
+  return std::move(b).build();
+}
+
+// Broadcast: a chain root, root+1, …, pipelined in `chunks` pieces.
+Schedule build_broadcast(const ScheduleKey& key) {
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto c = static_cast<uint32_t>(key.chunks);
+  ScheduleBuilder b(key, c);
+  std::vector<Connection> chain(n);  // chain[p]: position p's sends to p+1
+  std::vector<int64_t> got(n, kNone);
+  std::vector<uint32_t> deps;
+  for (uint32_t j = 0; j < c; ++j) {
+    for (uint32_t p = 0; p + 1 < n; ++p) {
+      deps.clear();
+      chain[p].add_window_dep(key.window, deps);
+      if (p > 0) deps.push_back(static_cast<uint32_t>(got[p]));
+      const uint32_t src = (static_cast<uint32_t>(key.root) + p) % n;
+      const uint32_t m = b.add(Message{src, (src + 1) % n, j, j, 1, Action::kCopy}, deps);
+      chain[p].sends.push_back(m);
+      got[p + 1] = m;
+    }
+  }
+  return std::move(b).build();
+}
+
+// Rings whose connections are all alike: all inside one server or all between servers, with one
+// chunk or one send in flight. A rail-aligned ring mixes NVLink and network hops, and its
+// critical path then stays on the slow hops instead of paying every hop's latency, which the walk
+// does not model; nor does it follow a window that hides latency between chunks.
+bool ring_fluid_fits(const ScheduleKey& key) {
+  const bool uniform = key.node_size == 1 || key.node_size >= key.n;
+  return uniform && (key.chunks == 1 || key.window == 1);
+}
+
+// Each channel is one fluid transfer over its n connections: in a ring every step waits for the
+// step before it, so the slowest connection sets the pace of all. Each connection carries its
+// share of the buffer (steps x block), scaled by the wire model. With one send in flight per
+// connection, each step waits for the message of the previous position plus that connection's
+// route latency and step latency, so the critical path walks chunks x (steps - 1) + 1
+// consecutive connections: the lane charges the largest such sum around the ring.
+std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
+  const auto& key = ctx.key;
+  const auto n = static_cast<uint32_t>(key.n);
+  const int64_t steps = key.op == Op::kAllReduce ? 2 * (key.n - 1) : key.n - 1;
+  // Every shard moves `steps` times; channel ch moves 1/channels of each.
+  const double payload = static_cast<double>(ctx.size) * static_cast<double>(steps) /
+                         (static_cast<double>(n) * key.channels);
+  FluidPhase phase(static_cast<std::size_t>(key.channels));
+  for (uint32_t ch = 0; ch < static_cast<uint32_t>(key.channels); ++ch) {
+    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
+    ctx.add_ring(phase[ch], ring, payload);
+    phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
+  }
+  ctx.stats.bytes_sent = static_cast<Bytes>(steps) * ctx.size;
+  ctx.stats.messages = static_cast<uint32_t>(
+      std::min<int64_t>(int64_t{key.channels} * key.chunks * n * steps, UINT32_MAX));
+  return {std::move(phase)};
+}
+
+// A flat ring is pipelined across its n shards already: one chunk (see auto_chunks).
+Pipelining ring_pipelining(int32_t n, Bytes size) {
+  return {size / n, size / n + 1};
+}
+
+// The broadcast buffer in 512 KiB slots.
+Pipelining broadcast_pipelining(int32_t, Bytes size) {
+  return {size, kSlot};
+}
+
+}  // namespace
+
+AlgorithmInfo ring_algorithm() {
+  AlgorithmInfo a;
+  a.value = Algorithm::kRing;
+  a.name = "ring";
+  a.nccl = NcclAlgo::kRing;
+  for (const Op op : {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter}) {
+    OpForm ring;
+    ring.op = op;
+    ring.build = build_ring;
+    ring.pipelining = ring_pipelining;
+    ring.channels = true;
+    ring.fluid = {ring_fluid_fits, ring_fluid_phases};
+    a.ops.push_back(ring);
+  }
+  OpForm broadcast;
+  broadcast.op = Op::kBroadcast;
+  broadcast.build = build_broadcast;
+  broadcast.pipelining = broadcast_pipelining;
+  a.ops.push_back(broadcast);
+  return a;
+}
+
+}  // namespace cs::coll

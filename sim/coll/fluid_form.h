@@ -1,0 +1,52 @@
+// What an algorithm's fluid form is built from (run_fluid_collective runs it, fluid.h): lanes of
+// coupled connections, phases of lanes that run side by side, and the context that turns group
+// ranks into edges and latencies.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "sim/coll/runner.h"
+#include "sim/coll/schedule.h"
+#include "sim/core/units.h"
+#include "sim/net/network.h"
+
+namespace cs::coll {
+
+// Coupled connections that move at one pace, then wait `walk` (their latency critical path).
+struct FluidLane {
+  std::vector<net::FluidEdge> edges;
+  Time walk;
+};
+// Lanes that run side by side (a ring's channels); the next phase starts when all have ended.
+using FluidPhase = std::vector<FluidLane>;
+
+// What one group's fluid run needs to turn group ranks into edges and latencies. A form's phases
+// fill in `stats` with the bytes and messages its message schedule would have sent; add_ring
+// counts the wire bytes.
+struct FluidContext {
+  net::Network& network;
+  const ScheduleKey& key;  // normalized
+  std::span<const net::VertexId> vertices;
+  Bytes size;
+  RunStats& stats;
+
+  bool intra_node(uint32_t a, uint32_t b) const;
+  // Route plus step latency of the connection a -> b, as a message on it pays after landing.
+  Time latency(uint32_t a, uint32_t b) const;
+  // Adds the ring's connections (position p -> p+1), each carrying `payload` bytes of data.
+  void add_ring(FluidLane& lane, const std::vector<uint32_t>& ring, double payload) const;
+  // The largest latency along `length` consecutive connections of the ring, cyclically.
+  Time walk(const std::vector<uint32_t>& ring, int64_t length) const;
+};
+
+// An (algorithm, op) form as fluid transfers: `fits` says for which normalized keys the phases
+// stand in for the message schedule (same time on an idle network, same link loads), `phases`
+// builds them for one group. Both nullptr where the form always runs message by message.
+struct FluidForm {
+  bool (*fits)(const ScheduleKey& key) = nullptr;
+  std::vector<FluidPhase> (*phases)(const FluidContext& ctx) = nullptr;
+};
+
+}  // namespace cs::coll
