@@ -146,6 +146,7 @@ void Executor::set_done(int32_t rank, uint32_t op) {
 
 void Executor::choose_folding() {
   const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
+  fold_.fill(1);
   if (fold_tp_requested_ && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
       owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
     fold_[tp] = layout_.size(Dim::kTp);

@@ -278,12 +278,8 @@ class Executor {
   IsolatedCollectiveTimer isolated_timer_;
   bool fluid_ = false;
   bool fold_tp_requested_ = false, fold_dp_requested_ = false;
-  std::array<int32_t, workload::kNumDims> fold_ = [] {  // members per simulated rank, by dim
-    std::array<int32_t, workload::kNumDims> ones{};
-    ones.fill(1);
-    return ones;
-  }();
-  std::vector<int32_t> represented_ = {0};  // offsets from a simulated rank to the ranks it is
+  std::array<int32_t, workload::kNumDims> fold_{};  // members per simulated rank, by dim
+  std::vector<int32_t> represented_ = {0};  // offsets to the ranks a simulated rank stands for
   std::array<std::vector<int32_t>, workload::kNumDims> copies_;  // see copies()
   OpObserver observer_;
   std::vector<bool> observed_;  // by rank
