@@ -32,6 +32,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
     throw std::invalid_argument("the topology has fewer GPUs than the layout has ranks");
   init_ranks();
   for (int d = 0; d < workload::kNumDims; ++d) {
+    if (!layout.uses(static_cast<Dim>(d))) continue;
     const auto members = layout.group_members(0, static_cast<Dim>(d));
     const int32_t node = topology.vertex(topology.gpu(members[0])).node;
     int32_t local = 0;
@@ -40,11 +41,16 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
       ++local;
     members_per_node_[d] = local;
   }
+  // An expert dimension's groups share their servers with the dense groups they are carved
+  // from, so neither they nor those are alone, unless the groups are the same ranks.
   for (int d = 0; d < workload::kNumDims; ++d) {
     const auto dim = static_cast<Dim>(d);
-    bool alone = layout.size(dim) > 1 && members_per_node_[d] == layout.size(dim);
+    bool alone = layout.size(dim) > 1 && members_per_node_[d] == layout.size(dim) &&
+                 !workload::info(dim).expert;
     for (int e = 0; e < workload::kNumDims; ++e)
-      if (e != d && members_per_node_[e] > 1) alone = false;
+      if (e != d && members_per_node_[e] > 1 &&
+          layout.group_members(0, static_cast<Dim>(e)) != layout.group_members(0, dim))
+        alone = false;
     owns_nvlink_[d] = alone;
   }
 }
@@ -150,7 +156,9 @@ void Executor::choose_folding() {
   if (fold_tp_requested_ && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
       owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
     fold_[tp] = layout_.size(Dim::kTp);
-  if (fold_dp_requested_ && !groups_) fold_[dp] = layout_.size(Dim::kDp);
+  // Expert-parallel groups span data-parallel replicas, whose routed tokens differ: no folding.
+  if (fold_dp_requested_ && !groups_ && layout_.size(Dim::kEp) == 1)
+    fold_[dp] = layout_.size(Dim::kDp);
   // Every combination of the folded dimensions' coordinates, as a rank offset; a collective of
   // dimension d is sent by those whose d coordinate is 0 (its own group spans the rest).
   represented_ = {0};
@@ -226,9 +234,9 @@ void Executor::charge_idle(int32_t rank, Time from, Time to) {
   // over another group (context-parallel ranks), and it is DP communication that was exposed.
   // A chunk of an overlapped TP collective the next GEMM piece needs is exposed TP time.
   const workload::DimInfo* waited = nullptr;
-  if (st.last_done_kind == OpKind::kCollective)
+  if (st.last_done_kind == OpKind::kCollective && st.last_done_stream != Stream::kCompute)
     for (const auto& d : workload::kDims)
-      if (d.comm_stream == st.last_done_stream) waited = &d;
+      if (d.comm_stream == st.last_done_stream && waited == nullptr) waited = &d;
   if (waited != nullptr) {
     stats.wait_for(waited->dim) += to - from;
   } else if (st.last_done_kind == OpKind::kSend) {
@@ -578,7 +586,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
                                     duration = run.duration] {
       for (int32_t i = 0; i < count; ++i) change_load(first + i * stride, path, -1);
       for (int32_t i = 0; i < count; ++i) {
-        if (dim == Dim::kTp && blocking) stats_[first + i * stride].wait_for(Dim::kTp) += duration;
+        if (blocking) stats_[first + i * stride].wait_for(dim) += duration;
         complete(first + i * stride, op);
       }
     });
@@ -599,8 +607,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
                  comm_.by_dim[static_cast<int>(dim)] += run.bytes_sent;
                  for (const int32_t m : members) change_load(m, path, -1);
                  for (const int32_t m : members) {
-                   if (dim == Dim::kTp && blocking)
-                     stats_[m].wait_for(Dim::kTp) += sim_.now() - started;
+                   if (blocking) stats_[m].wait_for(dim) += sim_.now() - started;
                    complete(m, op);
                  }
                });

@@ -33,9 +33,9 @@ struct RankStats {
   Time interference;   // compute-stream time added by communication running beside kernels
   Time recompute;      // part of `compute`
   Time pipeline_wait;  // idle, waiting for the previous or next stage
-  // Exposed communication by dimension: the compute stream blocked on a tensor-parallel
-  // collective, or idle waiting for a pipeline transfer already under way or for another
-  // dimension's collective.
+  // Exposed communication by dimension: the compute stream blocked on a collective of its own
+  // (tensor-parallel, expert-parallel), or idle waiting for a pipeline transfer already under
+  // way or for another stream's collective.
   std::array<Time, workload::kNumDims> comm_wait{};
   Time end_wait;  // done, waiting for the slowest rank to finish the step
   Time finish;    // when the rank's last op completed

@@ -159,6 +159,7 @@ void print_table(std::ostream& out, const StepReport& r) {
     row("  compute: " + group, fmt("%.4f s per GPU", seconds));
   std::string labels, seconds;
   for (const auto& d : workload::kDims) {
+    if (d.expert && !r.expert_parallel) continue;
     labels += std::string(labels.empty() ? "" : "/") + std::string(d.label);
     seconds += (seconds.empty() ? "" : " / ") + fmt("%.4f", r.exposed(d.dim));
   }
@@ -166,8 +167,9 @@ void print_table(std::ostream& out, const StepReport& r) {
   row("interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   std::string by_dim;
   for (const auto& d : workload::kDims)
-    by_dim += std::string(by_dim.empty() ? "" : ", ") + std::string(d.key) + " " +
-              fmt("%.3g", r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)] / 1e12);
+    if (!d.expert || r.expert_parallel)
+      by_dim += std::string(by_dim.empty() ? "" : ", ") + std::string(d.key) + " " +
+                fmt("%.3g", r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)] / 1e12);
   row("comm TB by dimension", by_dim);
   row("comm TB nvlink / network",
       fmt("%.3g", r.comm_bytes_nvlink / 1e12) + " / " + fmt("%.3g", r.comm_bytes_network / 1e12));

@@ -65,6 +65,8 @@ struct OffloadFigures {
 struct StepReport {
   std::string name;
   std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
+  // Experts split over GPUs (EP > 1): the text report then shows the EP and EDP columns.
+  bool expert_parallel = false;
   std::string schedule;
   std::string gpu;
   std::string topology;

@@ -67,10 +67,14 @@ Footprint estimate_footprint(const net::Topology& topology, net::Routing& routin
                  : 0);
   for (int d = 0; d < workload::kNumDims; ++d) {
     const auto dim = static_cast<workload::Dim>(d);
-    if (layout.size(dim) < 2) continue;
-    const double per_rank = dim == workload::Dim::kPp ? 2 : 1;
-    const bool crosses = topology.vertex(topology.gpu(0)).node !=
-                         topology.vertex(topology.gpu(layout.stride(dim))).node;
+    if (layout.size(dim) < 2 || !layout.uses(dim)) continue;
+    // Pipeline neighbours both ways; an expert-parallel all-to-all reaches every member.
+    const double per_rank = dim == workload::Dim::kPp   ? 2
+                            : dim == workload::Dim::kEp ? layout.size(dim) - 1
+                                                        : 1;
+    const auto members = layout.group_members(0, dim);
+    const bool crosses = topology.vertex(topology.gpu(members[0])).node !=
+                         topology.vertex(topology.gpu(members[1])).node;
     f.pair_bytes += world * per_rank * (crosses ? network_route : local_route);
   }
   f.link_bytes = static_cast<double>(topology.num_links() * net::FlowNetwork::bytes_per_link());

@@ -178,6 +178,7 @@ pb::Trace to_trace(const run::PreparedStep& step) {
   *meta->mutable_config() = step.config;
   const workload::Layout layout = workload::layout_of(step.config.parallel());
   workload::set_dim_sizes(layout.sizes(), *meta->mutable_layout());
+  meta->mutable_layout()->set_etp(step.config.parallel().etp());
   meta->set_world_size(layout.world());
   meta->set_timed_for_gpu(step.timed_for_gpu);
   for (const int32_t h : step.peak_held) meta->add_peak_held(h);
@@ -194,7 +195,7 @@ pb::Trace to_trace(const run::PreparedStep& step) {
     out.add_rank_program(static_cast<uint32_t>(layout.coord(r, workload::Dim::kPp)));
   for (int d = 0; d < workload::kNumDims; ++d) {
     const auto dim = static_cast<workload::Dim>(d);
-    if (layout.size(dim) == 1) continue;
+    if (layout.size(dim) == 1 || !layout.uses(dim)) continue;
     for (int32_t r = 0; r < layout.world(); ++r) {
       if (layout.coord(r, dim) != 0) continue;  // one group per set of members, from its first
       auto* c = out.add_communicators();

@@ -12,7 +12,9 @@ static_assert(
 
 std::string dims_text(const DimSizes& sizes, std::string_view separator) {
   std::string text;
+  const bool experts = sizes[static_cast<std::size_t>(Dim::kEp)] > 1;
   for (const DimInfo& d : kDims) {
+    if (d.expert && !experts) continue;
     if (!text.empty()) text += separator;
     text += std::string(d.label) + " " + std::to_string(sizes[static_cast<std::size_t>(d.dim)]);
   }

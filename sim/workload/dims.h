@@ -9,9 +9,11 @@
 
 namespace cs::workload {
 
-// In layout order: TP innermost (consecutive ranks), DP outermost. The values are those of
-// trace.proto's Dim.
-enum class Dim : uint8_t { kTp, kCp, kPp, kDp };
+// In layout order: TP innermost (consecutive ranks), DP outermost; then the dimensions of the
+// expert layout, which Megatron-Core carves from the TP x CP x DP ranks of each pipeline stage:
+// EP (the GPUs a layer's routed experts are split over) and EDP (the replicas of each expert,
+// whose gradients are summed). The values are those of trace.proto's Dim.
+enum class Dim : uint8_t { kTp, kCp, kPp, kDp, kEp, kEdp };
 
 // Each stream runs its ops one at a time in program order, like a CUDA stream. Tensor-parallel
 // collectives sit on the compute stream because Megatron's layers block on them; pipeline
@@ -33,15 +35,23 @@ struct DimInfo {
   std::string_view stage_key;
   // The stream whose collectives the compute stream waits on when it waits for this dimension:
   // the dimension's exposed communication. (Pipeline transfers have four streams of their own,
-  // and their waits are told by the op kind; kSendNext stands for them.)
+  // and their waits are told by the op kind; kSendNext stands for them. Collectives on the
+  // compute stream block it, and their whole time is the dimension's exposed communication.)
   Stream comm_stream;
+  // A dimension of the expert layout: not a factor of the world size, and without a stride,
+  // since its ranks are numbered over the stage's TP x CP x DP ranks (Layout).
+  bool expert = false;
 };
 
-inline constexpr std::array<DimInfo, 4> kDims = {{
+inline constexpr std::array<DimInfo, 6> kDims = {{
     {Dim::kTp, "tp", "TP", "tp_comm_s", Stream::kTp},
     {Dim::kCp, "cp", "CP", "cp_wait_s", Stream::kCp},
     {Dim::kPp, "pp", "PP", "pp_wait_s", Stream::kSendNext},
     {Dim::kDp, "dp", "DP", "dp_wait_s", Stream::kDp},
+    // The dispatch and combine all-to-alls block the compute stream, as Megatron-Core's token
+    // dispatcher does; expert gradients are reduced on the DP stream beside the dense ones.
+    {Dim::kEp, "ep", "EP", "ep_comm_s", Stream::kCompute, true},
+    {Dim::kEdp, "edp", "EDP", "edp_wait_s", Stream::kDp, true},
 }};
 constexpr int kNumDims = static_cast<int>(kDims.size());
 
@@ -55,7 +65,8 @@ using DimSizes = std::array<int32_t, kNumDims>;
 // Seconds by dimension, in kDims order.
 using DimSeconds = std::array<double, kNumDims>;
 
-// "TP 8 x CP 1 x PP 16 x DP 128" (with `separator` " x ").
+// "TP 8 x CP 1 x PP 16 x DP 128" (with `separator` " x "), then " x EP 8 x EDP 16" when the
+// experts are split (EP > 1).
 std::string dims_text(const DimSizes& sizes, std::string_view separator = " x ");
 
 }  // namespace cs::workload

@@ -6,33 +6,49 @@
 namespace cs::workload {
 namespace {
 
-const google::protobuf::FieldDescriptor& field_of(const google::protobuf::Message& message,
-                                                  const DimInfo& d) {
-  const auto* field = message.GetDescriptor()->FindFieldByName(std::string(d.key));
+const google::protobuf::FieldDescriptor& int_field(const google::protobuf::Message& message,
+                                                   std::string_view name) {
+  const auto* field = message.GetDescriptor()->FindFieldByName(std::string(name));
   if (field == nullptr || field->cpp_type() != google::protobuf::FieldDescriptor::CPPTYPE_INT32)
-    throw std::logic_error(message.GetTypeName() + " has no int32 field " + std::string(d.key));
+    throw std::logic_error(message.GetTypeName() + " has no int32 field " + std::string(name));
   return *field;
+}
+
+int32_t int_of(const google::protobuf::Message& message, std::string_view name) {
+  return message.GetReflection()->GetInt32(message, &int_field(message, name));
 }
 
 }  // namespace
 
+int32_t expert_tp_of(const google::protobuf::Message& message) {
+  const int32_t etp = int_of(message, "etp");
+  return etp == 0 ? int_of(message, "tp") : etp;
+}
+
 DimSizes dim_sizes(const google::protobuf::Message& message) {
   DimSizes sizes{};
   for (const DimInfo& d : kDims)
-    sizes[static_cast<std::size_t>(d.dim)] =
-        message.GetReflection()->GetInt32(message, &field_of(message, d));
+    if (d.dim != Dim::kEdp) sizes[static_cast<std::size_t>(d.dim)] = int_of(message, d.key);
+  auto size = [&](Dim d) { return int64_t{sizes[static_cast<std::size_t>(d)]}; };
+  const int64_t stage = size(Dim::kTp) * size(Dim::kCp) * size(Dim::kDp);
+  const int64_t experts = int64_t{expert_tp_of(message)} * size(Dim::kEp);
+  sizes[static_cast<std::size_t>(Dim::kEdp)] =
+      experts > 0 && stage > 0 && stage % experts == 0 ? static_cast<int32_t>(stage / experts) : 0;
   return sizes;
 }
 
 void set_dim_sizes(const DimSizes& sizes, google::protobuf::Message& message) {
   for (const DimInfo& d : kDims)
-    message.GetReflection()->SetInt32(&message, &field_of(message, d),
-                                      sizes[static_cast<std::size_t>(d.dim)]);
+    if (d.dim != Dim::kEdp)
+      message.GetReflection()->SetInt32(&message, &int_field(message, d.key),
+                                        sizes[static_cast<std::size_t>(d.dim)]);
 }
 
 int64_t world_of(const DimSizes& sizes) {
   int64_t world = 1;
-  for (const int32_t s : sizes) {
+  for (const DimInfo& d : kDims) {
+    const int32_t s = sizes[static_cast<std::size_t>(d.dim)];
+    if (d.expert) continue;
     if (s < 1) return 0;
     world *= s;
   }

@@ -9,13 +9,19 @@
 
 namespace cs::workload {
 
-// The sizes in the int32 fields named by kDims (ParallelConfig.tp, .cp, ...).
+// The sizes in the int32 fields named by kDims (ParallelConfig.tp, .cp, ...). EDP has no field:
+// it is TP·CP·DP / (ETP·EP), with ETP from the `etp` field (0: TP), or 0 when that does not
+// divide (validate() says why).
 DimSizes dim_sizes(const google::protobuf::Message& message);
+// Writes every size that has a field (all but EDP).
 void set_dim_sizes(const DimSizes& sizes, google::protobuf::Message& message);
-// The product of the sizes, in 64 bits so absurd sizes cannot overflow; 0 if one is below 1.
+// The expert tensor-parallel size: the `etp` field, or TP when it is 0.
+int32_t expert_tp_of(const google::protobuf::Message& message);
+// The product of the sizes that number the world (not the expert ones), in 64 bits so absurd
+// sizes cannot overflow; 0 if one is below 1.
 int64_t world_of(const DimSizes& sizes);
 inline Layout layout_of(const google::protobuf::Message& message) {
-  return Layout(dim_sizes(message));
+  return Layout(dim_sizes(message), expert_tp_of(message));
 }
 
 }  // namespace cs::workload

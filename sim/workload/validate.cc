@@ -149,7 +149,7 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   if (gpus_available > 0 && gpus > gpus_available) {
     std::string product;
     for (const auto& d : kDims)
-      product += (product.empty() ? "parallel." : " x ") + std::string(d.key);
+      if (!d.expert) product += (product.empty() ? "parallel." : " x ") + std::string(d.key);
     c.fail(product + " = " + std::to_string(gpus) + " GPUs but the cluster has " +
            std::to_string(gpus_available));
   }
