@@ -27,11 +27,12 @@ enum class KernelGroup : uint8_t {
   kOptimizer,    // the optimizer step over the local shard
   kGradNorm,     // gradient norm for clipping
   kOther,        // anything else (imported traces)
+  kMoeRouting,   // MoE router scores and top-k, token permutation and unpermutation
   kNumGroups
 };
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(KernelGroup::kNumGroups)>
     kKernelGroupNames = {"gemm",     "attention", "norm",      "elementwise", "loss",
-                         "fp8_cast", "optimizer", "grad_norm", "other"};
+                         "fp8_cast", "optimizer", "grad_norm", "other",       "moe_routing"};
 inline std::string_view to_string(KernelGroup g) {
   return kKernelGroupNames[static_cast<std::size_t>(g)];
 }

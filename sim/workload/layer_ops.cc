@@ -1,6 +1,7 @@
 #include "sim/workload/layer_ops.h"
 
 #include "sim/workload/model_math.h"
+#include "sim/workload/moe_ops.h"
 
 namespace cs::workload {
 namespace {
@@ -39,6 +40,9 @@ class Builder {
   }
 
   std::vector<LayerOp> take() { return std::move(ops_); }
+  void append(std::vector<LayerOp> ops) {
+    for (LayerOp& op : ops) ops_.push_back(std::move(op));
+  }
 
   bool enabled(KernelGroup group) const {
     switch (group) {
@@ -71,17 +75,8 @@ class Builder {
   // ColumnParallelLinear).
   void gemm(std::string_view name, int64_t m, int64_t n, int64_t k, bool low_precision = true,
             int64_t batch = 1, KernelGroup group = KernelGroup::kGemm) {
-    const bool fp8 = low_precision && precision_ == clustersim::FP8;
-    const double e = fp8 ? gemm_input_bytes(clustersim::FP8) : kActBytes;
-    LayerOp op;
-    op.kernel = compute::gemm(name, m, n, k, e, batch);
-    op.kernel.group = group;
-    if (e != kActBytes) {
-      op.kernel.bytes =
-          e * static_cast<double>(m * k + k * n) + kActBytes * static_cast<double>(m * n);
-    }
-    op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
-    ops_.push_back(op);
+    ops_.push_back(gemm_op(name, m, n, k, low_precision ? precision_ : clustersim::BF16, batch));
+    ops_.back().kernel.group = group;
   }
   void gemm_phase(Phase phase, std::string_view fwd, std::string_view dgrad, std::string_view wgrad,
                   int64_t m, int64_t n, int64_t k, bool low_precision = true) {
@@ -299,7 +294,23 @@ double gemm_input_bytes(clustersim::Precision precision) {
   return precision == clustersim::FP8 ? 1.0 : 2.0;
 }
 
-std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase) {
+LayerOp gemm_op(std::string_view name, int64_t m, int64_t n, int64_t k,
+                clustersim::Precision precision, int64_t batch) {
+  const bool fp8 = precision == clustersim::FP8;
+  const double e = gemm_input_bytes(precision);
+  LayerOp op;
+  op.kernel = compute::gemm(name, m, n, k, e, batch);
+  op.kernel.group = KernelGroup::kGemm;
+  if (e != kActBytes) {
+    op.kernel.bytes =
+        e * static_cast<double>(m * k + k * n) + kActBytes * static_cast<double>(m * n);
+  }
+  op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+  return op;
+}
+
+std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
+                               const ExpertLoad* experts) {
   Builder b(config);
   const int64_t T = b.tokens_, h = b.h_, t = b.t_;
   const int64_t qkv_n = (h + 2 * b.kv_ * b.d_) / t;
@@ -320,23 +331,31 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase)
       b.leave_tp_forward("attn_ar", "attn_sp_rs");
       b.residual_fwd("attn_residual_fwd");
       b.norm("ln2_fwd", false);
-      b.enter_tp_forward("mlp_sp_ag");
-      b.gemm_phase(phase, "mlp_up_fwd", "", "", T, up_n, h);
-      b.activation("mlp_act_fwd", false);
-      if (fp8) b.fp8_cast_transpose("mlp_down_input_fp8_cast", b.token_elements(ffn_shard));
-      b.gemm_phase(phase, "mlp_down_fwd", "", "", T, h, ffn_shard);
-      b.leave_tp_forward("mlp_ar", "mlp_sp_rs");
+      if (experts) {
+        b.append(moe_block_ops(config, phase, *experts));
+      } else {
+        b.enter_tp_forward("mlp_sp_ag");
+        b.gemm_phase(phase, "mlp_up_fwd", "", "", T, up_n, h);
+        b.activation("mlp_act_fwd", false);
+        if (fp8) b.fp8_cast_transpose("mlp_down_input_fp8_cast", b.token_elements(ffn_shard));
+        b.gemm_phase(phase, "mlp_down_fwd", "", "", T, h, ffn_shard);
+        b.leave_tp_forward("mlp_ar", "mlp_sp_rs");
+      }
       b.residual_fwd("mlp_residual_fwd");
       break;
     case Phase::kBackward:
       b.dropout_bwd("mlp_dropout_bwd", b.norm_elements());
-      b.leave_tp_backward("mlp_sp_ag_bwd");
-      if (fp8) b.fp8_cast_transpose("mlp_down_dgrad_fp8_cast", b.token_elements(h));
-      b.gemm_phase(phase, "", "mlp_down_dgrad", "", T, h, ffn_shard);
-      b.activation("mlp_act_bwd", true);
-      if (fp8) b.fp8_cast_transpose("mlp_up_dgrad_fp8_cast", b.token_elements(up_n));
-      b.gemm_phase(phase, "", "mlp_up_dgrad", "", T, up_n, h);
-      b.enter_tp_backward("mlp_ar_bwd", "mlp_sp_rs_bwd");
+      if (experts) {
+        b.append(moe_block_ops(config, phase, *experts));
+      } else {
+        b.leave_tp_backward("mlp_sp_ag_bwd");
+        if (fp8) b.fp8_cast_transpose("mlp_down_dgrad_fp8_cast", b.token_elements(h));
+        b.gemm_phase(phase, "", "mlp_down_dgrad", "", T, h, ffn_shard);
+        b.activation("mlp_act_bwd", true);
+        if (fp8) b.fp8_cast_transpose("mlp_up_dgrad_fp8_cast", b.token_elements(up_n));
+        b.gemm_phase(phase, "", "mlp_up_dgrad", "", T, up_n, h);
+        b.enter_tp_backward("mlp_ar_bwd", "mlp_sp_rs_bwd");
+      }
       b.norm("ln2_bwd", true);
       b.residual_grad_sum("mlp_residual_grad_sum");
       b.dropout_bwd("attn_dropout_bwd", b.norm_elements());
@@ -353,12 +372,16 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase)
       b.residual_grad_sum("attn_residual_grad_sum");
       break;
     case Phase::kWeightGrad:
-      b.bias_grad("mlp_down_bias_grad", h);
-      b.gemm_phase(phase, "", "", "mlp_down_wgrad", T, h, ffn_shard);
-      b.enter_tp_forward("mlp_sp_ag_wgrad");
-      b.bias_grad("mlp_up_bias_grad", up_n);
-      if (fp8) b.fp8_transpose("mlp_up_wgrad_fp8_transpose", b.token_elements(h));
-      b.gemm_phase(phase, "", "", "mlp_up_wgrad", T, up_n, h);
+      if (experts) {
+        b.append(moe_block_ops(config, phase, *experts));
+      } else {
+        b.bias_grad("mlp_down_bias_grad", h);
+        b.gemm_phase(phase, "", "", "mlp_down_wgrad", T, h, ffn_shard);
+        b.enter_tp_forward("mlp_sp_ag_wgrad");
+        b.bias_grad("mlp_up_bias_grad", up_n);
+        if (fp8) b.fp8_transpose("mlp_up_wgrad_fp8_transpose", b.token_elements(h));
+        b.gemm_phase(phase, "", "", "mlp_up_wgrad", T, up_n, h);
+      }
       b.bias_grad("proj_bias_grad", h);
       b.gemm_phase(phase, "", "", "proj_wgrad", T, h, h / t);
       b.enter_tp_forward("attn_sp_ag_wgrad");
@@ -370,10 +393,11 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase)
   return b.take();
 }
 
-std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config) {
+std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config,
+                                         const ExpertLoad* experts) {
   switch (config.parallel().recompute()) {
     case clustersim::ParallelConfig::FULL:
-      return layer_ops(config, Phase::kForward);
+      return layer_ops(config, Phase::kForward, experts);
     case clustersim::ParallelConfig::SELECTIVE: {
       Builder b(config);
       b.attention("attn_recompute", false);

@@ -10,7 +10,9 @@
 #include "sim/compute/kernel.h"
 #include "sim/core/units.h"
 #include "sim/workload/dims.h"
+#include "sim/workload/moe.h"
 #include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/program.h"
 
 namespace cs::workload {
 
@@ -37,6 +39,11 @@ struct LayerOp {
   LayerComm comm;              // when is_comm
   std::string_view comm_name;  // when is_comm, a static label like "attn_out_ar"
   Bytes bytes = 0;             // when is_comm
+  // Expert-parallel work that differs by EP rank (imbalanced routing). A kernel: the kernels each
+  // EP coordinate runs instead (their times add up; `kernel` is their mean, for FLOP counts).
+  // An all-to-all over EP: how its bytes spread over the members (`bytes` is what each sends).
+  std::vector<std::vector<compute::Kernel>> rank_parts;
+  AllToAllV all_to_all;  // when comm is {kEp, kAllToAll}
 
   std::string_view name() const { return is_comm ? comm_name : kernel.name; }
 };
@@ -44,6 +51,9 @@ struct LayerOp {
 // Bytes per GEMM input element: 2 for BF16, 1 for FP8 (Transformer Engine casts the inputs;
 // outputs stay bf16, so an FP8 GEMM's bytes are m·k + k·n + 2·m·n).
 double gemm_input_bytes(clustersim::Precision precision);
+// The GEMM X[m,k]·W[k,n] with inputs in `precision` (FP8: 1 byte, else 2) and a bf16 output.
+LayerOp gemm_op(std::string_view name, int64_t m, int64_t n, int64_t k,
+                clustersim::Precision precision, int64_t batch = 1);
 
 // Shapes come from a validated config. Tokens per GPU per microbatch are T = microbatch_size x
 // seq_length / cp; norms, residuals and dropout see T / tp under sequence parallelism. Phases
@@ -75,11 +85,14 @@ double gemm_input_bytes(clustersim::Precision precision);
 // (optimizer_ops). The output layer and attention stay BF16.
 // Each kernel group can be switched off (EffectsConfig: norm_kernels, elementwise_kernels,
 // loss_kernels, fp8_casts, grad_norm); GEMMs and attention always run.
-std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase);
+// A MoE layer (`experts` set: its routing) has the block of moe_ops.h in place of the MLP.
+std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
+                               const ExpertLoad* experts = nullptr);
 
 // What recomputation re-runs before a layer's backward: FULL the whole forward (comms included),
 // SELECTIVE the attention core forward, NONE nothing.
-std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config);
+std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config,
+                                         const ExpertLoad* experts = nullptr);
 
 // First stage: the vocab-parallel embedding lookup and the TP all-reduce (SP: reduce-scatter)
 // that combines the vocabulary shards; B: with SP the gradient all-gather, else nothing; W: the

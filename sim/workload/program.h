@@ -46,6 +46,23 @@ struct Op {
   int32_t peer_rank = -1;  // send / recv: the other end's rank; when >= 0 it wins over peer_stage
   int32_t comm = -1;       // collectives: index into the executor's group table; < 0: by `dim`
   int32_t layer = -1;      // the transformer layer (in model order) an op belongs to, for timelines
+  // Expert-parallel ops whose size differs by EP rank: compute, a row of Program::rank_times;
+  // an EP all-to-all, an entry of Program::all_to_alls. UINT32_MAX: none.
+  uint32_t varies = UINT32_MAX;
+};
+
+// An all-to-all-v over the expert-parallel group whose sizes follow the routing. Dispatch: every
+// member sends `bytes` x share[d] to member d (the tokens routed to d's experts). Combine
+// (reverse): the same transfers the other way. With node-limited routing (max_nodes > 0) a
+// token crosses the network once per server it is routed to, at most max_nodes, and NVLink
+// forwards it to that server's experts (DeepSeek-V3, section 3.2.2).
+struct AllToAllV {
+  std::vector<double> share;  // per member, sums to 1
+  bool reverse = false;
+  double copies_per_token = 1;  // expert copies of a token in `bytes` (top_k x kept share)
+  int32_t top_k = 1;
+  int32_t max_nodes = 0;
+  friend bool operator==(const AllToAllV&, const AllToAllV&) = default;
 };
 
 // What a compute op runs, kept so that a program can be re-timed for another GPU.
@@ -61,6 +78,8 @@ struct Program {
   std::vector<uint32_t> deps;  // op indices, each smaller than the op that lists it
   std::array<std::vector<uint32_t>, kNumStreams> streams;  // op indices in stream order
   std::vector<std::string> labels;
+  std::vector<std::vector<Time>> rank_times;  // per row: the op's duration by EP coordinate
+  std::vector<AllToAllV> all_to_alls;
   std::unordered_map<std::string, uint32_t> label_index;
   // Dataflow programs (imported traces have no streams): every op other than compute starts as
   // soon as its dependencies are done; compute ops still queue on the compute stream, one kernel

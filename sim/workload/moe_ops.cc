@@ -1,0 +1,261 @@
+#include "sim/workload/moe_ops.h"
+
+#include <cmath>
+#include <numeric>
+
+#include "sim/workload/layout_config.h"
+
+namespace cs::workload {
+namespace {
+
+constexpr double kActBytes = 2.0;  // bf16 activations and gradients
+using compute::KernelGroup;
+
+// One GPU's share of a MoE block and the op list being built.
+class MoeBuilder {
+ public:
+  MoeBuilder(const clustersim::RunConfig& config, const ExpertLoad& load)
+      : config_(config), moe_(config.model().moe()), load_(load) {
+    const auto& par = config.parallel();
+    tp_ = par.tp();
+    ep_ = par.ep();
+    etp_ = expert_tp_of(par);
+    h_ = config.model().hidden_size();
+    const int64_t tokens = int64_t{par.microbatch_size()} * config.model().seq_length() / par.cp();
+    sp_ = par.sequence_parallel() && tp_ > 1;
+    tokens_ = tokens;
+    t_in_ = sp_ ? tokens / tp_ : tokens;
+    gather_ = etp_ > 1 ? tp_ : 1;
+    kept_ = 1.0 - load.dropped;
+    swiglu_ = config.model().activation() == clustersim::ModelConfig::SWIGLU;
+    ffn_shard_ = moe_.expert_ffn_hidden_size() / etp_;
+    routing_kernels_ = config.effects().moe_routing_kernels();
+  }
+
+  std::vector<LayerOp> take() { return std::move(ops_); }
+
+  void forward() {
+    router(false);
+    permute("moe_permute_fwd");
+    dispatch("moe_dispatch_a2a", false);
+    etp_comm(coll::Op::kAllGather, "moe_etp_ag");
+    experts(Phase::kForward);
+    etp_comm(coll::Op::kReduceScatter, "moe_etp_rs");
+    dispatch("moe_combine_a2a", true);
+    unpermute("moe_unpermute_fwd");
+    shared_experts(Phase::kForward);
+  }
+
+  void backward() {
+    shared_experts(Phase::kBackward);
+    unpermute("moe_unpermute_bwd");
+    dispatch("moe_combine_a2a_bwd", false);
+    etp_comm(coll::Op::kAllGather, "moe_etp_rs_bwd");
+    experts(Phase::kBackward);
+    etp_comm(coll::Op::kReduceScatter, "moe_etp_ag_bwd");
+    dispatch("moe_dispatch_a2a_bwd", true);
+    permute("moe_permute_bwd");
+    router(true);
+  }
+
+  void weight_grad() {
+    shared_experts(Phase::kWeightGrad);
+    experts(Phase::kWeightGrad);
+    add(gemm_op("moe_router_wgrad", h_, moe_.num_experts(), t_in_, clustersim::BF16));
+  }
+
+ private:
+  void add(LayerOp op) { ops_.push_back(std::move(op)); }
+  void memory(std::string_view name, double bytes, double flops, KernelGroup group) {
+    LayerOp op;
+    op.kernel = compute::memory_bound(name, bytes, flops, group);
+    add(op);
+  }
+  void comm(LayerComm kind, std::string_view name, double bytes) {
+    LayerOp op;
+    op.is_comm = true;
+    op.comm = kind;
+    op.comm_name = name;
+    op.bytes = static_cast<Bytes>(std::llround(bytes));
+    add(op);
+  }
+  // Token copies this GPU sends to experts: T_in x top_k x (1 - dropped).
+  double copies() const { return static_cast<double>(t_in_) * moe_.top_k() * kept_; }
+
+  // Gate GEMM T_in x h -> E (kept in bf16, as Megatron-Core's router), then the score function
+  // and top-k over the logits: read them, write fp32 scores and the top_k (index, weight) pairs.
+  void router(bool backward) {
+    const int64_t e = moe_.num_experts();
+    const double logits = static_cast<double>(t_in_) * static_cast<double>(e);
+    const double picks = static_cast<double>(t_in_) * moe_.top_k();
+    if (!backward) add(gemm_op("moe_router_fwd", t_in_, e, h_, clustersim::BF16));
+    if (routing_kernels_)
+      memory(backward ? "moe_router_scores_bwd" : "moe_router_scores_fwd",
+             logits * (kActBytes + 4.0) + picks * 8.0, 5.0 * logits, KernelGroup::kMoeRouting);
+    if (backward) add(gemm_op("moe_router_dgrad", t_in_, h_, e, clustersim::BF16));
+  }
+  // Gathering each token's copies in expert order: read T_in rows of h, write the copies.
+  void permute(std::string_view name) {
+    if (!routing_kernels_) return;
+    const double rows = static_cast<double>(t_in_) + copies();
+    memory(name, rows * static_cast<double>(h_) * kActBytes, 0, KernelGroup::kMoeRouting);
+  }
+  // The weighted sum of a token's copies back into its row.
+  void unpermute(std::string_view name) {
+    if (!routing_kernels_) return;
+    const double rows = static_cast<double>(t_in_) + copies();
+    memory(name, rows * static_cast<double>(h_) * kActBytes, 2.0 * copies() * h_,
+           KernelGroup::kMoeRouting);
+  }
+  void dispatch(std::string_view name, bool reverse) {
+    if (ep_ == 1) return;
+    comm(LayerComm{Dim::kEp, coll::Op::kAllToAll}, name, copies() * h_ * kActBytes);
+    AllToAllV& v = ops_.back().all_to_all;
+    v.share = load_.rank_share;
+    const double kept = std::accumulate(v.share.begin(), v.share.end(), 0.0);
+    for (double& s : v.share) s = kept > 0 ? s / kept : 0;
+    v.reverse = reverse;
+    v.copies_per_token = moe_.top_k() * kept_;
+    v.top_k = moe_.top_k();
+    v.max_nodes = moe_.max_nodes_per_token();
+  }
+  // Expert tensor parallelism over the TP group: what arrived is all-gathered before the experts
+  // and their output reduce-scattered (sizes: their mean over EP ranks).
+  void etp_comm(coll::Op op, std::string_view name) {
+    if (gather_ == 1) return;
+    comm(LayerComm{Dim::kTp, op}, name, static_cast<double>(gather_) * copies() * h_ * kActBytes);
+  }
+
+  // Tokens expert x gets: every EP rank's (and, under ETP, every TP rank's) copies routed to it.
+  int64_t expert_tokens(std::size_t x) const {
+    return std::llround(static_cast<double>(ep_) * gather_ * t_in_ * moe_.top_k() * load_.kept[x]);
+  }
+
+  // One op per GEMM or activation of the experts, with each EP rank's parts.
+  void experts(Phase phase) {
+    const int64_t up_n = (swiglu_ ? 2 : 1) * ffn_shard_;
+    struct Shape {
+      std::string_view name;
+      int64_t n, k;
+    };
+    const Shape fc1{"", up_n, h_}, fc2{"", h_, ffn_shard_};
+    auto gemm_of = [&](std::string_view name, const Shape& s, int64_t m) {
+      switch (phase) {
+        case Phase::kForward:
+          return gemm_op(name, m, s.n, s.k, config_.precision()).kernel;
+        case Phase::kBackward:
+          return gemm_op(name, m, s.k, s.n, config_.precision()).kernel;
+        default:
+          return gemm_op(name, s.k, s.n, m, config_.precision()).kernel;
+      }
+    };
+    auto act_of = [&](std::string_view name, int64_t m) {
+      const double n = static_cast<double>(m) * static_cast<double>(ffn_shard_);
+      const bool bwd = phase == Phase::kBackward;
+      const double tensors = swiglu_ ? (bwd ? 5.0 : 3.0) : (bwd ? 3.0 : 2.0);
+      return compute::memory_bound(name, tensors * kActBytes * n, (bwd ? 12.0 : 8.0) * n,
+                                   KernelGroup::kElementwise);
+    };
+    auto grouped = [&](auto make) {
+      LayerOp op;
+      const std::size_t per_rank = load_.kept.size() / static_cast<std::size_t>(ep_);
+      op.rank_parts.resize(static_cast<std::size_t>(ep_));
+      int64_t tokens = 0;
+      for (std::size_t x = 0; x < load_.kept.size(); ++x) {
+        const int64_t m = expert_tokens(x);
+        tokens += m;
+        if (m > 0) op.rank_parts[x / per_rank].push_back(make(m));
+      }
+      op.kernel = make(std::max<int64_t>(tokens / ep_, 1));  // the mean rank's whole load
+      const bool fp8 =
+          op.kernel.kind == compute::KernelKind::kGemm && config_.precision() == clustersim::FP8;
+      op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+      add(std::move(op));
+    };
+    switch (phase) {
+      case Phase::kForward:
+        grouped([&](int64_t m) { return gemm_of("moe_fc1_fwd", fc1, m); });
+        grouped([&](int64_t m) { return act_of("moe_act_fwd", m); });
+        grouped([&](int64_t m) { return gemm_of("moe_fc2_fwd", fc2, m); });
+        break;
+      case Phase::kBackward:
+        grouped([&](int64_t m) { return gemm_of("moe_fc2_dgrad", fc2, m); });
+        grouped([&](int64_t m) { return act_of("moe_act_bwd", m); });
+        grouped([&](int64_t m) { return gemm_of("moe_fc1_dgrad", fc1, m); });
+        break;
+      case Phase::kWeightGrad:
+        grouped([&](int64_t m) { return gemm_of("moe_fc2_wgrad", fc2, m); });
+        grouped([&](int64_t m) { return gemm_of("moe_fc1_wgrad", fc1, m); });
+        break;
+    }
+  }
+
+  // Shared experts: a dense MLP split over TP like the model's own (under SP: all-gather in,
+  // reduce-scatter out), over every token.
+  void shared_experts(Phase phase) {
+    const int64_t ffn = moe_.shared_expert_ffn_hidden_size() / tp_;
+    if (ffn == 0) return;
+    const int64_t up_n = (swiglu_ ? 2 : 1) * ffn;
+    const double hidden = static_cast<double>(tokens_) * h_ * kActBytes;
+    auto tp = [&](coll::Op op, std::string_view name) {
+      if (tp_ > 1) comm(LayerComm{Dim::kTp, sp_ ? op : coll::Op::kAllReduce}, name, hidden);
+    };
+    const double act = static_cast<double>(tokens_) * static_cast<double>(ffn);
+    const auto p = config_.precision();
+    switch (phase) {
+      case Phase::kForward:
+        if (sp_) tp(coll::Op::kAllGather, "shared_sp_ag");
+        add(gemm_op("shared_up_fwd", tokens_, up_n, h_, p));
+        memory("shared_act_fwd", (swiglu_ ? 3.0 : 2.0) * kActBytes * act, 8.0 * act,
+               KernelGroup::kElementwise);
+        add(gemm_op("shared_down_fwd", tokens_, h_, ffn, p));
+        tp(coll::Op::kReduceScatter, "shared_sp_rs");
+        // The routed and shared outputs are summed.
+        memory("shared_add_fwd", 3.0 * kActBytes * static_cast<double>(t_in_) * h_, 0,
+               KernelGroup::kElementwise);
+        break;
+      case Phase::kBackward:
+        if (sp_) tp(coll::Op::kAllGather, "shared_sp_ag_bwd");
+        add(gemm_op("shared_down_dgrad", tokens_, ffn, h_, p));
+        memory("shared_act_bwd", (swiglu_ ? 5.0 : 3.0) * kActBytes * act, 12.0 * act,
+               KernelGroup::kElementwise);
+        add(gemm_op("shared_up_dgrad", tokens_, h_, up_n, p));
+        tp(coll::Op::kReduceScatter, "shared_sp_rs_bwd");
+        break;
+      case Phase::kWeightGrad:
+        add(gemm_op("shared_down_wgrad", ffn, h_, tokens_, p));
+        if (sp_) tp(coll::Op::kAllGather, "shared_sp_ag_wgrad");
+        add(gemm_op("shared_up_wgrad", h_, up_n, tokens_, p));
+        break;
+    }
+  }
+
+  const clustersim::RunConfig& config_;
+  const clustersim::MoeConfig& moe_;
+  const ExpertLoad& load_;
+  int64_t tp_ = 1, ep_ = 1, etp_ = 1, h_ = 0, tokens_ = 0, t_in_ = 0, gather_ = 1, ffn_shard_ = 0;
+  double kept_ = 1;
+  bool sp_ = false, swiglu_ = false, routing_kernels_ = true;
+  std::vector<LayerOp> ops_;
+};
+
+}  // namespace
+
+std::vector<LayerOp> moe_block_ops(const clustersim::RunConfig& config, Phase phase,
+                                   const ExpertLoad& load) {
+  MoeBuilder b(config, load);
+  switch (phase) {
+    case Phase::kForward:
+      b.forward();
+      break;
+    case Phase::kBackward:
+      b.backward();
+      break;
+    case Phase::kWeightGrad:
+      b.weight_grad();
+      break;
+  }
+  return b.take();
+}
+
+}  // namespace cs::workload
