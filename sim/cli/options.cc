@@ -39,7 +39,8 @@ void ConfigOptions::add_to(po::options_description& opts, const std::string& set
       ("preset", po::value(&preset), "a built-in configuration (see clustersim presets)")
       ("hf-config", po::value(&hf_config),
        "replace the configuration's model by the one of this Hugging Face config.json (or its "
-       "folder): Llama, Mistral, Qwen2 or Qwen3; the training seq_length stays the config's")
+       "folder): Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE or DeepSeek-V3; the training "
+       "seq_length stays the config's")
       ("set", po::value(&overrides)->composing(), set_help.c_str());
   // clang-format on
 }

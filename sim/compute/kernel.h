@@ -73,28 +73,33 @@ inline Kernel gemm(std::string_view name, int64_t m, int64_t n, int64_t k, doubl
 }
 
 // FlashAttention over `batch_heads` = micro-batch x heads on this GPU. Forward: QK^T and PV,
-// 4·s_q·s_kv·d FLOPs per head, halved when causal; backward 2.5x forward (recomputes QK^T and
-// computes dQ, dK, dV), as counted by the FlashAttention papers (Dao 2023).
+// 2·s_q·s_kv·(head_dim + v_head_dim) FLOPs per head (4·s_q·s_kv·d when both are d), halved when
+// causal; backward 2.5x forward (recomputes QK^T and computes dQ, dK, dV), as counted by the
+// FlashAttention papers (Dao 2023). `head_dim` is the query/key width; `v_head_dim` the value and
+// output width where it differs (MLA: 192 and 128 in DeepSeek-V3), 0 meaning head_dim.
 inline Kernel attention(std::string_view name, int64_t batch_heads, int64_t seq_q, int64_t seq_kv,
                         int64_t head_dim, bool causal, bool backward, double element_bytes,
-                        int64_t kv_heads_ratio = 1) {
+                        int64_t kv_heads_ratio = 1, int64_t v_head_dim = 0) {
   Kernel a;
   a.kind = KernelKind::kAttention;
   a.group = KernelGroup::kAttention;
   a.name = name;
   a.heads = batch_heads, a.seq_q = seq_q, a.seq_kv = seq_kv, a.head_dim = head_dim;
   a.causal = causal, a.backward = backward;
-  const double fwd = 4.0 * static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
-                     static_cast<double>(seq_kv) * static_cast<double>(head_dim) *
+  const int64_t v_dim = v_head_dim > 0 ? v_head_dim : head_dim;
+  const double fwd = 2.0 * static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
+                     static_cast<double>(seq_kv) * static_cast<double>(head_dim + v_dim) *
                      (causal ? 0.5 : 1.0);
   a.flops = backward ? 2.5 * fwd : fwd;
   // Q and O (and their gradients backward) per query head; K and V shared by kv_heads_ratio heads.
-  const double q_bytes = static_cast<double>(batch_heads) * static_cast<double>(seq_q) *
-                         static_cast<double>(head_dim) * element_bytes;
-  const double kv_bytes = static_cast<double>(batch_heads) / static_cast<double>(kv_heads_ratio) *
-                          static_cast<double>(seq_kv) * static_cast<double>(head_dim) *
-                          element_bytes;
-  a.bytes = (backward ? 2.0 : 1.0) * (2.0 * q_bytes + 2.0 * kv_bytes);
+  const double query_rows = static_cast<double>(batch_heads) * static_cast<double>(seq_q);
+  const double key_rows = static_cast<double>(batch_heads) / static_cast<double>(kv_heads_ratio) *
+                          static_cast<double>(seq_kv);
+  const double q_bytes = query_rows * static_cast<double>(head_dim) * element_bytes;
+  const double o_bytes = query_rows * static_cast<double>(v_dim) * element_bytes;
+  const double k_bytes = key_rows * static_cast<double>(head_dim) * element_bytes;
+  const double v_bytes = key_rows * static_cast<double>(v_dim) * element_bytes;
+  a.bytes = (backward ? 2.0 : 1.0) * ((q_bytes + o_bytes) + (k_bytes + v_bytes));
   return a;
 }
 

@@ -26,6 +26,8 @@ class Builder {
     cp_ = par_.cp();
     h_ = model_.hidden_size();
     d_ = head_dim(model_);
+    dqk_ = head_dims(model_).qk;
+    dv_ = head_dims(model_).v;
     kv_ = kv_heads(model_);
     ffn_ = model_.ffn_hidden_size();
     seq_ = model_.seq_length();
@@ -214,8 +216,8 @@ class Builder {
     }
     LayerOp op;
     op.kernel = compute::attention(name, par_.microbatch_size() * (model_.num_heads() / t_),
-                                   seq_ / cp_, seq_, d_, model_.causal(), backward, kActBytes,
-                                   model_.num_heads() / kv_);
+                                   seq_ / cp_, seq_, dqk_, model_.causal(), backward, kActBytes,
+                                   model_.num_heads() / kv_, dv_);
     ops_.push_back(op);
   }
 
@@ -238,7 +240,7 @@ class Builder {
              kActBytes * (kv_elements(kv_ / t_) + kv_elements(model_.num_heads() / t_)), 0,
              KernelGroup::kAttention);
     }
-    gemm("attn_scores_fwd", sq, sk, d_, false, bh, KernelGroup::kAttention);
+    gemm("attn_scores_fwd", sq, sk, dqk_, false, bh, KernelGroup::kAttention);
     // Fused scale-mask-softmax (Megatron's scaled_upper_triang_masked_softmax): read the
     // scores, write the probabilities.
     const double s = score_elements();
@@ -246,20 +248,20 @@ class Builder {
     if (attention_dropout_) {
       memory("attn_dropout_fwd", (2.0 * kActBytes + kMaskBytes) * s, s, KernelGroup::kElementwise);
     }
-    gemm("attn_context_fwd", sq, d_, sk, false, bh, KernelGroup::kAttention);
+    gemm("attn_context_fwd", sq, dv_, sk, false, bh, KernelGroup::kAttention);
   }
   void unfused_attention_bwd() {
     const int64_t sq = seq_ / cp_, sk = seq_, bh = attn_batch();
     const double s = score_elements();
-    gemm("attn_dvalue_bwd", sk, d_, sq, false, bh, KernelGroup::kAttention);
-    gemm("attn_dprobs_bwd", sq, sk, d_, false, bh, KernelGroup::kAttention);
+    gemm("attn_dvalue_bwd", sk, dv_, sq, false, bh, KernelGroup::kAttention);
+    gemm("attn_dprobs_bwd", sq, sk, dv_, false, bh, KernelGroup::kAttention);
     if (attention_dropout_) {
       memory("attn_dropout_bwd", (2.0 * kActBytes + kMaskBytes) * s, s, KernelGroup::kElementwise);
     }
     // Softmax backward: read the probabilities and their gradient, write the score gradient.
     memory("attn_softmax_bwd", 3.0 * kActBytes * s, 4.0 * s, KernelGroup::kAttention);
-    gemm("attn_dquery_bwd", sq, d_, sk, false, bh, KernelGroup::kAttention);
-    gemm("attn_dkey_bwd", sk, d_, sq, false, bh, KernelGroup::kAttention);
+    gemm("attn_dquery_bwd", sq, dqk_, sk, false, bh, KernelGroup::kAttention);
+    gemm("attn_dkey_bwd", sk, dqk_, sq, false, bh, KernelGroup::kAttention);
     if (kv_ < model_.num_heads()) {
       // Sum the repeated heads' dK and dV back onto the key/value heads.
       memory("attn_kv_repeat_bwd",
@@ -280,6 +282,7 @@ class Builder {
   const clustersim::EffectsConfig& effects_;
   clustersim::Precision precision_;
   int64_t t_ = 1, cp_ = 1, h_ = 0, d_ = 0, kv_ = 0, ffn_ = 0, seq_ = 0;
+  int64_t dqk_ = 0, dv_ = 0;  // head_dims(): query/key and value widths (both d_ without MLA)
   int64_t tokens_ = 0, norm_tokens_ = 0, vocab_shard_ = 0;
   bool sp_ = false, swiglu_ = false, fp8_casts_ = false;
   bool hidden_dropout_ = false, attention_dropout_ = false;
@@ -287,6 +290,214 @@ class Builder {
  private:
   std::vector<LayerOp> ops_;
 };
+
+// --- The attention block: from the input norm's output to the output projection's TP exit ---
+
+// Multi-head / grouped-query attention: a heads of d = head_dim() (a·d = h unless head_dim is
+// set), column-parallel QKV, row-parallel output projection.
+void dense_attention(Builder& b, Phase phase) {
+  const int64_t T = b.tokens_, h = b.h_, t = b.t_;
+  const int64_t q_width = b.model_.num_heads() * b.d_;
+  const int64_t qkv_n = (q_width + 2 * b.kv_ * b.d_) / t;
+  const bool fp8 = b.fp8_casts_;
+  switch (phase) {
+    case Phase::kForward:
+      b.enter_tp_forward("attn_sp_ag");
+      b.gemm_phase(phase, "qkv_fwd", "", "", T, qkv_n, h);
+      b.bias_add("qkv_bias_fwd", qkv_n);
+      b.rope("rope_fwd");
+      b.cp_comm(LayerComm{Dim::kCp, coll::Op::kAllGather}, "kv_cp_ag");
+      b.attention("attn_fwd", false);
+      if (fp8) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(q_width / t));
+      b.gemm_phase(phase, "proj_fwd", "", "", T, h, q_width / t);
+      break;
+    case Phase::kBackward:
+      if (fp8) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
+      b.gemm_phase(phase, "", "proj_dgrad", "", T, h, q_width / t);
+      b.attention("attn_bwd", true);
+      b.cp_comm(LayerComm{Dim::kCp, coll::Op::kReduceScatter}, "dkv_cp_rs");
+      b.rope("rope_bwd");
+      if (fp8) b.fp8_cast_transpose("qkv_dgrad_fp8_cast", b.token_elements(qkv_n));
+      b.gemm_phase(phase, "", "qkv_dgrad", "", T, qkv_n, h);
+      b.enter_tp_backward("attn_ar_bwd", "attn_sp_rs_bwd");
+      break;
+    case Phase::kWeightGrad:
+      b.gemm_phase(phase, "", "", "proj_wgrad", T, h, q_width / t);
+      b.enter_tp_forward("attn_sp_ag_wgrad");
+      b.bias_grad("qkv_bias_grad", qkv_n);
+      if (fp8) b.fp8_transpose("qkv_wgrad_fp8_transpose", b.token_elements(h));
+      b.gemm_phase(phase, "", "", "qkv_wgrad", T, qkv_n, h);
+      break;
+  }
+}
+
+// Multi-head latent attention as Megatron-Core's MLASelfAttention with the Transformer Engine
+// spec builds it (multi_latent_attention.py, gpt_layer_specs.py): the down projections
+// linear_q_down_proj (h -> q_lora) and linear_kv_down_proj (h -> kv_lora + rope) are duplicated
+// TELinear layers, whole on every TP rank and run on this GPU's tokens (the sequence-parallel
+// shard under SP, so no h-wide all-gather); the up projections are LayerNorm + column-parallel
+// linears (q_a_layernorm / kv_a_layernorm fused in), which all-gather only the q_lora / kv_lora
+// latents under SP, and the shared rotary key k_pe (rope wide) is all-gathered beside them.
+// Backward, the up projections' input gradients are partial over TP ranks and are all-reduced
+// (SP: reduce-scattered) at latent width; the down projections' own input gradients are then
+// complete, so no h-wide TP collective runs. q_lora_rank 0 replaces the q pair by one
+// column-parallel h -> a·qk GEMM with the usual h-wide TP boundary.
+struct MlaShapes {
+  int64_t heads = 0;  // a / tp, this GPU's heads
+  int64_t qk = 0, v = 0, nope = 0, rope = 0, q_lora = 0, kv_lora = 0;
+  int64_t local = 0;  // tokens the down projections and latent norms see (T / tp under SP)
+  explicit MlaShapes(const Builder& b) {
+    const auto& mla = b.model_.mla();
+    heads = b.model_.num_heads() / b.t_;
+    qk = b.dqk_, v = b.dv_;
+    nope = mla.qk_nope_head_dim(), rope = mla.qk_rope_head_dim();
+    q_lora = mla.q_lora_rank(), kv_lora = mla.kv_lora_rank();
+    local = b.norm_tokens_;
+  }
+  int64_t q_up_n() const { return heads * qk; }
+  int64_t kv_up_n() const { return heads * (nope + v); }
+  int64_t kv_down_n() const { return kv_lora + rope; }
+};
+
+// A latent's RMSNorm / LayerNorm on this GPU's tokens, like Builder::norm on `width` columns.
+void latent_norm(Builder& b, std::string_view name, int64_t width, bool backward) {
+  const double n = static_cast<double>(b.norm_tokens_) * static_cast<double>(width);
+  const bool layernorm = b.model_.norm() == clustersim::ModelConfig::LAYERNORM;
+  const double out = !backward && b.fp8_casts_ ? 1.0 : kActBytes;
+  const double bytes = backward ? 3.0 * kActBytes * n : (kActBytes + out) * n;
+  b.memory(name, bytes, (backward ? 8.0 : 5.0) * n + (layernorm ? 2.0 * n : 0.0),
+           KernelGroup::kNorm);
+}
+
+// A latent crossing the TP boundary of the up projections, `width` columns of all T tokens.
+void latent_comm(Builder& b, coll::Op op, std::string_view name, int64_t width) {
+  if (b.t_ > 1) b.comm(LayerComm{Dim::kTp, op}, name, b.token_elements(width) * kActBytes);
+}
+// Backward of a latent's entry into a column-parallel GEMM: reduce-scatter under SP, else
+// all-reduce.
+void latent_grad_reduce(Builder& b, std::string_view ar_name, std::string_view rs_name,
+                        int64_t width) {
+  latent_comm(b, b.sp_ ? coll::Op::kReduceScatter : coll::Op::kAllReduce, b.sp_ ? rs_name : ar_name,
+              width);
+}
+
+// Megatron-Core's fused MLA RoPE (fused_apply_mla_rope_for_q / _for_kv): one kernel rotates the
+// query's rope part and writes the whole query; one rotates k_pe and writes key (nope + the
+// shared rotated k_pe, per head) and value from the kv up projection. Backward mirrors them.
+void mla_rope(Builder& b, const MlaShapes& s, bool backward) {
+  if (b.model_.position_embedding() != clustersim::ModelConfig::ROPE) return;
+  const double q = b.token_elements(s.heads * s.qk);
+  b.memory(backward ? "mla_rope_q_bwd" : "mla_rope_q_fwd", 2.0 * kActBytes * q,
+           3.0 * b.token_elements(s.heads * s.rope), KernelGroup::kElementwise);
+  const double kv_in = b.token_elements(s.kv_up_n() + s.rope);
+  const double kv_out = b.token_elements(s.heads * (s.qk + s.v));
+  b.memory(backward ? "mla_rope_kv_bwd" : "mla_rope_kv_fwd", kActBytes * (kv_in + kv_out),
+           3.0 * b.token_elements(s.rope), KernelGroup::kElementwise);
+}
+
+void mla_forward(Builder& b, const MlaShapes& s) {
+  const int64_t T = b.tokens_, h = b.h_;
+  const Phase f = Phase::kForward;
+  const double input = static_cast<double>(s.local) * static_cast<double>(h);
+  if (s.q_lora > 0) {
+    if (b.fp8_casts_) b.fp8_cast_transpose("q_down_input_fp8_cast", input);
+    b.gemm_phase(f, "q_down_fwd", "", "", s.local, s.q_lora, h);
+  }
+  if (b.fp8_casts_) b.fp8_cast_transpose("kv_down_input_fp8_cast", input);
+  b.gemm_phase(f, "kv_down_fwd", "", "", s.local, s.kv_down_n(), h);
+  if (s.q_lora > 0) {
+    latent_norm(b, "q_norm_fwd", s.q_lora, false);
+    if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_q_sp_ag", s.q_lora);
+    b.gemm_phase(f, "q_up_fwd", "", "", T, s.q_up_n(), s.q_lora);
+  } else {
+    b.enter_tp_forward("attn_sp_ag");
+    b.gemm_phase(f, "q_proj_fwd", "", "", T, s.q_up_n(), h);
+  }
+  latent_norm(b, "kv_norm_fwd", s.kv_lora, false);
+  if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_kv_sp_ag", s.kv_lora);
+  if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_kpe_sp_ag", s.rope);
+  b.gemm_phase(f, "kv_up_fwd", "", "", T, s.kv_up_n(), s.kv_lora);
+  mla_rope(b, s, false);
+  b.attention("attn_fwd", false);
+  if (b.fp8_casts_) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(s.heads * s.v));
+  b.gemm_phase(f, "proj_fwd", "", "", T, h, s.heads * s.v);
+}
+
+// B: output projection, attention, RoPE, then the kv and q up projections with their latent
+// reductions and norms, then the down projections, whose two input gradients autograd sums.
+void mla_backward(Builder& b, const MlaShapes& s) {
+  const int64_t T = b.tokens_, h = b.h_;
+  const Phase p = Phase::kBackward;
+  if (b.fp8_casts_) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
+  b.gemm_phase(p, "", "proj_dgrad", "", T, h, s.heads * s.v);
+  b.attention("attn_bwd", true);
+  mla_rope(b, s, true);
+  if (b.fp8_casts_) b.fp8_cast_transpose("kv_up_dgrad_fp8_cast", b.token_elements(s.kv_up_n()));
+  b.gemm_phase(p, "", "kv_up_dgrad", "", T, s.kv_up_n(), s.kv_lora);
+  // Without SP, k_pe's partial gradients (each rank's heads) are summed in the same all-reduce.
+  latent_grad_reduce(b, "mla_kv_ar_bwd", "mla_kv_sp_rs_bwd", b.sp_ ? s.kv_lora : s.kv_down_n());
+  if (b.sp_) latent_comm(b, coll::Op::kReduceScatter, "mla_kpe_sp_rs_bwd", s.rope);
+  latent_norm(b, "kv_norm_bwd", s.kv_lora, true);
+  if (b.fp8_casts_) b.fp8_cast_transpose("q_up_dgrad_fp8_cast", b.token_elements(s.q_up_n()));
+  if (s.q_lora > 0) {
+    b.gemm_phase(p, "", "q_up_dgrad", "", T, s.q_up_n(), s.q_lora);
+    latent_grad_reduce(b, "mla_q_ar_bwd", "mla_q_sp_rs_bwd", s.q_lora);
+    latent_norm(b, "q_norm_bwd", s.q_lora, true);
+  } else {
+    b.gemm_phase(p, "", "q_proj_dgrad", "", T, s.q_up_n(), h);
+    b.enter_tp_backward("attn_ar_bwd", "attn_sp_rs_bwd");
+  }
+  const double local = static_cast<double>(s.local);
+  if (b.fp8_casts_) b.fp8_cast_transpose("kv_down_dgrad_fp8_cast", local * s.kv_down_n());
+  b.gemm_phase(p, "", "kv_down_dgrad", "", s.local, s.kv_down_n(), h);
+  if (s.q_lora > 0) {
+    if (b.fp8_casts_) b.fp8_cast_transpose("q_down_dgrad_fp8_cast", local * s.q_lora);
+    b.gemm_phase(p, "", "q_down_dgrad", "", s.local, s.q_lora, h);
+  }
+  b.memory("mla_input_grad_sum", 3.0 * kActBytes * b.norm_elements(), b.norm_elements(),
+           KernelGroup::kElementwise);
+}
+
+// W: the up projections re-gather their latent input under SP (TE keeps it sharded, as for the
+// dense QKV); the down projections' inputs are already local. FP8: the latent norms wrote FP8
+// inputs, whose transposes wgrad needs; the down projections cast with transposes forward.
+void mla_weight_grad(Builder& b, const MlaShapes& s) {
+  const int64_t T = b.tokens_, h = b.h_;
+  const Phase w = Phase::kWeightGrad;
+  b.gemm_phase(w, "", "", "proj_wgrad", T, h, s.heads * s.v);
+  if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_kv_sp_ag_wgrad", s.kv_lora);
+  if (b.fp8_casts_) b.fp8_transpose("kv_up_wgrad_fp8_transpose", b.token_elements(s.kv_lora));
+  b.gemm_phase(w, "", "", "kv_up_wgrad", T, s.kv_up_n(), s.kv_lora);
+  if (s.q_lora > 0) {
+    if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_q_sp_ag_wgrad", s.q_lora);
+    if (b.fp8_casts_) b.fp8_transpose("q_up_wgrad_fp8_transpose", b.token_elements(s.q_lora));
+    b.gemm_phase(w, "", "", "q_up_wgrad", T, s.q_up_n(), s.q_lora);
+  } else {
+    b.enter_tp_forward("attn_sp_ag_wgrad");
+    b.gemm_phase(w, "", "", "q_proj_wgrad", T, s.q_up_n(), h);
+  }
+  b.gemm_phase(w, "", "", "kv_down_wgrad", s.local, s.kv_down_n(), h);
+  if (s.q_lora > 0) b.gemm_phase(w, "", "", "q_down_wgrad", s.local, s.q_lora, h);
+}
+
+void attention_block(Builder& b, Phase phase) {
+  if (!b.model_.has_mla()) {
+    dense_attention(b, phase);
+    return;
+  }
+  const MlaShapes s(b);
+  switch (phase) {
+    case Phase::kForward:
+      mla_forward(b, s);
+      break;
+    case Phase::kBackward:
+      mla_backward(b, s);
+      break;
+    case Phase::kWeightGrad:
+      mla_weight_grad(b, s);
+      break;
+  }
+}
 
 }  // namespace
 
@@ -313,21 +524,14 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
                                const ExpertLoad* experts) {
   Builder b(config);
   const int64_t T = b.tokens_, h = b.h_, t = b.t_;
-  const int64_t qkv_n = (h + 2 * b.kv_ * b.d_) / t;
   const int64_t up_n = (b.swiglu_ ? 2 : 1) * b.ffn_ / t;
   const int64_t ffn_shard = b.ffn_ / t;
   const bool fp8 = b.fp8_casts_;
   switch (phase) {
     case Phase::kForward:
-      b.norm("ln1_fwd", false);
-      b.enter_tp_forward("attn_sp_ag");
-      b.gemm_phase(phase, "qkv_fwd", "", "", T, qkv_n, h);
-      b.bias_add("qkv_bias_fwd", qkv_n);
-      b.rope("rope_fwd");
-      b.cp_comm(LayerComm{Dim::kCp, coll::Op::kAllGather}, "kv_cp_ag");
-      b.attention("attn_fwd", false);
-      if (fp8) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(h / t));
-      b.gemm_phase(phase, "proj_fwd", "", "", T, h, h / t);
+      // MLA's input norm is its own TENorm (two linears read it), so it writes bf16.
+      b.norm("ln1_fwd", false, !config.model().has_mla());
+      attention_block(b, phase);
       b.leave_tp_forward("attn_ar", "attn_sp_rs");
       b.residual_fwd("attn_residual_fwd");
       b.norm("ln2_fwd", false);
@@ -360,14 +564,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
       b.residual_grad_sum("mlp_residual_grad_sum");
       b.dropout_bwd("attn_dropout_bwd", b.norm_elements());
       b.leave_tp_backward("attn_sp_ag_bwd");
-      if (fp8) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
-      b.gemm_phase(phase, "", "proj_dgrad", "", T, h, h / t);
-      b.attention("attn_bwd", true);
-      b.cp_comm(LayerComm{Dim::kCp, coll::Op::kReduceScatter}, "dkv_cp_rs");
-      b.rope("rope_bwd");
-      if (fp8) b.fp8_cast_transpose("qkv_dgrad_fp8_cast", b.token_elements(qkv_n));
-      b.gemm_phase(phase, "", "qkv_dgrad", "", T, qkv_n, h);
-      b.enter_tp_backward("attn_ar_bwd", "attn_sp_rs_bwd");
+      attention_block(b, phase);
       b.norm("ln1_bwd", true);
       b.residual_grad_sum("attn_residual_grad_sum");
       break;
@@ -383,11 +580,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
         b.gemm_phase(phase, "", "", "mlp_up_wgrad", T, up_n, h);
       }
       b.bias_grad("proj_bias_grad", h);
-      b.gemm_phase(phase, "", "", "proj_wgrad", T, h, h / t);
-      b.enter_tp_forward("attn_sp_ag_wgrad");
-      b.bias_grad("qkv_bias_grad", qkv_n);
-      if (fp8) b.fp8_transpose("qkv_wgrad_fp8_transpose", b.token_elements(h));
-      b.gemm_phase(phase, "", "", "qkv_wgrad", T, qkv_n, h);
+      attention_block(b, phase);
       break;
   }
   return b.take();

@@ -83,6 +83,18 @@ LayerOp gemm_op(std::string_view name, int64_t m, int64_t n, int64_t k,
 // projection and MLP down GEMMs forward, the output gradients of all four backward); the norms
 // write FP8 directly and wgrad transposes their output. Weights are cast once per step
 // (optimizer_ops). The output layer and attention stay BF16.
+// Head sizes: a heads of d = head_dim() (a·d need not be h: Qwen3-30B-A3B has h 2048, 32 heads
+// of 128), so QKV's n is (a·d + 2·kv·d)/tp and the projection's k is a·d/tp.
+// MLA (model.mla, layer_ops.cc's mla_forward and neighbours, after Megatron-Core's
+// MLASelfAttention): ln1 writes bf16; the duplicated down projections q_down (h -> q_lora) and
+// kv_down (h -> kv_lora + rope) run on this GPU's tokens; q_norm / kv_norm on those tokens;
+// [SP all-gathers of the q and kv latents and of k_pe]; q_up (n = a·qk/tp) and kv_up
+// (n = a·(nope + v)/tp); fused MLA RoPE on q and on k/v; attention with head_dim qk and value
+// width v; projection k = a·v/tp. B mirrors it: latent gradients all-reduced (SP:
+// reduce-scattered, k_pe apart) at latent width, no h-wide TP collective at the block's input;
+// the two down projections' input gradients are summed. W: the up projections re-gather their
+// latents under SP. Not simulated: the once-per-step TP all-reduce of the duplicated down
+// projections' weight gradients under SP (Megatron's finalize_model_grads).
 // Each kernel group can be switched off (EffectsConfig: norm_kernels, elementwise_kernels,
 // loss_kernels, fp8_casts, grad_norm); GEMMs and attention always run.
 // A MoE layer (`experts` set: its routing) has the block of moe_ops.h in place of the MLP.

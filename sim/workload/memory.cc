@@ -40,6 +40,28 @@ double core_attention_bytes_per_token(const clustersim::RunConfig& config) {
   return per_score * heads * static_cast<double>(m.seq_length());
 }
 
+// Bytes the attention block keeps split over TP ranks, before the / tp: Q and the projection input
+// (2 bytes x a·d each), K and V (2 bytes x kv·d each). MLA: Q and K of a·qk and V and the
+// projection input of a·v (keys and values per head, no GQA sharing).
+double attention_split_bytes(const ModelConfig& m, double tokens) {
+  const HeadDims d = head_dims(m);
+  const double a = m.num_heads();
+  if (m.has_mla()) return 4.0 * tokens * a * static_cast<double>(d.qk + d.v);
+  const double q_width = a * static_cast<double>(d.qk);
+  const double kv_width = static_cast<double>(kv_heads(m) * d.qk);
+  return 4.0 * tokens * q_width + 4.0 * tokens * kv_width;
+}
+
+// MLA's latents, on every TP rank for its own tokens (/ sp): each LayerNorm + column-parallel up
+// projection keeps its input and its norm output (TE _LayerNormLinear), 4·q_lora + 4·kv_lora
+// bytes per token. The down projections' input is ln1's output, already counted with the norms.
+double mla_latent_bytes(const clustersim::RunConfig& config, double tokens) {
+  const auto& m = config.model();
+  if (!m.has_mla()) return 0.0;
+  const double widths = static_cast<double>(m.mla().q_lora_rank()) + m.mla().kv_lora_rank();
+  return 4.0 * widths * tokens / sp_divisor(config.parallel());
+}
+
 // One layer's activations as if nothing were recomputed, with the attention core's own tensors
 // when `with_core`: the working set that FULL recompute rematerialises during backward.
 double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_core) {
@@ -48,14 +70,13 @@ double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_c
   const double t = p.tp();
   const double tokens = local_tokens(config);
   const double h = m.hidden_size();
-  const double kv_width = static_cast<double>(kv_heads(m) * head_dim(m));
   const double ffn = m.ffn_hidden_size();
   // Two norms' inputs and outputs (16-bit), and two 1-byte dropout masks where there is dropout.
   const double masks = has_hidden_dropout(m) ? 2.0 : 0.0;
-  const double replicated = (8.0 + masks) * tokens * h / sp_divisor(p);
+  const double replicated =
+      (8.0 + masks) * tokens * h / sp_divisor(p) + mla_latent_bytes(config, tokens);
   const double mlp_hidden = (m.activation() == ModelConfig::SWIGLU ? 6.0 : 4.0) * tokens * ffn;
-  // Q and the projection input (2 bytes x h each), K and V (2 bytes x kv width each).
-  const double split = (4.0 * tokens * h + 4.0 * tokens * kv_width + mlp_hidden) / t;
+  const double split = (attention_split_bytes(m, tokens) + mlp_hidden) / t;
   const double core = with_core ? core_attention_bytes_per_token(config) * tokens : 0.0;
   return replicated + split + core;
 }
@@ -197,22 +218,58 @@ double head_activation_bytes(const clustersim::RunConfig& config) {
          4.0 * tokens * static_cast<double>(padded_vocab(config.model(), p.tp())) / p.tp();
 }
 
+namespace {
+
+// Per token, the largest backward working set of MLA's linears: output gradient + re-gathered
+// input (SP) + full-sequence input gradient of each up projection (their inputs are the
+// latents), the row-parallel output projection, and the down projections on this GPU's tokens.
+double mla_working_set_per_token(const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const double t = config.parallel().tp(), sp = sp_divisor(config.parallel());
+  const double h = m.hidden_size(), a = m.num_heads() / t;
+  const HeadDims d = head_dims(m);
+  const double q_lora = m.mla().q_lora_rank(), kv_lora = m.mla().kv_lora_rank();
+  const double q_in = q_lora > 0 ? q_lora : h;
+  const double q_up =
+      2.0 * a * static_cast<double>(d.qk) + (sp > 1.0 ? 2.0 * q_in : 0.0) + 2.0 * q_in;
+  const double kv_up = 2.0 * a * static_cast<double>(m.mla().qk_nope_head_dim() + d.v) +
+                       (sp > 1.0 ? 2.0 * kv_lora : 0.0) + 2.0 * kv_lora;
+  const double proj = 2.0 * h + 2.0 * a * static_cast<double>(d.v);
+  const double down = (2.0 * (kv_lora + m.mla().qk_rope_head_dim()) + 2.0 * h) / sp;
+  return std::max({q_up, kv_up, proj, down});
+}
+
+// The same for the QKV and output projections of multi-head / grouped-query attention.
+double dense_attention_working_set_per_token(const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const auto& p = config.parallel();
+  const double t = p.tp();
+  const double h = m.hidden_size();
+  const double q_width = static_cast<double>(m.num_heads() * head_dim(m));  // h unless head_dim
+  const double kv_width = static_cast<double>(kv_heads(m) * head_dim(m));
+  const double gathered_input = sp_divisor(p) > 1.0 ? 2.0 * h : 0.0;
+  const double qkv = 2.0 * (q_width + 2.0 * kv_width) / t + gathered_input + 2.0 * h;
+  const double proj = 2.0 * h + 2.0 * q_width / t;  // row-parallel: output grad full (SP: gathered)
+  return std::max(qkv, proj);
+}
+
+}  // namespace
+
 double backward_working_set_bytes(const clustersim::RunConfig& config) {
   const auto& m = config.model();
   const auto& p = config.parallel();
   const double t = p.tp();
   const double h = m.hidden_size();
-  const double kv_width = static_cast<double>(kv_heads(m) * head_dim(m));
   const double ffn = m.ffn_hidden_size();
   const bool sp = sp_divisor(p) > 1.0;
   const double gathered_input = sp ? 2.0 * h : 0.0;  // ln_out re-gathered for the wgrad GEMM
   const double fc1_out = (m.activation() == ModelConfig::SWIGLU ? 4.0 : 2.0) * ffn / t;
   // Per token: output gradient + re-gathered input + full-sequence input gradient.
-  const double qkv = 2.0 * (h + 2.0 * kv_width) / t + gathered_input + 2.0 * h;
-  const double proj = 2.0 * h + 2.0 * h / t;  // row-parallel: output grad full (gathered under SP)
+  const double attention = m.has_mla() ? mla_working_set_per_token(config)
+                                       : dense_attention_working_set_per_token(config);
   const double fc1 = fc1_out + gathered_input + 2.0 * h;
   const double fc2 = 2.0 * h + 2.0 * ffn / t;
-  return std::max({qkv, proj, fc1, fc2}) * local_tokens(config);
+  return std::max({attention, fc1, fc2}) * local_tokens(config);
 }
 
 double head_working_set_bytes(const clustersim::RunConfig& config) {
@@ -253,9 +310,7 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
   }
   if (p.zero_stage() >= 3 && shards > 1) {
     const ParamCounts counts = count_params(m);
-    temporary += 2.0 * 2.0 *
-                 static_cast<double>((counts.attention_per_layer + counts.mlp_per_layer) / p.tp() +
-                                     counts.norms_per_layer);
+    temporary += 2.0 * 2.0 * static_cast<double>(counts.per_layer_on_tp_rank(p.tp()));
   }
   if (p.zero_stage() >= 2 && shards > 1) {
     const int64_t buckets = p.overlap_grad_reduce() ? 2 : 1;

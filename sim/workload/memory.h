@@ -61,7 +61,10 @@ ModelStateDetail model_state_detail(double params, int32_t zero_stage, int64_t s
 //            the saved norm output, re-gathered under SP);
 //   dropout: two 1-byte masks h/sp each, only when model.hidden_dropout > 0 (PyTorch's dropout
 //            returns its input and keeps no mask for p = 0: aten/src/ATen/native/Dropout.cpp);
-//   attention: Q and the projection input 2h/t each, K and V 2·kv_width/t each (GQA shrinks them);
+//   attention: Q and the projection input 2·a·d/t each (a heads of head_dim() d; a·d = h unless
+//            head_dim is set), K and V 2·kv_width/t each (GQA shrinks them); MLA: Q and K
+//            2·a·qk/t, V and the projection input 2·a·v/t, plus each up projection's latent input
+//            and norm output, 4·(q_lora + kv_lora)/sp;
 //            FLASH adds its fp32 log-sum-exp, 4·a/t per token (TE / flash-attn save softmax_lse);
 //            UNFUSED (Megatron's FusedScaleMaskSoftmax + torch.bmm) keeps the bf16 softmax output,
 //            2·(a/t)·s per token, and with model.attention_dropout > 0 its 1-byte mask and 2-byte
@@ -84,11 +87,11 @@ double embedding_activation_bytes(const clustersim::RunConfig& config);
 // backward).
 double head_activation_bytes(const clustersim::RunConfig& config);
 // The transient working set of one layer's backward beyond what the layer keeps: the largest, over
-// its four linear layers, of the output gradient, the re-gathered input (under SP; TE's
-// layernorm_linear backward all-gathers ln_out for the wgrad GEMM) and the full-sequence input
-// gradient before its reduce-scatter / all-reduce. For SwiGLU that is fc1: 4·ffn/t + 2h + 2h per
-// token under SP. Weight gradients add nothing: they accumulate into main_grad in the GEMM
-// (gradient_accumulation_fusion).
+// its four linear layers (MLA: its up, down and output projections), of the output gradient, the
+// re-gathered input (under SP; TE's layernorm_linear backward all-gathers ln_out for the wgrad
+// GEMM) and the full-sequence input gradient before its reduce-scatter / all-reduce. For SwiGLU
+// that is fc1: 4·ffn/t + 2h + 2h per token under SP. Weight gradients add nothing: they accumulate
+// into main_grad in the GEMM (gradient_accumulation_fusion).
 double backward_working_set_bytes(const clustersim::RunConfig& config);
 // The last stage's loss working set: the bf16 logits beside their fp32 copy (forward) and the bf16
 // logits gradient beside the fp32 softmax it is computed in (backward), 2·T·V/t.

@@ -9,7 +9,14 @@ int64_t kv_heads(const clustersim::ModelConfig& model) {
 }
 
 int64_t head_dim(const clustersim::ModelConfig& model) {
+  if (model.head_dim() > 0) return model.head_dim();
   return model.num_heads() > 0 ? model.hidden_size() / model.num_heads() : 0;
+}
+
+HeadDims head_dims(const clustersim::ModelConfig& model) {
+  if (!model.has_mla()) return {head_dim(model), head_dim(model)};
+  const auto& mla = model.mla();
+  return {int64_t{mla.qk_nope_head_dim()} + mla.qk_rope_head_dim(), mla.v_head_dim()};
 }
 
 int64_t padded_vocab(const clustersim::ModelConfig& model, int64_t tp) {
@@ -18,17 +25,39 @@ int64_t padded_vocab(const clustersim::ModelConfig& model, int64_t tp) {
   return (v + tp - 1) / tp * tp;
 }
 
+namespace {
+
+// MLA's matrices into p (attention_per_layer, tp_replicated_per_layer) and its two latent norms
+// (q_a_layernorm, kv_a_layernorm in HF DeepSeek-V3) into norms_per_layer.
+void count_mla_params(const clustersim::ModelConfig& model, ParamCounts& p) {
+  const auto& mla = model.mla();
+  const int64_t h = model.hidden_size(), a = model.num_heads();
+  const HeadDims d = head_dims(model);
+  const int64_t q_lora = mla.q_lora_rank(), kv_lora = mla.kv_lora_rank();
+  const int64_t q_down = h * q_lora;  // 0 without q LoRA
+  const int64_t q_up = (q_lora > 0 ? q_lora : h) * a * d.qk;
+  const int64_t kv_down = h * (kv_lora + mla.qk_rope_head_dim());
+  const int64_t kv_up = kv_lora * a * (int64_t{mla.qk_nope_head_dim()} + d.v);
+  p.attention_per_layer = q_down + q_up + kv_down + kv_up + a * d.v * h;
+  p.tp_replicated_per_layer = q_down + kv_down;
+  p.norms_per_layer += q_lora + kv_lora;
+}
+
+}  // namespace
+
 ParamCounts count_params(const clustersim::ModelConfig& model) {
   const int64_t h = model.hidden_size();
+  const int64_t q_width = model.num_heads() * head_dim(model);  // h unless head_dim is set
   const int64_t kv_width = kv_heads(model) * head_dim(model);
   const int64_t ffn = model.ffn_hidden_size();
   const int64_t vocab = model.vocab_size();
   ParamCounts p;
   p.num_layers = model.num_layers();
   p.embedding = vocab * h;
-  p.attention_per_layer = h * h + 2 * h * kv_width + h * h;
+  p.attention_per_layer = h * q_width + 2 * h * kv_width + q_width * h;
   p.mlp_per_layer = (model.activation() == clustersim::ModelConfig::SWIGLU ? 3 : 2) * h * ffn;
   p.norms_per_layer = 2 * h;
+  if (model.has_mla()) count_mla_params(model, p);
   p.final_norm = h;
   p.output_head = model.tied_embeddings() ? 0 : vocab * h;
   p.vocab_matmul = vocab * h;
@@ -36,7 +65,10 @@ ParamCounts count_params(const clustersim::ModelConfig& model) {
 }
 
 double attention_flops_per_token(const clustersim::ModelConfig& model) {
-  const double h = static_cast<double>(model.num_heads()) * static_cast<double>(head_dim(model));
+  const HeadDims d = head_dims(model);
+  // The mean of the qk and v widths: head_dim() exactly without MLA.
+  const double width = static_cast<double>(d.qk + d.v) / 2.0;
+  const double h = static_cast<double>(model.num_heads()) * width;
   return 12.0 * model.num_layers() * h * model.seq_length();
 }
 
@@ -104,8 +136,7 @@ int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
   const auto& p = config.parallel();
   const int64_t t = p.tp();
   const ParamCounts counts = count_params(m);
-  const int64_t per_layer =
-      (counts.attention_per_layer + counts.mlp_per_layer) / t + counts.norms_per_layer;
+  const int64_t per_layer = counts.per_layer_on_tp_rank(t);
   const int64_t vocab_shard = padded_vocab(m, t) * m.hidden_size() / t;
   int64_t params = layers_on_stage(config, stage) * per_layer;
   if (stage == 0) params += vocab_shard;

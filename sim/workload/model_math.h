@@ -11,8 +11,16 @@ namespace cs::workload {
 
 // Key/value heads: num_kv_heads, or num_heads when it is 0 (multi-head attention).
 int64_t kv_heads(const clustersim::ModelConfig& model);
-// hidden_size / num_heads.
+// Size of one attention head: model.head_dim, or hidden_size / num_heads when that is 0. (MLA
+// models size their heads by head_dims() instead.)
 int64_t head_dim(const clustersim::ModelConfig& model);
+// The per-head widths attention works on: queries and keys (qk) and values and outputs (v).
+// Multi-head and grouped-query attention: head_dim() both. MLA (DeepSeek-V2/V3): qk =
+// qk_nope_head_dim + qk_rope_head_dim, v = v_head_dim (DeepSeek-V3: 192 and 128).
+struct HeadDims {
+  int64_t qk = 0, v = 0;
+};
+HeadDims head_dims(const clustersim::ModelConfig& model);
 // The vocabulary rounded up to a multiple of tp, as Megatron pads it so that the embedding and the
 // output head split evenly over tensor-parallel ranks (Megatron also rounds to 128; we pad only
 // as far as the split needs, so the padding never changes FLOP counts for divisible vocabularies).
@@ -22,16 +30,30 @@ int64_t padded_vocab(const clustersim::ModelConfig& model, int64_t tp);
 // (Llama / PaLM style; GPT-3's biases are < 0.1% of its parameters) and every norm has one
 // scale vector of hidden_size (RMSNorm; a LayerNorm bias would add another h, also negligible).
 struct ParamCounts {
-  int64_t embedding = 0;            // vocab x h
-  int64_t attention_per_layer = 0;  // Wq h x h, Wk and Wv h x kv*d each, Wo h x h
-  int64_t mlp_per_layer = 0;        // GELU 2 h x ffn, SwiGLU 3 h x ffn
-  int64_t norms_per_layer = 0;      // two norms, h each
-  int64_t final_norm = 0;           // h
-  int64_t output_head = 0;          // vocab x h, 0 when tied to the embedding
-  int64_t vocab_matmul = 0;         // vocab x h of the logits GEMM, tied or not
+  int64_t embedding = 0;  // vocab x h
+  // Wq h x a*d, Wk and Wv h x kv*d each, Wo a*d x h (a heads of d = head_dim(); a*d = h unless
+  // head_dim is set). MLA (DeepSeek-V2 paper, section 2.1): W_DQ h x q_lora and W_UQ q_lora x
+  // a*(nope + rope) (or one h x a*(nope + rope) without q LoRA), W_DKV h x (kv_lora + rope),
+  // W_UKV kv_lora x a*(nope + v), Wo a*v x h.
+  int64_t attention_per_layer = 0;
+  // The part of attention_per_layer every tensor-parallel rank holds whole: MLA's down
+  // projections W_DQ and W_DKV, which Megatron-Core builds as duplicated TELinear layers
+  // (multi_latent_attention.py, parallel_mode "duplicated"). 0 without MLA.
+  int64_t tp_replicated_per_layer = 0;
+  int64_t mlp_per_layer = 0;    // GELU 2 h x ffn, SwiGLU 3 h x ffn
+  int64_t norms_per_layer = 0;  // two norms, h each; MLA adds its q_lora and kv_lora norms
+  int64_t final_norm = 0;       // h
+  int64_t output_head = 0;      // vocab x h, 0 when tied to the embedding
+  int64_t vocab_matmul = 0;     // vocab x h of the logits GEMM, tied or not
   int64_t num_layers = 0;
 
   int64_t per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }
+  // One layer's parameters on one of `tp` tensor-parallel ranks: the split matrices / tp, plus
+  // the replicated ones and the norms.
+  int64_t per_layer_on_tp_rank(int64_t tp) const {
+    return (attention_per_layer + mlp_per_layer - tp_replicated_per_layer) / tp +
+           tp_replicated_per_layer + norms_per_layer;
+  }
   int64_t total() const { return embedding + num_layers * per_layer() + final_norm + output_head; }
   // Weights that multiply every token in a GEMM: the layers' attention and MLP matrices and the
   // output head. The head counts even when tied (its logits GEMM still runs); the input embedding
@@ -46,7 +68,9 @@ ParamCounts count_params(const clustersim::ModelConfig& model);
 
 // Attention score FLOPs per token, forward + backward: 12·L·h·s (QKᵀ and PV, 2·s·h each forward,
 // times 3 for forward + backward), counted without causal halving as in the Megatron and PaLM MFU
-// conventions; num_heads·head_dim stands for h, so GQA does not change it.
+// conventions; num_heads·head_dim stands for h, so GQA does not change it. With head_dims() qk and
+// v: 6·L·s·heads·(qk + v), QKᵀ over the qk width and PV over the v width (MLA, DeepSeek-V3:
+// 6·61·s·128·320).
 double attention_flops_per_token(const clustersim::ModelConfig& model);
 
 // Model FLOPs per token: 6·N_dense_matmul + 12·L·h·s. It differs from DESIGN.md's 6·N_params only
@@ -72,10 +96,10 @@ std::vector<int32_t> layers_per_piece(const clustersim::RunConfig& config);
 int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage);
 
 // Parameters held by one GPU of pipeline stage `stage` before ZeRO sharding: its layers' matrices
-// / tp plus their (replicated) norms; the first stage adds the vocab-parallel embedding
-// (padded vocab x h / tp); the last stage the final norm and the output head (padded vocab x h /
-// tp). A tied head with pp > 1 still costs the last stage a copy, as Megatron keeps one there
-// and all-reduces its gradient with the first stage's.
+// / tp plus their (replicated) norms and MLA down projections (per_layer_on_tp_rank()); the first
+// stage adds the vocab-parallel embedding (padded vocab x h / tp); the last stage the final norm
+// and the output head (padded vocab x h / tp). A tied head with pp > 1 still costs the last stage a
+// copy, as Megatron keeps one there and all-reduces its gradient with the first stage's.
 int64_t stage_params(const clustersim::RunConfig& config, int32_t stage);
 
 // Microbatches per optimizer step on one data-parallel replica:

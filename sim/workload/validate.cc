@@ -1,6 +1,7 @@
 #include "sim/workload/validate.h"
 
 #include <string>
+#include <utility>
 
 #include "sim/config/config_error.h"
 #include "sim/workload/layout_config.h"
@@ -42,6 +43,58 @@ class Checker {
   const std::string& source_;
 };
 
+// head_dim and multi-head latent attention: the shapes attention_block() in layer_ops.cc builds.
+void validate_attention(const Checker& c, const clustersim::ModelConfig& m,
+                        const clustersim::ParallelConfig& p) {
+  if (m.head_dim() < 0) {
+    c.fail("model.head_dim = " + std::to_string(m.head_dim()) +
+           " must be positive (or 0 for hidden_size / num_heads)");
+  }
+  c.at_most("model.head_dim", m.head_dim(), 1 << 16);
+  if (m.head_dim() == 0 && !m.has_mla())
+    c.divides("model.num_heads", m.num_heads(), "model.hidden_size", m.hidden_size(),
+              "or set model.head_dim");
+  if (!m.has_mla()) return;
+  const auto& mla = m.mla();
+  c.positive("model.mla.kv_lora_rank", mla.kv_lora_rank());
+  c.positive("model.mla.qk_nope_head_dim", mla.qk_nope_head_dim());
+  c.positive("model.mla.qk_rope_head_dim", mla.qk_rope_head_dim());
+  c.positive("model.mla.v_head_dim", mla.v_head_dim());
+  if (mla.q_lora_rank() < 0) {
+    c.fail("model.mla.q_lora_rank = " + std::to_string(mla.q_lora_rank()) +
+           " must be >= 0 (0: queries projected from h directly)");
+  }
+  for (const auto& [field, value] : {std::pair{"model.mla.q_lora_rank", mla.q_lora_rank()},
+                                     {"model.mla.kv_lora_rank", mla.kv_lora_rank()},
+                                     {"model.mla.qk_nope_head_dim", mla.qk_nope_head_dim()},
+                                     {"model.mla.qk_rope_head_dim", mla.qk_rope_head_dim()},
+                                     {"model.mla.v_head_dim", mla.v_head_dim()}})
+    c.at_most(field, value, 1 << 16);
+  if (m.head_dim() != 0) c.fail("model.head_dim must be 0 with model.mla, which sizes the heads");
+  if (kv_heads(m) != m.num_heads()) {
+    c.fail("model.num_kv_heads = " + std::to_string(m.num_kv_heads()) +
+           " must be 0 or model.num_heads with model.mla (latent attention has per-head keys and "
+           "values)");
+  }
+  if (p.cp() > 1) {
+    c.fail("parallel.cp = " + std::to_string(p.cp()) +
+           " with model.mla: context parallelism over latent attention is not modelled");
+  }
+  if (m.add_bias()) c.fail("model.add_bias with model.mla: MLA's projections carry no biases");
+  if (m.position_embedding() != clustersim::ModelConfig::ROPE)
+    c.fail("model.position_embedding must be ROPE with model.mla (its decoupled rotary key)");
+}
+
+// Fields the config carries but the workload model does not simulate yet: refused rather than
+// silently run as a dense model.
+void refuse_unmodelled(const Checker& c, const clustersim::ModelConfig& m) {
+  if (m.has_moe()) c.fail("model.moe: mixture-of-experts layers are read but not simulated yet");
+  if (m.mtp_layers() != 0) {
+    c.fail("model.mtp_layers = " + std::to_string(m.mtp_layers()) +
+           ": multi-token prediction modules are not simulated yet");
+  }
+}
+
 }  // namespace
 
 void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,
@@ -79,7 +132,8 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   c.at_most("microbatches per step (global_batch_size / (dp x microbatch_size))",
             p.global_batch_size() / (static_cast<int64_t>(p.dp()) * p.microbatch_size()), 1 << 16);
 
-  c.divides("model.num_heads", m.num_heads(), "model.hidden_size", m.hidden_size());
+  validate_attention(c, m, p);
+  refuse_unmodelled(c, m);
   c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),
             "each key/value head serves a whole group of query heads");
   c.divides("parallel.tp", p.tp(), "model.num_heads", m.num_heads(),

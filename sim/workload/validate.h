@@ -10,8 +10,12 @@ namespace cs::workload {
 
 // Throws cs::ConfigError("<source>: <field> ...") at the first violated rule, naming the field and
 // the values involved. The rules are Megatron-LM's:
-// - model and parallel sizes positive; hidden_size divisible by num_heads; num_kv_heads (0 = MHA)
-//   divides num_heads;
+// - model and parallel sizes positive; hidden_size divisible by num_heads unless head_dim (>= 0)
+//   is set; num_kv_heads (0 = MHA) divides num_heads;
+// - mla: kv_lora_rank, qk_nope/rope and v head dims positive, q_lora_rank >= 0; head_dim 0 and
+//   num_kv_heads 0 or num_heads with it; not with cp > 1 (not modelled), biases or learned
+//   positions;
+// - moe and mtp_layers are refused until the workload model simulates them;
 // - tp divides num_heads, num_kv_heads and ffn_hidden_size. Megatron-Core splits the key/value
 //   groups over TP ranks (num_query_groups % tp == 0) and never replicates them, so tp > kv heads
 //   is rejected even where tp is a multiple of it (as vLLM would allow at inference);

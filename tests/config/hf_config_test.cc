@@ -87,6 +87,24 @@ TEST(HfConfig, QwenTwoHasAttentionBiasesAndKvHeadsDefaultToHeads) {
   EXPECT_EQ(m.num_kv_heads(), m.num_heads());
 }
 
+TEST(HfConfig, HeadDimIsKeptOnlyWhereItDiffersFromHiddenOverHeads) {
+  const auto same = model_from_hf_config(
+      write_config("hd128", llama_with("\"hidden_act\"", "\"head_dim\": 128, \"hidden_act\"")));
+  EXPECT_FALSE(same.has_head_dim());  // restates 4096 / 32: the dense model stays as it was
+  const auto smaller = model_from_hf_config(
+      write_config("hd64", llama_with("\"hidden_act\"", "\"head_dim\": 64, \"hidden_act\"")));
+  EXPECT_EQ(smaller.head_dim(), 64);
+  // 30 heads do not divide 4096, but with head_dim given nothing needs them to.
+  std::string text = llama_with("\"num_attention_heads\": 32", "\"num_attention_heads\": 30");
+  text = text.replace(text.find("\"num_key_value_heads\": 8"), 24,
+                      "\"num_key_value_heads\": 6, \"head_dim\": 128");
+  const auto odd = model_from_hf_config(write_config("hd_odd", text));
+  EXPECT_EQ(odd.head_dim(), 128);
+  EXPECT_EQ(odd.num_heads(), 30);
+  EXPECT_FALSE(odd.has_moe());
+  EXPECT_FALSE(odd.has_mla());
+}
+
 TEST(HfConfig, BadFilesNameTheFileAndTheField) {
   auto expect = [](const std::string& name, const std::string& text, const std::string& part) {
     const std::string what = error_of(name, text);
@@ -102,12 +120,14 @@ TEST(HfConfig, BadFilesNameTheFileAndTheField) {
   expect("syntax", "{\"architectures\": [", "not valid JSON");
   expect("unknown", llama_with("LlamaForCausalLM", "GPT2LMHeadModel"),
          "field architectures: unknown architecture GPT2LMHeadModel");
-  expect("moe", llama_with("LlamaForCausalLM", "MixtralForCausalLM"),
-         "MixtralForCausalLM is a mixture of experts");
+  expect("qwen2moe", llama_with("LlamaForCausalLM", "Qwen2MoeForCausalLM"),
+         "field architectures: unknown architecture Qwen2MoeForCausalLM");
   expect("heads", llama_with("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 5"),
          "field num_key_value_heads: must divide");
-  expect("head_dim", llama_with("\"hidden_act\"", "\"head_dim\": 64, \"hidden_act\""),
-         "field head_dim: differs");
+  expect("head_dim", llama_with("\"hidden_act\"", "\"head_dim\": 0, \"hidden_act\""),
+         "field head_dim: must be a positive");
+  expect("indivisible", llama_with("\"num_attention_heads\": 32", "\"num_attention_heads\": 24"),
+         "field num_attention_heads: must divide hidden_size 4096 when head_dim is not given");
   expect("act", llama_with("\"silu\"", "\"gelu\""), "field hidden_act");
   EXPECT_THROW(model_from_hf_config("/nonexistent/clustersim/config.json"), ConfigError);
 }

@@ -75,6 +75,73 @@ TEST(Validate, ModelShapes) {
   expect_error([](auto& c) { c.clear_model(); }, "model");
 }
 
+// DeepSeek-V3's latent attention on the valid Llama-70B-like layout (64 heads, kv heads per head).
+void add_mla(clustersim::RunConfig& c) {
+  c.mutable_model()->set_num_kv_heads(0);
+  auto* mla = c.mutable_model()->mutable_mla();
+  mla->set_q_lora_rank(1536);
+  mla->set_kv_lora_rank(512);
+  mla->set_qk_nope_head_dim(128);
+  mla->set_qk_rope_head_dim(64);
+  mla->set_v_head_dim(128);
+}
+
+TEST(Validate, HeadDimAndLatentAttention) {
+  clustersim::RunConfig c = valid_config();
+  c.mutable_model()->set_head_dim(128);
+  c.mutable_model()->set_hidden_size(8000);  // 64 heads of 128 need not divide h
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+  c = valid_config();
+  add_mla(c);
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+  c.mutable_model()->set_num_kv_heads(64);  // explicit per-head keys and values
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+  c.mutable_model()->mutable_mla()->set_q_lora_rank(0);  // DeepSeek-V2-Lite: no q LoRA
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+
+  expect_error([](auto& c) { c.mutable_model()->set_head_dim(-64); }, "model.head_dim = -64");
+  expect_error([](auto& c) { c.mutable_model()->set_head_dim(1 << 20); }, "model.head_dim");
+  auto mla = [](std::function<void(clustersim::RunConfig&)> edit) {
+    return [edit](clustersim::RunConfig& c) {
+      add_mla(c);
+      edit(c);
+    };
+  };
+  expect_error(mla([](auto& c) { c.mutable_model()->mutable_mla()->set_kv_lora_rank(0); }),
+               "model.mla.kv_lora_rank = 0 must be positive");
+  expect_error(mla([](auto& c) { c.mutable_model()->mutable_mla()->clear_qk_nope_head_dim(); }),
+               "model.mla.qk_nope_head_dim");
+  expect_error(mla([](auto& c) { c.mutable_model()->mutable_mla()->set_qk_rope_head_dim(-1); }),
+               "model.mla.qk_rope_head_dim");
+  expect_error(mla([](auto& c) { c.mutable_model()->mutable_mla()->set_v_head_dim(0); }),
+               "model.mla.v_head_dim");
+  expect_error(mla([](auto& c) { c.mutable_model()->mutable_mla()->set_q_lora_rank(-1); }),
+               "model.mla.q_lora_rank = -1");
+  expect_error(mla([](auto& c) { c.mutable_model()->mutable_mla()->set_q_lora_rank(1 << 20); }),
+               "model.mla.q_lora_rank");
+  expect_error(mla([](auto& c) { c.mutable_model()->set_head_dim(192); }),
+               "model.head_dim must be 0 with model.mla");
+  expect_error(mla([](auto& c) { c.mutable_model()->set_num_kv_heads(8); }),
+               "model.num_kv_heads = 8 must be 0 or model.num_heads with model.mla");
+  expect_error(mla([](auto& c) {
+                 c.mutable_parallel()->set_cp(2);
+                 c.mutable_parallel()->set_dp(2);
+               }),
+               "parallel.cp = 2 with model.mla");
+  expect_error(mla([](auto& c) { c.mutable_model()->set_add_bias(true); }), "model.add_bias");
+  expect_error(mla([](auto& c) {
+                 c.mutable_model()->set_position_embedding(clustersim::ModelConfig::LEARNED);
+               }),
+               "model.position_embedding must be ROPE");
+}
+
+TEST(Validate, MixturesAndMultiTokenPredictionAreRefusedUntilSimulated) {
+  expect_error([](auto& c) { c.mutable_model()->mutable_moe()->set_num_experts(8); },
+               "model.moe: mixture-of-experts layers are read but not simulated yet");
+  expect_error([](auto& c) { c.mutable_model()->set_mtp_layers(1); },
+               "model.mtp_layers = 1: multi-token prediction modules are not simulated yet");
+}
+
 TEST(Validate, TensorParallelSplits) {
   // 64 heads, 8 kv heads, ffn 28672: tp = 16 splits the heads but not the kv groups.
   expect_error(
