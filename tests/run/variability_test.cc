@@ -139,6 +139,19 @@ TEST(Variability, SlowingEveryGpuScalesAComputeOnlyPipelineStep) {
   EXPECT_GE(stage.variability.finishing_ranks, 1);
 }
 
+TEST(Variability, ASpeedSpreadIsDrawnWithinItsClipBySeed) {
+  const std::vector<std::string> spread = {
+      "parallel.dp=8", "parallel.global_batch_size=8", "variability.gpu_speed.relative_std=0.1",
+      "variability.gpu_speed.min_speed=0.9", "variability.gpu_speed.max_speed=1.05"};
+  const auto a = run(spread);
+  EXPECT_GE(a.variability.speed_min, 0.9);
+  EXPECT_LT(a.variability.speed_min, 1);
+  EXPECT_GT(a.variability.speed_max, 1);
+  EXPECT_LE(a.variability.speed_max, 1.05);
+  EXPECT_GT(a.variability.slow_gpus, 0);
+  EXPECT_EQ(json_of(a), json_of(run(spread)));
+}
+
 TEST(Variability, JitterIsReproducibleAndMovesWithTheSeed) {
   const std::vector<std::string> layout = {"parallel.tp=2", "parallel.dp=2",
                                            "parallel.global_batch_size=4",
