@@ -121,6 +121,27 @@ if [ "${SKIP_405B:-0}" != 1 ]; then
     --timeline "$out/llama3_405b_timeline.json" --timeline-ranks 0,120 >"$out/llama3_405b.txt"
   "$py" $plots/stages.py "$out/llama3_405b.json" "$out/llama3_405b_stages.png"
 fi
+# --- variability: what one GPU at 90% speed costs the 16,384-GPU step (about 4 minutes) -------
+# A slow GPU unfolds the run, so the reference is the unfolded nominal step. Rank 0 sits on the
+# first pipeline stage, rank 64 on a middle one (TP 0, stage 8, replica 0), rank 120 on the
+# last (stage 15, with the output layer and the loss).
+if [ "${SKIP_405B:-0}" != 1 ]; then
+  out=results/variability
+  mkdir -p "$out"
+  speed=variability.gpu_speed
+  runs=("nominal_unfolded --set simulation.fold_tensor_parallel=false --set simulation.fold_data_parallel=false"
+        "slow_rank0_0.9 --set $speed.slow_ranks=0 --set $speed.slow_speeds=0.9"
+        "slow_rank64_0.9 --set $speed.slow_ranks=64 --set $speed.slow_speeds=0.9"
+        "slow_rank120_0.9 --set $speed.slow_ranks=120 --set $speed.slow_speeds=0.9"
+        "slow_nic0_0.5 --set variability.links.slow_nic_ranks=0 --set variability.links.slow_nic_factors=0.5"
+        "jitter_cv0.05 --set variability.kernel_jitter.cv=0.05")
+  for r in "${runs[@]}"; do
+    read -r name sets <<<"$r"
+    # shellcheck disable=SC2086  # $sets is a list of --set options
+    "$bin" run --preset llama3-405b $sets --json "$out/llama3_405b_$name.json" \
+      | grep -v '^  simulation ' >"$out/llama3_405b_$name.txt"
+  done
+fi
 # --- what each modelled effect costs on each preset ----------------------------------------------
 "$py" scripts/effects_table.py "$bin" results/effects.md
 # --- wall time, memory and events per second from 64 to 98,304 GPUs (about 5 minutes) ----------

@@ -153,11 +153,12 @@ void Executor::set_done(int32_t rank, uint32_t op) {
 void Executor::choose_folding() {
   const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
   fold_.fill(1);
-  if (fold_tp_requested_ && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
+  const bool alike = !variability_ || variability_->uniform();
+  if (fold_tp_requested_ && alike && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
       owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
     fold_[tp] = layout_.size(Dim::kTp);
   // Expert-parallel groups span data-parallel replicas, whose routed tokens differ: no folding.
-  if (fold_dp_requested_ && !groups_ && layout_.size(Dim::kEp) == 1)
+  if (fold_dp_requested_ && alike && !groups_ && layout_.size(Dim::kEp) == 1)
     fold_[dp] = layout_.size(Dim::kDp);
   // Every combination of the folded dimensions' coordinates, as a rank offset; a collective of
   // dimension d is sent by those whose d coordinate is 0 (its own group spans the rest).
@@ -268,15 +269,16 @@ void Executor::start_op(int32_t rank, uint32_t op) {
   switch (o.kind) {
     case OpKind::kCompute: {
       RankStats& stats = stats_[rank];
-      stats.compute += o.duration;
-      if (o.op_class == OpClass::kRecompute) stats.recompute += o.duration;
+      const Time duration = compute_duration(rank, op);
+      stats.compute += duration;
+      if (o.op_class == OpClass::kRecompute) stats.recompute += duration;
       // GPU kernels of the compute stream (host work such as CPU Adam has no kernel) share the
       // GPU with communication.
       const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
       if (interference_ && o.stream == Stream::kCompute && gpu_kernel)
         start_kernel(rank, op);
       else
-        sim_.schedule_in(o.duration, [this, rank, op] { complete(rank, op); });
+        sim_.schedule_in(duration, [this, rank, op] { complete(rank, op); });
       break;
     }
     case OpKind::kCollective:
@@ -295,6 +297,19 @@ void Executor::start_op(int32_t rank, uint32_t op) {
   }
 }
 
+Time Executor::compute_duration(int32_t rank, uint32_t op) const {
+  const auto& program = program_of(rank);
+  const Op& o = program.ops[op];
+  const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
+  // Expert work runs as long as the tokens this rank's experts got.
+  const Time nominal = o.varies < program.rank_times.size()
+                           ? program.rank_times[o.varies][static_cast<std::size_t>(
+                                 layout_.coord(rank, Dim::kEp))]
+                           : o.duration;
+  if (!variability_ || !gpu_kernel) return nominal;
+  return variability_->duration(nominal, rank, op);
+}
+
 void Executor::start_kernel(int32_t rank, uint32_t op) {
   const auto& program = program_of(rank);
   const Op& o = program.ops[op];
@@ -307,9 +322,9 @@ void Executor::start_kernel(int32_t rank, uint32_t op) {
     k.kind = program.kernels[o.kernel].kernel.kind;
     k.hbm_bytes = program.kernels[o.kernel].kernel.bytes;
   }
-  k.isolated = o.duration;
+  k.isolated = compute_duration(rank, op);
   k.started = k.since = sim_.now();
-  k.left_ps = static_cast<double>(o.duration.count_ps());
+  k.left_ps = static_cast<double>(k.isolated.count_ps());
   k.slowdown = 1;
   k.event = {};
   reschedule(k);

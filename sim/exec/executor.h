@@ -18,6 +18,7 @@
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
 #include "sim/exec/interference.h"
+#include "sim/exec/variability.h"
 #include "sim/net/network.h"
 #include "sim/net/topology.h"
 #include "sim/workload/layout.h"
@@ -144,6 +145,11 @@ class Executor {
     running_.assign(static_cast<std::size_t>(layout_.world()), RunningKernel{});
   }
 
+  // Times compute kernels per rank (variability.h): the rank's speed and each kernel's jitter.
+  // A model whose ranks differ switches tensor- and data-parallel folding off, since a folded
+  // rank stands for others that must compute alike. Host work (CPU Adam) keeps its time.
+  void set_compute_variability(ComputeVariability model) { variability_ = std::move(model); }
+
   // Starts every rank at sim.now(); then call sim.run().
   void start();
 
@@ -233,6 +239,8 @@ class Executor {
   void set_done(int32_t rank, uint32_t op);
   void try_start(int32_t rank);
   void start_op(int32_t rank, uint32_t op);
+  // How long compute op `op` takes on `rank` alone on its GPU.
+  Time compute_duration(int32_t rank, uint32_t op) const;
   void complete(int32_t rank, uint32_t op);
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
@@ -286,6 +294,7 @@ class Executor {
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
   std::optional<InterferenceModel> interference_;
   std::vector<RunningKernel> running_;  // by rank (rank -1: none), with interference only
+  std::optional<ComputeVariability> variability_;
 
   std::vector<RankState> ranks_;
   std::vector<RankStats> stats_;

@@ -26,4 +26,9 @@ LinkId Topology::add_duplex_link(VertexId from, VertexId to, Bandwidth bw, Time 
   return forward;
 }
 
+void Topology::scale_link_bandwidth(LinkId id, double factor) {
+  Bandwidth& bw = graph_[links_.at(id)].bandwidth;
+  bw = Bandwidth::bytes_per_s(bw.in_bytes_per_s() * factor);
+}
+
 }  // namespace cs::net

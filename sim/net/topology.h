@@ -53,6 +53,10 @@ class Topology {
   // Adds both directions with the same properties; returns the id of from->to (to->from is +1).
   LinkId add_duplex_link(VertexId from, VertexId to, Bandwidth bw, Time latency, LinkClass cls);
 
+  // Multiplies one link's bandwidth by `factor` (a degraded cable or a slow NIC); call before
+  // routing or a network reads the topology.
+  void scale_link_bandwidth(LinkId id, double factor);
+
   const Graph& graph() const { return graph_; }
   std::size_t num_vertices() const { return boost::num_vertices(graph_); }
   std::size_t num_links() const { return links_.size(); }

@@ -62,6 +62,27 @@ struct OffloadFigures {
   bool fits_host = true;
 };
 
+// How per-GPU variability moved the step (written only when some variability effect is on).
+// Busy time is a rank's compute-stream kernel time: kernels, recompute and optimizer at the
+// rank's speed and jitter, plus what communication beside them added (interference).
+struct VariabilityFigures {
+  bool enabled = false;
+  // What was modelled.
+  double speed_min = 1, speed_max = 1;  // over all GPUs
+  int32_t slow_gpus = 0;                // GPUs below speed 1
+  double jitter_cv = 0;
+  int32_t degraded_links = 0;  // directed links below nominal bandwidth
+  // Spread of busy time over ranks, and which ranks hold the extremes (the lowest rank on ties).
+  double busy_min_s = 0, busy_mean_s = 0, busy_max_s = 0;
+  int32_t busy_min_rank = 0, busy_max_rank = 0;
+  // The critical path's ends: the ranks whose last op completes exactly at the step's end (the
+  // step could not end earlier without them), counted, and the first few listed.
+  int32_t finishing_ranks = 0;
+  std::vector<int32_t> finishing_first;
+  // Per pipeline stage: its busiest rank and that rank's busy time, which paces the stage.
+  std::vector<std::pair<int32_t, double>> stage_busiest;
+};
+
 struct StepReport {
   std::string name;
   std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
@@ -107,6 +128,7 @@ struct StepReport {
   // network bytes per sample of the global batch (falls as 1/K with K accumulation steps).
   int32_t accumulation_steps = 0;
   double dp_bytes_per_sample = 0;
+  VariabilityFigures variability;
 
   uint64_t events = 0;
   double wall_time_s = 0;

@@ -19,6 +19,7 @@
 #include "sim/report/kernel_breakdown.h"
 #include "sim/run/footprint.h"
 #include "sim/run/stage_work.h"
+#include "sim/run/variability.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -255,8 +256,10 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                       " but topology " + config.cluster().topology() + " holds at most " +
                       std::to_string(net::topology_capacity_gpus(topo_desc)));
   }
-  const net::Topology topology =
+  validate_variability(config.variability(), layout.world(), source);
+  net::Topology topology =
       net::build_topology(topo_desc, cluster_gpus, config.cluster().topology());
+  const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
@@ -286,12 +289,18 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       config.cluster().gpu().empty() ? topology.gpu_type : config.cluster().gpu(),
       nccl_settings(config)));
   executor.set_fluid_collectives(config.simulation().fluid_collectives());
-  executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() &&
-                                    options.reuse_isolated_collectives);
-  executor.set_fold_data_parallel(config.simulation().fold_data_parallel());
+  // Variability makes ranks differ, and a folded rank must stand for ranks identical to it; a
+  // degraded NVLink or PCIe link makes one server's collectives differ from another's.
+  const auto compute_var = compute_variability(config.variability(), layout.world());
+  const bool ranks_differ = degraded.links > 0 || (compute_var && !compute_var->uniform());
+  const bool reuse_isolated = options.reuse_isolated_collectives && !degraded.inside_servers;
+  if (compute_var) executor.set_compute_variability(*compute_var);
+  executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() && reuse_isolated &&
+                                    !ranks_differ);
+  executor.set_fold_data_parallel(config.simulation().fold_data_parallel() && !ranks_differ);
   if (config.effects().comm_compute_interference())
     executor.set_interference(exec::interference_model(gpu));
-  if (options.reuse_isolated_collectives) {
+  if (reuse_isolated) {
     executor.set_isolated_collective_timer(
         [&](const coll::Schedule& schedule, std::span<const net::VertexId> vertices, Bytes size) {
           Simulator alone;
@@ -406,6 +415,9 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   fill_offload(r, config, programs);
 
   fill_comm_figures(r, executor.comm(), network->stats());
+  if (ranks_differ)
+    r.variability = variability_figures(stats, layout, executor.step_end(),
+                                        compute_var ? &*compute_var : nullptr, degraded.links);
 
   r.accumulation_steps = m;
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /

@@ -1,0 +1,71 @@
+#include "sim/report/variability_report.h"
+
+#include <cstdio>
+#include <string>
+
+namespace cs::report {
+
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+void row(std::ostream& out, const std::string& k, const std::string& v) {
+  out << "  " << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << '\n';
+}
+
+}  // namespace
+
+void write_variability_json(JsonWriter& w, const VariabilityFigures& v) {
+  if (!v.enabled) return;
+  w.key("variability").begin_object();
+  w.field("speed_min", v.speed_min)
+      .field("speed_max", v.speed_max)
+      .field("slow_gpus", v.slow_gpus)
+      .field("jitter_cv", v.jitter_cv)
+      .field("degraded_links", v.degraded_links)
+      .field("busy_min_s", v.busy_min_s)
+      .field("busy_min_rank", v.busy_min_rank)
+      .field("busy_mean_s", v.busy_mean_s)
+      .field("busy_max_s", v.busy_max_s)
+      .field("busy_max_rank", v.busy_max_rank)
+      .field("finishing_ranks", v.finishing_ranks);
+  w.key("finishing_first").begin_array();
+  for (const int32_t rank : v.finishing_first) w.value(rank);
+  w.end_array();
+  w.key("stage_busiest").begin_array();
+  for (std::size_t s = 0; s < v.stage_busiest.size(); ++s)
+    w.begin_object()
+        .field("stage", static_cast<int>(s))
+        .field("rank", v.stage_busiest[s].first)
+        .field("busy_s", v.stage_busiest[s].second)
+        .end_object();
+  w.end_array();
+  w.end_object();
+}
+
+void print_variability(std::ostream& out, const VariabilityFigures& v) {
+  if (!v.enabled) return;
+  row(out, "variability",
+      fmt("speed %.3f", v.speed_min) + fmt("..%.3f", v.speed_max) + " (" +
+          std::to_string(v.slow_gpus) + " GPUs below 1), " + fmt("jitter cv %.3f, ", v.jitter_cv) +
+          std::to_string(v.degraded_links) + " degraded links");
+  row(out, "  busy min / mean / max",
+      fmt("%.4f", v.busy_min_s) + " (rank " + std::to_string(v.busy_min_rank) + ") / " +
+          fmt("%.4f", v.busy_mean_s) + " / " + fmt("%.4f s", v.busy_max_s) + " (rank " +
+          std::to_string(v.busy_max_rank) + ")");
+  std::string first;
+  for (const int32_t rank : v.finishing_first)
+    first += (first.empty() ? "" : ",") + std::to_string(rank);
+  if (static_cast<std::size_t>(v.finishing_ranks) > v.finishing_first.size()) first += ",...";
+  row(out, "  ranks ending the step", std::to_string(v.finishing_ranks) + " (" + first + ")");
+  std::string busiest;
+  for (const auto& [rank, busy] : v.stage_busiest)
+    busiest += (busiest.empty() ? "" : ", ") + std::to_string(rank) + fmt(" %.4f", busy);
+  row(out, "  busiest rank per stage", busiest + " s");
+}
+
+}  // namespace cs::report
