@@ -6,6 +6,7 @@
 
 #include "sim/coll/fluid.h"
 #include "sim/coll/runner.h"
+#include "sim/exec/all_to_all_v.h"
 
 namespace cs::exec {
 
@@ -302,10 +303,10 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
   const Op& o = program.ops[op];
   const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
   // Expert work runs as long as the tokens this rank's experts got.
-  const Time nominal = o.varies < program.rank_times.size()
-                           ? program.rank_times[o.varies][static_cast<std::size_t>(
-                                 layout_.coord(rank, Dim::kEp))]
-                           : o.duration;
+  const Time nominal =
+      o.varies < program.rank_times.size()
+          ? program.rank_times[o.varies][static_cast<std::size_t>(layout_.coord(rank, Dim::kEp))]
+          : o.duration;
   if (!variability_ || !gpu_kernel) return nominal;
   return variability_->duration(nominal, rank, op);
 }
@@ -570,6 +571,11 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
     if (++it->second < static_cast<uint32_t>(posting)) return;
     arrivals.erase(it);
   }
+  const auto& program = program_of(rank);
+  if (o.varies < program.all_to_alls.size()) {
+    run_all_to_all_v(rank, op, program.all_to_alls[o.varies]);
+    return;
+  }
   // Every member is here: run the collective's schedule over the network.
   std::vector<int32_t> members = layout_.group_members(rank, o.dim);
   std::vector<net::VertexId> vertices(members.size());
@@ -626,6 +632,52 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
                    complete(m, op);
                  }
                });
+}
+
+void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllToAllV& v) {
+  const Op& o = program_of(rank).ops[op];
+  std::vector<int32_t> members = layout_.group_members(rank, o.dim);
+  // One coupled fluid transfer for every copy of the group (folded TP ranks send theirs too):
+  // it lasts as long as its most loaded link needs, then the slowest path's latency.
+  const std::vector<int32_t>& copy_offsets = copies(o.dim);
+  std::vector<net::FluidEdge> edges;
+  std::vector<EpMember> gpus(members.size());
+  Time latency;
+  for (const int32_t offset : copy_offsets) {
+    for (std::size_t i = 0; i < members.size(); ++i) {
+      const net::VertexId g = topology_.gpu(members[i] + offset);
+      gpus[i] = {g, topology_.vertex(g).node};
+    }
+    const auto copy = all_to_all_v_edges(v, o.bytes, gpus);
+    edges.insert(edges.end(), copy.begin(), copy.end());
+  }
+  Bytes sent = 0;
+  for (const auto& e : edges) {
+    sent += static_cast<Bytes>(std::llround(e.wire_bytes));
+    latency = std::max(latency, network_.path_latency(e.src, e.dst));
+  }
+  comm_.collectives += copy_offsets.size();
+  comm_.by_op[static_cast<int>(o.coll_op)] += sent;
+  comm_.by_dim[static_cast<int>(o.dim)] += sent;
+  const CommPath path = path_of(o);
+  std::erase_if(members, [this](int32_t m) { return !is_simulated(m); });
+  for (const int32_t m : members) change_load(m, path, +1);
+  const Time launch = schedule_key(o.coll_op, o.dim, o.bytes).wire.launch_latency;
+  auto done = [this, members, op, path, started = sim_.now(),
+               blocking = o.stream == Stream::kCompute, dim = o.dim] {
+    for (const int32_t m : members) change_load(m, path, -1);
+    for (const int32_t m : members) {
+      if (blocking) stats_[m].wait_for(dim) += sim_.now() - started;
+      complete(m, op);
+    }
+  };
+  sim_.schedule_in(launch, [this, edges = std::move(edges), copies = copy_offsets.size(), latency,
+                            done = std::move(done)]() mutable {
+    network_.send_fluid(edges, static_cast<int32_t>(copies), Time{},
+                        [this, latency, done = std::move(done)]() mutable {
+                          sim_.schedule_in(latency, std::move(done));
+                        });
+  });
 }
 
 void Executor::run_schedule(const coll::ScheduleKey& key,

@@ -267,6 +267,9 @@ class Executor {
   // schedule. `done` gets the copies' summed bytes once the last has ended.
   void run_schedule(const coll::ScheduleKey& key, const std::vector<net::VertexId>& vertices,
                     Bytes bytes, int32_t copies, std::function<void(const coll::RunStats&)> done);
+  // An expert-parallel all-to-all-v (all_to_all_v.h) of the group of (rank, op), once every
+  // member has posted it.
+  void run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllToAllV& v);
   // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
   // by how the group sits on servers.
   coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;

@@ -92,7 +92,9 @@ class OpMaker {
   Op collective(coll::Op kind, Dim dim, Bytes bytes, std::string_view name) {
     Op op;
     op.kind = OpKind::kCollective;
-    op.stream = dim == Dim::kDp ? Stream::kDp : dim == Dim::kCp ? Stream::kCp : Stream::kCompute;
+    op.stream = dim == Dim::kDp || dim == Dim::kEdp ? Stream::kDp
+                : dim == Dim::kCp                   ? Stream::kCp
+                                                    : Stream::kCompute;
     op.op_class = OpClass::kComm;
     op.dim = dim;
     op.coll_op = kind;
@@ -112,6 +114,20 @@ class OpMaker {
     op.layer = layer;
     op.kernel = static_cast<uint32_t>(work_.kernels.size());
     work_.kernels.push_back({lop.kernel, lop.precision});
+    if (!lop.rank_parts.empty()) {
+      // Each EP rank's time is that of its experts' parts; the op's own, their mean.
+      std::vector<Time> times;
+      Time sum;
+      for (const auto& parts : lop.rank_parts) {
+        Time t;
+        for (const auto& k : parts) t += cost_.time(k, lop.precision);
+        times.push_back(t);
+        sum += t;
+      }
+      op.duration = Time::ps(sum.count_ps() / static_cast<int64_t>(times.size()));
+      op.varies = static_cast<uint32_t>(work_.rank_times.size());
+      work_.rank_times.push_back(std::move(times));
+    }
     return op;
   }
 
@@ -231,6 +247,10 @@ class OpMaker {
     if (workload::dim_sizes(config_.parallel())[static_cast<std::size_t>(lop.comm.dim)] == 1)
       return false;
     op = collective(lop.comm.op, lop.comm.dim, lop.bytes, lop.comm_name);
+    if (lop.comm.dim == Dim::kEp) {
+      op.varies = static_cast<uint32_t>(work_.all_to_alls.size());
+      work_.all_to_alls.push_back(lop.all_to_all);
+    }
     return true;
   }
 
@@ -255,13 +275,6 @@ Op offload_op(OpMaker& make, Stream stream, double seconds, std::string_view nam
   return op;
 }
 
-// Parameters of one transformer layer on one tensor-parallel rank (norms replicated).
-int64_t layer_params(const clustersim::RunConfig& config) {
-  const auto p = workload::count_params(config.model());
-  const int64_t tp = config.parallel().tp();
-  return (p.attention_per_layer + p.mlp_per_layer) / tp + p.norms_per_layer;
-}
-
 }  // namespace
 
 workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_t stage,
@@ -272,7 +285,8 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   const std::vector<int32_t> pieces = workload::layers_per_piece(config);
   const int64_t vocab_params = workload::padded_vocab(config.model(), par.tp()) *
                                int64_t{config.model().hidden_size()} / par.tp();
-  const int64_t per_layer = layer_params(config);
+  // One dense layer on one tensor-parallel rank (ZeRO-3 gathers it; MoE layers are refused there).
+  const int64_t per_layer = workload::count_params(config.model()).per_layer_on_tp_rank(par.tp());
   const bool gather_weights = zero == 3 && dp > 1;
   using clustersim::OffloadConfig;
   const auto& offload = config.offload();
@@ -284,20 +298,46 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
 
   workload::StageWork work;
   OpMaker make(config, cost, work);
-  const auto fwd = workload::layer_ops(config, Phase::kForward);
-  const auto bwd = workload::layer_ops(config, Phase::kBackward);
-  const auto wgrad = workload::layer_ops(config, Phase::kWeightGrad);
-  const auto recompute = workload::layer_recompute_ops(config);
   // checkpoint_every_k_layers: before the backward of a run of k layers, the whole run's forward
   // is recomputed from its kept input (the attention core included, so it replaces SELECTIVE's).
   const int32_t every_k = par.checkpoint_every_k_layers();
   const bool segmented = every_k > 0 && par.recompute() != clustersim::ParallelConfig::FULL;
-  std::vector<LayerOp> segment_recompute;
-  if (segmented) {
-    clustersim::RunConfig full = config;
-    full.mutable_parallel()->set_recompute(clustersim::ParallelConfig::FULL);
-    segment_recompute = workload::layer_recompute_ops(full);
+  clustersim::RunConfig full = config;
+  full.mutable_parallel()->set_recompute(clustersim::ParallelConfig::FULL);
+  // The ops of a layer: one list for every dense layer, one per MoE layer (its own routing).
+  struct LayerWork {
+    std::vector<LayerOp> fwd, bwd, wgrad, recompute, segment_recompute;
+  };
+  auto layer_work = [&](const workload::ExpertLoad* experts) {
+    LayerWork w;
+    w.fwd = workload::layer_ops(config, Phase::kForward, experts);
+    w.bwd = workload::layer_ops(config, Phase::kBackward, experts);
+    w.wgrad = workload::layer_ops(config, Phase::kWeightGrad, experts);
+    w.recompute = workload::layer_recompute_ops(config, experts);
+    if (segmented) w.segment_recompute = workload::layer_recompute_ops(full, experts);
+    return w;
+  };
+  const LayerWork dense_layer = layer_work(nullptr);
+  std::unordered_map<int32_t, LayerWork> moe_layers;
+  if (config.model().has_moe()) {
+    const workload::RoutingTable routing(config);
+    for (const int32_t l : workload::stage_layers(config, stage))
+      if (workload::is_moe_layer(config.model(), l)) {
+        const workload::ExpertLoad load = routing.load(l);
+        moe_layers.emplace(l, layer_work(&load));
+      }
   }
+  auto work_of = [&](int32_t layer) -> const LayerWork& {
+    const auto it = moe_layers.find(layer);
+    return it == moe_layers.end() ? dense_layer : it->second;
+  };
+  // Routed experts' gradients are reduced over their expert-data-parallel group (EP > 1).
+  const bool expert_groups = par.ep() > 1;
+  auto dense_params = [&](int32_t layer) {
+    return expert_groups ? workload::layer_dense_params(config, layer)
+                         : workload::layer_dense_params(config, layer) +
+                               workload::layer_expert_params(config, layer);
+  };
   const Bytes layer_weight_bytes = 2 * per_layer;  // bf16
   // Gradients are reduced in the type of their buffers: Megatron's fp32 main_grad
   // (--accumulate-allreduce-grads-in-fp32, grad_reduce_in_fp32=True in NeMo's recipes) or bf16.
@@ -384,8 +424,8 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     for (int32_t l = 0; l < layers; ++l) {
       make.layer = first_layer + l;
       const std::size_t at = chunk.forward.ops.size();
-      gathered_layer(chunk.forward, fwd, OpClass::kForward, ends);
-      params_used(per_layer, at);
+      gathered_layer(chunk.forward, work_of(make.layer).fwd, OpClass::kForward, ends);
+      params_used(dense_params(make.layer), at);
     }
     make.layer = -1;
     if (last) {
@@ -448,25 +488,42 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                   split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
       grads_ready(vocab_params + config.model().hidden_size());
     }
+    // Expert gradients: buckets of their own, reduced over EDP as they fill.
+    int64_t expert_bucket = 0;
+    auto expert_grads_ready = [&](int64_t params, bool flush = false) {
+      expert_bucket += params;
+      if (expert_bucket == 0 || (!flush && expert_bucket < par.dp_bucket_params())) return;
+      const auto after = static_cast<uint32_t>(grads_phase.ops.size() - 1);
+      const coll::Op kind = zero == 0 ? coll::Op::kAllReduce : coll::Op::kReduceScatter;
+      chunk.grad_sync.push_back(
+          {after, make.collective(kind, Dim::kEdp, grad_bytes * expert_bucket,
+                                  zero == 0 ? "edp_grad_all_reduce" : "edp_grad_reduce_scatter")});
+      expert_bucket = 0;
+    };
     std::vector<int32_t> bwd_ends;
     for (int32_t l = 0; l < layers; ++l) {
       // Backward runs layers in reverse: layer `layers-1-l` in forward order. A run of k starts
       // its backward at its last layer, where the run is recomputed.
       const int32_t fwd_index = layers - 1 - l;
       make.layer = first_layer + fwd_index;
+      const LayerWork& lw = work_of(make.layer);
       if (segmented) {
         if (fwd_index == layers - 1 || (fwd_index + 1) % every_k == 0) {
           const int32_t run_len = fwd_index % every_k + 1;
           for (int32_t r = 0; r < run_len; ++r)
-            make.append(chunk.backward, segment_recompute, OpClass::kRecompute);
+            make.append(chunk.backward, work_of(make.layer - r).segment_recompute,
+                        OpClass::kRecompute);
         }
-      } else if (!recompute.empty()) {
-        make.append(chunk.backward, recompute, OpClass::kRecompute);
+      } else if (!lw.recompute.empty()) {
+        make.append(chunk.backward, lw.recompute, OpClass::kRecompute);
       }
-      gathered_layer(chunk.backward, bwd, OpClass::kBackward, bwd_ends);
-      make.append(grads_phase, wgrad, split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      gathered_layer(chunk.backward, lw.bwd, OpClass::kBackward, bwd_ends);
+      make.append(grads_phase, lw.wgrad,
+                  split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      const int32_t layer = make.layer;
       make.layer = -1;  // gradient buckets span layers
-      grads_ready(per_layer);
+      grads_ready(dense_params(layer));
+      if (expert_groups) expert_grads_ready(workload::layer_expert_params(config, layer));
     }
     if (first) {
       make.append(chunk.backward, workload::embedding_ops(config, Phase::kBackward),
@@ -476,12 +533,16 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       grads_ready(vocab_params);
     }
     grads_ready(0, true);  // the last, partly filled bucket
+    if (expert_groups) expert_grads_ready(0, true);
     work.chunks.push_back(std::move(chunk));
   }
 
   // The optimizer updates this GPU's shard; ZeRO 1 and 2 then all-gather the updated weights.
   const int64_t params = workload::stage_params(config, stage);
-  const int64_t shard = zero >= 1 ? params / dp : params;
+  // Routed experts shard over EDP (Megatron-Core's expert distributed optimizer).
+  const int64_t expert_params = expert_groups ? workload::stage_expert_params(config, stage) : 0;
+  const int64_t edp = workload::dim_sizes(par)[static_cast<std::size_t>(Dim::kEdp)];
+  const int64_t shard = zero >= 1 ? (params - expert_params) / dp + expert_params / edp : params;
   if (offload_optimizer) {
     // CPU Adam on the host's copy, then the updated bf16 shard back over PCIe.
     const double cpu_s = cost::cpu_adam_seconds(host, static_cast<double>(shard),
@@ -494,15 +555,20 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                                                 "offload_param_h2d", back));
     }
   } else {
-    int64_t stage_layers = 0;  // FP8 runs cast this stage's layer weights once per step
-    for (int32_t c = 0; c < v; ++c)
-      stage_layers += pieces[static_cast<std::size_t>(workload::model_piece(stage, c, p))];
-    for (const LayerOp& lop : workload::optimizer_ops(config, shard, per_layer * stage_layers))
+    int64_t layer_weights = 0;  // FP8 runs cast this stage's layer weights once per step
+    for (const int32_t l : workload::stage_layers(config, stage))
+      layer_weights +=
+          workload::layer_dense_params(config, l) + workload::layer_expert_params(config, l);
+    for (const LayerOp& lop : workload::optimizer_ops(config, shard, layer_weights))
       work.optimizer.push_back(make.kernel(lop, OpClass::kOptimizer));
   }
   if ((zero == 1 || zero == 2) && dp > 1 && !overlap_param_gather) {
-    work.after_optimizer.push_back(
-        make.collective(coll::Op::kAllGather, Dim::kDp, 2 * params, "zero_param_all_gather"));
+    work.after_optimizer.push_back(make.collective(
+        coll::Op::kAllGather, Dim::kDp, 2 * (params - expert_params), "zero_param_all_gather"));
+  }
+  if ((zero == 1 || zero == 2) && expert_params > 0 && edp > 1) {
+    work.after_optimizer.push_back(make.collective(coll::Op::kAllGather, Dim::kEdp,
+                                                   2 * expert_params, "edp_param_all_gather"));
   }
   return work;
 }

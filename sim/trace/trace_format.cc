@@ -179,6 +179,8 @@ pb::Trace to_trace(const run::PreparedStep& step) {
   const workload::Layout layout = workload::layout_of(step.config.parallel());
   workload::set_dim_sizes(layout.sizes(), *meta->mutable_layout());
   meta->mutable_layout()->set_etp(step.config.parallel().etp());
+  meta->mutable_layout()->set_pipeline_outermost(
+      workload::pipeline_outermost_of(step.config.parallel()));
   meta->set_world_size(layout.world());
   meta->set_timed_for_gpu(step.timed_for_gpu);
   for (const int32_t h : step.peak_held) meta->add_peak_held(h);

@@ -1,15 +1,20 @@
 #include "sim/workload/layout.h"
 
+#include <array>
 #include <stdexcept>
 
 namespace cs::workload {
 
-Layout::Layout(const DimSizes& sizes, int32_t expert_tp) : size_(sizes), expert_tp_(expert_tp) {
+Layout::Layout(const DimSizes& sizes, int32_t expert_tp, bool pipeline_outermost)
+    : size_(sizes), expert_tp_(expert_tp) {
+  for (const int32_t s : size_)
+    if (s < 1) throw std::invalid_argument("parallel sizes must be >= 1");
+  const std::array<Dim, 4> order = pipeline_outermost
+                                       ? std::array{Dim::kTp, Dim::kCp, Dim::kDp, Dim::kPp}
+                                       : std::array{Dim::kTp, Dim::kCp, Dim::kPp, Dim::kDp};
   int64_t stride = 1;
-  for (const DimInfo& d : kDims) {
-    const auto i = static_cast<std::size_t>(d.dim);
-    if (size_[i] < 1) throw std::invalid_argument("parallel sizes must be >= 1");
-    if (d.expert) continue;
+  for (const Dim d : order) {
+    const auto i = static_cast<std::size_t>(d);
     stride_[i] = static_cast<int32_t>(stride);
     stride *= size_[i];
     if (stride > (int64_t{1} << 30)) throw std::invalid_argument("layout is too large");

@@ -19,8 +19,9 @@ namespace cs::workload {
 // parallelism is the dense TP group's.
 class Layout {
  public:
-  // sizes[kEdp] must be TP·CP·DP / (expert_tp·EP) (dim_sizes computes it so).
-  explicit Layout(const DimSizes& sizes, int32_t expert_tp = 1);
+  // sizes[kEdp] must be TP·CP·DP / (expert_tp·EP) (dim_sizes computes it so). With
+  // `pipeline_outermost`, ranks are numbered TP, CP, DP, PP (Megatron-Core's order) instead.
+  explicit Layout(const DimSizes& sizes, int32_t expert_tp = 1, bool pipeline_outermost = false);
   Layout(int32_t tp, int32_t cp, int32_t pp, int32_t dp)
       : Layout(DimSizes{tp, cp, pp, dp, 1, tp * cp * dp}) {}
 

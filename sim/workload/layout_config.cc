@@ -25,6 +25,16 @@ int32_t expert_tp_of(const google::protobuf::Message& message) {
   return etp == 0 ? int_of(message, "tp") : etp;
 }
 
+bool pipeline_outermost_of(const google::protobuf::Message& message) {
+  const auto* descriptor = message.GetDescriptor();
+  const auto* reflection = message.GetReflection();
+  if (const auto* order = descriptor->FindFieldByName("rank_order"))
+    return reflection->GetEnumValue(message, order) == 1;  // TP_CP_DP_PP
+  if (const auto* outer = descriptor->FindFieldByName("pipeline_outermost"))
+    return reflection->GetBool(message, outer);
+  return false;
+}
+
 DimSizes dim_sizes(const google::protobuf::Message& message) {
   DimSizes sizes{};
   for (const DimInfo& d : kDims)

@@ -20,8 +20,11 @@ int32_t expert_tp_of(const google::protobuf::Message& message);
 // The product of the sizes that number the world (not the expert ones), in 64 bits so absurd
 // sizes cannot overflow; 0 if one is below 1.
 int64_t world_of(const DimSizes& sizes);
+// Whether pipeline stages are the outermost dimension: ParallelConfig.rank_order TP_CP_DP_PP,
+// or a trace Layout's pipeline_outermost.
+bool pipeline_outermost_of(const google::protobuf::Message& message);
 inline Layout layout_of(const google::protobuf::Message& message) {
-  return Layout(dim_sizes(message), expert_tp_of(message));
+  return Layout(dim_sizes(message), expert_tp_of(message), pipeline_outermost_of(message));
 }
 
 }  // namespace cs::workload

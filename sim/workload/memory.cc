@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 
 namespace cs::workload {
@@ -62,6 +63,28 @@ double mla_latent_bytes(const clustersim::RunConfig& config, double tokens) {
   return 4.0 * widths * tokens / sp_divisor(config.parallel());
 }
 
+// What a MoE block keeps on one GPU for backward, for `tokens` = b·s/cp, with balanced routing
+// (imbalance is not charged): router scores (fp32, T_in x E), the permuted token copies
+// (T_in x top_k, gathered over ETP), the experts' fc1 output and activation output, their fc2
+// output (unpermute's backward needs it for the routing weights' gradient), and the shared
+// experts' MLP tensors, like a dense MLP's. A MoE model's every layer is charged as a MoE layer
+// (its first_k_dense layers' dense MLP is not told apart).
+double moe_block_bytes(const clustersim::RunConfig& config, double tokens) {
+  const auto& m = config.model();
+  const auto& moe = m.moe();
+  const auto& p = config.parallel();
+  const double t_in = tokens / sp_divisor(p);
+  const int32_t etp = expert_tp_of(p);
+  const double copies = t_in * moe.top_k() * (etp > 1 ? p.tp() : 1);
+  const bool swiglu = m.activation() == ModelConfig::SWIGLU;
+  const double ffn_e = static_cast<double>(moe.expert_ffn_hidden_size()) / etp;
+  const double h = m.hidden_size();
+  const double experts = copies * (2.0 * h + (swiglu ? 6.0 : 4.0) * ffn_e + 2.0 * h);
+  const double shared =
+      (swiglu ? 6.0 : 4.0) * tokens * moe.shared_expert_ffn_hidden_size() / p.tp();
+  return 4.0 * t_in * moe.num_experts() + experts + shared;
+}
+
 // One layer's activations as if nothing were recomputed, with the attention core's own tensors
 // when `with_core`: the working set that FULL recompute rematerialises during backward.
 double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_core) {
@@ -76,7 +99,8 @@ double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_c
   const double replicated =
       (8.0 + masks) * tokens * h / sp_divisor(p) + mla_latent_bytes(config, tokens);
   const double mlp_hidden = (m.activation() == ModelConfig::SWIGLU ? 6.0 : 4.0) * tokens * ffn;
-  const double split = (attention_split_bytes(m, tokens) + mlp_hidden) / t;
+  const double split = attention_split_bytes(m, tokens) / t +
+                       (m.has_moe() ? moe_block_bytes(config, tokens) : mlp_hidden / t);
   const double core = with_core ? core_attention_bytes_per_token(config) * tokens : 0.0;
   return replicated + split + core;
 }
@@ -290,11 +314,18 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
   out.params = stage_params(config, stage);
   const int64_t shards = static_cast<int64_t>(p.dp()) * p.cp();
   const double g = grad_bytes(p);
-  const ModelStateBytes states =
-      model_state_bytes(static_cast<double>(out.params), p.zero_stage(), shards, g);
-  out.weights = to_bytes(states.weights);
-  out.gradients = to_bytes(states.gradients);
-  out.optimizer = to_bytes(states.optimizer);
+  // Routed experts shard over their expert-data-parallel group (Megatron-Core's expert
+  // distributed optimizer), the rest over DP x CP.
+  out.expert_params = p.ep() > 1 ? stage_expert_params(config, stage) : 0;
+  const ModelStateBytes dense = model_state_bytes(
+      static_cast<double>(out.params - out.expert_params), p.zero_stage(), shards, g);
+  const ModelStateBytes experts =
+      model_state_bytes(static_cast<double>(out.expert_params), p.zero_stage(),
+                        dim_sizes(p)[static_cast<std::size_t>(Dim::kEdp)], g);
+  out.weights = to_bytes(dense.weights + experts.weights);
+  out.gradients = to_bytes(dense.gradients + experts.gradients);
+  out.optimizer = to_bytes(dense.optimizer + experts.optimizer);
+  out.expert_states = to_bytes(experts.total());
 
   const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
   const int32_t chunk_layers = chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());

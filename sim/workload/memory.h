@@ -101,14 +101,16 @@ double head_working_set_bytes(const clustersim::RunConfig& config);
 int32_t checkpoint_segments(int32_t layers, int32_t k);
 
 struct MemoryBreakdown {
-  int32_t stage = 0;      // pipeline stage this describes (the peak one from estimate_memory)
-  int64_t params = 0;     // stage_params(): parameters on this GPU before ZeRO sharding
-  Bytes weights = 0;      // bf16, / (dp·cp) under ZeRO-3
-  Bytes gradients = 0;    // grad_bytes() each, / (dp·cp) under ZeRO-2 and 3
-  Bytes optimizer = 0;    // fp32 master + m + v, / (dp·cp) under ZeRO-1..3
-  Bytes activations = 0;  // kept for backward by the in-flight chunk passes, + embedding/head
-  Bytes temporary = 0;    // the transient allowance described at estimate_stage_memory()
-  Bytes working_set = 0;  // backward_working_set_bytes() (head_working_set_bytes() if larger)
+  int32_t stage = 0;          // pipeline stage this describes (the peak one from estimate_memory)
+  int64_t params = 0;         // stage_params(): parameters on this GPU before ZeRO sharding
+  int64_t expert_params = 0;  // the routed experts' part of `params` (ZeRO shards it over EDP)
+  Bytes expert_states = 0;    // their weights, gradients and optimizer states
+  Bytes weights = 0;          // bf16, / (dp·cp) under ZeRO-3
+  Bytes gradients = 0;        // grad_bytes() each, / (dp·cp) under ZeRO-2 and 3
+  Bytes optimizer = 0;        // fp32 master + m + v, / (dp·cp) under ZeRO-1..3
+  Bytes activations = 0;      // kept for backward by the in-flight chunk passes, + embedding/head
+  Bytes temporary = 0;        // the transient allowance described at estimate_stage_memory()
+  Bytes working_set = 0;      // backward_working_set_bytes() (head_working_set_bytes() if larger)
   // Model states moved off the GPU by config.offload (per GPU): host DRAM and NVMe.
   Bytes host_dram = 0;
   Bytes host_nvme = 0;

@@ -1,5 +1,9 @@
 #include "sim/workload/model_math.h"
 
+#include <algorithm>
+
+#include "sim/workload/layout_config.h"
+#include "sim/workload/moe.h"
 #include "sim/workload/schedules/registry.h"
 
 namespace cs::workload {
@@ -58,6 +62,16 @@ ParamCounts count_params(const clustersim::ModelConfig& model) {
   p.mlp_per_layer = (model.activation() == clustersim::ModelConfig::SWIGLU ? 3 : 2) * h * ffn;
   p.norms_per_layer = 2 * h;
   if (model.has_mla()) count_mla_params(model, p);
+  if (model.has_moe() && model.moe().num_experts() > 0) {
+    const auto& moe = model.moe();
+    const int64_t matrices = model.activation() == clustersim::ModelConfig::SWIGLU ? 3 : 2;
+    p.moe_layers = std::max(0, model.num_layers() - moe.first_k_dense());
+    p.num_experts = moe.num_experts();
+    p.top_k = moe.top_k();
+    p.router_per_layer = h * moe.num_experts();
+    p.shared_per_layer = matrices * h * moe.shared_expert_ffn_hidden_size();
+    p.expert_params = matrices * h * moe.expert_ffn_hidden_size();
+  }
   p.final_norm = h;
   p.output_head = model.tied_embeddings() ? 0 : vocab * h;
   p.vocab_matmul = vocab * h;
@@ -91,8 +105,7 @@ double hardware_flops_per_step(const clustersim::RunConfig& config) {
   // Forward attention core is a third of the forward+backward 12·L·h·s.
   const double attention_forward = attention_flops_per_token(model) / 3.0;
   const ParamCounts p = count_params(model);
-  const double layer_forward =
-      2.0 * static_cast<double>(p.num_layers * (p.attention_per_layer + p.mlp_per_layer));
+  const double layer_forward = 2.0 * static_cast<double>(p.dense_matmul() - p.vocab_matmul);
   double extra_per_token = 0;
   switch (config.parallel().recompute()) {
     case clustersim::ParallelConfig::SELECTIVE:
@@ -131,14 +144,49 @@ int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage) {
   return total;
 }
 
+std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t stage) {
+  const std::vector<int32_t> pieces = layers_per_piece(config);
+  const auto& par = config.parallel();
+  std::vector<int32_t> out;
+  for (int32_t c = 0; c < par.virtual_stages(); ++c) {
+    const int32_t piece = model_piece(stage, c, par.pp());
+    int32_t first = 0;
+    for (int32_t q = 0; q < piece; ++q) first += pieces[static_cast<size_t>(q)];
+    for (int32_t l = 0; l < pieces[static_cast<size_t>(piece)]; ++l) out.push_back(first + l);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+int64_t layer_dense_params(const clustersim::RunConfig& config, int32_t layer) {
+  const ParamCounts counts = count_params(config.model());
+  const int64_t t = config.parallel().tp();
+  return is_moe_layer(config.model(), layer) ? counts.moe_layer_dense_on_tp_rank(t)
+                                             : counts.per_layer_on_tp_rank(t);
+}
+
+int64_t layer_expert_params(const clustersim::RunConfig& config, int32_t layer) {
+  if (!is_moe_layer(config.model(), layer)) return 0;
+  const ParamCounts counts = count_params(config.model());
+  const auto& p = config.parallel();
+  return counts.num_experts / p.ep() * counts.expert_params / expert_tp_of(p);
+}
+
+int64_t stage_expert_params(const clustersim::RunConfig& config, int32_t stage) {
+  int64_t params = 0;
+  for (const int32_t l : stage_layers(config, stage)) params += layer_expert_params(config, l);
+  return params;
+}
+
 int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
   const auto& m = config.model();
   const auto& p = config.parallel();
   const int64_t t = p.tp();
   const ParamCounts counts = count_params(m);
-  const int64_t per_layer = counts.per_layer_on_tp_rank(t);
   const int64_t vocab_shard = padded_vocab(m, t) * m.hidden_size() / t;
-  int64_t params = layers_on_stage(config, stage) * per_layer;
+  int64_t params = 0;
+  for (const int32_t l : stage_layers(config, stage))
+    params += layer_dense_params(config, l) + layer_expert_params(config, l);
   if (stage == 0) params += vocab_shard;
   if (stage == p.pp() - 1) {
     params += counts.final_norm;

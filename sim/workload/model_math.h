@@ -46,21 +46,44 @@ struct ParamCounts {
   int64_t output_head = 0;      // vocab x h, 0 when tied to the embedding
   int64_t vocab_matmul = 0;     // vocab x h of the logits GEMM, tied or not
   int64_t num_layers = 0;
+  // Mixtures of experts: the last moe_layers layers have, instead of the dense MLP, a router
+  // (h x E, replicated over TP as Megatron-Core's TopKRouter), shared experts (an MLP of
+  // shared_expert_ffn_hidden_size) and E routed experts of expert_params each, top_k of which
+  // a token passes through.
+  int64_t moe_layers = 0;
+  int64_t router_per_layer = 0, shared_per_layer = 0, expert_params = 0;
+  int64_t num_experts = 0, top_k = 0;
 
+  int64_t dense_layers() const { return num_layers - moe_layers; }
   int64_t per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }
-  // One layer's parameters on one of `tp` tensor-parallel ranks: the split matrices / tp, plus
-  // the replicated ones and the norms.
+  // One dense layer's parameters on one of `tp` tensor-parallel ranks: the split matrices / tp,
+  // plus the replicated ones and the norms.
   int64_t per_layer_on_tp_rank(int64_t tp) const {
     return (attention_per_layer + mlp_per_layer - tp_replicated_per_layer) / tp +
            tp_replicated_per_layer + norms_per_layer;
   }
-  int64_t total() const { return embedding + num_layers * per_layer() + final_norm + output_head; }
-  // Weights that multiply every token in a GEMM: the layers' attention and MLP matrices and the
-  // output head. The head counts even when tied (its logits GEMM still runs); the input embedding
-  // does not (a lookup, no FLOPs); norms do not (elementwise). This is the N of Megatron's
-  // 72·B·s·L·h²·(1 + s/6h + V/12hL) (Narayanan et al. 2021), which it reproduces exactly.
+  // The MLP-free part of a MoE layer on one TP rank: attention, norms, router, shared experts.
+  int64_t moe_layer_dense_on_tp_rank(int64_t tp) const {
+    return (attention_per_layer + shared_per_layer - tp_replicated_per_layer) / tp +
+           tp_replicated_per_layer + norms_per_layer + router_per_layer;
+  }
+  int64_t moe_layer_total() const {
+    return attention_per_layer + norms_per_layer + router_per_layer + shared_per_layer +
+           num_experts * expert_params;
+  }
+  int64_t total() const {
+    return embedding + dense_layers() * per_layer() + moe_layers * moe_layer_total() + final_norm +
+           output_head;
+  }
+  // Weights that multiply every token in a GEMM: the layers' attention and MLP matrices (of a MoE
+  // layer: router, shared and top_k routed experts) and the output head. The head counts even
+  // when tied (its logits GEMM still runs); the input embedding does not (a lookup, no FLOPs);
+  // norms do not (elementwise). This is the N of Megatron's 72·B·s·L·h²·(1 + s/6h + V/12hL)
+  // (Narayanan et al. 2021), which it reproduces exactly for dense models.
   int64_t dense_matmul() const {
-    return num_layers * (attention_per_layer + mlp_per_layer) + vocab_matmul;
+    return num_layers * attention_per_layer + dense_layers() * mlp_per_layer +
+           moe_layers * (router_per_layer + shared_per_layer + top_k * expert_params) +
+           vocab_matmul;
   }
 };
 
@@ -101,6 +124,15 @@ int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage);
 // and the output head (padded vocab x h / tp). A tied head with pp > 1 still costs the last stage a
 // copy, as Megatron keeps one there and all-reduces its gradient with the first stage's.
 int64_t stage_params(const clustersim::RunConfig& config, int32_t stage);
+// The part of stage_params held as routed experts: E / ep experts of each MoE layer, split
+// over the expert TP size; their gradients and optimizer states shard over EDP, not DP.
+int64_t stage_expert_params(const clustersim::RunConfig& config, int32_t stage);
+// Layer `layer`'s parameters on one GPU, without the routed experts.
+int64_t layer_dense_params(const clustersim::RunConfig& config, int32_t layer);
+// Layer `layer`'s routed-expert parameters on one GPU (0 for a dense layer).
+int64_t layer_expert_params(const clustersim::RunConfig& config, int32_t layer);
+// Model order indices of the transformer layers on pipeline stage `stage`, over all its chunks.
+std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t stage);
 
 // Microbatches per optimizer step on one data-parallel replica:
 // global_batch_size / (dp x microbatch_size).

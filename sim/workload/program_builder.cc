@@ -31,6 +31,8 @@ Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& 
   Program program;
   for (const auto& l : work.labels) program.label(l);
   program.kernels = work.kernels;
+  program.rank_times = work.rank_times;
+  program.all_to_alls = work.all_to_alls;
   const auto v = static_cast<int32_t>(work.chunks.size());
   const int32_t pieces = stages * v;
   const int32_t next = (stage + 1) % stages, prev = (stage + stages - 1) % stages;

@@ -57,8 +57,10 @@ struct ChunkWork {
 };
 
 struct StageWork {
-  std::vector<std::string> labels;  // Op::label indexes these
-  std::vector<KernelCall> kernels;  // Op::kernel indexes these
+  std::vector<std::string> labels;            // Op::label indexes these
+  std::vector<KernelCall> kernels;            // Op::kernel indexes these
+  std::vector<std::vector<Time>> rank_times;  // Op::varies of compute ops indexes these
+  std::vector<AllToAllV> all_to_alls;         // Op::varies of EP all-to-alls indexes these
   std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
   std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)

@@ -85,10 +85,65 @@ void validate_attention(const Checker& c, const clustersim::ModelConfig& m,
     c.fail("model.position_embedding must be ROPE with model.mla (its decoupled rotary key)");
 }
 
+void validate_routing(const Checker& c, const clustersim::RoutingDistribution& r) {
+  using clustersim::RoutingDistribution;
+  if (r.kind() == RoutingDistribution::SKEWED && !(r.skew() >= 0 && r.skew() <= 16))
+    c.fail("model.moe.routing.skew = " + std::to_string(r.skew()) + " must be in [0, 16]");
+  if (r.kind() == RoutingDistribution::HISTOGRAM && r.histogram_file().empty())
+    c.fail("model.moe.routing.histogram_file must be set for kind HISTOGRAM");
+  if (r.kind() != RoutingDistribution::HISTOGRAM && !r.histogram_file().empty())
+    c.fail("model.moe.routing.histogram_file is set but routing.kind is not HISTOGRAM");
+}
+
+void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
+                  const clustersim::ParallelConfig& p) {
+  if (!m.has_moe()) {
+    if (p.ep() != 1)
+      c.fail("parallel.ep = " + std::to_string(p.ep()) + " needs a mixture of experts (model.moe)");
+    return;
+  }
+  const auto& moe = m.moe();
+  c.positive("model.moe.num_experts", moe.num_experts());
+  c.at_most("model.moe.num_experts", moe.num_experts(), 1 << 14);
+  c.positive("model.moe.top_k", moe.top_k());
+  c.at_most("model.moe.top_k", moe.top_k(), moe.num_experts());
+  c.positive("model.moe.expert_ffn_hidden_size", moe.expert_ffn_hidden_size());
+  if (moe.shared_expert_ffn_hidden_size() < 0)
+    c.fail("model.moe.shared_expert_ffn_hidden_size must be >= 0");
+  if (moe.first_k_dense() < 0 || moe.first_k_dense() >= m.num_layers())
+    c.fail("model.moe.first_k_dense = " + std::to_string(moe.first_k_dense()) +
+           " must be in [0, model.num_layers)");
+  if (!(moe.capacity_factor() == 0 || moe.capacity_factor() >= 1))
+    c.fail("model.moe.capacity_factor = " + std::to_string(moe.capacity_factor()) +
+           " must be 0 (dropless) or >= 1");
+  if (moe.max_nodes_per_token() < 0) c.fail("model.moe.max_nodes_per_token must be >= 0");
+  validate_routing(c, moe.routing());
+  c.positive("parallel.ep", p.ep());
+  c.divides("parallel.ep", p.ep(), "model.moe.num_experts", moe.num_experts(),
+            "each expert-parallel rank holds the same number of experts");
+  if (p.etp() != 0 && p.etp() != 1 && p.etp() != p.tp())
+    c.fail("parallel.etp = " + std::to_string(p.etp()) + " must be 0 (= tp), 1 or parallel.tp");
+  const int64_t etp = p.etp() == 0 ? p.tp() : p.etp();
+  c.divides("expert TP x parallel.ep", etp * p.ep(), "parallel.tp x cp x dp",
+            int64_t{p.tp()} * p.cp() * p.dp(),
+            "expert parallelism is carved from the tensor-, context- and data-parallel ranks");
+  c.divides("expert TP", etp, "model.moe.expert_ffn_hidden_size", moe.expert_ffn_hidden_size(),
+            "experts are split column-/row-parallel over expert TP");
+  c.divides("parallel.tp", p.tp(), "model.moe.shared_expert_ffn_hidden_size",
+            moe.shared_expert_ffn_hidden_size(), "shared experts are split over TP");
+  if (p.tp() > 1 && !p.sequence_parallel())
+    c.fail(
+        "parallel.sequence_parallel must be on with MoE layers and parallel.tp > 1, as "
+        "Megatron-Core requires");
+  if (p.ep() > 1 && p.zero_stage() == 3)
+    c.fail(
+        "parallel.zero_stage = 3 with parallel.ep > 1: gathering expert weights is not "
+        "modelled");
+}
+
 // Fields the config carries but the workload model does not simulate yet: refused rather than
 // silently run as a dense model.
 void refuse_unmodelled(const Checker& c, const clustersim::ModelConfig& m) {
-  if (m.has_moe()) c.fail("model.moe: mixture-of-experts layers are read but not simulated yet");
   if (m.mtp_layers() != 0) {
     c.fail("model.mtp_layers = " + std::to_string(m.mtp_layers()) +
            ": multi-token prediction modules are not simulated yet");
@@ -133,6 +188,7 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
             p.global_batch_size() / (static_cast<int64_t>(p.dp()) * p.microbatch_size()), 1 << 16);
 
   validate_attention(c, m, p);
+  validate_moe(c, m, p);
   refuse_unmodelled(c, m);
   c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),
             "each key/value head serves a whole group of query heads");

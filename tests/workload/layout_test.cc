@@ -35,7 +35,7 @@ void expect_partition(const Layout& layout, Dim d) {
       ++seen[static_cast<std::size_t>(members[i])];
       EXPECT_EQ(layout.coord(members[i], d), i);
       EXPECT_EQ(layout.group_id(members[i], d), layout.group_id(r, d));
-      EXPECT_EQ(layout.coord(members[i], Dim::kPp), layout.coord(r, Dim::kPp));
+      if (d != Dim::kPp) EXPECT_EQ(layout.coord(members[i], Dim::kPp), layout.coord(r, Dim::kPp));
     }
     ids.insert(layout.group_id(r, d));
   }
@@ -75,6 +75,21 @@ TEST(Layout, ExpertGroupsWithExpertTpOne) {
             (std::vector<int32_t>{4, 5, 6, 7, 12, 13, 14, 15}));  // stage 1
   EXPECT_EQ(layout.size(Dim::kEdp), 2);
   for (const Dim d : {Dim::kEp, Dim::kEdp}) expect_partition(layout, d);
+}
+
+// Megatron-Core's order puts stages outermost, so EP groups carved from DP stay on one server.
+TEST(Layout, PipelineOutermostKeepsExpertGroupsTogether) {
+  auto p = parallel(1, 1, 4, 16, 8, 0);
+  p.set_rank_order(clustersim::ParallelConfig::TP_CP_DP_PP);
+  const Layout layout = layout_of(p);
+  EXPECT_EQ(layout.stride(Dim::kDp), 1);
+  EXPECT_EQ(layout.stride(Dim::kPp), 16);
+  EXPECT_EQ(layout.group_members(17, Dim::kEp),
+            (std::vector<int32_t>{16, 17, 18, 19, 20, 21, 22, 23}));
+  EXPECT_EQ(layout.with_stage(17, 3), 49);
+  for (const Dim d : {Dim::kTp, Dim::kPp, Dim::kDp, Dim::kEp, Dim::kEdp})
+    expect_partition(layout, d);
+  EXPECT_EQ(layout_of(parallel(1, 1, 4, 16, 8, 0)).group_members(0, Dim::kEp)[1], 4);
 }
 
 TEST(Layout, ExpertDimensionsAreUsedOnlyWhenExpertsAreSplit) {

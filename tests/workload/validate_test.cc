@@ -135,11 +135,69 @@ TEST(Validate, HeadDimAndLatentAttention) {
                "model.position_embedding must be ROPE");
 }
 
-TEST(Validate, MixturesAndMultiTokenPredictionAreRefusedUntilSimulated) {
-  expect_error([](auto& c) { c.mutable_model()->mutable_moe()->set_num_experts(8); },
-               "model.moe: mixture-of-experts layers are read but not simulated yet");
+TEST(Validate, MultiTokenPredictionIsRefusedUntilSimulated) {
   expect_error([](auto& c) { c.mutable_model()->set_mtp_layers(1); },
                "model.mtp_layers = 1: multi-token prediction modules are not simulated yet");
+}
+
+// valid_config() with 16 experts, top 2, on TP 8 with sequence parallelism.
+void make_moe(clustersim::RunConfig& c) {
+  auto* moe = c.mutable_model()->mutable_moe();
+  moe->set_num_experts(16);
+  moe->set_top_k(2);
+  moe->set_expert_ffn_hidden_size(4096);
+  c.mutable_parallel()->set_sequence_parallel(true);
+}
+
+TEST(Validate, MixtureOfExpertsFields) {
+  auto moe = [](std::function<void(clustersim::RunConfig&)> edit) {
+    return [edit](clustersim::RunConfig& c) {
+      make_moe(c);
+      edit(c);
+    };
+  };
+  clustersim::RunConfig ok = valid_config();
+  make_moe(ok);
+  ok.mutable_parallel()->set_ep(4);
+  EXPECT_NO_THROW(validate_run_config(ok, 128, "run.textproto"));
+  using M = clustersim::RunConfig;
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_num_experts(0); }),
+               "model.moe.num_experts = 0 must be positive");
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_top_k(17); }),
+               "model.moe.top_k = 17 is above the supported 16");
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_expert_ffn_hidden_size(0); }),
+               "model.moe.expert_ffn_hidden_size");
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_first_k_dense(80); }),
+               "model.moe.first_k_dense = 80 must be in [0, model.num_layers)");
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_capacity_factor(0.5); }),
+               "model.moe.capacity_factor");
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_max_nodes_per_token(-1); }),
+               "model.moe.max_nodes_per_token");
+  expect_error(moe([](M& c) {
+                 c.mutable_model()->mutable_moe()->mutable_routing()->set_kind(
+                     clustersim::RoutingDistribution::HISTOGRAM);
+               }),
+               "model.moe.routing.histogram_file must be set");
+  expect_error(moe([](M& c) {
+                 auto* r = c.mutable_model()->mutable_moe()->mutable_routing();
+                 r->set_kind(clustersim::RoutingDistribution::SKEWED);
+                 r->set_skew(-1);
+               }),
+               "model.moe.routing.skew");
+  expect_error(moe([](M& c) { c.mutable_parallel()->set_ep(3); }),
+               "model.moe.num_experts = 16 must be divisible by parallel.ep = 3");
+  // EP 8 x expert TP 8 = 64 does not divide TP 8 x DP 4 = 32.
+  expect_error(moe([](M& c) { c.mutable_parallel()->set_ep(8); }), "expert TP x parallel.ep");
+  expect_error(moe([](M& c) { c.mutable_parallel()->set_etp(2); }), "parallel.etp = 2");
+  expect_error(moe([](M& c) { c.mutable_parallel()->set_sequence_parallel(false); }),
+               "parallel.sequence_parallel must be on");
+  expect_error(moe([](M& c) {
+                 c.mutable_parallel()->set_ep(4);
+                 c.mutable_parallel()->set_zero_stage(3);
+               }),
+               "parallel.zero_stage = 3 with parallel.ep > 1");
+  expect_error([](M& c) { c.mutable_parallel()->set_ep(2); },
+               "parallel.ep = 2 needs a mixture of experts");
 }
 
 TEST(Validate, TensorParallelSplits) {
