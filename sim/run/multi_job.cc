@@ -88,7 +88,7 @@ struct TogetherRun {
 };
 
 TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::size_t>& subset,
-                         Cluster& cluster, const ProgressFn& on_progress) {
+                         Cluster& cluster, const ProgressFn& on_progress, int32_t max_steps) {
   Simulator sim;
   auto network = net::make_network(cluster.mode, sim, cluster.topology, *cluster.routing);
   std::vector<std::unique_ptr<exec::Executor>> executors;
@@ -100,6 +100,10 @@ TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::si
   // timing and tensor-parallel folding remain exact.
   std::function<void(std::size_t)> start_step = [&](std::size_t k) {
     PlacedJob& job = jobs[subset[k]];
+    if (static_cast<int32_t>(run.steps[k].size()) >= max_steps)
+      throw ConfigError(job.source + ": " + std::to_string(max_steps) +
+                        " steps while another job has not finished its first; the jobs' steps " +
+                        "differ too much in length, or one cannot end");
     auto& ex = executors.emplace_back(std::make_unique<exec::Executor>(
         sim, *network, cluster.topology, job.layout, job.prepared.programs, job.gpus));
     configure_executor(*ex, job.prepared.config,
@@ -132,7 +136,7 @@ TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::si
 }  // namespace
 
 JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpec& placement,
-                         const ProgressFn& on_progress) {
+                         const ProgressFn& on_progress, int32_t max_steps) {
   const auto wall_start = std::chrono::steady_clock::now();
   if (inputs.empty()) throw ConfigError("several jobs: no job given");
   for (const auto& job : inputs) refuse_variability(job);
@@ -175,11 +179,11 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
   report.cluster_gpus = static_cast<int32_t>(cluster.topology.num_gpus());
   std::vector<std::size_t> all(jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) all[j] = j;
-  const TogetherRun together = run_together(jobs, all, cluster, on_progress);
+  const TogetherRun together = run_together(jobs, all, cluster, on_progress, max_steps);
   report.span_s = together.span.as_seconds();
   report.events = together.events;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
-    const TogetherRun alone = run_together(jobs, {j}, cluster, {});
+    const TogetherRun alone = run_together(jobs, {j}, cluster, {}, max_steps);
     report.events += alone.events;
     const auto& config = jobs[j].prepared.config;
     JobFigures f;

@@ -45,7 +45,9 @@ struct JobsReport {
 // are ignored, except that a cluster.gpu or network differing from job 0's is refused (its
 // kernels were timed for another GPU). Throws ConfigError naming the job's source and field, or
 // "--placement: ..."; std::runtime_error naming the stuck ranks if a step cannot complete.
+// A job may start at most `max_steps` steps (ConfigError beyond), so that a job that cannot
+// end its first step makes the run fail instead of letting the others repeat forever.
 JobsReport simulate_jobs(const std::vector<JobInput>& jobs, const PlacementSpec& placement,
-                         const ProgressFn& on_progress = {});
+                         const ProgressFn& on_progress = {}, int32_t max_steps = 1000);
 
 }  // namespace cs::run

@@ -77,6 +77,17 @@ TEST(MultiJob, AShortJobRepeatsItsStepWhileTheLongOneRuns) {
   EXPECT_NEAR(short_job.max_step_s, short_job.alone_step_s, 1e-12);
 }
 
+TEST(MultiJob, AJobRepeatingWithoutEndFailsNamingIt) {
+  const std::string topo = oversubscribed_topology();
+  const std::vector<JobInput> jobs = {job(small_job_file("long", topo, 4, 16)),
+                                      job(small_job_file("short", topo, 4, 2))};
+  const std::string error =
+      error_of([&] { simulate_jobs(jobs, parse_placement("packed"), {}, /*max_steps=*/2); });
+  EXPECT_NE(error.find("short.textproto: 2 steps while another job has not finished its first"),
+            std::string::npos)
+      << error;
+}
+
 TEST(MultiJob, FoldingAgreesWithTheDetailedRunUnderContention) {
   const auto folded = simulate_jobs(
       two_small_jobs({"parallel.dp=8", "parallel.global_batch_size=8"}), parse_placement("spread"));
