@@ -6,6 +6,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
+#include "sim/cli/run_args.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
@@ -20,38 +21,84 @@ namespace cs::cli {
 
 namespace po = boost::program_options;
 
-int run_command(const std::vector<std::string>& args) {
-  std::string path, json, timeline_path, timeline_ranks;
-  ConfigOptions config;
+namespace {
+
+// Parses `run`'s arguments, keeping configs and presets in the order given. Returns false after
+// printing the help.
+bool parse_run_args(const std::vector<std::string>& args, RunArgs& run) {
+  std::vector<std::string> presets, paths;
   po::options_description opts(
-      "usage: clustersim run CONFIG [options]\n       clustersim run --preset NAME [options]\n\n"
+      "usage: clustersim run CONFIG [options]\n       clustersim run --preset NAME [options]\n"
+      "       clustersim run CONFIG|--preset NAME CONFIG|--preset NAME... [--placement P]\n\n"
       "Simulates one training step of a model, parallel layout and cluster on every GPU, and\n"
-      "reports step time, throughput, MFU, pipeline bubbles, communication and memory.\n\noptions");
-  config.add_to(opts, "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable)");
+      "reports step time, throughput, MFU, pipeline bubbles, communication and memory.\n"
+      "With two or more configs (files and presets, in any mix) the jobs run at once on the\n"
+      "first one's cluster and network; each job repeats its step while another is still in\n"
+      "its first, and is also run alone on the same GPUs for its slowdown.\n\noptions");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("json", po::value(&json), "also write the report as JSON to this file")
-      ("timeline", po::value(&timeline_path),
+      ("preset", po::value(&presets)->composing(),
+       "a built-in configuration (see clustersim presets); repeat it for several jobs")
+      ("hf-config", po::value(&run.hf_config),
+       "replace the configuration's model by the one of this Hugging Face config.json (or its "
+       "folder): Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE or DeepSeek-V3; the training "
+       "seq_length stays the config's (one job only)")
+      ("set", po::value(&run.overrides)->composing(),
+       "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable; every job)")
+      ("job-set", po::value(&run.job_overrides)->composing(),
+       "several jobs: override a field of job J (numbered from 0 in the order given), e.g. "
+       "--job-set 1:parallel.dp=8 (repeatable)")
+      ("placement", po::value(&run.placement),
+       "several jobs: packed (job 0 on the first servers, job 1 from the next free server), "
+       "spread (servers dealt round robin to the jobs) or GPU ranges, one per job, each "
+       "starting on a server boundary, e.g. 0-511,512-1023 (default packed)")
+      ("json", po::value(&run.json), "also write the report as JSON to this file")
+      ("timeline", po::value(&run.timeline_path),
        "write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev) to this file")
-      ("timeline-ranks", po::value(&timeline_ranks),
+      ("timeline-ranks", po::value(&run.timeline_ranks),
        "ranks in the timeline, e.g. 0-15,1024 (default: the first rank of each pipeline stage)");
   // clang-format on
+  po::options_description hidden;
+  hidden.add_options()("config", po::value(&paths)->composing());
+  po::positional_options_description positional;
+  positional.add("config", -1);
+  po::options_description all;
+  all.add(opts).add(hidden);
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm)) return 0;
+  try {
+    const auto parsed = po::command_line_parser(args).options(all).positional(positional).run();
+    po::store(parsed, vm);
+    if (vm.count("help")) {
+      std::cout << opts << '\n';
+      return false;
+    }
+    po::notify(vm);
+    for (const auto& o : parsed.options) {
+      if (o.string_key == "config") run.jobs.push_back({o.value.at(0), ""});
+      if (o.string_key == "preset") run.jobs.push_back({"", o.value.at(0)});
+    }
+  } catch (const po::error& e) {
+    throw UsageError(e.what());
+  }
+  return true;
+}
 
-  if (!timeline_ranks.empty() && timeline_path.empty())
+int run_one_job(const RunArgs& args) {
+  if (!args.placement.empty()) throw UsageError("--placement needs two or more configs");
+  if (!args.job_overrides.empty()) throw UsageError("--job-set needs two or more configs");
+  if (!args.timeline_ranks.empty() && args.timeline_path.empty())
     throw UsageError("--timeline-ranks needs --timeline FILE");
-
-  const LoadedConfig loaded = config.load(path);
+  const JobArg& job = args.jobs.front();
+  const LoadedConfig loaded = load_run_config(job.path, job.preset, args.overrides, args.hf_config);
   // The layout is built only for a timeline, so that bad sizes get simulate_step's messages.
   std::optional<report::Timeline> timeline;
-  if (!timeline_path.empty()) {
+  if (!args.timeline_path.empty()) {
     const workload::Layout layout = workload::layout_of(loaded.config.parallel());
     try {
-      timeline.emplace(layout, timeline_ranks.empty()
+      timeline.emplace(layout, args.timeline_ranks.empty()
                                    ? report::default_timeline_ranks(layout)
-                                   : report::parse_rank_list(timeline_ranks, layout.world()));
+                                   : report::parse_rank_list(args.timeline_ranks, layout.world()));
     } catch (const std::invalid_argument& e) {
       throw UsageError(std::string("--timeline-ranks: ") + e.what());
     }
@@ -61,9 +108,20 @@ int run_command(const std::vector<std::string>& args) {
   options.on_progress = simulation_progress();
   const report::StepReport report = run::simulate_step(loaded.config, loaded.source, options);
   report::print_table(std::cout, report);
-  if (!json.empty()) write_file(json, [&](std::ostream& out) { report::write_json(out, report); });
-  if (timeline) write_file(timeline_path, [&](std::ostream& out) { timeline->write_json(out); });
+  if (!args.json.empty())
+    write_file(args.json, [&](std::ostream& out) { report::write_json(out, report); });
+  if (timeline)
+    write_file(args.timeline_path, [&](std::ostream& out) { timeline->write_json(out); });
   return 0;
+}
+
+}  // namespace
+
+int run_command(const std::vector<std::string>& args) {
+  RunArgs run;
+  if (!parse_run_args(args, run)) return 0;
+  if (run.jobs.empty()) throw UsageError("give either a config file or --preset NAME");
+  return run.jobs.size() == 1 ? run_one_job(run) : run_several_jobs(run);
 }
 
 int presets_command(const std::vector<std::string>& args) {

@@ -25,20 +25,27 @@ uint64_t pair_key(int64_t a, int64_t b) {
 }  // namespace
 
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
-                   const workload::Layout& layout, const std::vector<workload::Program>& programs)
-    : sim_(sim), network_(network), topology_(topology), layout_(layout), programs_(programs) {
+                   const workload::Layout& layout, const std::vector<workload::Program>& programs,
+                   std::vector<int32_t> gpu_of_rank)
+    : sim_(sim),
+      network_(network),
+      topology_(topology),
+      layout_(layout),
+      programs_(programs),
+      gpu_index_(std::move(gpu_of_rank)) {
   if (static_cast<int32_t>(programs.size()) != layout.size(Dim::kPp))
     throw std::invalid_argument("need one program per pipeline stage");
   if (static_cast<int64_t>(topology.num_gpus()) < layout.world())
     throw std::invalid_argument("the topology has fewer GPUs than the layout has ranks");
+  check_placement();
   init_ranks();
   for (int d = 0; d < workload::kNumDims; ++d) {
     if (!layout.uses(static_cast<Dim>(d))) continue;
     const auto members = layout.group_members(0, static_cast<Dim>(d));
-    const int32_t node = topology.vertex(topology.gpu(members[0])).node;
+    const int32_t node = topology.vertex(gpu_of(members[0])).node;
     int32_t local = 0;
     while (local < static_cast<int32_t>(members.size()) &&
-           topology.vertex(topology.gpu(members[local])).node == node)
+           topology.vertex(gpu_of(members[local])).node == node)
       ++local;
     members_per_node_[d] = local;
   }
@@ -124,6 +131,23 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
     const auto& program = program_of(r);
     for (uint32_t op = 0; op < program.ops.size(); ++op)
       pending_deps_[op_offset_[r] + op] = program.ops[op].deps_end - program.ops[op].deps_begin;
+  }
+}
+
+void Executor::check_placement() const {
+  if (gpu_index_.empty()) return;
+  if (static_cast<int64_t>(gpu_index_.size()) != layout_.world())
+    throw std::invalid_argument("the placement names " + std::to_string(gpu_index_.size()) +
+                                " GPUs for " + std::to_string(layout_.world()) + " ranks");
+  std::vector<bool> taken(topology_.num_gpus(), false);
+  for (const int32_t g : gpu_index_) {
+    if (g < 0 || static_cast<std::size_t>(g) >= taken.size())
+      throw std::invalid_argument("the placement names GPU " + std::to_string(g) +
+                                  ", outside the topology's " +
+                                  std::to_string(topology_.num_gpus()));
+    if (taken[static_cast<std::size_t>(g)])
+      throw std::invalid_argument("the placement names GPU " + std::to_string(g) + " twice");
+    taken[static_cast<std::size_t>(g)] = true;
   }
 }
 
@@ -421,6 +445,7 @@ void Executor::rank_finished(int32_t rank) {
     if (!is_simulated(r)) stats_[r] = stats_[simulated_rank_of(r)];
     stats_[r].end_wait = step_end_ - stats_[r].finish;
   }
+  if (on_finished_) on_finished_();
 }
 
 void Executor::release_dependents(int32_t rank, uint32_t op) {
@@ -475,7 +500,7 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
   std::vector<std::pair<int32_t, uint32_t>> posts = std::move(entry.posts);
   coll_posts_.erase(key);
   std::vector<net::VertexId> vertices(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
+  for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = gpu_of(members[i]);
   const coll::ScheduleKey plan =
       nccl_.plan(o.coll_op, static_cast<int32_t>(members.size()),
                  group_local_[static_cast<std::size_t>(o.comm)], o.bytes);
@@ -556,7 +581,7 @@ void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
   if (peer == rank)
     sim_.schedule_in(Time{}, std::move(arrived));  // a copy within one GPU: no network
   else
-    network_.send(topology_.gpu(rank), topology_.gpu(peer), o.bytes, std::move(arrived));
+    network_.send(gpu_of(rank), gpu_of(peer), o.bytes, std::move(arrived));
 }
 
 void Executor::arrive_collective(int32_t rank, uint32_t op) {
@@ -579,7 +604,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   // Every member is here: run the collective's schedule over the network.
   std::vector<int32_t> members = layout_.group_members(rank, o.dim);
   std::vector<net::VertexId> vertices(members.size());
-  for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = topology_.gpu(members[i]);
+  for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = gpu_of(members[i]);
   const coll::ScheduleKey schedule_spec = schedule_key(o.coll_op, o.dim, o.bytes);
   const std::vector<int32_t>& copy_offsets = copies(o.dim);
   comm_.collectives += copy_offsets.size();
@@ -618,7 +643,7 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   vertices.resize(members.size() * copy_offsets.size());
   for (std::size_t c = 1; c < copy_offsets.size(); ++c)
     for (std::size_t i = 0; i < members.size(); ++i)
-      vertices[c * members.size() + i] = topology_.gpu(members[i] + copy_offsets[c]);
+      vertices[c * members.size() + i] = gpu_of(members[i] + copy_offsets[c]);
   std::erase_if(members, [this](int32_t m) { return !is_simulated(m); });
   for (const int32_t m : members) change_load(m, path, +1);
   run_schedule(schedule_spec, vertices, o.bytes, static_cast<int32_t>(copy_offsets.size()),
@@ -741,7 +766,7 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
     complete(receiver, recv_op);
   };
   if (folded == 1) {
-    network_.send(topology_.gpu(sender), topology_.gpu(receiver), o.bytes, std::move(arrived));
+    network_.send(gpu_of(sender), gpu_of(receiver), o.bytes, std::move(arrived));
     return;
   }
   // Folded: every represented rank's copy, as one mirrored transfer that lands with its slowest
@@ -749,8 +774,7 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
   std::vector<net::FluidEdge> edges;
   Time latency;
   for (const int32_t offset : represented_) {
-    const net::VertexId from = topology_.gpu(sender + offset),
-                        to = topology_.gpu(receiver + offset);
+    const net::VertexId from = gpu_of(sender + offset), to = gpu_of(receiver + offset);
     edges.push_back({from, to, static_cast<double>(o.bytes)});
     latency = std::max(latency, network_.path_latency(from, to));
   }

@@ -84,9 +84,12 @@ struct ExplicitWorkload {
 class Executor {
  public:
   // `programs[s]` is run by every rank of pipeline stage s. Everything passed must outlive the
-  // executor. Rank r runs on GPU r of the topology.
+  // executor. Rank r runs on GPU gpu_of_rank[r] of the topology (empty: on GPU r), so that
+  // several jobs can share one cluster; throws std::invalid_argument unless the placement names
+  // one distinct GPU of the topology per rank.
   Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
-           const workload::Layout& layout, const std::vector<workload::Program>& programs);
+           const workload::Layout& layout, const std::vector<workload::Program>& programs,
+           std::vector<int32_t> gpu_of_rank = {});
   // Runs an explicit workload: rank r runs workload.programs[workload.program_of_rank[r]].
   Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
            const ExplicitWorkload& workload);
@@ -152,6 +155,8 @@ class Executor {
 
   // Starts every rank at sim.now(); then call sim.run().
   void start();
+  // Called once, as the last rank finishes the step (another job's next step can start there).
+  void set_on_finished(std::function<void()> fn) { on_finished_ = std::move(fn); }
 
   // Also false while a delivered message has met no receive (explicit workloads).
   bool all_finished() const;
@@ -224,6 +229,11 @@ class Executor {
     if (!rank_program_.empty()) return programs_[rank_program_[static_cast<std::size_t>(rank)]];
     return programs_[static_cast<std::size_t>(layout_.coord(rank, workload::Dim::kPp))];
   }
+  // The topology vertex of `rank`'s GPU under the placement.
+  net::VertexId gpu_of(int32_t rank) const {
+    return topology_.gpu(gpu_index_.empty() ? rank : gpu_index_[static_cast<std::size_t>(rank)]);
+  }
+  void check_placement() const;
   void init_ranks();
   // Dataflow programs: ops off the compute stream start when their last dependency completes.
   bool is_free(const workload::Program& program, const workload::Op& o) const {
@@ -280,6 +290,8 @@ class Executor {
   std::optional<workload::Layout> own_layout_;  // explicit workloads: 1 x 1 x 1 x world
   const workload::Layout& layout_;
   const std::vector<workload::Program>& programs_;
+  std::vector<int32_t> gpu_index_;  // rank -> GPU index (empty: the identity)
+  std::function<void()> on_finished_;
   coll::ScheduleCache schedules_;
   coll::NcclTuning nccl_ = coll::NcclTuning::for_gpu(topology_.gpu_type);  // after topology_
   // Per dimension: consecutive group members that share a server (layouts are regular, so the

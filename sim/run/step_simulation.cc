@@ -17,6 +17,7 @@
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 #include "sim/report/kernel_breakdown.h"
+#include "sim/run/executor_setup.h"
 #include "sim/run/footprint.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/variability.h"
@@ -204,28 +205,6 @@ void retime(std::vector<workload::Program>& programs, const compute::KernelCostM
   }
 }
 
-namespace {
-// The config's NCCL knobs and collective effects (RunConfig.nccl, EffectsConfig 40-59).
-coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
-  coll::NcclSettings s;
-  const auto& n = config.nccl();
-  using P = clustersim::NcclConfig;
-  s.protocol = n.protocol() == P::SIMPLE  ? coll::Protocol::kSimple
-               : n.protocol() == P::LL    ? coll::Protocol::kLl
-               : n.protocol() == P::LL128 ? coll::Protocol::kLl128
-                                          : coll::Protocol::kAuto;
-  s.channels = n.channels();
-  s.nvls = n.nvls();
-  const auto& e = config.effects();
-  s.protocol_overhead = e.nccl_protocol_overhead();
-  s.nvlink_overhead = e.nvlink_protocol_overhead();
-  s.step_latency = e.nccl_step_latency();
-  s.rail_rings = e.rail_aligned_rings();
-  s.nccl_choice = e.nccl_algorithm_choice();
-  return s;
-}
-}  // namespace
-
 report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
                                  const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
@@ -283,39 +262,14 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const net::NetworkMode mode = network_mode(config.network());
   auto network = net::make_network(mode, sim, topology, routing);
   exec::Executor executor(sim, *network, topology, layout, programs);
-  if (config.nccl().channels() < 0)
-    throw ConfigError(source + ": nccl.channels must not be negative (0: one ring per NIC)");
-  executor.set_nccl_tuning(coll::NcclTuning::for_gpu(
-      config.cluster().gpu().empty() ? topology.gpu_type : config.cluster().gpu(),
-      nccl_settings(config)));
-  executor.set_fluid_collectives(config.simulation().fluid_collectives());
   // Variability makes ranks differ, and a folded rank must stand for ranks identical to it; a
   // degraded NVLink or PCIe link makes one server's collectives differ from another's.
   const auto compute_var = compute_variability(config.variability(), layout.world());
   const bool ranks_differ = degraded.links > 0 || (compute_var && !compute_var->uniform());
   const bool reuse_isolated = options.reuse_isolated_collectives && !degraded.inside_servers;
-  if (compute_var) executor.set_compute_variability(*compute_var);
-  executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() && reuse_isolated &&
-                                    !ranks_differ);
-  executor.set_fold_data_parallel(config.simulation().fold_data_parallel() && !ranks_differ);
-  if (config.effects().comm_compute_interference())
-    executor.set_interference(exec::interference_model(gpu));
-  if (reuse_isolated) {
-    executor.set_isolated_collective_timer(
-        [&](const coll::Schedule& schedule, std::span<const net::VertexId> vertices, Bytes size) {
-          Simulator alone;
-          auto net = net::make_network(mode, alone, topology, routing);
-          exec::IsolatedCollective result;
-          coll::run_collective(alone, *net, schedule, vertices, size,
-                               [&](const coll::RunStats& run) {
-                                 result.duration = run.end - run.start;
-                                 result.bytes_sent = run.bytes_sent;
-                                 result.wire_bytes = run.wire_bytes;
-                               });
-          alone.run();
-          return result;
-        });
-  }
+  configure_executor(executor, config,
+                     {gpu, mode, topology, routing, reuse_isolated, ranks_differ, compute_var},
+                     source);
   if (options.on_op) {
     std::vector<bool> watched(static_cast<std::size_t>(layout.world()), false);
     for (const int32_t r : options.op_ranks)

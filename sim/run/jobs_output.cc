@@ -1,0 +1,69 @@
+#include "sim/run/jobs_output.h"
+
+#include <cstdio>
+#include <string>
+
+#include "sim/report/json_writer.h"
+
+namespace cs::run {
+
+namespace {
+
+std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string pad(const std::string& s, std::size_t width) {
+  return s.size() >= width ? s + ' ' : s + std::string(width - s.size(), ' ');
+}
+
+}  // namespace
+
+void print_jobs_table(std::ostream& out, const JobsReport& r) {
+  out << r.jobs.size() << " jobs on " << r.topology << " (" << r.cluster_gpus << " x " << r.gpu
+      << ", " << r.network << " network), placement " << r.placement << "\n";
+  out << "each job repeats its step while another is still in its first; alone: the same GPUs "
+         "with nothing else running\n\n";
+  out << pad("job", 4) << pad("name", 14) << pad("layout", 28) << pad("gpus", 14) << pad("steps", 6)
+      << pad("alone s", 10) << pad("shared s", 10) << pad("max s", 10) << pad("slowdown", 9)
+      << "MFU alone/shared\n";
+  for (std::size_t j = 0; j < r.jobs.size(); ++j) {
+    const JobFigures& f = r.jobs[j];
+    out << pad(std::to_string(j), 4) << pad(f.name, 14) << pad(f.layout, 28)
+        << pad(f.gpu_ranges.size() <= 13 ? f.gpu_ranges : std::to_string(f.gpus) + " GPUs", 14)
+        << pad(std::to_string(f.steps), 6) << pad(fixed(f.alone_step_s, 4), 10)
+        << pad(fixed(f.mean_step_s, 4), 10) << pad(fixed(f.max_step_s, 4), 10)
+        << pad(fixed(f.slowdown, 3) + "x", 9) << fixed(100 * f.mfu_alone, 1) << "% / "
+        << fixed(100 * f.mfu_shared, 1) << "%\n";
+  }
+  out << "\nshared run: " << fixed(r.span_s, 4) << " s simulated; " << r.events
+      << " events in all runs, " << fixed(r.wall_time_s, 2) << " s wall\n";
+}
+
+void write_jobs_json(std::ostream& out, const JobsReport& r, bool include_host) {
+  report::JsonWriter w(out);
+  w.begin_object();
+  w.key("cluster").begin_object();
+  w.field("topology", r.topology).field("gpu", r.gpu).field("gpus", r.cluster_gpus);
+  w.field("network", r.network).field("placement", r.placement);
+  w.end_object();
+  w.key("jobs").begin_array();
+  for (const JobFigures& f : r.jobs) {
+    w.begin_object();
+    w.field("name", f.name).field("source", f.source).field("layout", f.layout);
+    w.field("gpus", f.gpus).field("gpu_ranges", f.gpu_ranges).field("steps", f.steps);
+    w.field("alone_step_time_s", f.alone_step_s).field("step_time_s", f.mean_step_s);
+    w.field("max_step_time_s", f.max_step_s).field("slowdown", f.slowdown);
+    w.field("mfu_alone", f.mfu_alone).field("mfu", f.mfu_shared);
+    w.end_object();
+  }
+  w.end_array();
+  w.field("span_s", r.span_s).field("events", r.events);
+  if (include_host) w.field("wall_time_s", r.wall_time_s);
+  w.end_object();
+  out << '\n';
+}
+
+}  // namespace cs::run
