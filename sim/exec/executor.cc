@@ -670,7 +670,7 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
   Time latency;
   for (const int32_t offset : copy_offsets) {
     for (std::size_t i = 0; i < members.size(); ++i) {
-      const net::VertexId g = topology_.gpu(members[i] + offset);
+      const net::VertexId g = gpu_of(members[i] + offset);
       gpus[i] = {g, topology_.vertex(g).node};
     }
     const auto copy = all_to_all_v_edges(v, o.bytes, gpus);
