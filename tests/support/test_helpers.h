@@ -3,6 +3,9 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -36,7 +39,10 @@ inline Outcome run_cli(std::vector<std::string> args) {
 
 // Writes `text` to a file of that name in the test's temporary folder and returns its path.
 inline std::string temp_file(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
+  // One folder per test process: CTest runs tests in parallel, and two writing one file race.
+  const std::string dir = ::testing::TempDir() + "clustersim-" + std::to_string(::getpid()) + "/";
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + name;
   std::ofstream(path) << text;
   return path;
 }
