@@ -692,6 +692,7 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
                blocking = o.stream == Stream::kCompute, dim = o.dim] {
     for (const int32_t m : members) change_load(m, path, -1);
     for (const int32_t m : members) {
+      stats_[m].all_to_all += sim_.now() - started;
       if (blocking) stats_[m].wait_for(dim) += sim_.now() - started;
       complete(m, op);
     }

@@ -38,8 +38,9 @@ struct RankStats {
   // (tensor-parallel, expert-parallel), or idle waiting for a pipeline transfer already under
   // way or for another stream's collective.
   std::array<Time, workload::kNumDims> comm_wait{};
-  Time end_wait;  // done, waiting for the slowest rank to finish the step
-  Time finish;    // when the rank's last op completed
+  Time end_wait;    // done, waiting for the slowest rank to finish the step
+  Time all_to_all;  // expert-parallel all-to-alls in flight, from their start to their end
+  Time finish;      // when the rank's last op completed
   Time& wait_for(workload::Dim d) { return comm_wait[static_cast<std::size_t>(d)]; }
   Time wait_for(workload::Dim d) const { return comm_wait[static_cast<std::size_t>(d)]; }
 };

@@ -6,6 +6,7 @@
 
 #include "sim/coll/collective.h"
 #include "sim/report/json_writer.h"
+#include "sim/report/moe_report.h"
 #include "sim/report/variability_report.h"
 #include "sim/workload/dims.h"
 
@@ -122,6 +123,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   w.field("accumulation_steps", r.accumulation_steps)
       .field("dp_bytes_per_sample", r.dp_bytes_per_sample);
   write_variability_json(w, r.variability);
+  write_moe_json(w, r.moe);
   const CostFigures& c = r.cost;
   w.key("cost").begin_object();
   w.field("price_per_gpu_hour", c.price_per_gpu_hour)
@@ -196,6 +198,7 @@ void print_table(std::ostream& out, const StepReport& r) {
   row("grad accumulation",
       std::to_string(r.accumulation_steps) + " microbatches per DP reduction, " +
           fmt("%.1f GB", r.dp_bytes_per_sample / 1e9) + " of DP traffic per sample");
+  print_moe(out, r.moe);
   print_variability(out, r.variability);
   const CostFigures& c = r.cost;
   row("run cost", human(c.train_tokens) + " tokens: " + fmt("%.1f days", c.wall_days) + ", " +

@@ -83,6 +83,22 @@ struct VariabilityFigures {
   std::vector<std::pair<int32_t, double>> stage_busiest;
 };
 
+// A mixture of experts' figures (written only for MoE models).
+struct MoeFigures {
+  bool enabled = false;
+  int32_t experts = 0, top_k = 0, ep = 1;
+  // Per GPU, the mean over ranks: time the EP all-to-alls (dispatch and combine, forward and
+  // backward) were in flight, and the part of it the compute stream waited for.
+  double all_to_all_s = 0, all_to_all_exposed_s = 0;
+  // Tokens per expert, max / mean over a layer's experts: the mean and the worst over MoE layers.
+  double tokens_max_over_mean = 1, tokens_max_over_mean_worst = 1;
+  double dropped_share = 0;  // of token-expert assignments, mean over MoE layers
+  // Routed experts on one GPU of the peak-memory stage: parameters and their weights, gradients
+  // and optimizer states.
+  int64_t expert_params_per_gpu = 0;
+  double expert_memory_gb = 0;
+};
+
 struct StepReport {
   std::string name;
   std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
@@ -129,6 +145,7 @@ struct StepReport {
   int32_t accumulation_steps = 0;
   double dp_bytes_per_sample = 0;
   VariabilityFigures variability;
+  MoeFigures moe;
 
   uint64_t events = 0;
   double wall_time_s = 0;

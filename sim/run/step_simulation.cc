@@ -19,6 +19,7 @@
 #include "sim/report/kernel_breakdown.h"
 #include "sim/run/executor_setup.h"
 #include "sim/run/footprint.h"
+#include "sim/run/moe_figures.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/variability.h"
 #include "sim/workload/layout_config.h"
@@ -339,6 +340,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const auto orders =
       split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
             : workload::pipeline_orders(schedule, p, m, v);
+  workload::MemoryBreakdown peak_memory;
   for (int32_t s = 0; s < p; ++s) {
     auto& f = r.stages[static_cast<std::size_t>(s)];
     const double n = ranks_in_stage[static_cast<std::size_t>(s)];
@@ -354,6 +356,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     f.memory_gb = static_cast<double>(mem.total()) / 1e9;
     r.bubble_fraction += f.bubble_fraction / p;
     if (s == 0 || f.memory_gb > r.memory.peak_gb) {
+      peak_memory = mem;
       r.memory.peak_gb = f.memory_gb;
       r.memory.peak_stage = s;
       r.memory.weights_gb = static_cast<double>(mem.weights) / 1e9;
@@ -364,6 +367,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       r.memory.in_flight_microbatches = f.peak_in_flight;
     }
   }
+  r.moe = moe_figures(config, stats, peak_memory);
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
   fill_offload(r, config, programs);

@@ -1,0 +1,55 @@
+#include "sim/report/moe_report.h"
+
+#include <cstdio>
+#include <string>
+
+namespace cs::report {
+namespace {
+
+std::string fmt(const char* format, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, format, v);
+  return buf;
+}
+
+void row(std::ostream& out, const std::string& k, const std::string& v) {
+  out << "  " << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << '\n';
+}
+
+}  // namespace
+
+void write_moe_json(JsonWriter& w, const MoeFigures& m) {
+  if (!m.enabled) return;
+  w.key("moe").begin_object();
+  w.field("experts", m.experts)
+      .field("top_k", m.top_k)
+      .field("ep", m.ep)
+      .field("all_to_all_s", m.all_to_all_s)
+      .field("all_to_all_exposed_s", m.all_to_all_exposed_s)
+      .field("tokens_per_expert_max_over_mean", m.tokens_max_over_mean)
+      .field("tokens_per_expert_max_over_mean_worst_layer", m.tokens_max_over_mean_worst)
+      .field("dropped_share", m.dropped_share)
+      .field("expert_params_per_gpu", static_cast<double>(m.expert_params_per_gpu))
+      .field("expert_memory_gb", m.expert_memory_gb);
+  w.end_object();
+}
+
+void print_moe(std::ostream& out, const MoeFigures& m) {
+  if (!m.enabled) return;
+  row(out, "experts",
+      std::to_string(m.experts) + " (top " + std::to_string(m.top_k) + ", EP " +
+          std::to_string(m.ep) + ")");
+  const double share = m.all_to_all_s > 0 ? m.all_to_all_exposed_s / m.all_to_all_s : 0;
+  row(out, "  all-to-all (exposed)",
+      fmt("%.4f s", m.all_to_all_s) + " (" + fmt("%.4f s", m.all_to_all_exposed_s) + ", " +
+          fmt("%.0f%%", 100 * share) + ")");
+  row(out, "  tokens per expert max/mean",
+      fmt("%.2f", m.tokens_max_over_mean) + " (worst layer " +
+          fmt("%.2f", m.tokens_max_over_mean_worst) + "), " + fmt("%.1f%%", 100 * m.dropped_share) +
+          " dropped");
+  row(out, "  expert memory per GPU",
+      fmt("%.1f GB", m.expert_memory_gb) + " (" +
+          fmt("%.2f", static_cast<double>(m.expert_params_per_gpu) / 1e9) + " B params)");
+}
+
+}  // namespace cs::report
