@@ -178,28 +178,51 @@ void Executor::set_done(int32_t rank, uint32_t op) {
 void Executor::choose_folding() {
   const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
   fold_.fill(1);
+  for (int d = 0; d < workload::kNumDims; ++d) fold_step_[d] = layout_.stride(static_cast<Dim>(d));
   const bool alike = !variability_ || variability_->uniform();
   if (fold_tp_requested_ && alike && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
       owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
     fold_[tp] = layout_.size(Dim::kTp);
-  // Expert-parallel groups span data-parallel replicas, whose routed tokens differ: no folding.
-  if (fold_dp_requested_ && alike && !groups_ && layout_.size(Dim::kEp) == 1)
-    fold_[dp] = layout_.size(Dim::kDp);
-  // Every combination of the folded dimensions' coordinates, as a rank offset; a collective of
-  // dimension d is sent by those whose d coordinate is 0 (its own group spans the rest).
+  if (fold_dp_requested_ && alike && !groups_) {
+    if (layout_.size(Dim::kEp) == 1) {
+      fold_[dp] = layout_.size(Dim::kDp);
+    } else {
+      // Expert-parallel groups span data-parallel replicas, so only whole expert-data-parallel
+      // replicas fold: every one runs the same programs with the same routing. Replica c is
+      // every rank's image c x (ETP x EP) places further in its stage, a constant rank offset
+      // when those places are whole data-parallel coordinates.
+      const int32_t places = layout_.expert_tp() * layout_.size(Dim::kEp);
+      const int32_t per_dp = layout_.size(Dim::kTp) * layout_.size(Dim::kCp);
+      const int edp = static_cast<int>(Dim::kEdp);
+      if (places % per_dp == 0 && layout_.size(Dim::kEdp) > 1) {
+        fold_[edp] = layout_.size(Dim::kEdp);
+        fold_step_[edp] = places / per_dp * layout_.stride(Dim::kDp);
+      }
+    }
+  }
+  // Every combination of the folded dimensions' coordinates, as a rank offset.
   represented_ = {0};
   for (int d = 0; d < workload::kNumDims; ++d) {
     std::vector<int32_t> grown;
     for (int32_t c = 0; c < fold_[d]; ++c)
-      for (const int32_t offset : represented_)
-        grown.push_back(offset + c * layout_.stride(static_cast<Dim>(d)));
+      for (const int32_t offset : represented_) grown.push_back(offset + c * fold_step_[d]);
     represented_ = std::move(grown);
   }
+  // A collective of dimension d is sent once per distinct group among the represented ranks (its
+  // own group spans the rest); a group waits for its simulated members.
   for (int d = 0; d < workload::kNumDims; ++d) {
+    const auto dim = static_cast<Dim>(d);
     copies_[d].clear();
-    for (const int32_t offset : represented_)
-      if (fold_[d] == 1 || layout_.coord(offset, static_cast<Dim>(d)) == 0)
-        copies_[d].push_back(offset);
+    std::vector<int32_t> seen;
+    for (const int32_t offset : represented_) {
+      const int32_t group = layout_.group_id(offset, dim);
+      if (std::find(seen.begin(), seen.end(), group) != seen.end()) continue;
+      seen.push_back(group);
+      copies_[d].push_back(offset);
+    }
+    posting_[d] = 0;
+    if (!layout_.uses(dim)) continue;
+    for (const int32_t m : layout_.group_members(0, dim)) posting_[d] += is_simulated(m) ? 1 : 0;
   }
 }
 
@@ -212,8 +235,7 @@ bool Executor::is_simulated(int32_t rank) const {
 int32_t Executor::simulated_rank_of(int32_t rank) const {
   int32_t simulated = rank;
   for (int d = 0; d < workload::kNumDims; ++d)
-    if (fold_[d] > 1)
-      simulated -= layout_.coord(rank, static_cast<Dim>(d)) * layout_.stride(static_cast<Dim>(d));
+    if (fold_[d] > 1) simulated -= layout_.coord(rank, static_cast<Dim>(d)) * fold_step_[d];
   return simulated;
 }
 
@@ -586,9 +608,8 @@ void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {
 
 void Executor::arrive_collective(int32_t rank, uint32_t op) {
   const Op& o = program_of(rank).ops[op];
-  const int32_t n = layout_.size(o.dim);
   // With folding, a folded group's collective is posted by its simulated rank alone.
-  const int32_t posting = n / fold_[static_cast<int>(o.dim)];
+  const int32_t posting = posting_[static_cast<int>(o.dim)];
   const uint64_t key = static_cast<uint64_t>(layout_.group_id(rank, o.dim)) << 32 | op;
   if (posting > 1) {
     auto& arrivals = collective_arrivals_[static_cast<int>(o.dim)];

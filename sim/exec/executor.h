@@ -302,7 +302,9 @@ class Executor {
   IsolatedCollectiveTimer isolated_timer_;
   bool fluid_ = false;
   bool fold_tp_requested_ = false, fold_dp_requested_ = false;
-  std::array<int32_t, workload::kNumDims> fold_{};  // members per simulated rank, by dim
+  std::array<int32_t, workload::kNumDims> fold_{};       // members per simulated rank, by dim
+  std::array<int32_t, workload::kNumDims> fold_step_{};  // rank offset between folded copies
+  std::array<int32_t, workload::kNumDims> posting_{};    // simulated members of a group
   std::vector<int32_t> represented_ = {0};  // offsets to the ranks a simulated rank stands for
   std::array<std::vector<int32_t>, workload::kNumDims> copies_;  // see copies()
   OpObserver observer_;
