@@ -59,7 +59,7 @@ struct ChunkWork {
 struct StageWork {
   std::vector<std::string> labels;  // Op::label indexes these
   std::vector<KernelCall> kernels;  // Op::kernel indexes these
-  std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
+  std::vector<ChunkWork> chunks;    // the stage's virtual chunks; see model_piece()
   std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)
   // Without overlap_grad_reduce every GradSync waits for the stage's whole backward instead of
@@ -67,9 +67,13 @@ struct StageWork {
   bool grad_sync_after_backward = false;
 };
 
-// Builds stage `stage` of `stages`: for every item of `order` the receive it needs, its ops and
-// the send it feeds, then gradient synchronisation and the optimizer step.
+// Builds stage `stage` of `stages` under `schedule`'s placement of the model (forward_source,
+// forward_target): for every item of `order` the receive it needs, its ops and the send it feeds,
+// then gradient synchronisation and the optimizer step. A neighbouring chunk on the same stage
+// (the bottom of ZB-V's V) hands over in GPU memory: no send or receive, the consumer waits for
+// the producer's last compute op, and an order that runs the consumer first is rejected
+// (std::invalid_argument). A forward marked with a Pairing sends after the next item has run.
 Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& order,
-                            int32_t stage, int32_t stages);
+                            PipelineSchedule schedule, int32_t stage, int32_t stages);
 
 }  // namespace cs::workload

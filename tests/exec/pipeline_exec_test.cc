@@ -55,7 +55,7 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
   }
   std::vector<workload::Program> programs;
   for (int32_t s = 0; s < p; ++s)
-    programs.push_back(workload::build_stage_program(work, orders[s], s, p));
+    programs.push_back(workload::build_stage_program(work, orders[s], schedule, s, p));
 
   const auto desc = net::resolve_topology("dgx-h100");
   const net::Topology topo = net::build_topology(desc, p, "dgx-h100");
@@ -148,8 +148,9 @@ TEST(PipelineExec, MismatchedSendIsReportedAsStuck) {
   chunk.activation_bytes = kMiB;
   work.chunks.push_back(chunk);
   auto orders = workload::pipeline_orders(PipelineSchedule::kOneFOneB, 2, 2, 1);
-  std::vector<workload::Program> programs{workload::build_stage_program(work, orders[0], 0, 2),
-                                          workload::build_stage_program(work, orders[1], 1, 2)};
+  std::vector<workload::Program> programs{
+      workload::build_stage_program(work, orders[0], PipelineSchedule::kOneFOneB, 0, 2),
+      workload::build_stage_program(work, orders[1], PipelineSchedule::kOneFOneB, 1, 2)};
   // Drop stage 1's first receive by renaming its tag.
   for (auto& op : programs[1].ops)
     if (op.kind == workload::OpKind::kRecv) {
