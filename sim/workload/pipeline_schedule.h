@@ -22,17 +22,20 @@ enum class Phase : uint8_t {
   kWeightGrad,  // the weight gradient (W); only ZB-H1 splits it from kBackward
 };
 
-// A forward whose output is sent only once the item after it has run too, as the DualPipe
-// repository's step does (its sends are posted after the pair, or after the next forward in the
-// warm-up on most stages).
+// An item whose output (activation or input gradient) is sent only once the item after it has
+// run too, and, when that one is marked as well, the one after that: DualPipe's F&B sends after
+// the pair (deepseek-ai/DualPipe, dualpipe.py, _forward_backward_chunk), and its full backwards
+// (B then W in one autograd pass) send their input gradient after the W.
 enum class Pairing : uint8_t {
   kNone,
-  // DualPipe's F&B: the next item is a backward of another microbatch and chunk, and the pair's
-  // compute and communication overlap: a stream-aware executor would run this forward's MoE
-  // all-to-alls under the backward's compute and the other way round (DeepSeek-V3, section
-  // 3.2.1, figure 4). The executor here runs the two in sequence on the compute stream.
+  // DualPipe's F&B, on a forward followed by a backward of another microbatch and chunk: the
+  // pair starts once both halves have their inputs (the repository receives both, then computes
+  // the two) and its compute and communication overlap: a stream-aware executor would run this
+  // forward's MoE all-to-alls under the backward's compute and the other way round (DeepSeek-V3,
+  // section 3.2.1, figure 4). The executor here runs the two in sequence on the compute stream;
+  // with free communication that takes the same time.
   kOverlapped,
-  // The same deferred send without overlap.
+  // Only the deferred send (a full backward; DualPipe's middle stages' first, unoverlapped pair).
   kSequential,
 };
 
@@ -40,7 +43,7 @@ struct WorkItem {
   Phase phase = Phase::kForward;
   int32_t microbatch = 0;
   int32_t chunk = 0;              // virtual chunk on this stage, 0..v-1; see model_piece()
-  Pairing pair = Pairing::kNone;  // only on a forward; see Pairing
+  Pairing pair = Pairing::kNone;  // see Pairing
   friend bool operator==(const WorkItem&, const WorkItem&) = default;
 };
 

@@ -26,19 +26,25 @@ Op p2p(OpKind kind, Stream stream, int32_t peer, uint32_t tag, Bytes bytes, int3
   return o;
 }
 
-// The streams of a transfer: activations out on kSendNext and in on kRecvPrev, gradients out on
-// kSendPrev and in on kRecvNext, whichever way round the ring the peer lies (ZB-V's second
-// chunk, DualPipe's reverse direction). Each stream runs in order, and each stage runs its
-// forwards of a chunk, and its backwards, in microbatch order, so the two ends of every stream
-// see its messages in the same order; a stream per direction of travel would not (ZB-V's stage 0
-// sends a later microbatch's activation before an earlier one's gradient that its neighbour
-// waits for first).
+// The streams of a transfer along the forward hop `from` -> `to` (its gradient goes back the
+// other way): a hop to the next stage round the ring on the four original pipeline streams, a hop
+// to the previous stage (ZB-V's second chunk, DualPipe's reverse direction) on the other four.
+// Each stage runs a chunk's forwards, and its backwards, in microbatch order, so a stream that
+// carries one kind of message between one pair of stages sees the same order at both ends; mixing
+// kinds would not (ZB-V's stage 0 sends a later microbatch's activation before an earlier one's
+// gradient that its neighbour waits for first), nor would mixing peers without blocking one
+// transfer behind another that its receiver has not reached.
 struct HopStreams {
   Stream send, recv;
 };
-HopStreams hop_streams(bool backward) {
-  return backward ? HopStreams{Stream::kSendPrev, Stream::kRecvNext}
-                  : HopStreams{Stream::kSendNext, Stream::kRecvPrev};
+HopStreams hop_streams(int32_t from, int32_t to, int32_t stages, bool backward) {
+  const bool ascending = to == (from + 1) % stages;
+  if (ascending) {
+    return backward ? HopStreams{Stream::kSendPrev, Stream::kRecvNext}
+                    : HopStreams{Stream::kSendNext, Stream::kRecvPrev};
+  }
+  return backward ? HopStreams{Stream::kSendNextGradient, Stream::kRecvPrevGradient}
+                  : HopStreams{Stream::kSendPrevActivation, Stream::kRecvNextActivation};
 }
 
 // The state of one stage's program while its items are added in order.
@@ -81,7 +87,8 @@ class StageBuilder {
   std::vector<bool> gathered_;                       // parameter gathers issued, per chunk
   uint32_t previous_ = UINT32_MAX;  // last compute op of the previous item: items run in order
   std::map<std::tuple<Phase, int32_t, int32_t>, uint32_t> done_;  // (phase, mb, chunk) -> op
-  std::vector<WorkItem> deferred_sends_;  // forwards whose output waits for the next item
+  std::vector<WorkItem> deferred_sends_;  // items whose output waits for a later one (Pairing)
+  bool input_received_ = false;           // the item's input came with the overlapped forward
 };
 
 void StageBuilder::add_items(const std::vector<WorkItem>& order) {
@@ -96,8 +103,6 @@ void StageBuilder::add_items(const std::vector<WorkItem>& order) {
   }
   for (std::size_t i = 0; i < order.size(); ++i)
     add_item(order[i], i + 1 < order.size() ? &order[i + 1] : nullptr);
-  for (const WorkItem& w : deferred_sends_) output(w);  // a pairing at the very end
-  deferred_sends_.clear();
 }
 
 void StageBuilder::input(const WorkItem& item, std::vector<uint32_t>& deps) {
@@ -117,7 +122,8 @@ void StageBuilder::input(const WorkItem& item, std::vector<uint32_t>& deps) {
     return;
   }
   const int32_t piece = model_piece(schedule_, stage_, item.chunk, stages_);
-  const HopStreams streams = hop_streams(!forward);
+  const HopStreams streams = forward ? hop_streams(from.stage, stage_, stages_, false)
+                                     : hop_streams(stage_, from.stage, stages_, true);
   const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
   deps.push_back(program_.add(p2p(OpKind::kRecv, streams.recv, from.stage,
                                   p2p_tag(item.microbatch, piece, !forward), chunk.activation_bytes,
@@ -130,7 +136,8 @@ void StageBuilder::output(const WorkItem& item) {
                               : forward_source(schedule_, stage_, item.chunk, stages_, v_);
   if (!to.exists() || to.stage == stage_) return;  // nothing to send, or a local hand-off
   const int32_t piece = model_piece(schedule_, to.stage, to.chunk, stages_);
-  const HopStreams streams = hop_streams(!forward);
+  const HopStreams streams = forward ? hop_streams(stage_, to.stage, stages_, false)
+                                     : hop_streams(to.stage, stage_, stages_, true);
   const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
   program_.add(p2p(OpKind::kSend, streams.send, to.stage, p2p_tag(item.microbatch, piece, !forward),
                    chunk.activation_bytes, item.microbatch, send_label_),
@@ -192,7 +199,15 @@ void StageBuilder::add_item(const WorkItem& item, const WorkItem* next_item) {
   const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
   std::vector<uint32_t> first_deps;
   if (previous_ != UINT32_MAX) first_deps.push_back(previous_);
-  if (item.phase != Phase::kWeightGrad) input(item, first_deps);
+  // An overlapped pair starts once both halves have their inputs: the forward receives the
+  // backward's gradient too (Pairing::kOverlapped), and the backward then needs nothing more.
+  if (item.phase != Phase::kWeightGrad && !input_received_) input(item, first_deps);
+  input_received_ = false;
+  if (item.pair == Pairing::kOverlapped && next_item != nullptr &&
+      next_item->phase != Phase::kWeightGrad) {
+    input(*next_item, first_deps);
+    input_received_ = true;
+  }
   const PhaseOps& phase = item.phase == Phase::kForward    ? chunk.forward
                           : item.phase == Phase::kBackward ? chunk.backward
                                                            : chunk.weight_grad;
@@ -207,14 +222,11 @@ void StageBuilder::add_item(const WorkItem& item, const WorkItem* next_item) {
     }
   }
   done_[{item.phase, item.microbatch, item.chunk}] = previous_;
-  for (const WorkItem& w : deferred_sends_) output(w);  // after the item they were paired with
-  deferred_sends_.clear();
-  if (item.phase == Phase::kWeightGrad) {
-    // nothing to send
-  } else if (item.phase == Phase::kForward && item.pair != Pairing::kNone && next_item) {
-    deferred_sends_.push_back(item);
-  } else {
-    output(item);
+  // A paired item's output leaves with that of the next unpaired item (Pairing).
+  if (item.phase != Phase::kWeightGrad) deferred_sends_.push_back(item);
+  if (item.pair == Pairing::kNone || next_item == nullptr) {
+    for (const WorkItem& w : deferred_sends_) output(w);
+    deferred_sends_.clear();
   }
   grad_sync(item, ops);
 }

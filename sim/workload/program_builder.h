@@ -72,7 +72,7 @@ struct StageWork {
 // then gradient synchronisation and the optimizer step. A neighbouring chunk on the same stage
 // (the bottom of ZB-V's V) hands over in GPU memory: no send or receive, the consumer waits for
 // the producer's last compute op, and an order that runs the consumer first is rejected
-// (std::invalid_argument). A forward marked with a Pairing sends after the next item has run.
+// (std::invalid_argument). Items marked with a Pairing send as Pairing says.
 Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& order,
                             PipelineSchedule schedule, int32_t stage, int32_t stages);
 

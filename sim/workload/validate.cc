@@ -178,6 +178,7 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   }
 
   const ScheduleInfo& schedule = schedule_info(p.schedule());
+  validate_schedule_shape(c, p, schedule);
   // DualPipe cuts the model into pp pieces, each held by two stages; the others into pp x v.
   const std::string pieces_name =
       schedule.bidirectional ? "parallel.pp" : "parallel.pp x parallel.virtual_stages";
@@ -210,7 +211,6 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
             static_cast<int64_t>(p.dp()) * p.microbatch_size(), "parallel.global_batch_size",
             p.global_batch_size());
 
-  validate_schedule_shape(c, p, schedule);
   if (p.virtual_stages() > 1) {
     if (!schedule.virtual_stages) {
       c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) +

@@ -26,14 +26,15 @@ struct DualOrder {
     items.push_back({Phase::kForward, first_mb[c] + f[c]++, c, pair});
   }
   // A backward; with zero_bubble its W waits in a queue for weight(), else it follows at once
-  // (the repository's full backward, B then W).
+  // and the input gradient leaves after both (the repository's full backward, one autograd pass).
   void backward(int32_t phase, bool zero_bubble = false) {
     const int32_t c = phase ^ flip;
     const int32_t mb = first_mb[c] + b[c]++;
-    items.push_back({Phase::kBackward, mb, c});
     if (zero_bubble) {
+      items.push_back({Phase::kBackward, mb, c});
       deferred_w.emplace_back(mb, c);
     } else {
+      items.push_back({Phase::kBackward, mb, c, Pairing::kSequential});
       items.push_back({Phase::kWeightGrad, mb, c});
     }
   }
@@ -59,9 +60,8 @@ std::vector<WorkItem> dualpipe_order(int32_t p, int32_t m, int32_t s) {
   o.first_mb[1] = m / 2;
   for (int32_t i = 0; i < 2 * (h - r - 1); ++i) o.forward(0);  // 1: nF0
   for (int32_t i = 0; i < r + 1; ++i) {                        // 2: nF0F1
-    // Off the middle, F0's output leaves after F1's; on it, the last F1's after the next F0.
-    o.forward(0, middle ? Pairing::kNone : Pairing::kSequential);
-    o.forward(1, middle && i == r ? Pairing::kSequential : Pairing::kNone);
+    o.forward(0);
+    o.forward(1);
   }
   for (int32_t i = 0; i < h - r - 1; ++i) {  // 3: nB1W1F1, zero bubble
     o.backward(1, true);
