@@ -63,7 +63,8 @@ out=results/pipeline
 mkdir -p "$out"
 small=(--preset llama3-8b --set model.num_layers=16 --set model.seq_length=4096
        --set model.vocab_size=1024 --set parallel.pp=4 --set parallel.dp=1)
-axes=(--vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 --vary parallel.virtual_stages=1,2
+axes=(--vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1,ZB_V,DUALPIPE
+      --vary parallel.virtual_stages=1,2
       --vary parallel.global_batch_size="$(seq -s, 1 32)")
 # Pure law: 4 GPUs, communication free.
 "$bin" sweep "${small[@]}" --set parallel.tp=1 --set parallel.zero_stage=0 \
@@ -76,9 +77,9 @@ axes=(--vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 --vary parall
 "$py" $plots/bubbles.py "$out/lesson_p4_ideal.csv" "$out/lesson_p4_network.csv" "$out/lesson_p4"
 # Gantt charts: the same small model, 8 microbatches, each schedule, from simulated timelines.
 gantt=()
-for s in GPIPE ONE_F_ONE_B INTERLEAVED ZB_H1; do
+for s in GPIPE ONE_F_ONE_B INTERLEAVED ZB_H1 ZB_V DUALPIPE; do
   v=1
-  [ "$s" = INTERLEAVED ] && v=2
+  case "$s" in INTERLEAVED | ZB_V | DUALPIPE) v=2 ;; esac
   "$bin" run "${small[@]}" --set parallel.tp=1 --set parallel.zero_stage=0 \
     --set parallel.sequence_parallel=false --set network=IDEAL --set parallel.global_batch_size=8 \
     --set parallel.schedule=$s --set parallel.virtual_stages=$v \
@@ -86,6 +87,13 @@ for s in GPIPE ONE_F_ONE_B INTERLEAVED ZB_H1; do
   gantt+=("$s (v=$v)=$out/timeline_p4_m8_$s.json")
 done
 "$py" $plots/gantt.py "$out/gantt_p4_m8.png" "${gantt[@]}"
+
+# The five schedules that keep activations bounded on the llama3-70b preset at PP 8 (TP 8, DP 32,
+# 32 microbatches; v = 2 for interleaved, ZB-V and DualPipe), congestion-aware.
+"$bin" sweep --preset llama3-70b --set parallel.pp=8 \
+  --vary parallel.schedule=ONE_F_ONE_B,INTERLEAVED,ZB_H1,ZB_V,DUALPIPE \
+  --vary parallel.virtual_stages=1,2 --csv "$out/schedules_70b_pp8.csv" \
+  >"$out/schedules_70b_pp8.txt"
 
 # --- Llama 3 70B on 1,024 H100s: layouts, and the schedules at scale ----------------------------
 out=results/llama3

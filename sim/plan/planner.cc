@@ -267,7 +267,9 @@ double estimate_step_seconds(const RunConfig& config) {
   const auto& chunk = work.chunks.front();
   const double per_slot = costs.t_f + costs.t_b + costs.t_w + comm_seconds(chunk.forward) +
                           comm_seconds(chunk.backward) + comm_seconds(chunk.weight_grad);
-  const int32_t m = workload::num_microbatches(p), v = p.virtual_stages();
+  const int32_t m = workload::num_microbatches(p);
+  // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
+  const int32_t v = workload::chunk_passes(workload::pipeline_schedule_of(p), p.virtual_stages());
   const double bubble_slots = workload::schedule_info(p.schedule())
                                   .planner_idle_slots(p.pp(), costs.t_f, costs.t_b, costs.t_w);
   double pipeline = (static_cast<double>(v) * m + bubble_slots) * per_slot;

@@ -281,6 +281,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                                      const compute::KernelCostModel& cost, bool split_backward) {
   const auto& par = config.parallel();
   const int32_t p = par.pp(), v = par.virtual_stages();
+  const workload::PipelineSchedule schedule = workload::pipeline_schedule_of(par);
   const int32_t dp = par.dp(), zero = par.zero_stage();
   const std::vector<int32_t> pieces = workload::layers_per_piece(config);
   const int64_t vocab_params = workload::padded_vocab(config.model(), par.tp()) *
@@ -388,8 +389,8 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   };
 
   for (int32_t c = 0; c < v; ++c) {
-    const int32_t piece = workload::model_piece(stage, c, p);
-    const bool first = piece == 0, last = piece == p * v - 1;
+    const int32_t piece = workload::model_piece(schedule, stage, c, p);
+    const bool first = piece == 0, last = piece == workload::model_pieces(schedule, p, v) - 1;
     const int32_t layers = pieces[static_cast<std::size_t>(piece)];
     int32_t first_layer = 0;  // of this piece, in model order
     for (int32_t q = 0; q < piece; ++q) first_layer += pieces[static_cast<std::size_t>(q)];

@@ -190,7 +190,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
       split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
             : workload::pipeline_orders(schedule, p, m, v);
   for (int32_t s = 0; s < p; ++s) {
-    prepared.programs.push_back(workload::build_stage_program(works[s], orders[s], s, p));
+    prepared.programs.push_back(workload::build_stage_program(works[s], orders[s], schedule, s, p));
     prepared.peak_held.push_back(workload::peak_held_activations(orders[s]));
   }
   return prepared;

@@ -22,8 +22,25 @@ enum class Dim : uint8_t { kTp, kCp, kPp, kDp, kEp, kEdp };
 // Transformer Engine's comm-GEMM overlap, the chunks of TP collectives leave the compute stream
 // for a TP stream of their own, so that they run beside the GEMM pieces. The values are those of
 // trace.proto's Stream.
-enum class Stream : uint8_t { kCompute, kDp, kCp, kSendNext, kSendPrev, kRecvPrev, kRecvNext, kTp };
-constexpr int kNumStreams = 8;
+// Pipeline transfers: activations go to the next stage on kSendNext / kRecvPrev and their
+// gradients come back on kSendPrev / kRecvNext. Schedules whose activations also flow to the
+// previous stage (ZB-V's second chunk, DualPipe's reverse direction) use the last four, so that
+// every in-order stream carries one kind of message between one pair of stages.
+enum class Stream : uint8_t {
+  kCompute,
+  kDp,
+  kCp,
+  kSendNext,
+  kSendPrev,
+  kRecvPrev,
+  kRecvNext,
+  kTp,
+  kSendPrevActivation,
+  kRecvNextActivation,
+  kSendNextGradient,
+  kRecvPrevGradient,
+};
+constexpr int kNumStreams = 12;
 
 struct DimInfo {
   Dim dim;

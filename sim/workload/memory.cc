@@ -115,15 +115,26 @@ Bytes to_bytes(double b) {
   return static_cast<Bytes>(std::llround(b));
 }
 
-// The stage's model-chunk layer counts in chunk order (pieces stage, stage + p, ...).
+// The stage's model-chunk layer counts in chunk order (model_piece() of each chunk).
 std::vector<int32_t> chunk_layers_of(const clustersim::RunConfig& config, int32_t stage) {
   const std::vector<int32_t> pieces = layers_per_piece(config);
+  const auto& p = config.parallel();
   std::vector<int32_t> out;
-  for (size_t j = static_cast<size_t>(stage); j < pieces.size();
-       j += static_cast<size_t>(config.parallel().pp())) {
-    out.push_back(pieces[j]);
+  for (int32_t c = 0; c < p.virtual_stages(); ++c) {
+    out.push_back(
+        pieces.at(static_cast<size_t>(model_piece(pipeline_schedule_of(p), stage, c, p.pp()))));
   }
   return out;
+}
+
+// Whether the stage holds the model's first piece (embedding) or its last (head).
+bool holds_piece(const clustersim::RunConfig& config, int32_t stage, bool last) {
+  const auto& p = config.parallel();
+  const PipelineSchedule schedule = pipeline_schedule_of(p);
+  const int32_t want = last ? model_pieces(schedule, p.pp(), p.virtual_stages()) - 1 : 0;
+  for (int32_t c = 0; c < p.virtual_stages(); ++c)
+    if (model_piece(schedule, stage, c, p.pp()) == want) return true;
+  return false;
 }
 
 bool segmented(const ParallelConfig& p) {
@@ -148,12 +159,13 @@ double pass_bytes(const clustersim::RunConfig& config, int32_t layers, bool firs
 // The largest sum of pass_bytes() over the microbatch-chunks `order` holds at once.
 double exact_peak_activation_bytes(const clustersim::RunConfig& config, int32_t stage,
                                    std::span<const WorkItem> order) {
-  const int32_t p = config.parallel().pp();
+  const auto& par = config.parallel();
+  const PipelineSchedule schedule = pipeline_schedule_of(par);
   const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
-  const int32_t last_piece = p * static_cast<int32_t>(chunks.size()) - 1;
+  const int32_t last_piece = model_pieces(schedule, par.pp(), par.virtual_stages()) - 1;
   std::vector<double> chunk_bytes;
   for (size_t c = 0; c < chunks.size(); ++c) {
-    const int32_t piece = model_piece(stage, static_cast<int32_t>(c), p);
+    const int32_t piece = model_piece(schedule, stage, static_cast<int32_t>(c), par.pp());
     chunk_bytes.push_back(pass_bytes(config, chunks[c], piece == 0, piece == last_piece));
   }
   std::set<std::pair<int32_t, int32_t>> split;  // (microbatch, chunk) whose W is its own item
@@ -179,8 +191,8 @@ double upper_bound_activation_bytes(const clustersim::RunConfig& config, int32_t
                                     int32_t in_flight) {
   const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
   const int32_t largest = chunks.empty() ? 0 : *std::max_element(chunks.begin(), chunks.end());
-  return std::max(in_flight, 0) *
-         pass_bytes(config, largest, stage == 0, stage == config.parallel().pp() - 1);
+  return std::max(in_flight, 0) * pass_bytes(config, largest, holds_piece(config, stage, false),
+                                             holds_piece(config, stage, true));
 }
 
 }  // namespace
@@ -351,7 +363,7 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
   out.temporary = to_bytes(temporary);
   if (config.effects().memory_backward_working_set()) {
     double ws = backward_working_set_bytes(config);
-    if (stage == p.pp() - 1) ws = std::max(ws, head_working_set_bytes(config));
+    if (holds_piece(config, stage, true)) ws = std::max(ws, head_working_set_bytes(config));
     out.working_set = to_bytes(ws);
   }
 

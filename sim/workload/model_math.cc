@@ -125,7 +125,7 @@ std::vector<int32_t> layers_per_piece(const clustersim::RunConfig& config) {
   if (par.layers_per_stage_size() > 0) {
     return {par.layers_per_stage().begin(), par.layers_per_stage().end()};
   }
-  const int32_t pieces = par.pp() * par.virtual_stages();
+  const int32_t pieces = model_pieces(pipeline_schedule_of(par), par.pp(), par.virtual_stages());
   std::vector<int32_t> out(static_cast<size_t>(pieces > 0 ? pieces : 0));
   // Validated configs divide evenly; otherwise the earlier pieces take the remainder.
   const int32_t base = pieces > 0 ? config.model().num_layers() / pieces : 0;
@@ -136,11 +136,11 @@ std::vector<int32_t> layers_per_piece(const clustersim::RunConfig& config) {
 
 int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage) {
   const std::vector<int32_t> pieces = layers_per_piece(config);
-  const int32_t pp = config.parallel().pp();
+  const auto& par = config.parallel();
+  const PipelineSchedule schedule = pipeline_schedule_of(par);
   int32_t total = 0;
-  for (size_t j = 0; j < pieces.size(); ++j) {
-    if (static_cast<int32_t>(j) % pp == stage) total += pieces[j];
-  }
+  for (int32_t c = 0; c < par.virtual_stages(); ++c)
+    total += pieces.at(static_cast<size_t>(model_piece(schedule, stage, c, par.pp())));
   return total;
 }
 
@@ -149,7 +149,7 @@ std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t s
   const auto& par = config.parallel();
   std::vector<int32_t> out;
   for (int32_t c = 0; c < par.virtual_stages(); ++c) {
-    const int32_t piece = model_piece(stage, c, par.pp());
+    const int32_t piece = model_piece(pipeline_schedule_of(par), stage, c, par.pp());
     int32_t first = 0;
     for (int32_t q = 0; q < piece; ++q) first += pieces[static_cast<size_t>(q)];
     for (int32_t l = 0; l < pieces[static_cast<size_t>(piece)]; ++l) out.push_back(first + l);
@@ -187,10 +187,17 @@ int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
   int64_t params = 0;
   for (const int32_t l : stage_layers(config, stage))
     params += layer_dense_params(config, l) + layer_expert_params(config, l);
-  if (stage == 0) params += vocab_shard;
-  if (stage == p.pp() - 1) {
-    params += counts.final_norm;
-    if (!m.tied_embeddings() || p.pp() > 1) params += vocab_shard;
+  // The embedding lives with the first piece, the final norm and head with the last: stage 0 and
+  // p-1 under Megatron's placement, stage 0 for both in ZB-V's V, both ends twice for DualPipe.
+  const PipelineSchedule schedule = pipeline_schedule_of(p);
+  const int32_t last = model_pieces(schedule, p.pp(), p.virtual_stages()) - 1;
+  for (int32_t c = 0; c < p.virtual_stages(); ++c) {
+    const int32_t piece = model_piece(schedule, stage, c, p.pp());
+    if (piece == 0) params += vocab_shard;
+    if (piece == last) {
+      params += counts.final_norm;
+      if (!m.tied_embeddings() || p.pp() > 1) params += vocab_shard;
+    }
   }
   return params;
 }

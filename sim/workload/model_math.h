@@ -111,9 +111,10 @@ double model_flops_per_step(const clustersim::RunConfig& config);
 // backward recomputation of QKᵀ is a kernel detail and is not counted here.
 double hardware_flops_per_step(const clustersim::RunConfig& config);
 
-// Transformer layers in each model piece, in model order (pp x virtual_stages entries): the
-// explicit layers_per_stage when given, else an even split. Piece j runs on pipeline stage
-// j % pp as chunk j / pp (see model_piece() in pipeline_schedule.h). Assumes a validated config.
+// Transformer layers in each model piece, in model order (model_pieces() entries: pp x
+// virtual_stages, or pp for DualPipe): the explicit layers_per_stage when given, else an even
+// split. Which stage and chunk run piece j is the schedule's (model_piece() in
+// pipeline_schedule.h). Assumes a validated config.
 std::vector<int32_t> layers_per_piece(const clustersim::RunConfig& config);
 // Transformer layers held by pipeline stage `stage` over all its chunks.
 int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage);

@@ -34,6 +34,23 @@ const ScheduleInfo& validate(PipelineSchedule schedule, int32_t p, int32_t m, in
                                 ") must be a multiple of the stages (" + std::to_string(p) +
                                 "), as Megatron-LM requires");
   }
+  if (info.exact_virtual_stages > 0 && v != info.exact_virtual_stages) {
+    throw std::invalid_argument(name + " pipeline: virtual stages must be " +
+                                std::to_string(info.exact_virtual_stages) + " (got " +
+                                std::to_string(v) + "): each stage holds two model chunks");
+  }
+  if (info.even_stages && p % 2 != 0) {
+    throw std::invalid_argument(name + " pipeline: stages (" + std::to_string(p) +
+                                ") must be even, its two halves mirror each other");
+  }
+  if (info.min_microbatches != nullptr && m < info.min_microbatches(p)) {
+    throw std::invalid_argument(name + " pipeline: microbatches (" + std::to_string(m) +
+                                ") must be at least " + std::to_string(info.min_microbatches(p)));
+  }
+  if (info.even_microbatches && m % 2 != 0) {
+    throw std::invalid_argument(name + " pipeline: microbatches (" + std::to_string(m) +
+                                ") must be even, half are fed from each end");
+  }
   if (!info.virtual_stages && v != 1) {
     const auto& table = schedule_table();
     const bool one = std::count_if(table.begin(), table.end(),
@@ -45,7 +62,62 @@ const ScheduleInfo& validate(PipelineSchedule schedule, int32_t p, int32_t m, in
   return info;
 }
 
+ChunkRef find_piece(const ScheduleInfo& info, int32_t p, int32_t v, int32_t piece, int32_t lane) {
+  for (int32_t s = 0; s < p; ++s) {
+    for (int32_t c = 0; c < v; ++c) {
+      if (info.bidirectional && c != lane) continue;
+      if (model_piece(info.value, s, c, p) == piece) return {s, c};
+    }
+  }
+  return {};
+}
+
+// The chunk holding the piece `step` away from (stage, chunk) on the same path.
+ChunkRef neighbour(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t p, int32_t v,
+                   int32_t step) {
+  const ScheduleInfo& info = schedule_info(schedule);
+  if (stage < 0 || stage >= p || chunk < 0 || chunk >= v) {
+    throw std::invalid_argument("chunk " + std::to_string(chunk) + " of stage " +
+                                std::to_string(stage) + " is outside the pipeline");
+  }
+  const int32_t piece = model_piece(schedule, stage, chunk, p) + step;
+  if (piece < 0 || piece >= model_pieces(schedule, p, v)) return {};
+  return find_piece(info, p, v, piece, chunk);
+}
+
 }  // namespace
+
+int32_t model_pieces(PipelineSchedule schedule, int32_t stages, int32_t virtual_stages) {
+  return schedule_info(schedule).bidirectional ? stages : stages * virtual_stages;
+}
+
+int32_t model_piece(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t stages) {
+  const ScheduleInfo& info = schedule_info(schedule);
+  return info.piece != nullptr ? info.piece(stages, stage, chunk) : chunk * stages + stage;
+}
+
+ChunkRef forward_source(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t stages,
+                        int32_t virtual_stages) {
+  return neighbour(schedule, stage, chunk, stages, virtual_stages, -1);
+}
+
+ChunkRef forward_target(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t stages,
+                        int32_t virtual_stages) {
+  return neighbour(schedule, stage, chunk, stages, virtual_stages, +1);
+}
+
+int32_t chunk_passes(PipelineSchedule schedule, int32_t virtual_stages) {
+  return schedule_info(schedule).bidirectional ? 1 : virtual_stages;
+}
+
+int32_t forwards_before_backward(const std::vector<WorkItem>& order) {
+  int32_t n = 0;
+  for (const WorkItem& item : order) {
+    if (item.phase != Phase::kForward) break;
+    ++n;
+  }
+  return n;
+}
 
 void check_pipeline_costs(double t_f, double t_b, double t_w) {
   for (double t : {t_f, t_b, t_w}) {

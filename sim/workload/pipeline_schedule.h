@@ -11,8 +11,10 @@ namespace cs::workload {
 // kOneFOneB: PipeDream-Flush, Megatron-LM's non-interleaved schedule (Narayanan et al. 2021).
 // kInterleaved: Megatron-LM's interleaved 1F1B over v model chunks per stage (same paper).
 // kZbH1: zero-bubble ZB-H1, backward split into input-grad B and weight-grad W (Qi et al. 2023).
+// kZbV: zero-bubble ZB-V, two chunks per stage in a V, backward split (same authors).
+// kDualPipe: DeepSeek-V3's bidirectional DualPipe (DeepSeek-AI 2024, section 3.2.1).
 // Each schedule's properties, order and formulas: sim/workload/schedules/registry.h.
-enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB, kInterleaved, kZbH1 };
+enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB, kInterleaved, kZbH1, kZbV, kDualPipe };
 
 enum class Phase : uint8_t {
   kForward,
@@ -20,10 +22,28 @@ enum class Phase : uint8_t {
   kWeightGrad,  // the weight gradient (W); only ZB-H1 splits it from kBackward
 };
 
+// An item whose output (activation or input gradient) is sent only once the item after it has
+// run too, and, when that one is marked as well, the one after that: DualPipe's F&B sends after
+// the pair (deepseek-ai/DualPipe, dualpipe.py, _forward_backward_chunk), and its full backwards
+// (B then W in one autograd pass) send their input gradient after the W.
+enum class Pairing : uint8_t {
+  kNone,
+  // DualPipe's F&B, on a forward followed by a backward of another microbatch and chunk: the
+  // pair starts once both halves have their inputs (the repository receives both, then computes
+  // the two) and its compute and communication overlap: a stream-aware executor would run this
+  // forward's MoE all-to-alls under the backward's compute and the other way round (DeepSeek-V3,
+  // section 3.2.1, figure 4). The executor here runs the two in sequence on the compute stream;
+  // with free communication that takes the same time.
+  kOverlapped,
+  // Only the deferred send (a full backward; DualPipe's middle stages' first, unoverlapped pair).
+  kSequential,
+};
+
 struct WorkItem {
   Phase phase = Phase::kForward;
   int32_t microbatch = 0;
-  int32_t chunk = 0;  // virtual chunk on this stage, 0..v-1; see model_piece()
+  int32_t chunk = 0;              // virtual chunk on this stage, 0..v-1; see model_piece()
+  Pairing pair = Pairing::kNone;  // see Pairing
   friend bool operator==(const WorkItem&, const WorkItem&) = default;
 };
 
@@ -32,11 +52,31 @@ struct WorkItem {
 std::string_view to_string(PipelineSchedule schedule);
 PipelineSchedule parse_pipeline_schedule(std::string_view text);
 
-// Megatron's interleaving: chunk c of stage s holds model piece c*p + s, so a microbatch's
-// forward visits stages 0..p-1 once per chunk, v times in all.
-inline int32_t model_piece(int32_t stage, int32_t chunk, int32_t stages) {
-  return chunk * stages + stage;
-}
+// Where a schedule places the model. The model is cut into model_pieces() pieces in model order;
+// chunk c of stage s holds piece model_piece(s, c). Megatron's interleaving puts piece c*p + s
+// there (p*v pieces), ZB-V's V puts s and 2p-1-s, DualPipe's two copies s and p-1-s (p pieces,
+// each held twice). A microbatch's forward runs its pieces in order along one path of chunks;
+// DualPipe has two paths, one per chunk index (microbatches fed from stage 0 and from stage p-1).
+int32_t model_pieces(PipelineSchedule schedule, int32_t stages, int32_t virtual_stages);
+int32_t model_piece(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t stages);
+
+// A chunk of a stage; stage < 0 for none.
+struct ChunkRef {
+  int32_t stage = -1;
+  int32_t chunk = -1;
+  bool exists() const { return stage >= 0; }
+  friend bool operator==(const ChunkRef&, const ChunkRef&) = default;
+};
+// The chunk whose forward output this chunk's forward takes (none for the path's first piece),
+// and the chunk this one's output goes to (none for the last). Backward gradients flow back the
+// same way. A neighbour on the same stage is a hand-off in GPU memory, not a transfer.
+ChunkRef forward_source(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t stages,
+                        int32_t virtual_stages);
+ChunkRef forward_target(PipelineSchedule schedule, int32_t stage, int32_t chunk, int32_t stages,
+                        int32_t virtual_stages);
+
+// Chunks one microbatch runs on each stage: v, or 1 for DualPipe (one path per chunk index).
+int32_t chunk_passes(PipelineSchedule schedule, int32_t virtual_stages);
 
 // For each stage s of p, the exact order in which s runs its items; each stage runs every
 // (phase, microbatch, chunk) of its schedule exactly once. The orders respect the data
@@ -45,7 +85,8 @@ inline int32_t model_piece(int32_t stage, int32_t chunk, int32_t stages) {
 // described in its own file under sim/workload/schedules/ (GPipe's as PyTorch's ScheduleGPipe,
 // 1F1B's and interleaved's as Megatron's, ZB-H1's W's placed by list scheduling under the costs).
 // Throws std::invalid_argument for p, m or v below 1, v != 1 for a schedule without virtual
-// stages (all but kInterleaved), or m % p != 0 for one that needs whole groups (kInterleaved).
+// stages, v != 2 for ZB-V and DualPipe, m % p != 0 for one that needs whole groups
+// (kInterleaved), and for DualPipe an odd p, an odd m or m < 2p.
 std::vector<std::vector<WorkItem>> pipeline_orders(PipelineSchedule schedule, int32_t stages,
                                                    int32_t microbatches, int32_t virtual_stages);
 // The same with the stage-uniform costs of one F, B and W (full backward = t_b + t_w for the

@@ -1,8 +1,10 @@
 #include "sim/workload/program_builder.h"
 
 #include <algorithm>
+#include <map>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 namespace cs::workload {
 
@@ -24,139 +26,230 @@ Op p2p(OpKind kind, Stream stream, int32_t peer, uint32_t tag, Bytes bytes, int3
   return o;
 }
 
+// The streams of a transfer along the forward hop `from` -> `to` (its gradient goes back the
+// other way): a hop to the next stage round the ring on the four original pipeline streams, a hop
+// to the previous stage (ZB-V's second chunk, DualPipe's reverse direction) on the other four.
+// Each stage runs a chunk's forwards, and its backwards, in microbatch order, so a stream that
+// carries one kind of message between one pair of stages sees the same order at both ends; mixing
+// kinds would not (ZB-V's stage 0 sends a later microbatch's activation before an earlier one's
+// gradient that its neighbour waits for first), nor would mixing peers without blocking one
+// transfer behind another that its receiver has not reached.
+struct HopStreams {
+  Stream send, recv;
+};
+HopStreams hop_streams(int32_t from, int32_t to, int32_t stages, bool backward) {
+  const bool ascending = to == (from + 1) % stages;
+  if (ascending) {
+    return backward ? HopStreams{Stream::kSendPrev, Stream::kRecvNext}
+                    : HopStreams{Stream::kSendNext, Stream::kRecvPrev};
+  }
+  return backward ? HopStreams{Stream::kSendNextGradient, Stream::kRecvPrevGradient}
+                  : HopStreams{Stream::kSendPrevActivation, Stream::kRecvNextActivation};
+}
+
+// The state of one stage's program while its items are added in order.
+class StageBuilder {
+ public:
+  StageBuilder(const StageWork& work, PipelineSchedule schedule, int32_t stage, int32_t stages)
+      : work_(work),
+        schedule_(schedule),
+        stage_(stage),
+        stages_(stages),
+        v_(static_cast<int32_t>(work.chunks.size())) {
+    for (const auto& l : work.labels) program_.label(l);
+    program_.kernels = work.kernels;
+    program_.rank_times = work.rank_times;
+    program_.all_to_alls = work.all_to_alls;
+    recv_label_ = program_.label("recv");
+    send_label_ = program_.label("send");
+    gathered_.assign(static_cast<std::size_t>(v_), false);
+  }
+
+  void add_items(const std::vector<WorkItem>& order);
+  Program finish();
+
+ private:
+  void add_item(const WorkItem& item, const WorkItem* next_item);
+  // The receive (or local hand-off) an item waits for, appended to `deps`.
+  void input(const WorkItem& item, std::vector<uint32_t>& deps);
+  void output(const WorkItem& item);
+  std::vector<uint32_t> phase_ops(const WorkItem& item, const PhaseOps& phase,
+                                  const std::vector<uint32_t>& first_deps);
+  void grad_sync(const WorkItem& item, const std::vector<uint32_t>& ops);
+
+  const StageWork& work_;
+  PipelineSchedule schedule_;
+  int32_t stage_, stages_, v_;
+  Program program_;
+  uint32_t recv_label_ = 0, send_label_ = 0;
+  std::vector<int32_t> last_microbatch_;  // per chunk, of its final backward phase
+  Phase final_phase_ = Phase::kBackward;
+  std::vector<uint32_t> grad_ops_;
+  std::vector<const GradSync*> deferred_grad_sync_;  // without overlap: after the whole backward
+  std::vector<bool> gathered_;                       // parameter gathers issued, per chunk
+  uint32_t previous_ = UINT32_MAX;  // last compute op of the previous item: items run in order
+  std::map<std::tuple<Phase, int32_t, int32_t>, uint32_t> done_;  // (phase, mb, chunk) -> op
+  std::vector<WorkItem> deferred_sends_;  // items whose output waits for a later one (Pairing)
+  bool input_received_ = false;           // the item's input came with the overlapped forward
+};
+
+void StageBuilder::add_items(const std::vector<WorkItem>& order) {
+  last_microbatch_.assign(static_cast<std::size_t>(v_), -1);
+  const bool split = std::any_of(order.begin(), order.end(),
+                                 [](const WorkItem& w) { return w.phase == Phase::kWeightGrad; });
+  final_phase_ = split ? Phase::kWeightGrad : Phase::kBackward;
+  for (const auto& w : order) {
+    if (w.chunk < 0 || w.chunk >= v_) throw std::invalid_argument("work item chunk out of range");
+    if (w.phase == final_phase_)
+      last_microbatch_[w.chunk] = std::max(last_microbatch_[w.chunk], w.microbatch);
+  }
+  for (std::size_t i = 0; i < order.size(); ++i)
+    add_item(order[i], i + 1 < order.size() ? &order[i + 1] : nullptr);
+}
+
+void StageBuilder::input(const WorkItem& item, std::vector<uint32_t>& deps) {
+  const bool forward = item.phase == Phase::kForward;
+  const ChunkRef from = forward ? forward_source(schedule_, stage_, item.chunk, stages_, v_)
+                                : forward_target(schedule_, stage_, item.chunk, stages_, v_);
+  if (!from.exists()) return;  // the path's first piece (forward) or last (backward)
+  if (from.stage == stage_) {
+    const auto it = done_.find({item.phase, item.microbatch, from.chunk});
+    if (it == done_.end()) {
+      throw std::invalid_argument("stage " + std::to_string(stage_) + " runs chunk " +
+                                  std::to_string(item.chunk) + " of microbatch " +
+                                  std::to_string(item.microbatch) +
+                                  " before the chunk on the same stage that feeds it");
+    }
+    deps.push_back(it->second);
+    return;
+  }
+  const int32_t piece = model_piece(schedule_, stage_, item.chunk, stages_);
+  const HopStreams streams = forward ? hop_streams(from.stage, stage_, stages_, false)
+                                     : hop_streams(stage_, from.stage, stages_, true);
+  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
+  deps.push_back(program_.add(p2p(OpKind::kRecv, streams.recv, from.stage,
+                                  p2p_tag(item.microbatch, piece, !forward), chunk.activation_bytes,
+                                  item.microbatch, recv_label_)));
+}
+
+void StageBuilder::output(const WorkItem& item) {
+  const bool forward = item.phase == Phase::kForward;
+  const ChunkRef to = forward ? forward_target(schedule_, stage_, item.chunk, stages_, v_)
+                              : forward_source(schedule_, stage_, item.chunk, stages_, v_);
+  if (!to.exists() || to.stage == stage_) return;  // nothing to send, or a local hand-off
+  const int32_t piece = model_piece(schedule_, to.stage, to.chunk, stages_);
+  const HopStreams streams = forward ? hop_streams(stage_, to.stage, stages_, false)
+                                     : hop_streams(to.stage, stage_, stages_, true);
+  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
+  program_.add(p2p(OpKind::kSend, streams.send, to.stage, p2p_tag(item.microbatch, piece, !forward),
+                   chunk.activation_bytes, item.microbatch, send_label_),
+               {previous_});
+}
+
+std::vector<uint32_t> StageBuilder::phase_ops(const WorkItem& item, const PhaseOps& phase,
+                                              const std::vector<uint32_t>& first_deps) {
+  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
+  // The chunk's first forward waits, op by op, for the parameter buckets it uses.
+  std::vector<std::pair<uint32_t, uint32_t>> gather_before;  // (phase op, gather op)
+  if (item.phase == Phase::kForward && !gathered_[item.chunk]) {
+    gathered_[item.chunk] = true;
+    for (const ParamGather& g : chunk.param_gather) {
+      if (g.before >= phase.ops.size())
+        throw std::invalid_argument("parameter gather before a missing op");
+      gather_before.emplace_back(g.before, program_.add(g.op));
+    }
+  }
+  std::vector<uint32_t> ops;
+  for (std::size_t i = 0; i < phase.ops.size(); ++i) {
+    const PhaseOp& entry = phase.ops[i];
+    Op op = entry.op;
+    op.microbatch = item.microbatch;
+    std::vector<uint32_t> deps;
+    auto earlier = [&](int32_t index) {
+      if (index < 0 || static_cast<std::size_t>(index) >= i)
+        throw std::invalid_argument("phase op waits for an op that does not precede it");
+      deps.push_back(ops[static_cast<std::size_t>(index)]);
+    };
+    if (entry.after == PhaseOp::kItemStart || (entry.after == PhaseOp::kPrevious && i == 0)) {
+      deps = first_deps;
+    } else if (entry.after == PhaseOp::kPrevious) {
+      deps.push_back(ops.back());
+    } else {
+      earlier(entry.after);
+    }
+    if (entry.also_after != PhaseOp::kNone) earlier(entry.also_after);
+    for (const auto& [before, gather] : gather_before)
+      if (before == i) deps.push_back(gather);
+    ops.push_back(program_.add(op, deps));
+  }
+  if (ops.empty()) throw std::invalid_argument("a pipeline phase has no ops");
+  return ops;
+}
+
+void StageBuilder::grad_sync(const WorkItem& item, const std::vector<uint32_t>& ops) {
+  if (item.phase != final_phase_ || item.microbatch != last_microbatch_[item.chunk]) return;
+  for (const GradSync& g : work_.chunks[static_cast<std::size_t>(item.chunk)].grad_sync) {
+    if (g.after >= ops.size()) throw std::invalid_argument("gradient sync after a missing op");
+    if (work_.grad_sync_after_backward)
+      deferred_grad_sync_.push_back(&g);
+    else
+      grad_ops_.push_back(program_.add(g.op, {ops[g.after]}));
+  }
+}
+
+void StageBuilder::add_item(const WorkItem& item, const WorkItem* next_item) {
+  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
+  std::vector<uint32_t> first_deps;
+  if (previous_ != UINT32_MAX) first_deps.push_back(previous_);
+  // An overlapped pair starts once both halves have their inputs: the forward receives the
+  // backward's gradient too (Pairing::kOverlapped), and the backward then needs nothing more.
+  if (item.phase != Phase::kWeightGrad && !input_received_) input(item, first_deps);
+  input_received_ = false;
+  if (item.pair == Pairing::kOverlapped && next_item != nullptr &&
+      next_item->phase != Phase::kWeightGrad) {
+    input(*next_item, first_deps);
+    input_received_ = true;
+  }
+  const PhaseOps& phase = item.phase == Phase::kForward    ? chunk.forward
+                          : item.phase == Phase::kBackward ? chunk.backward
+                                                           : chunk.weight_grad;
+  const std::vector<uint32_t> ops = phase_ops(item, phase, first_deps);
+  // The next item follows this one's last compute-stream op: ops on other streams (prefetches)
+  // may still be running.
+  previous_ = ops.back();
+  for (std::size_t i = ops.size(); i-- > 0;) {
+    if (phase.ops[i].op.stream == Stream::kCompute) {
+      previous_ = ops[i];
+      break;
+    }
+  }
+  done_[{item.phase, item.microbatch, item.chunk}] = previous_;
+  // A paired item's output leaves with that of the next unpaired item (Pairing).
+  if (item.phase != Phase::kWeightGrad) deferred_sends_.push_back(item);
+  if (item.pair == Pairing::kNone || next_item == nullptr) {
+    for (const WorkItem& w : deferred_sends_) output(w);
+    deferred_sends_.clear();
+  }
+  grad_sync(item, ops);
+}
+
+Program StageBuilder::finish() {
+  for (const GradSync* g : deferred_grad_sync_)
+    grad_ops_.push_back(program_.add(g->op, {previous_}));
+  std::vector<uint32_t> optimizer_deps = grad_ops_;
+  if (previous_ != UINT32_MAX) optimizer_deps.push_back(previous_);
+  for (const Op& op : work_.optimizer) optimizer_deps = {program_.add(op, optimizer_deps)};
+  for (const Op& op : work_.after_optimizer) program_.add(op, optimizer_deps);
+  return std::move(program_);
+}
+
 }  // namespace
 
 Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& order,
-                            int32_t stage, int32_t stages) {
-  Program program;
-  for (const auto& l : work.labels) program.label(l);
-  program.kernels = work.kernels;
-  program.rank_times = work.rank_times;
-  program.all_to_alls = work.all_to_alls;
-  const auto v = static_cast<int32_t>(work.chunks.size());
-  const int32_t pieces = stages * v;
-  const int32_t next = (stage + 1) % stages, prev = (stage + stages - 1) % stages;
-  const uint32_t recv_label = program.label("recv"), send_label = program.label("send");
-
-  // The last microbatch's final backward phase of each chunk triggers its gradient sync.
-  std::vector<int32_t> last_microbatch(static_cast<std::size_t>(v), -1);
-  const bool split = std::any_of(order.begin(), order.end(),
-                                 [](const WorkItem& w) { return w.phase == Phase::kWeightGrad; });
-  const Phase final_phase = split ? Phase::kWeightGrad : Phase::kBackward;
-  for (const auto& w : order)
-    if (w.phase == final_phase)
-      last_microbatch[w.chunk] = std::max(last_microbatch[w.chunk], w.microbatch);
-
-  std::vector<uint32_t> grad_ops;
-  std::vector<const GradSync*> deferred_grad_sync;  // without overlap: after the whole backward
-  std::vector<bool> gathered(static_cast<std::size_t>(v), false);  // parameter gathers issued
-  uint32_t previous = UINT32_MAX;  // last op of the previous item: items run in order
-  for (const WorkItem& item : order) {
-    if (item.chunk < 0 || item.chunk >= v)
-      throw std::invalid_argument("work item chunk out of range");
-    const ChunkWork& chunk = work.chunks[item.chunk];
-    const int32_t piece = item.chunk * stages + stage;
-    std::vector<uint32_t> first_deps;
-    if (previous != UINT32_MAX) first_deps.push_back(previous);
-
-    const PhaseOps* phase = nullptr;
-    switch (item.phase) {
-      case Phase::kForward:
-        phase = &chunk.forward;
-        if (piece > 0) {
-          first_deps.push_back(program.add(
-              p2p(OpKind::kRecv, Stream::kRecvPrev, prev, p2p_tag(item.microbatch, piece, false),
-                  chunk.activation_bytes, item.microbatch, recv_label)));
-        }
-        break;
-      case Phase::kBackward:
-        phase = &chunk.backward;
-        if (piece < pieces - 1) {
-          first_deps.push_back(program.add(
-              p2p(OpKind::kRecv, Stream::kRecvNext, next, p2p_tag(item.microbatch, piece, true),
-                  chunk.activation_bytes, item.microbatch, recv_label)));
-        }
-        break;
-      case Phase::kWeightGrad:
-        phase = &chunk.weight_grad;
-        break;
-    }
-    // The chunk's first forward waits, op by op, for the parameter buckets it uses.
-    std::vector<std::pair<uint32_t, uint32_t>> gather_before;  // (phase op, gather op)
-    if (item.phase == Phase::kForward && !gathered[item.chunk]) {
-      gathered[item.chunk] = true;
-      for (const ParamGather& g : chunk.param_gather) {
-        if (g.before >= phase->ops.size())
-          throw std::invalid_argument("parameter gather before a missing op");
-        gather_before.emplace_back(g.before, program.add(g.op));
-      }
-    }
-    std::vector<uint32_t> phase_ops;
-    for (std::size_t i = 0; i < phase->ops.size(); ++i) {
-      const PhaseOp& entry = phase->ops[i];
-      Op op = entry.op;
-      op.microbatch = item.microbatch;
-      std::vector<uint32_t> deps;
-      auto earlier = [&](int32_t index) {
-        if (index < 0 || static_cast<std::size_t>(index) >= i)
-          throw std::invalid_argument("phase op waits for an op that does not precede it");
-        deps.push_back(phase_ops[static_cast<std::size_t>(index)]);
-      };
-      if (entry.after == PhaseOp::kItemStart || (entry.after == PhaseOp::kPrevious && i == 0)) {
-        deps = first_deps;
-      } else if (entry.after == PhaseOp::kPrevious) {
-        deps.push_back(phase_ops.back());
-      } else {
-        earlier(entry.after);
-      }
-      if (entry.also_after != PhaseOp::kNone) earlier(entry.also_after);
-      for (const auto& [before, gather] : gather_before)
-        if (before == i) deps.push_back(gather);
-      phase_ops.push_back(program.add(op, deps));
-    }
-    if (phase_ops.empty()) throw std::invalid_argument("a pipeline phase has no ops");
-    // The next item follows this one's last compute-stream op: ops on other streams (prefetches)
-    // may still be running.
-    previous = phase_ops.back();
-    for (std::size_t i = phase_ops.size(); i-- > 0;) {
-      if (phase->ops[i].op.stream == Stream::kCompute) {
-        previous = phase_ops[i];
-        break;
-      }
-    }
-
-    if (item.phase == Phase::kForward && piece < pieces - 1) {
-      program.add(
-          p2p(OpKind::kSend, Stream::kSendNext, next, p2p_tag(item.microbatch, piece + 1, false),
-              chunk.activation_bytes, item.microbatch, send_label),
-          {previous});
-    }
-    if (item.phase == Phase::kBackward && piece > 0) {
-      program.add(
-          p2p(OpKind::kSend, Stream::kSendPrev, prev, p2p_tag(item.microbatch, piece - 1, true),
-              chunk.activation_bytes, item.microbatch, send_label),
-          {previous});
-    }
-    if (item.phase == final_phase && item.microbatch == last_microbatch[item.chunk]) {
-      for (const GradSync& g : chunk.grad_sync) {
-        if (g.after >= phase_ops.size())
-          throw std::invalid_argument("gradient sync after a missing op");
-        if (work.grad_sync_after_backward)
-          deferred_grad_sync.push_back(&g);
-        else
-          grad_ops.push_back(program.add(g.op, {phase_ops[g.after]}));
-      }
-    }
-  }
-  for (const GradSync* g : deferred_grad_sync) grad_ops.push_back(program.add(g->op, {previous}));
-
-  std::vector<uint32_t> optimizer_deps = grad_ops;
-  if (previous != UINT32_MAX) optimizer_deps.push_back(previous);
-  for (const Op& op : work.optimizer) {
-    optimizer_deps = {program.add(op, optimizer_deps)};
-  }
-  for (const Op& op : work.after_optimizer) program.add(op, optimizer_deps);
-  return program;
+                            PipelineSchedule schedule, int32_t stage, int32_t stages) {
+  StageBuilder builder(work, schedule, stage, stages);
+  builder.add_items(order);
+  return builder.finish();
 }
 
 }  // namespace cs::workload

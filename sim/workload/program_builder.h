@@ -61,7 +61,7 @@ struct StageWork {
   std::vector<KernelCall> kernels;            // Op::kernel indexes these
   std::vector<std::vector<Time>> rank_times;  // Op::varies of compute ops indexes these
   std::vector<AllToAllV> all_to_alls;         // Op::varies of EP all-to-alls indexes these
-  std::vector<ChunkWork> chunks;    // the stage's virtual chunks, chunk c = model piece c·p + s
+  std::vector<ChunkWork> chunks;              // the stage's virtual chunks; see model_piece()
   std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)
   // Without overlap_grad_reduce every GradSync waits for the stage's whole backward instead of
@@ -69,9 +69,13 @@ struct StageWork {
   bool grad_sync_after_backward = false;
 };
 
-// Builds stage `stage` of `stages`: for every item of `order` the receive it needs, its ops and
-// the send it feeds, then gradient synchronisation and the optimizer step.
+// Builds stage `stage` of `stages` under `schedule`'s placement of the model (forward_source,
+// forward_target): for every item of `order` the receive it needs, its ops and the send it feeds,
+// then gradient synchronisation and the optimizer step. A neighbouring chunk on the same stage
+// (the bottom of ZB-V's V) hands over in GPU memory: no send or receive, the consumer waits for
+// the producer's last compute op, and an order that runs the consumer first is rejected
+// (std::invalid_argument). Items marked with a Pairing send as Pairing says.
 Program build_stage_program(const StageWork& work, const std::vector<WorkItem>& order,
-                            int32_t stage, int32_t stages);
+                            PipelineSchedule schedule, int32_t stage, int32_t stages);
 
 }  // namespace cs::workload

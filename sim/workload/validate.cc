@@ -150,6 +150,31 @@ void refuse_unmodelled(const Checker& c, const clustersim::ModelConfig& m) {
   }
 }
 
+// The shape rules of ZB-V and DualPipe (pipeline_orders() checks the same, without field names).
+void validate_schedule_shape(const Checker& c, const clustersim::ParallelConfig& p,
+                             const ScheduleInfo& schedule) {
+  const std::string name(schedule.name);
+  if (schedule.exact_virtual_stages > 0 && p.virtual_stages() != schedule.exact_virtual_stages) {
+    c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) + " but " + name +
+           " needs exactly " + std::to_string(schedule.exact_virtual_stages) +
+           " (two model chunks per stage)");
+  }
+  if (schedule.even_stages && p.pp() % 2 != 0) {
+    c.fail("parallel.pp = " + std::to_string(p.pp()) + " must be even for " + name +
+           " (its two halves of stages mirror each other)");
+  }
+  const int32_t m = num_microbatches(p);
+  if (schedule.min_microbatches != nullptr && m < schedule.min_microbatches(p.pp())) {
+    c.fail("microbatches (global_batch_size / (dp x microbatch_size)) = " + std::to_string(m) +
+           " but " + name + " needs at least " + std::to_string(schedule.min_microbatches(p.pp())) +
+           " (2 x parallel.pp)");
+  }
+  if (schedule.even_microbatches && m % 2 != 0) {
+    c.fail("microbatches (global_batch_size / (dp x microbatch_size)) = " + std::to_string(m) +
+           " must be even for " + name + " (half are fed from each end)");
+  }
+}
+
 }  // namespace
 
 void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,
@@ -208,12 +233,18 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
               "sequence parallelism splits each context-parallel shard over tensor-parallel ranks");
   }
 
-  const int64_t pieces = static_cast<int64_t>(p.pp()) * p.virtual_stages();
+  const ScheduleInfo& schedule = schedule_info(p.schedule());
+  validate_schedule_shape(c, p, schedule);
+  // DualPipe cuts the model into pp pieces, each held by two stages; the others into pp x v.
+  const std::string pieces_name =
+      schedule.bidirectional ? "parallel.pp" : "parallel.pp x parallel.virtual_stages";
+  const int64_t pieces =
+      static_cast<int64_t>(p.pp()) * (schedule.bidirectional ? 1 : p.virtual_stages());
   if (p.layers_per_stage_size() > 0) {
     if (p.layers_per_stage_size() != pieces) {
-      c.fail(
-          "parallel.layers_per_stage has " + std::to_string(p.layers_per_stage_size()) +
-          " entries but needs parallel.pp x parallel.virtual_stages = " + std::to_string(pieces));
+      c.fail("parallel.layers_per_stage has " + std::to_string(p.layers_per_stage_size()) +
+             " entries but needs " + pieces_name + " = " + std::to_string(pieces) +
+             (schedule.bidirectional ? " (DUALPIPE model pieces)" : ""));
     }
     int64_t sum = 0;
     for (int i = 0; i < p.layers_per_stage_size(); ++i) {
@@ -228,7 +259,7 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
              " but model.num_layers = " + std::to_string(m.num_layers()));
     }
   } else {
-    c.divides("parallel.pp x parallel.virtual_stages", pieces, "model.num_layers", m.num_layers(),
+    c.divides(pieces_name.c_str(), pieces, "model.num_layers", m.num_layers(),
               "or give parallel.layers_per_stage for an uneven split");
   }
 
@@ -236,7 +267,6 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
             static_cast<int64_t>(p.dp()) * p.microbatch_size(), "parallel.global_batch_size",
             p.global_batch_size());
 
-  const ScheduleInfo& schedule = schedule_info(p.schedule());
   if (p.virtual_stages() > 1) {
     if (!schedule.virtual_stages) {
       c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) +

@@ -1,6 +1,7 @@
 // The executor running synthetic pipelines: bubbles must follow the schedules' formulas.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <memory>
 
 #include "sim/exec/executor.h"
@@ -30,10 +31,11 @@ struct PipelineRun {
   std::vector<RankStats> stats;
   std::vector<std::vector<workload::WorkItem>> orders;
   bool finished;
+  std::vector<workload::Program> programs;
 };
 
 // p stages on one 8-GPU server, uniform stages: a chunk's forward costs f/v, backward 2f/v
-// (split into equal B and W for ZB-H1).
+// (split into equal B and W for ZB-H1, ZB-V and DualPipe).
 PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, Time f,
                          net::NetworkMode mode = net::NetworkMode::kIdeal) {
   const Time fc = Time::ps(f.count_ps() / v);
@@ -55,7 +57,7 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
   }
   std::vector<workload::Program> programs;
   for (int32_t s = 0; s < p; ++s)
-    programs.push_back(workload::build_stage_program(work, orders[s], s, p));
+    programs.push_back(workload::build_stage_program(work, orders[s], schedule, s, p));
 
   const auto desc = net::resolve_topology("dgx-h100");
   const net::Topology topo = net::build_topology(desc, p, "dgx-h100");
@@ -66,7 +68,7 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
   Executor exec(sim, *network, topo, layout, programs);
   exec.start();
   sim.run();
-  return {exec.step_end(), exec.rank_stats(), orders, exec.all_finished()};
+  return {exec.step_end(), exec.rank_stats(), orders, exec.all_finished(), programs};
 }
 
 double bubble(const PipelineRun& r, int32_t stage) {
@@ -121,6 +123,92 @@ TEST(PipelineExec, ZeroBubbleH1BeatsOneFOneB) {
   }
 }
 
+// ZB-V with chunk costs F = B = W: every stage idles (p-1) chunk passes, (p-1)/(6m+p-1) of the
+// step, and the step is shorter than ZB-H1's at the same stage costs.
+TEST(PipelineExec, ZeroBubbleVFollowsItsLaw) {
+  for (const int32_t p : {2, 4}) {
+    for (const int32_t m : {2 * p - 1, 2 * p, 4 * p}) {
+      SCOPED_TRACE(testing::Message() << "p=" << p << " m=" << m);
+      const auto zbv = run_pipeline(PipelineSchedule::kZbV, p, m, 2, Time::us(100));
+      const auto zbh1 = run_pipeline(PipelineSchedule::kZbH1, p, m, 1, Time::us(100));
+      ASSERT_TRUE(zbv.finished);
+      const double law = static_cast<double>(p - 1) / (6 * m + p - 1);
+      EXPECT_NEAR(workload::analytic_bubble_fraction(PipelineSchedule::kZbV, p, m, 2, 1, 1, 1), law,
+                  1e-12);
+      for (int32_t s = 0; s < p; ++s) EXPECT_NEAR(bubble(zbv, s), law, 1e-9) << "s=" << s;
+      EXPECT_LT(zbv.step, zbh1.step);
+    }
+  }
+}
+
+// The V's turn stays on the last stage: no transfer to itself; it sends only up the V (its
+// second chunk's activations and its first chunk's gradients, 2m messages), a middle stage 4m.
+TEST(PipelineExec, ZeroBubbleVHandsOverInMemoryOnTheLastStage) {
+  const int32_t p = 4, m = 8;
+  const auto r = run_pipeline(PipelineSchedule::kZbV, p, m, 2, Time::us(10));
+  ASSERT_TRUE(r.finished);
+  for (int32_t s = 0; s < p; ++s) {
+    int32_t sends = 0, recvs = 0;
+    for (const auto& op : r.programs[s].ops) {
+      if (op.kind != workload::OpKind::kSend && op.kind != workload::OpKind::kRecv) continue;
+      EXPECT_NE(op.peer_stage, s);
+      EXPECT_EQ(std::abs(op.peer_stage - s), 1);
+      (op.kind == workload::OpKind::kSend ? sends : recvs) += 1;
+    }
+    EXPECT_EQ(sends, s == 0 || s == p - 1 ? 2 * m : 4 * m) << "s=" << s;
+    EXPECT_EQ(recvs, sends) << "s=" << s;
+  }
+}
+
+// An order whose second chunk on the last stage runs before the first chunk that feeds it.
+TEST(PipelineExec, ZeroBubbleVRejectsAnOrderAheadOfItsLocalInput) {
+  workload::StageWork work;
+  for (int c = 0; c < 2; ++c) {
+    workload::ChunkWork chunk;
+    chunk.forward.add(compute(Time::us(1), OpClass::kForward));
+    chunk.backward.add(compute(Time::us(1), OpClass::kBackward));
+    chunk.weight_grad.add(compute(Time::us(1), OpClass::kWeightGrad));
+    work.chunks.push_back(chunk);
+  }
+  using workload::Phase;
+  const std::vector<workload::WorkItem> bad = {{Phase::kForward, 0, 1}, {Phase::kForward, 0, 0}};
+  EXPECT_THROW(workload::build_stage_program(work, bad, PipelineSchedule::kZbV, 1, 2),
+               std::invalid_argument);
+}
+
+// DualPipe with chunk costs F = B = W: each stage idles (p/2 - 1)(F&B + B - 3W) = 2(p/2 - 1)
+// chunk passes (DeepSeek-V3, Table 2), once each F&B pair starts with both inputs and sends
+// after it; both directions cross the network, and runs repeat bit for bit.
+TEST(PipelineExec, DualPipeFollowsTableTwo) {
+  for (const int32_t p : {2, 4, 8}) {
+    for (const int32_t m : {2 * p, 4 * p}) {
+      SCOPED_TRACE(testing::Message() << "p=" << p << " m=" << m);
+      const auto r = run_pipeline(PipelineSchedule::kDualPipe, p, m, 2, Time::us(100));
+      ASSERT_TRUE(r.finished);
+      const double law =
+          workload::analytic_bubble_fraction(PipelineSchedule::kDualPipe, p, m, 2, 1, 1, 1);
+      EXPECT_NEAR(law, 2.0 * (p / 2 - 1) / (3 * m + 2 * (p / 2 - 1)), 1e-12);
+      for (int32_t s = 0; s < p; ++s) EXPECT_NEAR(bubble(r, s), law, 1e-9) << "s=" << s;
+      const auto again = run_pipeline(PipelineSchedule::kDualPipe, p, m, 2, Time::us(100));
+      EXPECT_EQ(again.step, r.step);
+      for (int32_t s = 0; s < p; ++s) {
+        EXPECT_EQ(again.stats[s].pipeline_wait, r.stats[s].pipeline_wait);
+        EXPECT_EQ(again.programs[s].ops.size(), r.programs[s].ops.size());
+      }
+    }
+  }
+}
+
+TEST(PipelineExec, ZeroBubbleVIsDeterministicOnARealNetwork) {
+  const auto a = run_pipeline(PipelineSchedule::kZbV, 4, 8, 2, Time::us(100),
+                              net::NetworkMode::kCongestionAware);
+  const auto b = run_pipeline(PipelineSchedule::kZbV, 4, 8, 2, Time::us(100),
+                              net::NetworkMode::kCongestionAware);
+  ASSERT_TRUE(a.finished);
+  EXPECT_EQ(a.step, b.step);
+  for (int32_t s = 0; s < 4; ++s) EXPECT_EQ(a.stats[s].pipeline_wait, b.stats[s].pipeline_wait);
+}
+
 TEST(PipelineExec, InFlightMicrobatches) {
   const int32_t p = 4, m = 12;
   const auto ofob = run_pipeline(PipelineSchedule::kOneFOneB, p, m, 1, Time::us(10));
@@ -148,8 +236,9 @@ TEST(PipelineExec, MismatchedSendIsReportedAsStuck) {
   chunk.activation_bytes = kMiB;
   work.chunks.push_back(chunk);
   auto orders = workload::pipeline_orders(PipelineSchedule::kOneFOneB, 2, 2, 1);
-  std::vector<workload::Program> programs{workload::build_stage_program(work, orders[0], 0, 2),
-                                          workload::build_stage_program(work, orders[1], 1, 2)};
+  std::vector<workload::Program> programs{
+      workload::build_stage_program(work, orders[0], PipelineSchedule::kOneFOneB, 0, 2),
+      workload::build_stage_program(work, orders[1], PipelineSchedule::kOneFOneB, 1, 2)};
   // Drop stage 1's first receive by renaming its tag.
   for (auto& op : programs[1].ops)
     if (op.kind == workload::OpKind::kRecv) {

@@ -41,26 +41,36 @@ TEST(ScheduleRegistry, TableFollowsTheEnumAndTheConfigSchema) {
     EXPECT_EQ(schedule_info(config).config, config);
   }
   EXPECT_THROW(schedule_info(static_cast<PipelineSchedule>(200)), std::invalid_argument);
-  EXPECT_EQ(names_with_virtual_stages(" or "), "INTERLEAVED");
+  EXPECT_EQ(names_with_virtual_stages(" or "), "INTERLEAVED or ZB_V or DUALPIPE");
 }
 
 TEST(ScheduleRegistry, FlagsMatchTheOrders) {
   for (const ScheduleInfo& s : schedule_table()) {
     SCOPED_TRACE(std::string(s.name));
     const int32_t p = 4, m = 8;
+    const int32_t v = s.exact_virtual_stages > 0 ? s.exact_virtual_stages : 1;
     bool has_w = false;
-    for (const auto& order : pipeline_orders(s.value, p, m, 1))
+    for (const auto& order : pipeline_orders(s.value, p, m, v))
       for (const WorkItem& item : order) has_w |= item.phase == Phase::kWeightGrad;
     EXPECT_EQ(has_w, s.splits_backward);
-    if (s.virtual_stages) {
+    if (s.exact_virtual_stages > 0) {
+      EXPECT_THROW(pipeline_orders(s.value, p, m, 1), std::invalid_argument);
+      EXPECT_THROW(pipeline_orders(s.value, p, m, 3), std::invalid_argument);
+    } else if (s.virtual_stages) {
       EXPECT_NO_THROW(pipeline_orders(s.value, p, m, 2));
     } else {
       EXPECT_THROW(pipeline_orders(s.value, p, m, 2), std::invalid_argument);
     }
-    if (s.whole_groups) {
-      EXPECT_THROW(pipeline_orders(s.value, p, m + 1, 1), std::invalid_argument);
+    if (s.whole_groups || s.even_microbatches) {
+      EXPECT_THROW(pipeline_orders(s.value, p, m + 1, v), std::invalid_argument);
     } else {
-      EXPECT_NO_THROW(pipeline_orders(s.value, p, m + 1, 1));
+      EXPECT_NO_THROW(pipeline_orders(s.value, p, m + 1, v));
+    }
+    if (s.even_stages)
+      EXPECT_THROW(pipeline_orders(s.value, p + 1, 2 * m, v), std::invalid_argument);
+    if (s.min_microbatches != nullptr) {
+      EXPECT_THROW(pipeline_orders(s.value, p, s.min_microbatches(p) - 2, v),
+                   std::invalid_argument);
     }
     // The planner only asks for virtual-stage counts the schedule takes.
     for (int32_t v : s.planner_virtual_stages) EXPECT_TRUE(v == 1 || s.virtual_stages) << v;
@@ -77,8 +87,8 @@ TEST(ScheduleRegistry, ErrorMessagesNameTheSchedules) {
     FAIL() << "no throw";
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()),
-              "ONE_F_ONE_B pipeline: virtual stages must be 1 (got 2); only INTERLEAVED uses "
-              "model chunks");
+              "ONE_F_ONE_B pipeline: virtual stages must be 1 (got 2); only INTERLEAVED and ZB_V "
+              "and DUALPIPE use model chunks");
   }
   try {
     pipeline_orders(PipelineSchedule::kInterleaved, 4, 6, 2);
@@ -94,7 +104,27 @@ TEST(ScheduleRegistry, ErrorMessagesNameTheSchedules) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()),
               "unknown pipeline schedule '1f1b' (expected one of: GPIPE, ONE_F_ONE_B, "
-              "INTERLEAVED, ZB_H1)");
+              "INTERLEAVED, ZB_H1, ZB_V, DUALPIPE)");
+  }
+  try {
+    pipeline_orders(PipelineSchedule::kZbV, 4, 8, 3);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ZB_V pipeline: virtual stages must be 2 (got 3): each stage holds two model chunks");
+  }
+  try {
+    pipeline_orders(PipelineSchedule::kDualPipe, 4, 6, 2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()), "DUALPIPE pipeline: microbatches (6) must be at least 8");
+  }
+  try {
+    pipeline_orders(PipelineSchedule::kDualPipe, 3, 8, 2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "DUALPIPE pipeline: stages (3) must be even, its two halves mirror each other");
   }
 }
 

@@ -253,6 +253,52 @@ TEST(Validate, PipelineSplits) {
       "parallel.layers_per_stage[1]");
 }
 
+// ZB-V and DualPipe take exactly two chunks per stage; DualPipe an even pp and an even count of
+// at least 2 x pp microbatches; DualPipe's layers split over pp pieces, not pp x 2.
+TEST(Validate, ZbVAndDualPipeShapes) {
+  using clustersim::ParallelConfig;
+  for (const auto schedule : {ParallelConfig::ZB_V, ParallelConfig::DUALPIPE}) {
+    expect_error([&](auto& c) { c.mutable_parallel()->set_schedule(schedule); },
+                 "parallel.virtual_stages = 1 but");
+    expect_error(
+        [&](auto& c) {
+          c.mutable_parallel()->set_schedule(schedule);
+          c.mutable_parallel()->set_virtual_stages(3);
+        },
+        "needs exactly 2");
+  }
+  auto dualpipe = [](auto& c) {
+    c.mutable_parallel()->set_schedule(ParallelConfig::DUALPIPE);
+    c.mutable_parallel()->set_virtual_stages(2);
+  };
+  expect_error(
+      [&](auto& c) {
+        dualpipe(c);
+        c.mutable_parallel()->set_pp(5);
+        c.mutable_parallel()->set_dp(1);
+        c.mutable_model()->set_num_layers(80);
+      },
+      "parallel.pp = 5 must be even");
+  expect_error(
+      [&](auto& c) {
+        dualpipe(c);
+        c.mutable_parallel()->set_global_batch_size(28);  // 7 microbatches
+      },
+      "at least 8");
+  expect_error(
+      [&](auto& c) {
+        dualpipe(c);
+        c.mutable_parallel()->set_global_batch_size(36);  // 9 microbatches
+      },
+      "must be even for DUALPIPE");
+  expect_error(
+      [&](auto& c) {
+        dualpipe(c);
+        c.mutable_model()->set_num_layers(82);
+      },
+      "divisible by parallel.pp = 4");
+}
+
 TEST(Validate, BatchAndSchedule) {
   expect_error([](auto& c) { c.mutable_parallel()->set_global_batch_size(66); },
                "parallel.global_batch_size");

@@ -14,6 +14,8 @@ ScheduleInfo gpipe_schedule();        // gpipe.cc
 ScheduleInfo one_f_one_b_schedule();  // one_f_one_b.cc
 ScheduleInfo interleaved_schedule();  // interleaved.cc
 ScheduleInfo zb_h1_schedule();        // zb_h1.cc
+ScheduleInfo zb_v_schedule();         // zb_v.cc
+ScheduleInfo dualpipe_schedule();     // dualpipe.cc
 
 // 1F1B's order and warm-up on stage s (one_f_one_b.cc): interleaved runs it when v == 1, and
 // ZB-H1 keeps its order of F and B.
@@ -26,6 +28,10 @@ std::vector<WorkItem> one_f_one_b_order(int32_t p, int32_t m, int32_t s);
 double unfilled_bubble_fraction(int32_t p, int32_t m, int32_t v, double t_f, double t_b,
                                 double t_w);
 double unfilled_idle_slots(int32_t p, double t_f, double t_b, double t_w);
+
+// The forwards before the first backward of `order` (pipeline_schedule.cc): one more than the
+// warm-up of a schedule whose steady phase opens with a forward.
+int32_t forwards_before_backward(const std::vector<WorkItem>& order);
 
 // Throws std::invalid_argument unless t_f, t_b and t_w are all positive and finite
 // (pipeline_schedule.cc).

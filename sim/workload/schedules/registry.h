@@ -25,6 +25,15 @@ struct ScheduleInfo {
   bool virtual_stages = false;   // runs v > 1 model chunks per stage; all others need v == 1
   bool whole_groups = false;     // needs microbatches % stages == 0
   bool splits_backward = false;  // backward as input gradient (kBackward) and weights (kWeightGrad)
+  int32_t exact_virtual_stages = 0;  // > 0: v must be exactly this (ZB-V and DualPipe: 2)
+  bool even_stages = false;          // DualPipe: pp even, its two halves mirror each other
+  // The fewest microbatches, and whether their count must be even (DualPipe: m >= 2p, even).
+  int32_t (*min_microbatches)(int32_t p) = nullptr;
+  bool even_microbatches = false;
+  // Chunk c of stage s holds model piece piece(p, s, c); without it Megatron's c*p + s.
+  int32_t (*piece)(int32_t p, int32_t stage, int32_t chunk) = nullptr;
+  // Each chunk index is its own path through the stages (DualPipe): p pieces, each held twice.
+  bool bidirectional = false;
 
   // The layout search (sim/plan/planner.cc) tries each of these virtual-stage counts, only with
   // pp > 1 when needs_pipeline; an empty list keeps the schedule out of the search.
