@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <thread>
 
 #include "sim/cli/commands.h"
@@ -28,6 +29,15 @@ int32_t gpus_per_node_of(const std::string& topology) {
   if (desc.has_tiered() && desc.tiered().node().gpus_per_node() > 0)
     return desc.tiered().node().gpus_per_node();
   return 8;
+}
+
+// --rank-order: "auto" (none pinned) or a ParallelConfig.RankOrder name.
+std::optional<clustersim::ParallelConfig::RankOrder> parse_rank_order(const std::string& name) {
+  if (name == "auto") return std::nullopt;
+  clustersim::ParallelConfig::RankOrder order{};
+  if (!clustersim::ParallelConfig::RankOrder_Parse(name, &order))
+    throw UsageError("--rank-order must be auto, TP_CP_PP_DP or TP_CP_DP_PP, got '" + name + "'");
+  return order;
 }
 
 }  // namespace
@@ -62,7 +72,7 @@ int memory_command(const std::vector<std::string>& args) {
 }
 
 int plan_command(const std::vector<std::string>& args) {
-  std::string path, preset, gpu, topology, objective = "time", json;
+  std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto";
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
   int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
@@ -71,11 +81,12 @@ int plan_command(const std::vector<std::string>& args) {
       "usage: clustersim plan --preset NAME --gpus N [options]\n       clustersim plan CONFIG "
       "--gpus N [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
       "Enumerates the parallel layouts of the model on N GPUs (TP, CP, PP, DP, virtual stages,\n"
-      "schedule, ZeRO stage, microbatch size, recompute), drops those that do not fit in HBM,\n"
-      "ranks the rest by an analytical estimate, simulates the best --simulate of them in\n"
-      "parallel threads on the congestion-free analytical network, runs the best --refine of\n"
-      "those again on the congestion-aware network and ranks them by it, and prints the top\n"
-      "ones with why they win or lose.\n\noptions");
+      "schedule, ZeRO stage, microbatch size, recompute; EP and expert TP for a mixture of\n"
+      "experts), drops those that do not fit in HBM, ranks the rest by an analytical estimate,\n"
+      "simulates the best --simulate of them in parallel threads on the congestion-free\n"
+      "analytical network, runs the best --refine of those again on the congestion-aware\n"
+      "network and ranks them by it, and prints the top ones with why they win or lose.\n\n"
+      "options");
   config.add_to(opts, "override a field (repeatable)");
   // clang-format off
   opts.add_options()
@@ -90,6 +101,9 @@ int plan_command(const std::vector<std::string>& args) {
       ("refine", po::value(&refine), "leaders re-run congestion-aware and ranked by it "
        "(default 5; 0: analytical ranking only)")
       ("jobs", po::value(&jobs), "simulation threads (default: hardware threads)")
+      ("rank-order", po::value(&rank_order), "rank order of every candidate: TP_CP_PP_DP or "
+       "TP_CP_DP_PP (default auto: TP_CP_DP_PP where experts are split over EP > 1, keeping an "
+       "EP group on one server; otherwise the config's)")
       ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
       ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
       ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
@@ -110,10 +124,11 @@ int plan_command(const std::vector<std::string>& args) {
   if (objective != "time" && objective != "cost")
     throw UsageError("--objective must be time or cost, got '" + objective + "'");
   run::apply_gradient_accumulation(base);
+  const auto order = parse_rank_order(rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster().topology());
 
   if (vm.count("min-gpus")) {
-    const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node);
+    const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order);
     if (min.gpus == 0) {
       std::cout << "no layout fits on up to " << max_gpus << " GPUs\n";
       return 3;
@@ -139,6 +154,7 @@ int plan_command(const std::vector<std::string>& args) {
   options.simulate = simulate;
   if (refine < 0) throw UsageError("--refine must not be negative, got " + std::to_string(refine));
   options.refine = refine;
+  options.rank_order = order;
   // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
   World world;
   options.jobs = jobs > 0 ? jobs : world.local_jobs();

@@ -167,6 +167,8 @@ std::string short_layout(const RunConfig& c) {
   const auto& p = c.parallel();
   std::string s = workload::dims_text(workload::dim_sizes(p), " ");
   const workload::ScheduleInfo& schedule = workload::schedule_info(p.schedule());
+  if (c.model().has_moe() && workload::expert_tp_of(p) != p.tp())
+    s += ", ETP " + std::to_string(workload::expert_tp_of(p));
   s += ", " + std::string(schedule.display);
   if (schedule.virtual_stages) s += " v" + std::to_string(p.virtual_stages());
   s += ", mbs " + std::to_string(p.microbatch_size()) + ", ZeRO-" + std::to_string(p.zero_stage());
@@ -196,8 +198,85 @@ std::vector<ScheduleChoice> schedule_choices(int32_t pp) {
 
 }  // namespace
 
-std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus,
-                                         int32_t gpus_per_node) {
+namespace {
+
+// A layout's sizes before the schedule, ZeRO, microbatch and recompute choices.
+struct Shape {
+  int32_t tp, cp, pp, dp;
+  int32_t ep = 1, etp = 0;  // etp 0: the experts' TP is tp
+};
+
+// The (ep, etp) pairs to try on a shape: for a mixture of experts, every ep dividing the experts
+// and the stage's tp·cp·dp ranks over expert TP, with expert TP tp first, then 1 (Megatron-Core's
+// two choices); a dense model has only (1, tp). validate_moe rejects what remains invalid.
+std::vector<Shape> expert_choices(const clustersim::ModelConfig& m, const Shape& s) {
+  if (!m.has_moe()) return {s};
+  std::vector<Shape> out;
+  const int64_t stage_ranks = int64_t{s.tp} * s.cp * s.dp;
+  for (const int32_t etp : {s.tp, 1}) {
+    if (etp == 1 && s.tp == 1) break;
+    for (const int32_t ep : divisors(m.moe().num_experts(), m.moe().num_experts())) {
+      if (stage_ranks % (int64_t{etp} * ep)) continue;
+      Shape e = s;
+      e.ep = ep;
+      e.etp = etp == s.tp ? 0 : 1;
+      out.push_back(e);
+    }
+  }
+  return out;
+}
+
+// Megatron-Core numbers ranks tp-cp-ep-dp-pp: pipeline stages outermost, so that an EP group,
+// carved from a stage's TP x CP x DP ranks, lies on consecutive GPUs (one server where it fits)
+// and its per-layer all-to-alls ride NVLink; with TP_CP_PP_DP it would stride across servers.
+void set_rank_order(const Shape& s, std::optional<ParallelConfig::RankOrder> pinned,
+                    ParallelConfig& p) {
+  if (pinned) {
+    p.set_rank_order(*pinned);
+  } else if (s.ep > 1) {
+    p.set_rank_order(ParallelConfig::TP_CP_DP_PP);
+  }
+}
+
+// Every schedule, ZeRO stage, microbatch size and recompute choice of `s` that validates.
+void add_variants(const RunConfig& base, const Shape& s,
+                  std::optional<ParallelConfig::RankOrder> rank_order,
+                  std::vector<RunConfig>& out) {
+  for (const ScheduleChoice& sc : schedule_choices(s.pp)) {
+    for (int32_t zero : {1, 3}) {
+      for (int32_t mbs : {1, 2}) {
+        for (auto rc : {ParallelConfig::NONE, ParallelConfig::SELECTIVE, ParallelConfig::FULL}) {
+          RunConfig c = base;
+          auto& p = *c.mutable_parallel();
+          p.clear_layers_per_stage();
+          p.set_tp(s.tp);
+          p.set_cp(s.cp);
+          p.set_pp(s.pp);
+          p.set_dp(s.dp);
+          if (base.model().has_moe()) {
+            p.set_ep(s.ep);
+            p.set_etp(s.etp);
+          }
+          set_rank_order(s, rank_order, p);
+          p.set_virtual_stages(sc.v);
+          p.set_schedule(sc.schedule);
+          p.set_sequence_parallel(s.tp > 1);
+          p.set_zero_stage(zero);
+          p.set_microbatch_size(mbs);
+          p.set_recompute(rc);
+          p.set_checkpoint_every_k_layers(0);
+          p.set_gradient_accumulation_steps(0);
+          if (valid(c)) out.push_back(std::move(c));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
+                                         std::optional<ParallelConfig::RankOrder> rank_order) {
   std::vector<RunConfig> out;
   const auto& m = base.model();
   for (int32_t tp : divisors(gpus_per_node, gpus_per_node)) {
@@ -207,92 +286,12 @@ std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus,
       for (int32_t pp : divisors(m.num_layers(), 128)) {
         const int64_t tcp = int64_t{tp} * cp * pp;
         if (gpus % tcp) continue;
-        const int32_t dp = static_cast<int32_t>(gpus / tcp);
-        for (const ScheduleChoice& sc : schedule_choices(pp)) {
-          for (int32_t zero : {1, 3}) {
-            for (int32_t mbs : {1, 2}) {
-              for (auto rc :
-                   {ParallelConfig::NONE, ParallelConfig::SELECTIVE, ParallelConfig::FULL}) {
-                RunConfig c = base;
-                auto& p = *c.mutable_parallel();
-                p.clear_layers_per_stage();
-                p.set_tp(tp);
-                p.set_cp(cp);
-                p.set_pp(pp);
-                p.set_dp(dp);
-                p.set_virtual_stages(sc.v);
-                p.set_schedule(sc.schedule);
-                p.set_sequence_parallel(tp > 1);
-                p.set_zero_stage(zero);
-                p.set_microbatch_size(mbs);
-                p.set_recompute(rc);
-                p.set_checkpoint_every_k_layers(0);
-                p.set_gradient_accumulation_steps(0);
-                if (valid(c)) out.push_back(std::move(c));
-              }
-            }
-          }
-        }
+        const Shape shape{tp, cp, pp, static_cast<int32_t>(gpus / tcp)};
+        for (const Shape& s : expert_choices(m, shape)) add_variants(base, s, rank_order, out);
       }
     }
   }
   return out;
-}
-
-double estimate_step_seconds(const RunConfig& config) {
-  const auto& p = config.parallel();
-  const auto gpu = compute::load_gpu_profile(gpu_of(config));
-  const compute::KernelCostModel cost(gpu);
-  const int32_t stage = p.pp() / 2;
-  const auto work = run::build_stage_work(config, stage, cost, false);
-  const double nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
-  const double nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
-  auto comm_seconds = [&](const workload::PhaseOps& phase) {
-    double s = 0;
-    for (const auto& e : phase.ops) {
-      const auto& op = e.op;
-      if (op.kind != workload::OpKind::kCollective) continue;
-      const int32_t n = op.dim == workload::Dim::kTp   ? p.tp()
-                        : op.dim == workload::Dim::kCp ? p.cp()
-                                                       : 1;
-      if (n <= 1) continue;
-      const double factor =
-          op.coll_op == coll::Op::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
-      s += 5e-6 +
-           static_cast<double>(op.bytes) * factor / (op.dim == workload::Dim::kTp ? nvlink : nic);
-    }
-    return s;
-  };
-  const auto costs = run::phase_costs(work);
-  const auto& chunk = work.chunks.front();
-  const double per_slot = costs.t_f + costs.t_b + costs.t_w + comm_seconds(chunk.forward) +
-                          comm_seconds(chunk.backward) + comm_seconds(chunk.weight_grad);
-  const int32_t m = workload::num_microbatches(p);
-  // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
-  const int32_t v = workload::chunk_passes(workload::pipeline_schedule_of(p), p.virtual_stages());
-  const double bubble_slots = workload::schedule_info(p.schedule())
-                                  .planner_idle_slots(p.pp(), costs.t_f, costs.t_b, costs.t_w);
-  double pipeline = (static_cast<double>(v) * m + bubble_slots) * per_slot;
-
-  // Data-parallel traffic per GPU (bf16), over the GPU's NIC.
-  const double params = static_cast<double>(workload::stage_params(config, stage));
-  const double dp = p.dp();
-  double exposed = 0;
-  if (p.dp() > 1) {
-    const double one_pass = 2.0 * params * (dp - 1) / dp / nic;  // a reduce-scatter or all-gather
-    if (p.zero_stage() == 3) {
-      // Weights gathered per layer in forward and backward of every microbatch-chunk.
-      const double gathers = 2.0 * m * one_pass;
-      pipeline = std::max(pipeline, gathers);
-      exposed += one_pass / (static_cast<double>(v) * m);  // last gradient bucket
-    } else {
-      exposed += one_pass;  // parameter all-gather after the optimizer, never hidden
-      exposed += one_pass / (static_cast<double>(v) * m);
-    }
-  }
-  double optimizer = 0;
-  for (const auto& op : work.optimizer) optimizer += op.duration.as_seconds();
-  return pipeline + exposed + optimizer;
 }
 
 namespace {
@@ -331,13 +330,13 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
       counts.push_back(g);
   std::vector<Candidate> fitting;
   for (int64_t g : counts) {
-    for (auto& c : enumerate_layouts(base, g, options.gpus_per_node)) {
+    for (auto& c : enumerate_layouts(base, g, options.gpus_per_node, options.rank_order)) {
       ++result.enumerated;
       Candidate cand;
       cand.fit = check_fit(c, capacity);
       if (!cand.fit.fits) continue;
       cand.config = std::move(c);
-      cand.estimate_s = estimate_step_seconds(cand.config);
+      cand.estimate_s = estimate_step_seconds(cand.config, options.gpus_per_node);
       fitting.push_back(std::move(cand));
     }
   }
@@ -421,13 +420,14 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   return result;
 }
 
-MinGpus find_min_gpus(const RunConfig& base, int64_t max_gpus, int32_t gpus_per_node) {
+MinGpus find_min_gpus(const RunConfig& base, int64_t max_gpus, int32_t gpus_per_node,
+                      std::optional<ParallelConfig::RankOrder> rank_order) {
   const auto gpu = compute::load_gpu_profile(gpu_of(base));
   const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
   MinGpus out;
   for (int64_t g = 1; g <= max_gpus; g = g < gpus_per_node ? g + 1 : g + gpus_per_node) {
     bool found = false;
-    for (auto& c : enumerate_layouts(base, g, gpus_per_node)) {
+    for (auto& c : enumerate_layouts(base, g, gpus_per_node, rank_order)) {
       const FitCheck f = check_fit(c, capacity);
       if (!f.fits) continue;
       if (!found || f.peak < out.layout.fit.peak) {
@@ -508,6 +508,10 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
     const workload::DimSizes sizes = workload::dim_sizes(p);
     for (const auto& d : workload::kDims)
       w.field(std::string(d.key), sizes[static_cast<std::size_t>(d.dim)]);
+    // A MoE layout's expert TP and rank order (a dense one's JSON is as it was before MoE).
+    if (c.config.model().has_moe())
+      w.field("etp", workload::expert_tp_of(p))
+          .field("rank_order", ParallelConfig::RankOrder_Name(p.rank_order()));
     w.field("virtual_stages", p.virtual_stages())
         .field("schedule", workload::schedule_info(p.schedule()).name)
         .field("microbatch_size", p.microbatch_size())

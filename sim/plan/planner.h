@@ -2,15 +2,16 @@
 // fit, ranks the rest by a cheap analytical estimate and simulates the best few in parallel.
 #pragma once
 
-#include <functional>
-
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "proto/config.pb.h"
 #include "sim/plan/memory_report.h"
+#include "sim/plan/step_estimate.h"
 #include "sim/report/step_report.h"
 
 namespace cs::plan {
@@ -29,6 +30,9 @@ struct PlanOptions {
   // (0: keep the analytical ranking).
   clustersim::NetworkMode search_network = clustersim::ANALYTICAL;
   int32_t refine = 5;
+  // The rank order of every candidate; unset: TP_CP_DP_PP where experts are split (EP > 1),
+  // otherwise the base config's (see enumerate_layouts).
+  std::optional<clustersim::ParallelConfig::RankOrder> rank_order;
   // Spreading over MPI ranks: this process is `rank` of `ranks` and simulates every ranks-th
   // candidate; `gather` brings each rank's text to rank 0 (in rank order; empty elsewhere).
   // Rank 0 returns the full result, the others an empty ranking.
@@ -40,16 +44,14 @@ struct PlanOptions {
 // gpus_per_node, cp in {1, 2, 4}, pp dividing the layers, interleaving with 2 or 4 virtual
 // stages, schedules 1F1B / interleaved / ZB-H1 (GPipe is left out: the same bubble as 1F1B and
 // m instead of p microbatches of activations), ZeRO 1 or 3, microbatch size 1 or 2, recompute
-// none / selective / full, sequence parallelism whenever tp > 1. The batch, precision, offload
-// and cluster of `base` are kept; layers_per_stage is cleared (an even split).
-std::vector<clustersim::RunConfig> enumerate_layouts(const clustersim::RunConfig& base,
-                                                     int64_t gpus, int32_t gpus_per_node);
-
-// Seconds per step without simulation: per-chunk compute from the kernel cost model plus
-// tensor-parallel collectives at NVLink bandwidth, times (v·m + p − 1) pipeline slots; plus
-// the data-parallel traffic that cannot overlap (the ZeRO parameter all-gather after the
-// optimizer, or ZeRO-3's per-layer gathers beyond the compute they hide behind) and the optimizer.
-double estimate_step_seconds(const clustersim::RunConfig& config);
+// none / selective / full, sequence parallelism whenever tp > 1. For a mixture of experts, also
+// every expert-parallel size ep dividing model.moe.num_experts and tp·cp·dp / etp, with expert
+// TP etp = tp or 1. The batch, precision, offload and cluster of `base` are kept;
+// layers_per_stage is cleared (an even split). `rank_order`, when given, is every layout's;
+// otherwise layouts with ep > 1 take TP_CP_DP_PP and the others keep the base config's.
+std::vector<clustersim::RunConfig> enumerate_layouts(
+    const clustersim::RunConfig& base, int64_t gpus, int32_t gpus_per_node,
+    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt);
 
 struct Candidate {
   clustersim::RunConfig config;
@@ -77,9 +79,13 @@ struct MinGpus {
   int64_t gpus = 0;
   Candidate layout;
 };
-MinGpus find_min_gpus(const clustersim::RunConfig& base, int64_t max_gpus, int32_t gpus_per_node);
+MinGpus find_min_gpus(
+    const clustersim::RunConfig& base, int64_t max_gpus, int32_t gpus_per_node,
+    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt);
 
-// One line per parallel layout, short: "TP 8 x CP 1 x PP 4 x DP 32, 1F1B, mbs 1, ZeRO-1, sel.".
+// One line per parallel layout, short: "TP 8 x CP 1 x PP 4 x DP 32, 1F1B, mbs 1, ZeRO-1, sel.";
+// with experts split, "TP 2 x CP 1 x PP 4 x DP 8 x EP 4 x EDP 4, ETP 1, ..." (ETP only when it
+// is not TP).
 std::string short_layout(const clustersim::RunConfig& config);
 
 void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& options);

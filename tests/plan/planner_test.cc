@@ -146,7 +146,7 @@ TEST(Planner, EstimateAmortisesTheBubbleOverMoreMicrobatches) {
   // (v·m + p − 1) slots: per microbatch the estimate falls as m grows, towards one slot.
   const auto a = small({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=4"});
   const auto b = small({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=16"});
-  const double est_a = estimate_step_seconds(a), est_b = estimate_step_seconds(b);
+  const double est_a = estimate_step_seconds(a, 8), est_b = estimate_step_seconds(b, 8);
   // 12 more pipeline slots; what remains of est_a after its 7 slots is the fixed optimizer step.
   const double slot = (est_b - est_a) / 12;
   EXPECT_GT(slot, 0);

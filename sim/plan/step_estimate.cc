@@ -1,0 +1,129 @@
+#include "sim/plan/step_estimate.h"
+
+#include <algorithm>
+#include <string>
+
+#include "sim/compute/gpu_profile.h"
+#include "sim/compute/kernel_cost.h"
+#include "sim/run/stage_work.h"
+#include "sim/workload/layout_config.h"
+#include "sim/workload/model_math.h"
+#include "sim/workload/schedules/registry.h"
+
+namespace cs::plan {
+
+namespace {
+
+using clustersim::RunConfig;
+
+// Per GPU, the fractions of an all-to-all's bytes bound for EP peers on its own server and on
+// other servers, for the EP group of rank 0 (every group has the same shape).
+struct EpSpread {
+  double local = 0, remote = 0;
+};
+EpSpread ep_spread(const RunConfig& config, int32_t gpus_per_node) {
+  const workload::Layout layout = workload::layout_of(config.parallel());
+  const auto members = layout.group_members(0, workload::Dim::kEp);
+  const auto n = static_cast<double>(members.size());
+  double same_node = 0;
+  for (const int32_t r : members) same_node += r / gpus_per_node == 0 ? 1 : 0;
+  return {(same_node - 1) / n, (n - same_node) / n};
+}
+
+// A compute op's seconds; for an expert op, the busiest EP rank's, since each layer's dispatch
+// and combine all-to-alls make the whole EP group wait for it.
+double compute_seconds(const workload::StageWork& work, const workload::PhaseOps& phase) {
+  double s = 0;
+  for (const auto& e : phase.ops) {
+    const workload::Op& op = e.op;
+    if (op.kind != workload::OpKind::kCompute) continue;
+    if (op.varies == UINT32_MAX) {
+      s += op.duration.as_seconds();
+    } else {
+      const auto& times = work.rank_times[op.varies];
+      s += std::max_element(times.begin(), times.end())->as_seconds();
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
+  const auto& p = config.parallel();
+  const auto gpu =
+      compute::load_gpu_profile(config.cluster().gpu().empty() ? "h100" : config.cluster().gpu());
+  const compute::KernelCostModel cost(gpu);
+  const int32_t stage = p.pp() / 2;
+  const auto work = run::build_stage_work(config, stage, cost, false);
+  const double nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
+  const double nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
+  const EpSpread ep = p.ep() > 1 ? ep_spread(config, gpus_per_node) : EpSpread{};
+  auto comm_seconds = [&](const workload::PhaseOps& phase) {
+    double s = 0;
+    for (const auto& e : phase.ops) {
+      const auto& op = e.op;
+      if (op.kind != workload::OpKind::kCollective) continue;
+      const auto bytes = static_cast<double>(op.bytes);
+      if (op.dim == workload::Dim::kEp) {
+        // A MoE layer's dispatch and combine all-to-alls, forward and backward: 4 per layer and
+        // microbatch, each moving this GPU's T x top_k token copies of h bf16 values. The copies
+        // for experts on this GPU stay; those for its server's peers go over NVLink while those
+        // for other servers leave over its NIC, at once (node-limited dedup is left out, so
+        // this is an upper bound when model.moe.max_nodes_per_token is set).
+        s += 5e-6 + std::max(bytes * ep.local / nvlink, bytes * ep.remote / nic);
+        continue;
+      }
+      const int32_t n = op.dim == workload::Dim::kTp   ? p.tp()
+                        : op.dim == workload::Dim::kCp ? p.cp()
+                                                       : 1;
+      if (n <= 1) continue;
+      const double factor =
+          op.coll_op == coll::Op::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+      s += 5e-6 + bytes * factor / (op.dim == workload::Dim::kTp ? nvlink : nic);
+    }
+    return s;
+  };
+  const auto& chunk = work.chunks.front();
+  const double t_f = compute_seconds(work, chunk.forward);
+  const double t_b = compute_seconds(work, chunk.backward);
+  const double t_w = compute_seconds(work, chunk.weight_grad);
+  const double per_slot = t_f + t_b + t_w + comm_seconds(chunk.forward) +
+                          comm_seconds(chunk.backward) + comm_seconds(chunk.weight_grad);
+  const int32_t m = workload::num_microbatches(p);
+  // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
+  const int32_t v = workload::chunk_passes(workload::pipeline_schedule_of(p), p.virtual_stages());
+  const double bubble_slots =
+      workload::schedule_info(p.schedule()).planner_idle_slots(p.pp(), t_f, t_b, t_w);
+  double pipeline = (static_cast<double>(v) * m + bubble_slots) * per_slot;
+
+  // Data-parallel traffic per GPU (bf16), over the GPU's NIC: dense weights over DP, routed
+  // experts (when split, EP > 1) over their expert-data-parallel group.
+  const double params = static_cast<double>(workload::stage_params(config, stage));
+  const double expert_params =
+      p.ep() > 1 ? static_cast<double>(workload::stage_expert_params(config, stage)) : 0.0;
+  auto pass = [&](double n_params, double group) {  // a reduce-scatter or all-gather
+    return group > 1 ? 2.0 * n_params * (group - 1) / group / nic : 0.0;
+  };
+  const double dp = p.dp();
+  const auto edp =
+      static_cast<double>(workload::dim_sizes(p)[static_cast<int>(workload::Dim::kEdp)]);
+  const double one_pass = pass(params - expert_params, dp) + pass(expert_params, edp);
+  double exposed = 0;
+  if (one_pass > 0) {
+    if (p.zero_stage() == 3) {
+      // Weights gathered per layer in forward and backward of every microbatch-chunk.
+      const double gathers = 2.0 * m * one_pass;
+      pipeline = std::max(pipeline, gathers);
+      exposed += one_pass / (static_cast<double>(v) * m);  // last gradient bucket
+    } else {
+      exposed += one_pass;  // parameter all-gather after the optimizer, never hidden
+      exposed += one_pass / (static_cast<double>(v) * m);
+    }
+  }
+  double optimizer = 0;
+  for (const auto& op : work.optimizer) optimizer += op.duration.as_seconds();
+  return pipeline + exposed + optimizer;
+}
+
+}  // namespace cs::plan

@@ -1,0 +1,74 @@
+// `clustersim plan` on a mixture of experts: EP in the table and JSON; --rank-order pins or fails.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "tests/support/test_helpers.h"
+
+namespace cs::cli {
+namespace {
+
+using testing_support::run_cli;
+using testing_support::temp_file;
+
+const std::vector<std::string> kSmallMoe = {"plan",
+                                            "--preset",
+                                            "mixtral-8x7b",
+                                            "--set",
+                                            "model.num_layers=2",
+                                            "--set",
+                                            "model.seq_length=1024",
+                                            "--set",
+                                            "parallel.global_batch_size=16",
+                                            "--set",
+                                            "parallel.ep=1",
+                                            "--gpus",
+                                            "8",
+                                            "--simulate",
+                                            "3",
+                                            "--refine",
+                                            "0",
+                                            "--jobs",
+                                            "2"};
+
+std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(CliPlan, AMixtureOfExpertsShowsItsExpertLayoutInTheTableAndTheJson) {
+  const std::string json = temp_file("plan_moe.json", "");
+  const auto r = run_cli(with(kSmallMoe, {"--json", json}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find(" EP 8 EDP "), std::string::npos) << r.out;
+  std::stringstream text;
+  text << std::ifstream(json).rdbuf();
+  EXPECT_NE(text.str().find("\"ep\": 8"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"etp\": "), std::string::npos);
+  EXPECT_NE(text.str().find("\"rank_order\": \"TP_CP_DP_PP\""), std::string::npos);
+}
+
+TEST(CliPlan, RankOrderPinsEveryCandidate) {
+  const std::string json = temp_file("plan_moe_pinned.json", "");
+  const auto r = run_cli(with(kSmallMoe, {"--rank-order", "TP_CP_PP_DP", "--json", json}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::stringstream text;
+  text << std::ifstream(json).rdbuf();
+  EXPECT_EQ(text.str().find("\"rank_order\": \"TP_CP_DP_PP\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"rank_order\": \"TP_CP_PP_DP\""), std::string::npos);
+}
+
+TEST(CliPlan, AnUnknownRankOrderFailsWithOneLineNamingTheOption) {
+  const auto r = run_cli(with(kSmallMoe, {"--rank-order", "PP_FIRST"}));
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--rank-order must be auto, TP_CP_PP_DP or TP_CP_DP_PP, got 'PP_FIRST'"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+}  // namespace
+}  // namespace cs::cli
