@@ -1,0 +1,79 @@
+// The transfers of an expert-parallel all-to-all-v: sizes follow the shares, combine mirrors
+// dispatch, and node-limited routing crosses the network once per server a token reaches.
+#include "sim/exec/all_to_all_v.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <vector>
+
+namespace cs::exec {
+namespace {
+
+std::vector<EpMember> members(int servers, int per_server) {
+  std::vector<EpMember> m;
+  for (int s = 0; s < servers; ++s)
+    for (int g = 0; g < per_server; ++g)
+      m.push_back({static_cast<net::VertexId>(s * per_server + g), s});
+  return m;
+}
+
+workload::AllToAllV balanced(int n, int top_k, int max_nodes) {
+  workload::AllToAllV v;
+  v.share.assign(static_cast<std::size_t>(n), 1.0 / n);
+  v.top_k = top_k;
+  v.copies_per_token = top_k;
+  v.max_nodes = max_nodes;
+  return v;
+}
+
+// Bytes by (src, dst) GPU.
+std::map<std::pair<net::VertexId, net::VertexId>, double> by_pair(
+    const std::vector<net::FluidEdge>& edges) {
+  std::map<std::pair<net::VertexId, net::VertexId>, double> out;
+  for (const auto& e : edges) out[{e.src, e.dst}] += e.wire_bytes;
+  return out;
+}
+
+TEST(AllToAllV, SizesFollowTheSharesAndCombineRunsBackwards) {
+  workload::AllToAllV v = balanced(4, 2, 0);
+  v.share = {0.4, 0.3, 0.2, 0.1};
+  const auto gpus = members(1, 4);
+  const auto dispatch = by_pair(all_to_all_v_edges(v, 1000, gpus));
+  EXPECT_EQ(dispatch.size(), 12u);  // every ordered pair, no self-copies
+  EXPECT_DOUBLE_EQ((dispatch.at({1, 0})), 400.0);
+  EXPECT_DOUBLE_EQ((dispatch.at({0, 3})), 100.0);
+  v.reverse = true;
+  const auto combine = by_pair(all_to_all_v_edges(v, 1000, gpus));
+  for (const auto& [pair, bytes] : dispatch)
+    EXPECT_DOUBLE_EQ(combine.at({pair.second, pair.first}), bytes);
+}
+
+// 4 servers of 2, top 4 balanced, at most 2 servers per token: each token reaches a server with
+// probability 1 - (3/4)^4 = 0.684 before the limit, 4 x 0.684 = 2.73 > 2, so each remote server
+// gets 2 / 4 = 0.5 of a token's bytes over the network, once, from the member on its rail.
+TEST(AllToAllV, NodeLimitedRoutingCrossesTheNetworkOncePerServer) {
+  const auto gpus = members(4, 2);
+  const workload::AllToAllV v = balanced(8, 4, 2);
+  const Bytes bytes = 4000;  // 4 copies of 1000-byte tokens
+  const auto pairs = by_pair(all_to_all_v_edges(v, bytes, gpus));
+  // Member 0 (server 0, place 0) to server 1: one 500-byte hop to GPU 2, its rail peer.
+  EXPECT_DOUBLE_EQ(pairs.at({0, 2}), 0.5 * 1000);
+  EXPECT_EQ(pairs.count({0, 3}), 0u);  // not to the other GPU of server 1
+  // GPU 2 forwards to its server-mate 3 what the three remote sources on its rail sent for it,
+  // beside its own copies for 3.
+  EXPECT_DOUBLE_EQ(pairs.at({2, 3}), 3 * 4000.0 / 8 + 4000.0 / 8);
+  // Network bytes a GPU sends: 3 servers x 500, against 6 x 500 without the limit.
+  double network = 0;
+  for (const auto& [pair, b] : pairs)
+    if (pair.first == 0 && pair.second / 2 != 0) network += b;
+  EXPECT_DOUBLE_EQ(network, 1500.0);
+  double unlimited = 0;
+  for (const auto& [pair, b] : by_pair(all_to_all_v_edges(balanced(8, 4, 0), bytes, gpus)))
+    if (pair.first == 0 && pair.second / 2 != 0) unlimited += b;
+  EXPECT_DOUBLE_EQ(unlimited, 3000.0);
+}
+
+}  // namespace
+}  // namespace cs::exec

@@ -1,0 +1,87 @@
+// Mixture-of-experts steps end to end: all-to-alls are charged to EP, imbalance and node limits
+// move the step the way they should, and folding expert-data-parallel replicas changes nothing.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "sim/config/run_config.h"
+#include "sim/run/step_simulation.h"
+
+namespace cs::run {
+namespace {
+
+// Mixtral 8x7B's layer shapes on 4 layers: PP 2 x DP 8 with EP 4 (EDP 2) on 16 H100s.
+clustersim::RunConfig small(std::vector<std::string> more = {}) {
+  std::vector<std::string> o = {"model.num_layers=4",
+                                "model.seq_length=1024",
+                                "parallel.pp=2",
+                                "parallel.virtual_stages=1",
+                                "parallel.schedule=ONE_F_ONE_B",
+                                "parallel.dp=8",
+                                "parallel.ep=4",
+                                "parallel.global_batch_size=32",
+                                "cluster.num_gpus=16"};
+  o.insert(o.end(), more.begin(), more.end());
+  return load_run_config("", "mixtral-8x7b", o).config;
+}
+
+report::StepReport run(std::vector<std::string> more = {}) {
+  return simulate_step(small(std::move(more)), "test");
+}
+
+std::string json_of(const report::StepReport& r) {
+  std::ostringstream out;
+  report::write_json(out, r, /*include_host=*/false);
+  return out.str();
+}
+
+TEST(MoeRun, AllToAllsAreExposedExpertParallelTime) {
+  const auto r = run();
+  ASSERT_TRUE(r.moe.enabled);
+  EXPECT_GT(r.moe.all_to_all_s, 0);
+  // Dispatch and combine block the compute stream: all of their time is exposed.
+  EXPECT_DOUBLE_EQ(r.moe.all_to_all_exposed_s, r.moe.all_to_all_s);
+  EXPECT_DOUBLE_EQ(r.exposed(workload::Dim::kEp), r.moe.all_to_all_exposed_s);
+  EXPECT_GT(r.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)], 0);
+  EXPECT_GT(r.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEdp)], 0);
+  EXPECT_EQ(json_of(r), json_of(run()));  // bit for bit
+}
+
+TEST(MoeRun, SkewedRoutingSlowsTheStepAndCapacityDropsTokens) {
+  const auto even = run();
+  const auto skewed = run({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"});
+  EXPECT_GT(skewed.moe.tokens_max_over_mean, 2.0);
+  EXPECT_GT(skewed.iteration_time_s, 1.2 * even.iteration_time_s);
+  const auto capped = run({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1",
+                           "model.moe.capacity_factor=1.25"});
+  EXPECT_GT(capped.moe.dropped_share, 0.1);
+  EXPECT_LT(capped.iteration_time_s, skewed.iteration_time_s);
+}
+
+TEST(MoeRun, FoldingExpertDataParallelReplicasKeepsTheStep) {
+  const auto folded = run();
+  const auto unfolded = run({"simulation.fold_data_parallel=false"});
+  EXPECT_NEAR(folded.iteration_time_s, unfolded.iteration_time_s, 1e-3 * unfolded.iteration_time_s);
+  EXPECT_LT(folded.events, unfolded.events);
+  EXPECT_DOUBLE_EQ(folded.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)],
+                   unfolded.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)]);
+}
+
+// EP 8 over two servers (Llama 3's rank order puts DP neighbours PP 2 apart). Top 4 of 8 experts
+// spread evenly: without a limit a token sends 2 of its 4 copies to the other server; with one
+// server at most, it crosses half the time, once: a quarter of the network's EP bytes.
+TEST(MoeRun, NodeLimitedRoutingCutsNetworkBytes) {
+  const std::vector<std::string> spread_ep = {"parallel.ep=8", "model.moe.top_k=4",
+                                              "parallel.rank_order=TP_CP_PP_DP"};
+  auto with_limit = spread_ep;
+  with_limit.push_back("model.moe.max_nodes_per_token=1");
+  const auto spread = run(spread_ep);
+  const auto limited = run(with_limit);
+  EXPECT_LT(limited.comm_bytes_network, 0.6 * spread.comm_bytes_network);
+  EXPECT_GT(limited.comm_bytes_network, 0);
+}
+
+}  // namespace
+}  // namespace cs::run

@@ -1,0 +1,113 @@
+// Routing loads, MoE parameter counts and the MoE block's ops on one GPU.
+#include "sim/workload/moe.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+#include <numeric>
+
+#include "sim/config/config_error.h"
+#include "sim/config/run_config.h"
+#include "sim/workload/model_math.h"
+#include "sim/workload/moe_ops.h"
+#include "tests/support/test_helpers.h"
+
+namespace cs::workload {
+namespace {
+
+clustersim::RunConfig mixtral(std::vector<std::string> overrides = {}) {
+  return load_run_config("", "mixtral-8x7b", overrides).config;
+}
+
+TEST(Routing, BalancedSkewedAndCapacity) {
+  const ExpertLoad even = RoutingTable(mixtral()).load(3);
+  EXPECT_DOUBLE_EQ(even.max_over_mean(), 1.0);
+  EXPECT_EQ(even.rank_share.size(), 8u);
+  const auto skewed_config = mixtral({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"});
+  const ExpertLoad skewed = RoutingTable(skewed_config).load(3);
+  // Zipf over 8 experts: the top expert holds 1 / H_8 = 0.368 of the assignments.
+  const double h8 = 1 + 1 / 2. + 1 / 3. + 1 / 4. + 1 / 5. + 1 / 6. + 1 / 7. + 1 / 8.;
+  EXPECT_NEAR(*std::max_element(skewed.kept.begin(), skewed.kept.end()), 1 / h8, 1e-12);
+  EXPECT_NEAR(skewed.max_over_mean(), 8 / h8, 1e-12);
+  // Seeded: the same layer gives the same experts, another layer or seed another permutation.
+  EXPECT_EQ(RoutingTable(skewed_config).load(3).kept, skewed.kept);
+  EXPECT_NE(RoutingTable(skewed_config).load(4).kept, skewed.kept);
+  auto capped = skewed_config;
+  capped.mutable_model()->mutable_moe()->set_capacity_factor(1.0);
+  const ExpertLoad dropped = RoutingTable(capped).load(3);
+  EXPECT_DOUBLE_EQ(dropped.max_over_mean(), 1.0 / (1.0 - dropped.dropped) * 1.0);
+  double over = 0;
+  for (const double s : skewed.kept) over += std::max(0.0, s - 1.0 / 8);
+  EXPECT_NEAR(dropped.dropped, over, 1e-12);
+}
+
+TEST(Routing, HistogramFileAndItsErrors) {
+  const std::string ok = testing_support::temp_file("hist.txt", "1 1 1 1 2 2 2 6\n");
+  auto config = mixtral({"model.moe.routing.kind=HISTOGRAM"});
+  config.mutable_model()->mutable_moe()->mutable_routing()->set_histogram_file(ok);
+  const ExpertLoad load = RoutingTable(config).load(0);
+  EXPECT_DOUBLE_EQ(load.kept[7], 6.0 / 16);
+  auto bad = [&](const std::string& text) {
+    config.mutable_model()->mutable_moe()->mutable_routing()->set_histogram_file(
+        testing_support::temp_file("bad.txt", text));
+    return testing_support::error_of([&] { RoutingTable{config}; });
+  };
+  EXPECT_NE(bad("1 2 3\n").find("bad.txt:1: 3 shares for 8 experts"), std::string::npos);
+  EXPECT_NE(bad("1 1 1 1 x 1 1 1\n").find("bad.txt:1: 'x' is not a non-negative number"),
+            std::string::npos);
+  EXPECT_NE(bad("1 1 1 1 1 1 1 1\n1 1 1 1 1 1 1 1\n").find("2 rows"), std::string::npos);
+  EXPECT_NE(bad("0 0 0 0 0 0 0 0\n").find("every share is 0"), std::string::npos);
+  config.mutable_model()->mutable_moe()->mutable_routing()->set_histogram_file("/nonexistent/h");
+  EXPECT_NE(testing_support::error_of([&] { RoutingTable{config}; }).find("cannot read"),
+            std::string::npos);
+}
+
+// Mixtral 8x7B has 46.7B parameters, 12.9B of them active per token (Mistral AI's announcement).
+TEST(MoeParams, MixtralTotalsAndActive) {
+  const ParamCounts p = count_params(mixtral().model());
+  EXPECT_NEAR(static_cast<double>(p.total()) / 1e9, 46.7, 0.05);
+  const double active = static_cast<double>(p.dense_matmul() + p.embedding);  // head included
+  EXPECT_NEAR(active / 1e9, 12.9, 0.05);
+  // On one GPU of EP 8: one expert per layer, 8 layers per stage of PP 4.
+  const auto config = mixtral();
+  EXPECT_EQ(layer_expert_params(config, 0), 3LL * 4096 * 14336);
+  EXPECT_EQ(stage_expert_params(config, 1), 8 * 3LL * 4096 * 14336);
+}
+
+// DeepSeek-V3: 671B parameters, 37B active per token (technical report, section 4.2; the MTP
+// module's 14B come on top, as in the 685B of the Hugging Face checkpoint).
+TEST(MoeParams, DeepSeekV3Total) {
+  const auto config = load_run_config("", "deepseek-v3", {}).config;
+  const ParamCounts p = count_params(config.model());
+  EXPECT_NEAR(static_cast<double>(p.total()) / 1e9, 671, 0.5);
+  EXPECT_NEAR(static_cast<double>(p.dense_matmul() + p.embedding) / 1e9, 37, 0.7);
+}
+
+TEST(MoeOps, GroupedGemmsFollowEachRanksTokens) {
+  auto config = mixtral({"model.moe.routing.kind=SKEWED"});
+  const ExpertLoad load = RoutingTable(config).load(0);
+  const auto ops = moe_block_ops(config, Phase::kForward, load);
+  const LayerOp* fc1 = nullptr;
+  const LayerOp* dispatch = nullptr;
+  for (const auto& op : ops) {
+    if (!op.is_comm && op.kernel.name == "moe_fc1_fwd") fc1 = &op;
+    if (op.is_comm && op.comm_name == "moe_dispatch_a2a") dispatch = &op;
+  }
+  ASSERT_NE(fc1, nullptr);
+  ASSERT_NE(dispatch, nullptr);
+  ASSERT_EQ(fc1->rank_parts.size(), 8u);
+  // Rank r's one expert gets 8 ranks x 4096 tokens x top 2 x its share.
+  for (std::size_t r = 0; r < 8; ++r) {
+    ASSERT_EQ(fc1->rank_parts[r].size(), 1u);
+    EXPECT_EQ(fc1->rank_parts[r][0].m, std::llround(8 * 4096 * 2 * load.kept[r]));
+    EXPECT_EQ(fc1->rank_parts[r][0].n, 2 * 14336);
+  }
+  EXPECT_EQ(dispatch->bytes, 4096 * 2 * 4096 * 2);  // tokens x top_k x h x bf16
+  for (std::size_t r = 0; r < 8; ++r)
+    EXPECT_NEAR(dispatch->all_to_all.share[r], load.rank_share[r], 1e-12);
+  EXPECT_EQ(dispatch->comm.dim, Dim::kEp);
+}
+
+}  // namespace
+}  // namespace cs::workload
