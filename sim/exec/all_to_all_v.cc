@@ -38,38 +38,50 @@ std::vector<double> server_reach(const workload::AllToAllV& v,
 
 std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Bytes bytes,
                                                std::span<const EpMember> members) {
-  std::vector<net::FluidEdge> edges;
+  const std::size_t n = members.size();
   const double size = static_cast<double>(bytes);
+  // Bytes by (sender, receiver) member: a relay's forwards and its own copies to one member
+  // travel as one edge.
+  std::vector<double> matrix(n * n, 0.0);
   auto add = [&](std::size_t from, std::size_t to, double b) {
-    if (from == to || b <= 0) return;
-    const net::VertexId a = members[from].gpu, z = members[to].gpu;
-    edges.push_back(v.reverse ? net::FluidEdge{z, a, b} : net::FluidEdge{a, z, b});
+    if (from != to && b > 0) matrix[from * n + to] += b;
+  };
+  auto edges = [&] {
+    std::vector<net::FluidEdge> out;
+    for (std::size_t a = 0; a < n; ++a)
+      for (std::size_t z = 0; z < n; ++z) {
+        const double b = matrix[a * n + z];
+        if (b <= 0) continue;
+        const net::VertexId from = members[a].gpu, to = members[z].gpu;
+        out.push_back(v.reverse ? net::FluidEdge{to, from, b} : net::FluidEdge{from, to, b});
+      }
+    return out;
   };
   const auto servers = servers_of(members);
   if (v.max_nodes <= 0 || servers.size() <= 1) {
-    for (std::size_t s = 0; s < members.size(); ++s)
-      for (std::size_t d = 0; d < members.size(); ++d) add(s, d, size * v.share[d]);
-    return edges;
+    for (std::size_t s = 0; s < n; ++s)
+      for (std::size_t d = 0; d < n; ++d) add(s, d, size * v.share[d]);
+    return edges();
   }
   const std::vector<double> reach = server_reach(v, servers);
   const double token_bytes = size / std::max(v.copies_per_token, 1e-12);
-  std::vector<std::size_t> place(members.size());  // each member's place on its server
+  std::vector<std::size_t> place(n);  // each member's place on its server
   for (const auto& on : servers)
     for (std::size_t i = 0; i < on.size(); ++i) place[on[i]] = i;
-  for (std::size_t s = 0; s < members.size(); ++s) {
-    for (std::size_t n = 0; n < servers.size(); ++n) {
-      const auto& on = servers[n];
+  for (std::size_t s = 0; s < n; ++s) {
+    for (std::size_t k = 0; k < servers.size(); ++k) {
+      const auto& on = servers[k];
       if (members[on.front()].node == members[s].node) {
         for (const std::size_t d : on) add(s, d, size * v.share[d]);
         continue;
       }
       // The member of server n on s's rail: the same place among its server's members.
       const std::size_t relay = on[std::min(place[s], on.size() - 1)];
-      add(s, relay, token_bytes * reach[n]);
+      add(s, relay, token_bytes * reach[k]);
       for (const std::size_t d : on) add(relay, d, size * v.share[d]);
     }
   }
-  return edges;
+  return edges();
 }
 
 }  // namespace cs::exec

@@ -686,22 +686,37 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
   // One coupled fluid transfer for every copy of the group (folded TP ranks send theirs too):
   // it lasts as long as its most loaded link needs, then the slowest path's latency.
   const std::vector<int32_t>& copy_offsets = copies(o.dim);
-  std::vector<net::FluidEdge> edges;
-  std::vector<EpMember> gpus(members.size());
-  Time latency;
-  for (const int32_t offset : copy_offsets) {
-    for (std::size_t i = 0; i < members.size(); ++i) {
-      const net::VertexId g = gpu_of(members[i] + offset);
-      gpus[i] = {g, topology_.vertex(g).node};
+  // A group sends the same transfers for every microbatch: built once per (group, op row).
+  const uint64_t key = static_cast<uint64_t>(members.front()) << 32 | o.varies;
+  auto cached = all_to_all_cache_.find(key);
+  if (cached == all_to_all_cache_.end()) {
+    CachedAllToAll made;
+    std::vector<EpMember> gpus(members.size());
+    for (const int32_t offset : copy_offsets) {
+      for (std::size_t i = 0; i < members.size(); ++i) {
+        const net::VertexId g = gpu_of(members[i] + offset);
+        gpus[i] = {g, topology_.vertex(g).node};
+      }
+      const auto copy = all_to_all_v_edges(v, o.bytes, gpus);
+      made.edges->insert(made.edges->end(), copy.begin(), copy.end());
     }
-    const auto copy = all_to_all_v_edges(v, o.bytes, gpus);
-    edges.insert(edges.end(), copy.begin(), copy.end());
+    for (const auto& e : *made.edges) {
+      made.sent += static_cast<Bytes>(std::llround(e.wire_bytes));
+      made.latency = std::max(made.latency, network_.path_latency(e.src, e.dst));
+    }
+    // Kept while the cache stays small (about 24 bytes an edge); larger runs rebuild.
+    if (all_to_all_cached_edges_ + made.edges->size() > kMaxCachedAllToAllEdges) {
+      all_to_all_scratch_ = std::move(made);
+      cached = all_to_all_cache_.end();
+    } else {
+      all_to_all_cached_edges_ += made.edges->size();
+      cached = all_to_all_cache_.emplace(key, std::move(made)).first;
+    }
   }
-  Bytes sent = 0;
-  for (const auto& e : edges) {
-    sent += static_cast<Bytes>(std::llround(e.wire_bytes));
-    latency = std::max(latency, network_.path_latency(e.src, e.dst));
-  }
+  const CachedAllToAll& plan =
+      cached == all_to_all_cache_.end() ? all_to_all_scratch_ : cached->second;
+  const Bytes sent = plan.sent;
+  const Time latency = plan.latency;
   comm_.collectives += copy_offsets.size();
   comm_.by_op[static_cast<int>(o.coll_op)] += sent;
   comm_.by_dim[static_cast<int>(o.dim)] += sent;
@@ -718,9 +733,9 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
       complete(m, op);
     }
   };
-  sim_.schedule_in(launch, [this, edges = std::move(edges), copies = copy_offsets.size(), latency,
+  sim_.schedule_in(launch, [this, edges = plan.edges, copies = copy_offsets.size(), latency,
                             done = std::move(done)]() mutable {
-    network_.send_fluid(edges, static_cast<int32_t>(copies), Time{},
+    network_.send_fluid(*edges, static_cast<int32_t>(copies), Time{},
                         [this, latency, done = std::move(done)]() mutable {
                           sim_.schedule_in(latency, std::move(done));
                         });

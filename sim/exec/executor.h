@@ -310,6 +310,17 @@ class Executor {
   OpObserver observer_;
   std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
+  // EP all-to-all transfers by (first member, Op::varies), see run_all_to_all_v.
+  struct CachedAllToAll {
+    std::shared_ptr<std::vector<net::FluidEdge>> edges =
+        std::make_shared<std::vector<net::FluidEdge>>();
+    Time latency;
+    Bytes sent = 0;
+  };
+  static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
+  std::unordered_map<uint64_t, CachedAllToAll> all_to_all_cache_;
+  std::size_t all_to_all_cached_edges_ = 0;
+  CachedAllToAll all_to_all_scratch_;
   std::optional<InterferenceModel> interference_;
   std::vector<RunningKernel> running_;  // by rank (rank -1: none), with interference only
   std::optional<ComputeVariability> variability_;
