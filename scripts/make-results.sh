@@ -150,6 +150,16 @@ if [ "${SKIP_405B:-0}" != 1 ]; then
       | grep -v '^  simulation ' >"$out/llama3_405b_$name.txt"
   done
 fi
+# --- mixtures of experts: the three MoE presets, and routing skew / capacity on Mixtral ---------
+out=results/moe
+mkdir -p "$out"
+for preset in mixtral-8x7b qwen3-30b-a3b deepseek-v3; do
+  "$bin" run --preset "$preset" --json "$out/$preset.json" | grep -v '^  simulation ' >"$out/$preset.txt"
+done
+"$bin" sweep --preset mixtral-8x7b --set model.moe.routing.kind=SKEWED \
+  --vary model.moe.routing.skew=0,0.5,1,1.5 --vary model.moe.capacity_factor=0,1.25 \
+  --csv "$out/mixtral_skew_capacity.csv" >"$out/mixtral_skew_capacity.txt"
+"$py" scripts/moe_results.py results/moe results/moe.md
 # --- what each modelled effect costs on each preset ----------------------------------------------
 "$py" scripts/effects_table.py "$bin" results/effects.md
 # --- wall time, memory and events per second from 64 to 98,304 GPUs (about 5 minutes) ----------
