@@ -7,6 +7,7 @@
 #include "sim/coll/collective.h"
 #include "sim/report/json_writer.h"
 #include "sim/report/moe_report.h"
+#include "sim/report/text_rows.h"
 #include "sim/report/variability_report.h"
 #include "sim/workload/dims.h"
 
@@ -24,12 +25,6 @@ std::string human(double v) {
   }
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.3g%s", v, kSuffix[i]);
-  return buf;
-}
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
   return buf;
 }
 
@@ -147,9 +142,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
 }
 
 void print_table(std::ostream& out, const StepReport& r) {
-  auto row = [&out](const std::string& k, const std::string& v) {
-    out << "  " << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << '\n';
-  };
+  auto row = [&out](const std::string& k, const std::string& v) { report::row(out, k, v); };
   out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
       << " microbatches, " << r.gpus << " x " << r.gpu << " on " << r.topology << " (" << r.network
       << " network, " << r.precision << ")\n";

@@ -1,5 +1,7 @@
 #include "sim/report/timeline.h"
 
+#include <array>
+
 #include <algorithm>
 #include <charconv>
 #include <stdexcept>
@@ -16,9 +18,12 @@ using workload::OpClass;
 using workload::OpKind;
 using workload::Stream;
 
-constexpr const char* kStreamNames[workload::kNumStreams] = {
-    "compute",      "dp comm",      "cp comm",      "pp send next",
-    "pp send prev", "pp recv prev", "pp recv next", "tp comm"};
+// In Stream order; the size check makes a new stream without a name fail to compile.
+constexpr auto kStreamNames = std::to_array<const char*>(
+    {"compute", "dp comm", "cp comm", "pp send next", "pp send prev", "pp recv prev",
+     "pp recv next", "tp comm", "pp send prev (activations)", "pp recv next (activations)",
+     "pp send next (gradients)", "pp recv prev (gradients)"});
+static_assert(kStreamNames.size() == workload::kNumStreams);
 
 const char* class_name(OpClass c) {
   switch (c) {

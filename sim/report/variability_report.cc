@@ -1,23 +1,10 @@
 #include "sim/report/variability_report.h"
 
-#include <cstdio>
 #include <string>
 
+#include "sim/report/text_rows.h"
+
 namespace cs::report {
-
-namespace {
-
-std::string fmt(const char* format, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, format, v);
-  return buf;
-}
-
-void row(std::ostream& out, const std::string& k, const std::string& v) {
-  out << "  " << k << std::string(k.size() < 30 ? 30 - k.size() : 1, ' ') << v << '\n';
-}
-
-}  // namespace
 
 void write_variability_json(JsonWriter& w, const VariabilityFigures& v) {
   if (!v.enabled) return;
