@@ -169,6 +169,13 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
 }  // namespace
 
 pb::Trace to_trace(const run::PreparedStep& step) {
+  // Expert times by EP rank and all-to-all-v sizes have no place in the format yet: refused
+  // rather than written as uniform work that would replay to another step time.
+  for (const auto& p : step.programs)
+    if (!p.rank_times.empty() || !p.all_to_alls.empty())
+      throw TraceError(
+          "mixture-of-experts programs (expert times by EP rank, all-to-all-v sizes) cannot be "
+          "written as traces yet");
   pb::Trace out;
   auto* meta = out.mutable_metadata();
   meta->set_producer(kProducer);
