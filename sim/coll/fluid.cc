@@ -57,7 +57,8 @@ Time FluidContext::walk(const std::vector<uint32_t>& ring, int64_t length) const
 
 namespace {
 
-// Owns itself from start() until its last phase ends.
+// Kept alive by the callbacks it has pending (the simulator's and the network's), so that a run
+// abandoned mid-way (a step that fails) is freed with them.
 class FluidRun {
  public:
   FluidRun(Simulator& sim, net::Network& network, std::function<void(const RunStats&)> done)
@@ -66,35 +67,32 @@ class FluidRun {
   }
   RunStats& stats() { return stats_; }
 
-  static void start(std::unique_ptr<FluidRun> run, std::vector<FluidPhase> phases, int32_t mirrors,
+  static void start(std::shared_ptr<FluidRun> run, std::vector<FluidPhase> phases, int32_t mirrors,
                     Time launch) {
-    FluidRun* self = run.get();
-    self->self_ = std::move(run);
-    self->phases_ = std::move(phases);
-    self->mirrors_ = mirrors;
-    if (self->phases_.empty()) {
-      self->sim_.schedule_in(Time{}, [self] { self->finish(); });
+    run->phases_ = std::move(phases);
+    run->mirrors_ = mirrors;
+    if (run->phases_.empty()) {
+      run->sim_.schedule_in(Time{}, [run] { run->finish(); });
       return;
     }
-    self->sim_.schedule_in(launch, [self] { self->run_phase(0); });
+    run->sim_.schedule_in(launch, [run] { run_phase(run, 0); });
   }
 
  private:
-  void run_phase(std::size_t i) {
-    if (i == phases_.size()) {
-      finish();
+  static void run_phase(const std::shared_ptr<FluidRun>& run, std::size_t i) {
+    if (i == run->phases_.size()) {
+      run->finish();
       return;
     }
-    lanes_left_ = phases_[i].size();
-    for (FluidLane& lane : phases_[i]) {
-      network_.send_fluid(lane.edges, mirrors_, lane.walk, [this, i] {
-        if (--lanes_left_ == 0) run_phase(i + 1);
+    run->lanes_left_ = run->phases_[i].size();
+    for (FluidLane& lane : run->phases_[i]) {
+      run->network_.send_fluid(lane.edges, run->mirrors_, lane.walk, [run, i] {
+        if (--run->lanes_left_ == 0) run_phase(run, i + 1);
       });
     }
   }
 
   void finish() {
-    std::unique_ptr<FluidRun> keep = std::move(self_);
     stats_.end = sim_.now();
     sim_.schedule_in(Time{}, [done = std::move(done_), stats = stats_] {
       if (done) done(stats);
@@ -108,7 +106,6 @@ class FluidRun {
   int32_t mirrors_ = 1;
   std::size_t lanes_left_ = 0;
   RunStats stats_;
-  std::unique_ptr<FluidRun> self_;
 };
 
 }  // namespace
@@ -129,7 +126,7 @@ void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleK
   if (mirrors < 1 || rank_to_vertex.size() != static_cast<std::size_t>(key.n) * mirrors)
     throw std::invalid_argument("run_fluid_collective needs one vertex per rank of each copy");
   if (size < 0) throw std::invalid_argument("collective size must not be negative");
-  auto run = std::make_unique<FluidRun>(sim, network, std::move(done));
+  auto run = std::make_shared<FluidRun>(sim, network, std::move(done));
   if (key.n < 2) {
     FluidRun::start(std::move(run), {}, mirrors, Time{});
     return;
