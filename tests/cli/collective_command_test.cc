@@ -79,7 +79,7 @@ double busbw_of(const std::vector<std::string>& args, const std::string& json) {
 TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
   // 1 GiB ring all-reduce inside one H100 server: NCCL's ~370 GB/s (nccl-tests issue 212), not
   // NVLink's 450 GB/s line rate; NVLS (the default choice there) goes beyond it.
-  const std::string json = ::testing::TempDir() + "coll.json";
+  const std::string json = testing_support::temp_path("coll.json");
   const std::vector<std::string> ring{"collective", "--gpus", "8",      "--topology", "dgx-h100",
                                       "--sizes",    "1G",     "--algo", "ring"};
   const double busbw = busbw_of(ring, json);

@@ -22,7 +22,7 @@ TEST(CliMoe, TheReportShowsExpertsAllToAllAndExpertMemory) {
 
 TEST(CliMoe, TracesOfMoeProgramsAreRefusedNotFlattened) {
   const auto r =
-      run_cli({"generate", "--preset", "mixtral-8x7b", "-o", ::testing::TempDir() + "moe.pb"});
+      run_cli({"generate", "--preset", "mixtral-8x7b", "-o", testing_support::temp_path("moe.pb")});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("mixture-of-experts programs"), std::string::npos) << r.err;
 }

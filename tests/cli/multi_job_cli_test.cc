@@ -19,7 +19,7 @@ std::string small_job() {
 }
 
 TEST(CliMultiJob, AFileAndAPresetRunTogetherWithTheirSlowdowns) {
-  const std::string json = ::testing::TempDir() + "jobs.json";
+  const std::string json = testing_support::temp_path("jobs.json");
   const auto r =
       run_cli({"run", small_job(), "--preset", "llama3-8b", "--job-set", "1:model.num_layers=2",
                "--job-set", "1:parallel.dp=4", "--job-set", "1:parallel.global_batch_size=4",

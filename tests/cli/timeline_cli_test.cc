@@ -13,7 +13,7 @@ namespace {
 using testing_support::run_cli;
 
 std::string timeline_of(const std::string& schedule, const std::string& virtual_stages) {
-  const std::string path = ::testing::TempDir() + "timeline_" + schedule + ".json";
+  const std::string path = testing_support::temp_path("timeline_" + schedule + ".json");
   const auto r =
       run_cli({"run", "--preset", "llama3-8b", "--set", "model.num_layers=8", "--set",
                "parallel.pp=4", "--set", "parallel.dp=1", "--set", "parallel.global_batch_size=8",

@@ -14,7 +14,7 @@ using testing_support::run_cli;
 using testing_support::temp_file;
 
 TEST(CliVariability, ASlowGpuShowsInTheTableAndTheJson) {
-  const std::string json = ::testing::TempDir() + "variability.json";
+  const std::string json = testing_support::temp_path("variability.json");
   const auto r = run_cli({"run", "--preset", "llama3-8b", "--set", "model.num_layers=2", "--set",
                           "variability.gpu_speed.slow_ranks=5", "--set",
                           "variability.gpu_speed.slow_speeds=0.9", "--json", json});

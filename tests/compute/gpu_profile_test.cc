@@ -90,7 +90,7 @@ TEST(GpuProfile, SyntaxErrorsCarryFileLineAndColumn) {
 }
 
 TEST(GpuProfile, MalformedFileOnDiskIsLocatedByPath) {
-  const std::string path = ::testing::TempDir() + "/malformed_gpu.textproto";
+  const std::string path = testing_support::temp_path("malformed_gpu.textproto");
   {
     std::ofstream out(path);
     out << "name: \"x\"\npeak_bf16_tflops: 1\nnot_a_field: 3\n";

@@ -72,7 +72,9 @@ TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
     const auto& cost = r.ranked[i].report.cost;
     EXPECT_LT(cost.goodput, 1.0);
     EXPECT_DOUBLE_EQ(cost.effective_dollars, cost.dollars / cost.goodput);
-    if (i) EXPECT_LE(r.ranked[i - 1].report.cost.effective_dollars, cost.effective_dollars);
+    if (i) {
+      EXPECT_LE(r.ranked[i - 1].report.cost.effective_dollars, cost.effective_dollars);
+    }
   }
   std::ostringstream json;
   write_plan_json(json, r, o);

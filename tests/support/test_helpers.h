@@ -38,11 +38,16 @@ inline Outcome run_cli(std::vector<std::string> args) {
 }
 
 // Writes `text` to a file of that name in the test's temporary folder and returns its path.
-inline std::string temp_file(const std::string& name, const std::string& text) {
-  // One folder per test process: CTest runs tests in parallel, and two writing one file race.
+// A path for a file named `name` in a folder of this test process's own: CTest runs tests in
+// parallel, and two writing one file race.
+inline std::string temp_path(const std::string& name) {
   const std::string dir = ::testing::TempDir() + "clustersim-" + std::to_string(::getpid()) + "/";
   std::filesystem::create_directories(dir);
-  const std::string path = dir + name;
+  return dir + name;
+}
+
+inline std::string temp_file(const std::string& name, const std::string& text) {
+  const std::string path = temp_path(name);
   std::ofstream(path) << text;
   return path;
 }

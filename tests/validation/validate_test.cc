@@ -104,7 +104,7 @@ TEST(ValidationModel, Fp8AttentionRunsTheFp8Kernel) {
 
 // Whatever `clustersim collective` prints is what a collective case must report.
 double cli_busbw(const clustersim::CollectiveCase& c) {
-  const std::string json = ::testing::TempDir() + "validation_collective.json";
+  const std::string json = testing_support::temp_path("validation_collective.json");
   const auto r =
       run_cli({"collective", "--op", c.op(), "--algo", c.algo(), "--topology", c.topology(),
                "--gpus", std::to_string(c.gpus()), "--sizes", std::to_string(c.size_bytes()),
@@ -219,7 +219,7 @@ TEST(ValidateCommand, FiltersByKindAndCase) {
 }
 
 TEST(ValidateCommand, JsonHoldsEveryCaseAndIsReproducible) {
-  const std::string json = ::testing::TempDir() + "validation.json";
+  const std::string json = testing_support::temp_path("validation.json");
   const auto first = run_cli({"validate", "--kind", "collective", "--json", json});
   const std::string text = read(json);
   EXPECT_NE(text.find("\"results\""), std::string::npos);

@@ -35,7 +35,9 @@ void expect_partition(const Layout& layout, Dim d) {
       ++seen[static_cast<std::size_t>(members[i])];
       EXPECT_EQ(layout.coord(members[i], d), i);
       EXPECT_EQ(layout.group_id(members[i], d), layout.group_id(r, d));
-      if (d != Dim::kPp) EXPECT_EQ(layout.coord(members[i], Dim::kPp), layout.coord(r, Dim::kPp));
+      if (d != Dim::kPp) {
+        EXPECT_EQ(layout.coord(members[i], Dim::kPp), layout.coord(r, Dim::kPp));
+      }
     }
     ids.insert(layout.group_id(r, d));
   }

@@ -66,8 +66,9 @@ TEST(ScheduleRegistry, FlagsMatchTheOrders) {
     } else {
       EXPECT_NO_THROW(pipeline_orders(s.value, p, m + 1, v));
     }
-    if (s.even_stages)
+    if (s.even_stages) {
       EXPECT_THROW(pipeline_orders(s.value, p + 1, 2 * m, v), std::invalid_argument);
+    }
     if (s.min_microbatches != nullptr) {
       EXPECT_THROW(pipeline_orders(s.value, p, s.min_microbatches(p) - 2, v),
                    std::invalid_argument);
