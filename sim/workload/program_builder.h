@@ -62,7 +62,7 @@ struct StageWork {
   std::vector<std::vector<Time>> rank_times;  // Op::varies of compute ops indexes these
   std::vector<AllToAllV> all_to_alls;         // Op::varies of EP all-to-alls indexes these
   std::vector<ChunkWork> chunks;              // the stage's virtual chunks; see model_piece()
-  std::vector<Op> optimizer;        // compute stream, after every GradSync of the stage
+  std::vector<Op> optimizer;                  // compute stream, after every GradSync of the stage
   std::vector<Op> after_optimizer;  // DP stream, after the optimizer (e.g. ZeRO parameter gather)
   // Without overlap_grad_reduce every GradSync waits for the stage's whole backward instead of
   // its bucket's layers (Megatron then reduces all buckets in finalize_model_grads).
