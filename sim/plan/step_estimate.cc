@@ -111,15 +111,13 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const double one_pass = pass(params - expert_params, dp) + pass(expert_params, edp);
   double exposed = 0;
   if (one_pass > 0) {
-    if (p.zero_stage() == 3) {
-      // Weights gathered per layer in forward and backward of every microbatch-chunk.
-      const double gathers = 2.0 * m * one_pass;
-      pipeline = std::max(pipeline, gathers);
-      exposed += one_pass / (static_cast<double>(v) * m);  // last gradient bucket
-    } else {
-      exposed += one_pass;  // parameter all-gather after the optimizer, never hidden
-      exposed += one_pass / (static_cast<double>(v) * m);
-    }
+    // ZeRO-3 gathers weights per layer in the forward and backward of every microbatch;
+    // ZeRO-2 and 3 reduce-scatter every microbatch's gradients. Both hide behind compute at best.
+    const double gathers = p.zero_stage() == 3 ? 2.0 * m * one_pass : 0.0;
+    const double reductions = p.zero_stage() >= 2 ? m * one_pass : 0.0;
+    pipeline = std::max(pipeline, gathers + reductions);
+    if (p.zero_stage() < 3) exposed += one_pass;         // parameter all-gather after the optimizer
+    exposed += one_pass / (static_cast<double>(v) * m);  // the last gradient bucket
   }
   double optimizer = 0;
   for (const auto& op : work.optimizer) optimizer += op.duration.as_seconds();

@@ -187,13 +187,20 @@ std::vector<uint32_t> StageBuilder::phase_ops(const WorkItem& item, const PhaseO
 }
 
 void StageBuilder::grad_sync(const WorkItem& item, const std::vector<uint32_t>& ops) {
-  if (item.phase != final_phase_ || item.microbatch != last_microbatch_[item.chunk]) return;
+  if (item.phase != final_phase_) return;
+  const bool last = item.microbatch == last_microbatch_[item.chunk];
+  if (!last && !work_.grad_sync_every_microbatch) return;
   for (const GradSync& g : work_.chunks[static_cast<std::size_t>(item.chunk)].grad_sync) {
     if (g.after >= ops.size()) throw std::invalid_argument("gradient sync after a missing op");
-    if (work_.grad_sync_after_backward)
+    if (work_.grad_sync_after_backward && !work_.grad_sync_every_microbatch) {
       deferred_grad_sync_.push_back(&g);
-    else
-      grad_ops_.push_back(program_.add(g.op, {ops[g.after]}));
+      continue;
+    }
+    Op op = g.op;
+    if (work_.grad_sync_every_microbatch) op.microbatch = item.microbatch;
+    // Without overlap, a microbatch's buckets are reduced once its whole pass has run.
+    const uint32_t after = work_.grad_sync_after_backward ? ops.back() : ops[g.after];
+    grad_ops_.push_back(program_.add(op, {after}));
   }
 }
 

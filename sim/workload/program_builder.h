@@ -67,6 +67,10 @@ struct StageWork {
   // Without overlap_grad_reduce every GradSync waits for the stage's whole backward instead of
   // its bucket's layers (Megatron then reduces all buckets in finalize_model_grads).
   bool grad_sync_after_backward = false;
+  // ZeRO-2/3 keep only their shard of the gradients, so every microbatch's gradients are
+  // reduce-scattered as its backward makes them (DeepSpeed stage 2, FSDP without no_sync), where
+  // ZeRO-0/1 accumulate the full gradients and reduce them once, after the last microbatch.
+  bool grad_sync_every_microbatch = false;
 };
 
 // Builds stage `stage` of `stages` under `schedule`'s placement of the model (forward_source,

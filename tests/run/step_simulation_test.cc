@@ -76,6 +76,24 @@ TEST(StepSimulation, Fp32GradientReductionMovesTwiceTheBf16Bytes) {
   EXPECT_DOUBLE_EQ(dp_bytes("GRAD_FP32"), 2.0 * dp_bytes("GRAD_BF16"));
 }
 
+TEST(StepSimulation, ZeroTwoReduceScattersEveryMicrobatchWhereZeroOneReducesOnce) {
+  // ZeRO-2 keeps only its gradient shard, so each of the 4 microbatches' gradients is
+  // reduce-scattered ((dp-1)/dp of the fp32 gradient bytes per rank each time); ZeRO-1
+  // accumulates the full gradients and reduce-scatters them once. The rest of the DP traffic
+  // (the bf16 parameter all-gather) is the same in both.
+  auto dp_bytes_per_rank = [](int zero) {
+    const auto config = small({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=16",
+                               "parallel.zero_stage=" + std::to_string(zero),
+                               "parallel.dp_bucket_params=100000000"});
+    const auto r = simulate_step(config, "test");
+    return r.comm_bytes_by_dim[3] / r.gpus;
+  };
+  const auto config = small({"parallel.tp=2"});
+  const double grad_bytes = 4.0 * static_cast<double>(workload::stage_params(config, 0));
+  const double reduce_scatter = grad_bytes * 3.0 / 4.0;
+  EXPECT_NEAR((dp_bytes_per_rank(2) - dp_bytes_per_rank(1)) / reduce_scatter, 3.0, 1e-6);
+}
+
 TEST(StepSimulation, ContextParallelRanksSumTheirGradients) {
   // CP ranks saw different tokens of the same sequences: their gradients must be all-reduced,
   // 2(cp-1)/cp of the gradient bytes per rank at least (K/V gathers come on top).
