@@ -328,6 +328,9 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
         moe_layers.emplace(l, layer_work(&load));
       }
   }
+  std::vector<int32_t> mtp_layers;  // the multi-token prediction blocks, after the head
+  for (int32_t k = 0; k < config.model().mtp_layers(); ++k)
+    mtp_layers.push_back(config.model().num_layers() + k);
   auto work_of = [&](int32_t layer) -> const LayerWork& {
     const auto it = moe_layers.find(layer);
     return it == moe_layers.end() ? dense_layer : it->second;
@@ -434,6 +437,17 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
       const std::size_t at = chunk.forward.ops.size();
       make.append(chunk.forward, workload::head_ops(config, Phase::kForward), OpClass::kForward);
       params_used(vocab_params + config.model().hidden_size(), at);
+      // Multi-token prediction: each module's entry, block and the shared head again.
+      for (const int32_t l : mtp_layers) {
+        const std::size_t mtp_at = chunk.forward.ops.size();
+        make.layer = l;
+        make.append(chunk.forward, workload::mtp_entry_ops(config, Phase::kForward),
+                    OpClass::kForward);
+        make.append(chunk.forward, work_of(l).fwd, OpClass::kForward);
+        make.layer = -1;
+        make.append(chunk.forward, workload::head_ops(config, Phase::kForward), OpClass::kForward);
+        params_used(dense_params(l), mtp_at);
+      }
     }
     params_used(0, chunk.forward.ops.size(), true);
 
@@ -484,12 +498,6 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                         "offload_grad_d2h", shard)});
       }
     };
-    if (last) {
-      make.append(chunk.backward, workload::head_ops(config, Phase::kBackward), OpClass::kBackward);
-      make.append(grads_phase, workload::head_ops(config, Phase::kWeightGrad),
-                  split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
-      grads_ready(vocab_params + config.model().hidden_size());
-    }
     // Expert gradients: buckets of their own, reduced over EDP as they fill.
     int64_t expert_bucket = 0;
     auto expert_grads_ready = [&](int64_t params, bool flush = false) {
@@ -502,6 +510,32 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
                                   zero == 0 ? "edp_grad_all_reduce" : "edp_grad_reduce_scatter")});
       expert_bucket = 0;
     };
+    if (last) {
+      // The modules' backward, last first, before the main head's: their losses reach the main
+      // model's last hidden state through their entries.
+      for (auto it = mtp_layers.rbegin(); it != mtp_layers.rend(); ++it) {
+        const int32_t l = *it;
+        const LayerWork& lw = work_of(l);
+        const OpClass w_class = split_backward ? OpClass::kWeightGrad : OpClass::kBackward;
+        make.append(chunk.backward, workload::head_ops(config, Phase::kBackward),
+                    OpClass::kBackward);
+        make.append(grads_phase, workload::head_ops(config, Phase::kWeightGrad), w_class);
+        make.layer = l;
+        if (!lw.recompute.empty()) make.append(chunk.backward, lw.recompute, OpClass::kRecompute);
+        make.append(chunk.backward, lw.bwd, OpClass::kBackward);
+        make.append(grads_phase, lw.wgrad, w_class);
+        make.append(chunk.backward, workload::mtp_entry_ops(config, Phase::kBackward),
+                    OpClass::kBackward);
+        make.append(grads_phase, workload::mtp_entry_ops(config, Phase::kWeightGrad), w_class);
+        make.layer = -1;
+        grads_ready(dense_params(l));
+        if (expert_groups) expert_grads_ready(workload::layer_expert_params(config, l));
+      }
+      make.append(chunk.backward, workload::head_ops(config, Phase::kBackward), OpClass::kBackward);
+      make.append(grads_phase, workload::head_ops(config, Phase::kWeightGrad),
+                  split_backward ? OpClass::kWeightGrad : OpClass::kBackward);
+      grads_ready(vocab_params + config.model().hidden_size());
+    }
     std::vector<int32_t> bwd_ends;
     for (int32_t l = 0; l < layers; ++l) {
       // Backward runs layers in reverse: layer `layers-1-l` in forward order. A run of k starts

@@ -672,6 +672,46 @@ std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase) 
   return b.take();
 }
 
+std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase phase) {
+  Builder b(config);
+  const int64_t T = b.tokens_, h = b.h_;
+  const double n = b.norm_elements();
+  const double wide = 2.0 * b.hidden_bytes();  // the concatenation [norm(h); norm(emb)], 2h wide
+  const LayerComm gather{Dim::kTp, coll::Op::kAllGather};
+  switch (phase) {
+    case Phase::kForward:
+      b.append(embedding_ops(config, phase));
+      b.norm("mtp_hnorm_fwd", false, false);
+      b.norm("mtp_enorm_fwd", false, false);
+      if (b.sp_) b.comm(gather, "mtp_proj_sp_ag", wide);
+      b.gemm_phase(phase, "mtp_proj_fwd", "", "", T, h / b.t_, 2 * h);
+      // Megatron-Core gathers the column-parallel output over TP, then keeps its sequence shard.
+      b.tp_comm(gather, "mtp_proj_out_ag");
+      break;
+    case Phase::kBackward:
+      // The sequence shard's gradient is gathered back (the TP gather's backward is a split).
+      if (b.sp_) b.tp_comm(gather, "mtp_proj_out_sp_ag_bwd");
+      b.gemm_phase(phase, "", "mtp_proj_dgrad", "", T, h / b.t_, 2 * h);
+      if (b.t_ > 1) {
+        b.comm(b.sp_ ? LayerComm{Dim::kTp, coll::Op::kReduceScatter}
+                     : LayerComm{Dim::kTp, coll::Op::kAllReduce},
+               b.sp_ ? "mtp_proj_sp_rs_bwd" : "mtp_proj_ar_bwd", wide);
+      }
+      b.norm("mtp_hnorm_bwd", true);
+      b.norm("mtp_enorm_bwd", true);
+      // The main model's last hidden state gets the module's gradient on top of the head's.
+      b.memory("mtp_hidden_grad_sum", 3.0 * kActBytes * n, n, KernelGroup::kElementwise);
+      b.append(embedding_ops(config, phase));
+      break;
+    case Phase::kWeightGrad:
+      if (b.sp_) b.comm(gather, "mtp_proj_sp_ag_wgrad", wide);
+      b.gemm_phase(phase, "", "", "mtp_proj_wgrad", T, h / b.t_, 2 * h);
+      b.append(embedding_ops(config, phase));
+      break;
+  }
+  return b.take();
+}
+
 std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
                                    int64_t fp8_weight_params) {
   Builder b(config);

@@ -118,6 +118,14 @@ std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase ph
 // final-norm backward; W: logits wgrad.
 std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase);
 
+// A multi-token prediction module's entry (DeepSeek-V3 section 2.2, Megatron-Core's
+// MultiTokenPredictionLayer), on the last stage after the head: the shared embedding of the
+// tokens one further ahead, RMSNorms of it and of the hidden state, and the column-parallel
+// projection of their 2h-wide concatenation to h, gathered over TP back to the sequence shard.
+// Its transformer block is layer_ops() of layer num_layers + k, then head_ops() again. B and W
+// mirror it; B adds the module's gradient to the main model's last hidden state.
+std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase phase);
+
 // The once-per-step kernels after the backward, in order, on one GPU:
 // - grad_norm: the L2 norm of this GPU's `shard_params` gradients for clipping (read once);
 // - adam_step: mixed-precision Adam over the shard: reads fp32 master, m, v (12 bytes) and the

@@ -153,6 +153,7 @@ double pass_bytes(const clustersim::RunConfig& config, int32_t layers, bool firs
                      : layers * layer_activation_bytes(config);
   if (first_piece) bytes += embedding_activation_bytes(config);
   if (last_piece) bytes += head_activation_bytes(config);
+  if (last_piece) bytes += config.model().mtp_layers() * mtp_activation_bytes(config);
   return bytes;
 }
 
@@ -252,6 +253,14 @@ double head_activation_bytes(const clustersim::RunConfig& config) {
   const double tokens = local_tokens(config);
   return 4.0 * tokens * config.model().hidden_size() / sp_divisor(p) +
          4.0 * tokens * static_cast<double>(padded_vocab(config.model(), p.tp())) / p.tp();
+}
+
+double mtp_activation_bytes(const clustersim::RunConfig& config) {
+  // The two norms' inputs and the 2h-wide projection input on this GPU's tokens (bf16), then a
+  // block and a head like the model's own.
+  const double entry = 2.0 * 4.0 * local_tokens(config) * config.model().hidden_size() /
+                       sp_divisor(config.parallel());
+  return entry + layer_activation_bytes(config) + head_activation_bytes(config);
 }
 
 namespace {

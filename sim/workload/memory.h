@@ -86,6 +86,9 @@ double embedding_activation_bytes(const clustersim::RunConfig& config);
 // (Megatron's vocab_parallel_cross_entropy casts the logits to fp32 and saves exp(logits) for its
 // backward).
 double head_activation_bytes(const clustersim::RunConfig& config);
+// What one multi-token prediction module adds to them: its entry's norm inputs and 2h-wide
+// projection input, a transformer block's activations and a second head's.
+double mtp_activation_bytes(const clustersim::RunConfig& config);
 // The transient working set of one layer's backward beyond what the layer keeps: the largest, over
 // its four linear layers (MLA: its up, down and output projections), of the output gradient, the
 // re-gathered input (under SP; TE's layernorm_linear backward all-gathers ln_out for the wgrad

@@ -72,6 +72,10 @@ ParamCounts count_params(const clustersim::ModelConfig& model) {
     p.shared_per_layer = matrices * h * moe.shared_expert_ffn_hidden_size();
     p.expert_params = matrices * h * moe.expert_ffn_hidden_size();
   }
+  p.mtp_modules = model.mtp_layers();
+  p.mtp_projection = 2 * h * h;
+  p.mtp_norms = 3 * h;
+  p.mtp_block_is_moe = is_moe_layer(model, model.num_layers());
   p.final_norm = h;
   p.output_head = model.tied_embeddings() ? 0 : vocab * h;
   p.vocab_matmul = vocab * h;
@@ -83,7 +87,7 @@ double attention_flops_per_token(const clustersim::ModelConfig& model) {
   // The mean of the qk and v widths: head_dim() exactly without MLA.
   const double width = static_cast<double>(d.qk + d.v) / 2.0;
   const double h = static_cast<double>(model.num_heads()) * width;
-  return 12.0 * model.num_layers() * h * model.seq_length();
+  return 12.0 * (model.num_layers() + model.mtp_layers()) * h * model.seq_length();
 }
 
 double model_flops_per_token(const clustersim::ModelConfig& model) {
@@ -153,6 +157,10 @@ std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t s
     int32_t first = 0;
     for (int32_t q = 0; q < piece; ++q) first += pieces[static_cast<size_t>(q)];
     for (int32_t l = 0; l < pieces[static_cast<size_t>(piece)]; ++l) out.push_back(first + l);
+    // Multi-token prediction modules run after the head, on the stage of the last piece.
+    if (piece == static_cast<int32_t>(pieces.size()) - 1)
+      for (int32_t k = 0; k < config.model().mtp_layers(); ++k)
+        out.push_back(config.model().num_layers() + k);
   }
   std::sort(out.begin(), out.end());
   return out;
@@ -161,8 +169,11 @@ std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t s
 int64_t layer_dense_params(const clustersim::RunConfig& config, int32_t layer) {
   const ParamCounts counts = count_params(config.model());
   const int64_t t = config.parallel().tp();
-  return is_moe_layer(config.model(), layer) ? counts.moe_layer_dense_on_tp_rank(t)
-                                             : counts.per_layer_on_tp_rank(t);
+  const int64_t block = is_moe_layer(config.model(), layer) ? counts.moe_layer_dense_on_tp_rank(t)
+                                                            : counts.per_layer_on_tp_rank(t);
+  // A multi-token prediction block also holds its column-parallel projection and three norms.
+  if (layer < config.model().num_layers()) return block;
+  return block + counts.mtp_projection / t + counts.mtp_norms;
 }
 
 int64_t layer_expert_params(const clustersim::RunConfig& config, int32_t layer) {
@@ -191,6 +202,7 @@ int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
   // p-1 under Megatron's placement, stage 0 for both in ZB-V's V, both ends twice for DualPipe.
   const PipelineSchedule schedule = pipeline_schedule_of(p);
   const int32_t last = model_pieces(schedule, p.pp(), p.virtual_stages()) - 1;
+  bool first_piece = false, last_piece = false;
   for (int32_t c = 0; c < p.virtual_stages(); ++c) {
     const int32_t piece = model_piece(schedule, stage, c, p.pp());
     if (piece == 0) params += vocab_shard;
@@ -198,7 +210,13 @@ int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
       params += counts.final_norm;
       if (!m.tied_embeddings() || p.pp() > 1) params += vocab_shard;
     }
+    first_piece = first_piece || piece == 0;
+    last_piece = last_piece || piece == last;
   }
+  // Multi-token prediction looks up the shared embedding on the last stage: a copy there (its
+  // gradient's sum with the first stage's, Megatron's embedding group, is not simulated).
+  if (last_piece && !first_piece && m.mtp_layers() > 0 && !m.tied_embeddings())
+    params += vocab_shard;
   return params;
 }
 

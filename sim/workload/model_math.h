@@ -53,6 +53,13 @@ struct ParamCounts {
   int64_t moe_layers = 0;
   int64_t router_per_layer = 0, shared_per_layer = 0, expert_params = 0;
   int64_t num_experts = 0, top_k = 0;
+  // Multi-token prediction (DeepSeek-V3 section 2.2): each module has norms of the hidden state
+  // and of the next token's embedding (shared embedding), the projection M of 2h -> h, one
+  // transformer block like the model's last layer, and a final norm before the shared head.
+  int64_t mtp_modules = 0;
+  int64_t mtp_projection = 0;  // 2h x h
+  int64_t mtp_norms = 0;       // 3h
+  bool mtp_block_is_moe = false;
 
   int64_t dense_layers() const { return num_layers - moe_layers; }
   int64_t per_layer() const { return attention_per_layer + mlp_per_layer + norms_per_layer; }
@@ -71,6 +78,16 @@ struct ParamCounts {
     return attention_per_layer + norms_per_layer + router_per_layer + shared_per_layer +
            num_experts * expert_params;
   }
+  int64_t block_matmul(bool moe) const {
+    return attention_per_layer +
+           (moe ? router_per_layer + shared_per_layer + top_k * expert_params : mlp_per_layer);
+  }
+  // Every multi-token prediction module's parameters (the embedding and head are shared). Not in
+  // total(), which is the main model as papers count it (DeepSeek-V3: 671B + 14B of MTP).
+  int64_t mtp_params() const {
+    return mtp_modules * (mtp_projection + mtp_norms +
+                          (mtp_block_is_moe ? moe_layer_total() : per_layer()));
+  }
   int64_t total() const {
     return embedding + dense_layers() * per_layer() + moe_layers * moe_layer_total() + final_norm +
            output_head;
@@ -80,10 +97,12 @@ struct ParamCounts {
   // when tied (its logits GEMM still runs); the input embedding does not (a lookup, no FLOPs);
   // norms do not (elementwise). This is the N of Megatron's 72·B·s·L·h²·(1 + s/6h + V/12hL)
   // (Narayanan et al. 2021), which it reproduces exactly for dense models.
+  // Multi-token prediction modules add their projection, block and a second pass of the head.
   int64_t dense_matmul() const {
     return num_layers * attention_per_layer + dense_layers() * mlp_per_layer +
            moe_layers * (router_per_layer + shared_per_layer + top_k * expert_params) +
-           vocab_matmul;
+           vocab_matmul +
+           mtp_modules * (mtp_projection + block_matmul(mtp_block_is_moe) + vocab_matmul);
   }
 };
 
@@ -132,7 +151,8 @@ int64_t stage_expert_params(const clustersim::RunConfig& config, int32_t stage);
 int64_t layer_dense_params(const clustersim::RunConfig& config, int32_t layer);
 // Layer `layer`'s routed-expert parameters on one GPU (0 for a dense layer).
 int64_t layer_expert_params(const clustersim::RunConfig& config, int32_t layer);
-// Model order indices of the transformer layers on pipeline stage `stage`, over all its chunks.
+// Model order indices of the transformer layers on pipeline stage `stage`, over all its chunks;
+// the stage of the last piece also has the multi-token prediction blocks, numbered num_layers on.
 std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t stage);
 
 // Microbatches per optimizer step on one data-parallel replica:

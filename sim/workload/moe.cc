@@ -74,7 +74,7 @@ double ExpertLoad::max_over_mean() const {
 }
 
 RoutingTable::RoutingTable(const clustersim::RunConfig& config)
-    : moe_(config.model().moe()), ep_(config.parallel().ep()) {
+    : moe_(config.model().moe()), ep_(config.parallel().ep()), num_layers_(config.model().num_layers()) {
   const auto& routing = moe_.routing();
   if (routing.kind() == clustersim::RoutingDistribution::HISTOGRAM) {
     const int32_t moe_layers = config.model().num_layers() - moe_.first_k_dense();
@@ -100,8 +100,10 @@ std::vector<double> RoutingTable::shares(int32_t layer) const {
       return normalized(std::move(v));
     }
     case clustersim::RoutingDistribution::HISTOGRAM: {
+      // A multi-token prediction block (layer >= num_layers) routes like the last layer.
+      const int32_t l = std::min(layer, num_layers_ - 1);
       const auto row =
-          histogram_.size() == 1 ? 0 : static_cast<std::size_t>(layer - moe_.first_k_dense());
+          histogram_.size() == 1 ? 0 : static_cast<std::size_t>(l - moe_.first_k_dense());
       return histogram_[row];
     }
     default:

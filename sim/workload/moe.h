@@ -40,6 +40,7 @@ class RoutingTable {
 
   clustersim::MoeConfig moe_;
   int32_t ep_ = 1;
+  int32_t num_layers_ = 0;
   std::vector<std::vector<double>> histogram_;  // rows of the histogram file
 };
 

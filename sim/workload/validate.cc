@@ -141,13 +141,14 @@ void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
         "modelled");
 }
 
-// Fields the config carries but the workload model does not simulate yet: refused rather than
-// silently run as a dense model.
-void refuse_unmodelled(const Checker& c, const clustersim::ModelConfig& m) {
-  if (m.mtp_layers() != 0) {
-    c.fail("model.mtp_layers = " + std::to_string(m.mtp_layers()) +
-           ": multi-token prediction modules are not simulated yet");
-  }
+// Multi-token prediction: a count of modules; ZeRO-3's per-layer weight gathers do not cover
+// them, so that pair is refused rather than run without the gathers.
+void validate_mtp(const Checker& c, const clustersim::RunConfig& config) {
+  const int32_t n = config.model().mtp_layers();
+  if (n < 0) c.fail("model.mtp_layers = " + std::to_string(n) + " must be >= 0");
+  if (n > 0 && config.parallel().zero_stage() == 3)
+    c.fail("model.mtp_layers = " + std::to_string(n) +
+           " with parallel.zero_stage = 3: gathering the modules' weights is not modelled");
 }
 
 // The shape rules of ZB-V and DualPipe (pipeline_orders() checks the same, without field names).
@@ -214,7 +215,7 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
 
   validate_attention(c, m, p);
   validate_moe(c, m, p);
-  refuse_unmodelled(c, m);
+  validate_mtp(c, config);
   c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),
             "each key/value head serves a whole group of query heads");
   c.divides("parallel.tp", p.tp(), "model.num_heads", m.num_heads(),

@@ -15,7 +15,7 @@ namespace cs::workload {
 // - mla: kv_lora_rank, qk_nope/rope and v head dims positive, q_lora_rank >= 0; head_dim 0 and
 //   num_kv_heads 0 or num_heads with it; not with cp > 1 (not modelled), biases or learned
 //   positions;
-// - moe and mtp_layers are refused until the workload model simulates them;
+// - mtp_layers >= 0, and not with zero_stage 3 (the modules' weight gathers are not modelled);
 // - tp divides num_heads, num_kv_heads and ffn_hidden_size. Megatron-Core splits the key/value
 //   groups over TP ranks (num_query_groups % tp == 0) and never replicates them, so tp > kv heads
 //   is rejected even where tp is a multiple of it (as vLLM would allow at inference);

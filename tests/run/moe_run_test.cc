@@ -49,6 +49,16 @@ TEST(MoeRun, AllToAllsAreExposedExpertParallelTime) {
   EXPECT_EQ(json_of(r), json_of(run()));  // bit for bit
 }
 
+TEST(MoeRun, AMultiTokenPredictionModuleAddsOneMoeBlockOfTraffic) {
+  // 4 MoE layers plus the module's MoE block, routed alike: 5/4 of the all-to-all bytes.
+  const auto base = run();
+  const auto mtp = run({"model.mtp_layers=1"});
+  const auto ep = static_cast<int>(workload::Dim::kEp);
+  EXPECT_NEAR(mtp.comm_bytes_by_dim[ep] / base.comm_bytes_by_dim[ep], 5.0 / 4.0, 1e-9);
+  EXPECT_GT(mtp.iteration_time_s, base.iteration_time_s);
+  EXPECT_GT(mtp.model_flops_per_step, base.model_flops_per_step);
+}
+
 TEST(MoeRun, SkewedRoutingSlowsTheStepAndCapacityDropsTokens) {
   const auto even = run();
   const auto skewed = run({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"});

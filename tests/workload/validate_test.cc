@@ -135,9 +135,15 @@ TEST(Validate, HeadDimAndLatentAttention) {
                "model.position_embedding must be ROPE");
 }
 
-TEST(Validate, MultiTokenPredictionIsRefusedUntilSimulated) {
-  expect_error([](auto& c) { c.mutable_model()->set_mtp_layers(1); },
-               "model.mtp_layers = 1: multi-token prediction modules are not simulated yet");
+TEST(Validate, MultiTokenPredictionNeedsACountAndNoZeroThree) {
+  expect_error([](auto& c) { c.mutable_model()->set_mtp_layers(-1); },
+               "model.mtp_layers = -1 must be >= 0");
+  expect_error(
+      [](auto& c) {
+        c.mutable_model()->set_mtp_layers(1);
+        c.mutable_parallel()->set_zero_stage(3);
+      },
+      "model.mtp_layers = 1 with parallel.zero_stage = 3");
 }
 
 // valid_config() with 16 experts, top 2, on TP 8 with sequence parallelism.
