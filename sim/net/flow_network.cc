@@ -136,8 +136,7 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, 
 
 const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge> edges,
                                                       int32_t mirrors) {
-  // Adaptive routing picks paths by the load of the moment: nothing to reuse.
-  const bool reusable = balancing_.mode != LoadBalancingMode::kAdaptive;
+  // Adaptive routing picks network paths by the load of the moment: only the rest is reused.
   uint64_t hash = static_cast<uint64_t>(mirrors) * 0x9E3779B97F4A7C15ull;
   for (const FluidEdge& e : edges) {
     uint64_t bits;
@@ -152,20 +151,54 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
                         return a.src == b.src && a.dst == b.dst && a.wire_bytes == b.wire_bytes;
                       });
   };
-  if (reusable) {
-    for (const FluidPlan& plan : fluid_plans_[hash])
-      if (same(plan)) return plan;
-  }
+  for (const FluidPlan& plan : fluid_plans_[hash])
+    if (same(plan)) return plan.adaptive.empty() ? plan : with_adaptive_paths(plan);
   FluidPlan plan = build_fluid_plan(edges, mirrors);
   const std::size_t size = plan.edges.size() + plan.links.size();
-  if (!reusable || fluid_plan_entries_ + size > kMaxFluidPlanEntries) {
-    scratch_plan_ = std::move(plan);
-    return scratch_plan_;
+  if (fluid_plan_entries_ + size > kMaxFluidPlanEntries) {
+    if (plan.adaptive.empty()) {
+      scratch_plan_ = std::move(plan);
+      return scratch_plan_;
+    }
+    const FluidPlan base = std::move(plan);
+    return with_adaptive_paths(base);
   }
   fluid_plan_entries_ += size;
   auto& bucket = fluid_plans_[hash];
   bucket.push_back(std::move(plan));
-  return bucket.back();
+  return bucket.back().adaptive.empty() ? bucket.back() : with_adaptive_paths(bucket.back());
+}
+
+const FlowNetwork::FluidPlan& FlowNetwork::with_adaptive_paths(const FluidPlan& base) {
+  FluidPlan& out = scratch_plan_;
+  if (link_share_.size() < links_.size()) link_share_.resize(links_.size(), 0.0);
+  out.mirrors = base.mirrors;
+  out.reference = base.reference;
+  out.stats = base.stats;
+  out.links = base.links;
+  for (std::size_t i = 0; i < base.links.size(); ++i) link_share_[base.links[i]] = base.weights[i];
+  for (const FluidPlan::AdaptiveEdge& e : base.adaptive) {
+    for (LinkId l : routing_.path(e.src, e.dst, 0, &link_load_).links) {
+      if (e.image && private_link_[l]) continue;
+      if (link_share_[l] == 0) out.links.push_back(l);
+      link_share_[l] += e.scale;
+    }
+  }
+  finish_links(out);
+  return out;
+}
+
+void FlowNetwork::finish_links(FluidPlan& plan) {
+  // In link order, so that the flow's hops do not depend on the order of its edges.
+  std::sort(plan.links.begin(), plan.links.end());
+  plan.weights.clear();
+  plan.weights.reserve(plan.links.size());
+  plan.alone = std::numeric_limits<double>::infinity();
+  for (const LinkId l : plan.links) {
+    plan.weights.push_back(link_share_[l]);
+    plan.alone = std::min(plan.alone, links_[l].capacity / link_share_[l]);
+    link_share_[l] = 0;
+  }
 }
 
 FlowNetwork::FluidPlan FlowNetwork::build_fluid_plan(std::span<const FluidEdge> edges,
@@ -199,20 +232,12 @@ FlowNetwork::FluidPlan FlowNetwork::build_fluid_plan(std::span<const FluidEdge> 
         share(spread.links[h], spread.weights[h]);
     } else if (route.link_class == LinkClass::kNetwork &&
                balancing_.mode == LoadBalancingMode::kAdaptive) {
-      for (LinkId l : routing_.path(e.src, e.dst, 0, &link_load_).links) share(l, 1);
+      plan.adaptive.push_back({e.src, e.dst, scale, image});
     } else {
       for (LinkId l : route.links) share(l, 1);
     }
   }
-  // In link order, so that the flow's hops do not depend on the order of its edges.
-  std::sort(plan.links.begin(), plan.links.end());
-  plan.weights.reserve(plan.links.size());
-  plan.alone = std::numeric_limits<double>::infinity();
-  for (const LinkId l : plan.links) {
-    plan.weights.push_back(link_share_[l]);
-    plan.alone = std::min(plan.alone, links_[l].capacity / link_share_[l]);
-    link_share_[l] = 0;
-  }
+  finish_links(plan);
   return plan;
 }
 

@@ -160,11 +160,23 @@ class FlowNetwork final : public Network {
     std::vector<LinkId> links;
     std::vector<double> weights;
     TrafficStats stats;  // what one send adds
+    // Under adaptive routing, the edges that cross the network, whose paths are chosen by the
+    // load at each send; links and weights then hold only the other edges' static paths.
+    struct AdaptiveEdge {
+      VertexId src, dst;
+      double scale;
+      bool image;
+    };
+    std::vector<AdaptiveEdge> adaptive;
   };
   // At most this many edges and links are kept in reusable plans (about 16 bytes each).
   static constexpr std::size_t kMaxFluidPlanEntries = std::size_t{1} << 24;
   const FluidPlan& fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
   FluidPlan build_fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
+  // `base` with its adaptive edges routed by the present load (in scratch_plan_).
+  const FluidPlan& with_adaptive_paths(const FluidPlan& base);
+  // Sorts the plan's links, takes their weights from link_share_ (clearing it) and its rate alone.
+  void finish_links(FluidPlan& plan);
 
   // Starts one flow of `bytes` over `links`, each carrying `weight` of its rate (parallel arrays).
   void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
