@@ -85,8 +85,8 @@ struct ParamCounts {
   // Every multi-token prediction module's parameters (the embedding and head are shared). Not in
   // total(), which is the main model as papers count it (DeepSeek-V3: 671B + 14B of MTP).
   int64_t mtp_params() const {
-    return mtp_modules * (mtp_projection + mtp_norms +
-                          (mtp_block_is_moe ? moe_layer_total() : per_layer()));
+    return mtp_modules *
+           (mtp_projection + mtp_norms + (mtp_block_is_moe ? moe_layer_total() : per_layer()));
   }
   int64_t total() const {
     return embedding + dense_layers() * per_layer() + moe_layers * moe_layer_total() + final_norm +

@@ -74,7 +74,9 @@ double ExpertLoad::max_over_mean() const {
 }
 
 RoutingTable::RoutingTable(const clustersim::RunConfig& config)
-    : moe_(config.model().moe()), ep_(config.parallel().ep()), num_layers_(config.model().num_layers()) {
+    : moe_(config.model().moe()),
+      ep_(config.parallel().ep()),
+      num_layers_(config.model().num_layers()) {
   const auto& routing = moe_.routing();
   if (routing.kind() == clustersim::RoutingDistribution::HISTOGRAM) {
     const int32_t moe_layers = config.model().num_layers() - moe_.first_k_dense();

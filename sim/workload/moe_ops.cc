@@ -30,6 +30,8 @@ class MoeBuilder {
     swiglu_ = config.model().activation() == clustersim::ModelConfig::SWIGLU;
     ffn_shard_ = moe_.expert_ffn_hidden_size() / etp_;
     routing_kernels_ = config.effects().moe_routing_kernels();
+    fp8_dispatch_ = moe_.fp8_dispatch() && config.precision() == clustersim::FP8;
+    fp8_casts_ = config.effects().fp8_casts();
   }
 
   std::vector<LayerOp> take() { return std::move(ops_); }
@@ -37,7 +39,8 @@ class MoeBuilder {
   void forward() {
     router(false);
     permute("moe_permute_fwd");
-    dispatch("moe_dispatch_a2a", false);
+    quantize("moe_dispatch_quantize_fwd");
+    dispatch("moe_dispatch_a2a", false, fp8_dispatch_);
     etp_comm(coll::Op::kAllGather, "moe_etp_ag");
     experts(Phase::kForward);
     etp_comm(coll::Op::kReduceScatter, "moe_etp_rs");
@@ -49,7 +52,8 @@ class MoeBuilder {
   void backward() {
     shared_experts(Phase::kBackward);
     unpermute("moe_unpermute_bwd");
-    dispatch("moe_combine_a2a_bwd", false);
+    quantize("moe_combine_quantize_bwd");
+    dispatch("moe_combine_a2a_bwd", false, fp8_dispatch_);
     etp_comm(coll::Op::kAllGather, "moe_etp_rs_bwd");
     experts(Phase::kBackward);
     etp_comm(coll::Op::kReduceScatter, "moe_etp_ag_bwd");
@@ -107,9 +111,17 @@ class MoeBuilder {
     memory(name, rows * static_cast<double>(h_) * kActBytes, 2.0 * copies() * h_,
            KernelGroup::kMoeRouting);
   }
-  void dispatch(std::string_view name, bool reverse) {
+  // FP8 tokens with a 4-byte scale per 128 elements (DeepSeek-V3's 1x128 activation tiles).
+  static constexpr double kFp8TokenBytes = 1.0 + 4.0 / 128.0;
+  void quantize(std::string_view name) {
+    if (!fp8_dispatch_ || !fp8_casts_ || ep_ == 1) return;
+    memory(name, copies() * h_ * (kActBytes + kFp8TokenBytes), copies() * h_,
+           KernelGroup::kFp8Cast);
+  }
+  void dispatch(std::string_view name, bool reverse, bool fp8 = false) {
     if (ep_ == 1) return;
-    comm(LayerComm{Dim::kEp, coll::Op::kAllToAll}, name, copies() * h_ * kActBytes);
+    comm(LayerComm{Dim::kEp, coll::Op::kAllToAll}, name,
+         copies() * h_ * (fp8 ? kFp8TokenBytes : kActBytes));
     AllToAllV& v = ops_.back().all_to_all;
     v.share = load_.rank_share;
     const double kept = std::accumulate(v.share.begin(), v.share.end(), 0.0);
@@ -236,6 +248,7 @@ class MoeBuilder {
   int64_t tp_ = 1, ep_ = 1, etp_ = 1, h_ = 0, tokens_ = 0, t_in_ = 0, gather_ = 1, ffn_shard_ = 0;
   double kept_ = 1;
   bool sp_ = false, swiglu_ = false, routing_kernels_ = true;
+  bool fp8_dispatch_ = false, fp8_casts_ = true;
   std::vector<LayerOp> ops_;
 };
 

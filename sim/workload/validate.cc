@@ -216,6 +216,10 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   validate_attention(c, m, p);
   validate_moe(c, m, p);
   validate_mtp(c, config);
+  if (m.has_moe() && m.moe().fp8_dispatch() && config.precision() != clustersim::FP8)
+    c.fail(
+        "model.moe.fp8_dispatch needs precision FP8 (the dispatch sends what the FP8 "
+        "expert GEMMs read)");
   c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),
             "each key/value head serves a whole group of query heads");
   c.divides("parallel.tp", p.tp(), "model.num_heads", m.num_heads(),

@@ -59,6 +59,16 @@ TEST(MoeRun, AMultiTokenPredictionModuleAddsOneMoeBlockOfTraffic) {
   EXPECT_GT(mtp.model_flops_per_step, base.model_flops_per_step);
 }
 
+TEST(MoeRun, Fp8DispatchSendsAboutHalfTheDispatchBytes) {
+  // FP8 dispatch (1 byte + a 4-byte scale per 128) and its gradient's twin; combine stays BF16:
+  // the EP bytes go from 2 + 2 to 1.03125 + 2 per element each way.
+  const auto bf16 = run({"precision=FP8"});
+  const auto fp8 = run({"precision=FP8", "model.moe.fp8_dispatch=true"});
+  const auto ep = static_cast<int>(workload::Dim::kEp);
+  EXPECT_NEAR(fp8.comm_bytes_by_dim[ep] / bf16.comm_bytes_by_dim[ep], (1.03125 + 2.0) / 4.0, 1e-6);
+  EXPECT_LT(fp8.moe.all_to_all_s, bf16.moe.all_to_all_s);
+}
+
 TEST(MoeRun, SkewedRoutingSlowsTheStepAndCapacityDropsTokens) {
   const auto even = run();
   const auto skewed = run({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"});

@@ -34,8 +34,8 @@ TEST(MultiTokenPrediction, FlopsAddProjectionBlockAndASecondHead) {
   model.set_mtp_layers(2);
   const ParamCounts p = count_params(model);
   const double h = model.hidden_size();
-  const double block = p.attention_per_layer + p.router_per_layer + p.shared_per_layer +
-                       p.top_k * p.expert_params;
+  const double block =
+      p.attention_per_layer + p.router_per_layer + p.shared_per_layer + p.top_k * p.expert_params;
   const double attention_per_layer = attention_flops_per_token(model) / (model.num_layers() + 2);
   const double expected =
       2 * (6.0 * (2 * h * h + block + static_cast<double>(p.vocab_matmul)) + attention_per_layer);
@@ -43,11 +43,15 @@ TEST(MultiTokenPrediction, FlopsAddProjectionBlockAndASecondHead) {
 }
 
 TEST(MultiTokenPrediction, TheLastStageHoldsTheModulesAndAnEmbeddingCopy) {
-  const std::vector<std::string> layout = {"model.num_layers=4", "parallel.pp=2",
+  const std::vector<std::string> layout = {"model.num_layers=4",
+                                           "parallel.pp=2",
                                            "parallel.virtual_stages=1",
-                                           "parallel.schedule=ONE_F_ONE_B", "parallel.tp=2",
-                                           "parallel.dp=8", "parallel.ep=4",
-                                           "parallel.global_batch_size=32", "cluster.num_gpus=32"};
+                                           "parallel.schedule=ONE_F_ONE_B",
+                                           "parallel.tp=2",
+                                           "parallel.dp=8",
+                                           "parallel.ep=4",
+                                           "parallel.global_batch_size=32",
+                                           "cluster.num_gpus=32"};
   auto with_overrides = layout;
   with_overrides.push_back("model.mtp_layers=1");
   const auto without = preset("mixtral-8x7b", layout);

@@ -177,6 +177,8 @@ TEST(Validate, MixtureOfExpertsFields) {
                "model.moe.first_k_dense = 80 must be in [0, model.num_layers)");
   expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_capacity_factor(0.5); }),
                "model.moe.capacity_factor");
+  expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_fp8_dispatch(true); }),
+               "model.moe.fp8_dispatch needs precision FP8");
   expect_error(moe([](M& c) { c.mutable_model()->mutable_moe()->set_max_nodes_per_token(-1); }),
                "model.moe.max_nodes_per_token");
   expect_error(moe([](M& c) {
