@@ -35,9 +35,8 @@ void print_chakra_summary(std::ostream& out, const ChakraSummary& s) {
   row("point-to-point", count(s.sends, "sends") + ", " + count(s.recvs, "receives"));
   row("process groups", s.groups == 0 ? "none (collectives span all ranks)"
                                       : std::to_string(s.groups) + " from " + s.groups_from);
-  row("comm wrappers",
-      count(s.wrappers_paired, "paired with their GPU collective") + ", " +
-          count(s.wrappers_dropped, "dropped (no comm attributes, no GPU collective)"));
+  row("comm wrappers", count(s.wrappers_paired, "paired with a GPU collective") + ", " +
+                           count(s.wrappers_dropped, "dropped (no comm attrs, no GPU collective)"));
   row("metadata nodes", count(s.metadata_nodes, "(no time)"));
   const uint64_t dangling = s.dangling_ctrl_deps + s.dangling_data_deps;
   row("dangling deps",

@@ -365,7 +365,7 @@ TEST(PyTorchChakra, SummarySaysWhatWasReadAndWhatWasDroppedAndWhy) {
   for (const char* want :
        {"Chakra trace: 1 rank, 5 nodes, schema 1.0.2-chakra.0.0.4", "1 kernels",
         "4 on host threads, 0.060 ms", "1 dropped (1 ctrl, 0 data", "depends on node 5",
-        "0 paired with their GPU collective, 1 dropped", "pt.0.et: rank 0: node 6"})
+        "0 paired with a GPU collective, 1 dropped", "pt.0.et: rank 0: node 6"})
     EXPECT_NE(s.find(want), std::string::npos) << want << "\n" << s;
   EXPECT_LE(std::count(s.begin(), s.end(), '\n'), 25);  // one screen
 }
