@@ -79,6 +79,40 @@ void write_report_json(const std::string& path, const report::StepReport& r) {
   if (!path.empty()) write_file(path, [&](std::ostream& out) { report::write_json(out, r); });
 }
 
+trace::CpuOps cpu_ops_mode(const std::string& text) {
+  if (text == "host") return trace::CpuOps::kHostThread;
+  if (text == "skip") return trace::CpuOps::kSkip;
+  throw UsageError("--cpu-ops must be host or skip, not " + text);
+}
+
+// The Chakra import options shared by replay and convert.
+struct ChakraFlags {
+  std::string groups, cpu_ops = "host";
+  bool strict_deps = false;
+  void add_to(po::options_description& opts) {
+    // clang-format off
+    opts.add_options()
+        ("comm-groups", po::value(&groups),
+         "Chakra: process groups, {\"pg_name\": [ranks]} or PyTorch's pg_config list "
+         "(default: the trace's process_group:init metadata, else every collective spans all "
+         "ranks)")
+        ("cpu-ops", po::value(&cpu_ops),
+         "Chakra: is_cpu_op nodes run on one host thread per rank for their traced duration "
+         "(host, the default) or take no time (skip); their GPU kernels run either way")
+        ("strict-deps", po::bool_switch(&strict_deps),
+         "Chakra: a dependency on a node absent from the rank's file is an error (default: "
+         "dropped and counted)");
+    // clang-format on
+  }
+  trace::ChakraImportOptions options() const {
+    trace::ChakraImportOptions o;
+    o.strict_deps = strict_deps;
+    o.cpu_ops = cpu_ops_mode(cpu_ops);
+    o.groups_source = groups;
+    return o;
+  }
+};
+
 double seconds_since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
@@ -122,13 +156,18 @@ int generate_command(const std::vector<std::string>& args) {
 }
 
 int replay_command(const std::vector<std::string>& args) {
-  std::string chakra, topology, gpu, network, json, groups;
+  std::string chakra, topology, gpu, network, json;
+  ChakraFlags flags;
   po::options_description opts(
       "usage: clustersim replay FILE.pb [--topology X] [--gpu Y] [--network M] [--json F]\n"
-      "       clustersim replay --chakra PREFIX [--topology X] [--gpu Y] [--comm-groups F.json]\n\n"
+      "       clustersim replay --chakra PREFIX [--topology X] [--gpu Y] [--comm-groups F.json]\n"
+      "                         [--cpu-ops host|skip] [--strict-deps]\n\n"
       "Simulates a workload trace and prints the report `run` prints. A trace from `generate`\n"
       "can be retargeted to another topology or GPU (compute is re-timed). --chakra reads\n"
-      "PREFIX.0.et, PREFIX.1.et, ... (gzip accepted) until a rank file is missing.\n\noptions");
+      "PREFIX.0.et, PREFIX.1.et, ... (gzip accepted) until a rank file is missing, as the\n"
+      "PyTorch execution-trace observer + Kineto + chakra converter write them (schema 1.0.x)\n"
+      "or ASTRA-sim's generators do, and first prints what it read and what it "
+      "dropped.\n\noptions");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
@@ -137,12 +176,11 @@ int replay_command(const std::vector<std::string>& args) {
        "cluster preset or file (default: the trace's; dgx-h100 for imported traces)")
       ("gpu", po::value(&gpu), "GPU profile to time compute for (default: the trace's)")
       ("network", po::value(&network), "congestion_aware, analytical or ideal")
-      ("comm-groups", po::value(&groups),
-       "Chakra: JSON object pg_name -> ranks (without it a collective spans all ranks)")
       ("messages", "run every collective message by message, not as fluid transfers "
                    "(simulation.fluid_collectives=false)")
       ("json", po::value(&json), "also write the report as JSON to this file");
   // clang-format on
+  flags.add_to(opts);
   const auto vm = parse(args, opts, "trace", 1);
   if (vm.count("help")) return std::cout << opts << '\n', 0;
   const std::string path = positional(vm, "trace");
@@ -155,14 +193,18 @@ int replay_command(const std::vector<std::string>& args) {
 
   if (!chakra.empty()) {
     const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
-    const auto workload = trace::read_chakra(chakra, cost, load_groups(groups));
+    trace::ChakraSummary summary;
+    const auto workload =
+        trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);
+    trace::print_chakra_summary(std::cout, summary);
     const auto name = std::filesystem::path(chakra).filename().string();
     const auto r = trace::simulate_workload(workload, target, name, chakra, simulation_progress());
     trace::print_workload_table(std::cout, r);
     write_report_json(json, r);
     return 0;
   }
-  if (!groups.empty()) throw UsageError("--comm-groups goes with --chakra");
+  if (!flags.groups.empty() || flags.strict_deps || vm.count("cpu-ops"))
+    throw UsageError("--comm-groups, --cpu-ops and --strict-deps go with --chakra");
   auto loaded = trace::from_trace(trace::read_trace_file(path), path);
   if (loaded.workload) {
     if (!gpu.empty()) trace::retime_workload(*loaded.workload, gpu);
@@ -189,7 +231,8 @@ int replay_command(const std::vector<std::string>& args) {
 }
 
 int convert_command(const std::vector<std::string>& args) {
-  std::string chakra, output, to_chakra, gpu, groups;
+  std::string chakra, output, to_chakra, gpu;
+  ChakraFlags flags;
   po::options_description opts(
       "usage: clustersim convert --chakra PREFIX -o FILE.pb [--gpu Y] [--comm-groups F.json]\n"
       "       clustersim convert FILE.pb --to-chakra PREFIX\n\n"
@@ -202,9 +245,9 @@ int convert_command(const std::vector<std::string>& args) {
       ("chakra", po::value(&chakra), "the Chakra trace's file prefix")
       ("output,o", po::value(&output), "the clustersim trace to write")
       ("to-chakra", po::value(&to_chakra), "the Chakra file prefix to write")
-      ("gpu", po::value(&gpu), "GPU that times COMP nodes without a duration (default h100)")
-      ("comm-groups", po::value(&groups), "JSON object pg_name -> ranks");
+      ("gpu", po::value(&gpu), "GPU that times COMP nodes without a duration (default h100)");
   // clang-format on
+  flags.add_to(opts);
   const auto vm = parse(args, opts, "trace", 1);
   if (vm.count("help")) return std::cout << opts << '\n', 0;
   const std::string path = positional(vm, "trace");
@@ -212,7 +255,10 @@ int convert_command(const std::vector<std::string>& args) {
     if (output.empty() || !path.empty() || !to_chakra.empty())
       throw UsageError("convert --chakra PREFIX takes -o FILE.pb and nothing else to convert");
     const compute::KernelCostModel cost(compute::load_gpu_profile(gpu.empty() ? "h100" : gpu));
-    const auto workload = trace::read_chakra(chakra, cost, load_groups(groups));
+    trace::ChakraSummary summary;
+    const auto workload =
+        trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);
+    trace::print_chakra_summary(std::cout, summary);
     trace::write_trace_file(trace::to_trace(workload, "chakra " + chakra), output);
     std::printf("%s: %zu ranks from %s.*.et\n", output.c_str(), workload.program_of_rank.size(),
                 chakra.c_str());

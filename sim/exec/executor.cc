@@ -507,7 +507,9 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
   if (!entry.posts.empty()) {
     const auto [first_rank, first_op] = entry.posts.front();
     const Op& first = program_of(first_rank).ops[first_op];
-    if (first.coll_op != o.coll_op || first.bytes != o.bytes) {
+    // All-to-all-v members send sizes of their own (Op::varies), so only the type must agree.
+    const bool sized = o.varies != UINT32_MAX || first.varies != UINT32_MAX;
+    if (first.coll_op != o.coll_op || (!sized && first.bytes != o.bytes)) {
       block(rank, op,
             "collective #" + std::to_string(seq) + " of communicator " + std::to_string(o.comm) +
                 ": this rank posts " + std::string(coll::to_string(o.coll_op)) + " of " +
@@ -521,6 +523,13 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
   if (entry.posts.size() < members.size()) return;
   std::vector<std::pair<int32_t, uint32_t>> posts = std::move(entry.posts);
   coll_posts_.erase(key);
+  const bool any_v = std::any_of(posts.begin(), posts.end(), [this](const auto& p) {
+    return program_of(p.first).ops[p.second].varies != UINT32_MAX;
+  });
+  if (any_v) {
+    run_explicit_all_to_all_v(std::move(posts), o.comm);
+    return;
+  }
   std::vector<net::VertexId> vertices(members.size());
   for (std::size_t i = 0; i < members.size(); ++i) vertices[i] = gpu_of(members[i]);
   const coll::ScheduleKey plan =
@@ -541,6 +550,63 @@ void Executor::arrive_explicit_collective(int32_t rank, uint32_t op) {
                    complete(m, mop);
                  }
                });
+}
+
+void Executor::run_explicit_all_to_all_v(std::vector<std::pair<int32_t, uint32_t>> posts,
+                                         int32_t comm) {
+  const auto& members = (*groups_)[static_cast<std::size_t>(comm)];
+  const std::size_t n = members.size();
+  // Each member's row: its own op's bytes x share (equal blocks for a member without one).
+  std::vector<net::FluidEdge> edges;
+  Bytes sent = 0;
+  Time latency;
+  for (const auto& [m, mop] : posts) {
+    const workload::Program& program = program_of(m);
+    const Op& o = program.ops[mop];
+    const workload::AllToAllV* v =
+        o.varies < program.all_to_alls.size() ? &program.all_to_alls[o.varies] : nullptr;
+    const auto self =
+        static_cast<std::size_t>(std::find(members.begin(), members.end(), m) - members.begin());
+    for (std::size_t d = 0; d < n; ++d) {
+      const double share =
+          v ? (d < v->share.size() ? v->share[d] : 0.0) : 1.0 / static_cast<double>(n);
+      const double b = static_cast<double>(o.bytes) * share;
+      if (d == self || b <= 0) continue;
+      net::VertexId from = gpu_of(m), to = gpu_of(members[d]);
+      if (v && v->reverse) std::swap(from, to);
+      edges.push_back({from, to, b});
+      sent += static_cast<Bytes>(std::llround(b));
+      latency = std::max(latency, network_.path_latency(from, to));
+    }
+  }
+  ++comm_.collectives;
+  const Op& first = program_of(posts.front().first).ops[posts.front().second];
+  comm_.by_op[static_cast<int>(first.coll_op)] += sent;
+  comm_.by_dim[static_cast<int>(first.dim)] += sent;
+  const CommPath path = path_of_group(static_cast<std::size_t>(comm));
+  for (const auto& [m, mop] : posts) change_load(m, path, +1);
+  const Time launch = nccl_
+                          .plan(first.coll_op, static_cast<int32_t>(n),
+                                group_local_[static_cast<std::size_t>(comm)], first.bytes)
+                          .wire.launch_latency;
+  auto done = [this, posts = std::move(posts), path, started = sim_.now()] {
+    for (const auto& [m, mop] : posts) change_load(m, path, -1);
+    for (const auto& [m, mop] : posts) {
+      stats_[m].all_to_all += sim_.now() - started;
+      complete(m, mop);
+    }
+  };
+  auto shared = std::make_shared<std::vector<net::FluidEdge>>(std::move(edges));
+  sim_.schedule_in(launch, [this, shared, latency, done = std::move(done)]() mutable {
+    if (shared->empty()) {
+      sim_.schedule_in(latency, std::move(done));
+      return;
+    }
+    network_.send_fluid(*shared, 1, Time{},
+                        [this, shared, latency, done = std::move(done)]() mutable {
+                          sim_.schedule_in(latency, std::move(done));
+                        });
+  });
 }
 
 void Executor::arrive_explicit_p2p(int32_t rank, uint32_t op) {

@@ -281,6 +281,9 @@ class Executor {
   // An expert-parallel all-to-all-v (all_to_all_v.h) of the group of (rank, op), once every
   // member has posted it.
   void run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllToAllV& v);
+  // An explicit workload's all-to-all-v (imported ALL_TO_ALL with split sizes, GATHER, SCATTER):
+  // every member sends its own op's bytes x share[d] to member d (reversed: receives them).
+  void run_explicit_all_to_all_v(std::vector<std::pair<int32_t, uint32_t>> posts, int32_t comm);
   // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
   // by how the group sits on servers.
   coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;

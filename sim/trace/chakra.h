@@ -11,6 +11,8 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/exec/executor.h"
 #include "sim/run/step_simulation.h"
+#include "sim/trace/chakra_groups.h"
+#include "sim/trace/chakra_import.h"
 
 namespace cs::trace {
 
@@ -20,30 +22,49 @@ struct ChakraRank {
   std::vector<ChakraProtoMsg::Node> nodes;
 };
 
-// pg_name -> member ranks, in ring order.
-using CommGroups = std::map<std::string, std::vector<int32_t>>;
-
 // Parses one .et file: varint32-length-prefixed messages, GlobalMetadata first, then Nodes;
 // gzip-compressed input is inflated first. Throws TraceError naming `file`, `rank`, the node (when
 // one is being read) and the reason.
 ChakraRank parse_chakra_rank(std::string_view bytes, const std::string& file, int32_t rank);
 
-// Parses a JSON object mapping each pg_name to its ranks: {"0": [0, 1], "tp": [2, 3]}.
-CommGroups parse_comm_groups(std::string_view json, const std::string& file);
-
-// Builds one dataflow program per rank. COMP nodes take duration_micros when set, else the
+// Builds one dataflow program per rank. GPU COMP nodes take duration_micros when set, else the
 // roofline of num_ops and tensor_size on `cost`'s GPU (a memory-bound kernel: the larger of FLOPs
 // over peak and bytes over HBM bandwidth, plus launch overhead), kept as a kernel so that a
-// replay on another GPU re-times it. MEM_LOAD / MEM_STORE move tensor_size bytes through HBM off
-// the compute stream; a BARRIER is a 4-byte all-reduce (what torch.distributed.barrier runs on
-// NCCL). A collective spans the ranks of its pg_name in `groups`, all ranks when `groups` is
-// empty or the node names no pg_name. `files[r]` names rank r in errors.
+// replay on another GPU re-times it. CPU operators (is_cpu_op) take only their traced duration,
+// on one host thread per rank or not at all (options.cpu_ops); the GPU kernels they launch are
+// separate nodes. MEM_LOAD / MEM_STORE move tensor_size bytes through HBM off the compute stream.
+// Collectives: ALL_REDUCE, ALL_GATHER, REDUCE_SCATTER (and _BLOCK), BROADCAST, ALL_TO_ALL run their
+// own schedules; REDUCE runs the broadcast's chain; BARRIER is a 4-byte all-reduce; ALL_TO_ALL with
+// in_split_size, GATHER and SCATTER run as all-to-all-v transfers (each sender's own sizes). A
+// collective spans the ranks of its pg_name in `groups`, else in the trace's process_group:init
+// metadata, all ranks when neither has groups or the node names no pg_name; over one rank it
+// takes no time. record_param_comms / c10d:: / nccl: wrappers are paired with the GPU collective
+// they launch (which takes pg_name and split sizes from them when it lacks its own) or dropped.
+// Dependencies on absent nodes are dropped unless options.strict_deps. `files[r]` names rank r
+// in errors; `summary`, when given, gets the counts.
+exec::ExplicitWorkload chakra_to_workload(const std::vector<ChakraRank>& ranks,
+                                          const std::vector<std::string>& files,
+                                          const compute::KernelCostModel& cost,
+                                          const CommGroups& groups,
+                                          const ChakraImportOptions& options,
+                                          ChakraSummary* summary);
+// With the default options.
 exec::ExplicitWorkload chakra_to_workload(const std::vector<ChakraRank>& ranks,
                                           const std::vector<std::string>& files,
                                           const compute::KernelCostModel& cost,
                                           const CommGroups& groups);
 
-// Reads PREFIX.0.et, PREFIX.1.et, ... until a file is missing, and converts them.
+// Every rank file of a prefix, parsed.
+struct ChakraFiles {
+  std::vector<ChakraRank> ranks;
+  std::vector<std::string> files;
+};
+// Reads PREFIX.0.et, PREFIX.1.et, ... until a file is missing.
+ChakraFiles read_chakra_files(const std::string& prefix);
+// Reads and converts them.
+exec::ExplicitWorkload read_chakra(const std::string& prefix, const compute::KernelCostModel& cost,
+                                   const CommGroups& groups, const ChakraImportOptions& options,
+                                   ChakraSummary* summary);
 exec::ExplicitWorkload read_chakra(const std::string& prefix, const compute::KernelCostModel& cost,
                                    const CommGroups& groups);
 

@@ -217,6 +217,12 @@ pb::Trace to_trace(const run::PreparedStep& step) {
 }
 
 pb::Trace to_trace(const exec::ExplicitWorkload& workload, const std::string& source) {
+  // Imported GATHER, SCATTER and per-peer ALL_TO_ALL run as all-to-all-v: not in the format yet.
+  for (const auto& p : workload.programs)
+    if (!p.all_to_alls.empty())
+      throw TraceError(source +
+                       ": GATHER, SCATTER and ALL_TO_ALL with split sizes (all-to-all-v) cannot "
+                       "be written as clustersim traces yet; replay the Chakra files directly");
   pb::Trace out;
   auto* meta = out.mutable_metadata();
   meta->set_producer(kProducer);

@@ -318,13 +318,25 @@ TEST(ChakraImport, BadNodesAreErrorsNamingFileRankAndNode) {
   EXPECT_NE(e.find("x.0.et"), std::string::npos) << e;
   EXPECT_NE(e.find("node 7"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown node type 42"), std::string::npos) << e;
-  e = simulate_error({{coll(3, ChakraProtoMsg::REDUCE, 64)}});
+  e = simulate_error({{coll(3, 42, 64)}});
   EXPECT_NE(e.find("node 3"), std::string::npos) << e;
-  EXPECT_NE(e.find("comm_type 1"), std::string::npos) << e;
+  EXPECT_NE(e.find("comm_type 42"), std::string::npos) << e;
   e = simulate_error({{p2p(0, true, 5, 64)}, {}});
   EXPECT_NE(e.find("comm_dst = 5"), std::string::npos) << e;
-  e = simulate_error({{node(0, ChakraProtoMsg::COMP_NODE, {9})}});
-  EXPECT_NE(e.find("node 9"), std::string::npos) << e;
+  // A dependency on an absent node is dropped by default (pytorch_chakra_test.cc), an error with
+  // strict_deps.
+  EXPECT_EQ(simulate_error({{node(0, ChakraProtoMsg::COMP_NODE, {9})}}), "");
+  ChakraImportOptions strict;
+  strict.strict_deps = true;
+  ChakraRank rank;
+  rank.nodes = {node(0, ChakraProtoMsg::COMP_NODE, {9})};
+  const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
+  try {
+    chakra_to_workload({rank}, {"x.0.et"}, cost, {}, strict, nullptr);
+    ADD_FAILURE();
+  } catch (const TraceError& err) {
+    EXPECT_NE(std::string(err.what()).find("node 9"), std::string::npos) << err.what();
+  }
 }
 
 TEST(ChakraImport, CycleIsFoundBeforeSimulatingAndNamesItsNodes) {
