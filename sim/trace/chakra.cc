@@ -182,78 +182,6 @@ Time micros(const NodeContext& ctx, uint64_t us) {
   return Time::ps(static_cast<int64_t>(us) * 1'000'000);
 }
 
-// Minimal JSON for {"name": [int, ...], ...}.
-class GroupsParser {
- public:
-  GroupsParser(std::string_view text, const std::string& file) : s_(text), file_(file) {}
-  CommGroups parse() {
-    CommGroups groups;
-    expect('{');
-    if (peek() == '}') return ++i_, groups;
-    while (true) {
-      std::string name = string();
-      expect(':');
-      expect('[');
-      std::vector<int32_t> ranks;
-      if (peek() != ']') {
-        while (true) {
-          ranks.push_back(integer());
-          if (peek() == ',') {
-            ++i_;
-            continue;
-          }
-          break;
-        }
-      }
-      expect(']');
-      if (!groups.emplace(std::move(name), std::move(ranks)).second) fail("a pg_name repeats");
-      if (peek() == ',') {
-        ++i_;
-        continue;
-      }
-      break;
-    }
-    expect('}');
-    if (peek() != '\0') fail("text after the object");
-    return groups;
-  }
-
- private:
-  [[noreturn]] void fail(const std::string& why) {
-    throw TraceError(file_ + ": offset " + std::to_string(i_) + ": " + why +
-                     " (expected {\"pg_name\": [ranks], ...})");
-  }
-  char peek() {
-    while (i_ < s_.size() && std::isspace(static_cast<unsigned char>(s_[i_]))) ++i_;
-    return i_ < s_.size() ? s_[i_] : '\0';
-  }
-  void expect(char c) {
-    if (peek() != c) fail(std::string("expected '") + c + "'");
-    ++i_;
-  }
-  std::string string() {
-    expect('"');
-    std::string out;
-    while (i_ < s_.size() && s_[i_] != '"') {
-      if (s_[i_] == '\\') fail("escapes are not supported in names");
-      out.push_back(s_[i_++]);
-    }
-    if (i_ >= s_.size()) fail("unterminated string");
-    ++i_;
-    return out;
-  }
-  int32_t integer() {
-    peek();
-    std::size_t start = i_;
-    while (i_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[i_]))) ++i_;
-    if (start == i_ || i_ - start > 9) fail("expected a rank (a non-negative integer)");
-    return std::stoi(std::string(s_.substr(start, i_ - start)));
-  }
-  std::string_view s_;
-  const std::string& file_;
-  std::size_t i_ = 0;
-};
-
 std::string rank_file(const std::string& prefix, int32_t rank) {
   return prefix + "." + std::to_string(rank) + ".et";
 }
@@ -307,10 +235,6 @@ ChakraRank parse_chakra_rank(std::string_view bytes, const std::string& file, in
   }
   if (index == 0) throw TraceError(where + ": empty file, expected a GlobalMetadata");
   return out;
-}
-
-CommGroups parse_comm_groups(std::string_view json, const std::string& file) {
-  return GroupsParser(json, file).parse();
 }
 
 exec::ExplicitWorkload chakra_to_workload(const std::vector<ChakraRank>& ranks,
@@ -610,17 +534,7 @@ void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
     if (coded.HadError()) throw TraceError(path + ": cannot write");
   }
   const std::string groups_path = prefix + ".comm_groups.json";
-  std::ofstream groups(groups_path);
-  if (!groups) throw TraceError(groups_path + ": cannot write");
-  groups << "{";
-  for (std::size_t g = 0; g < w.groups.size(); ++g) {
-    groups << (g ? ",\n " : "\n ") << '"' << g << "\": [";
-    for (std::size_t k = 0; k < w.groups[g].size(); ++k)
-      groups << (k ? ", " : "") << w.groups[g][k];
-    groups << ']';
-  }
-  groups << "\n}\n";
-  if (!groups) throw TraceError(groups_path + ": cannot write");
+  write_comm_groups(w.groups, groups_path);
 }
 
 }  // namespace cs::trace

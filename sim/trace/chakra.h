@@ -11,6 +11,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/exec/executor.h"
 #include "sim/run/step_simulation.h"
+#include "sim/trace/comm_groups.h"
 
 namespace cs::trace {
 
@@ -20,16 +21,10 @@ struct ChakraRank {
   std::vector<ChakraProtoMsg::Node> nodes;
 };
 
-// pg_name -> member ranks, in ring order.
-using CommGroups = std::map<std::string, std::vector<int32_t>>;
-
 // Parses one .et file: varint32-length-prefixed messages, GlobalMetadata first, then Nodes;
 // gzip-compressed input is inflated first. Throws TraceError naming `file`, `rank`, the node (when
 // one is being read) and the reason.
 ChakraRank parse_chakra_rank(std::string_view bytes, const std::string& file, int32_t rank);
-
-// Parses a JSON object mapping each pg_name to its ranks: {"0": [0, 1], "tp": [2, 3]}.
-CommGroups parse_comm_groups(std::string_view json, const std::string& file);
 
 // Builds one dataflow program per rank. COMP nodes take duration_micros when set, else the
 // roofline of num_ops and tensor_size on `cost`'s GPU (a memory-bound kernel: the larger of FLOPs
