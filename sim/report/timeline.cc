@@ -109,7 +109,7 @@ void Timeline::record(int32_t rank, const workload::Program& program, uint32_t o
                      op.layer, op.peer_stage, it->second, op.bytes, start, end});
 }
 
-Json Timeline::complete_event(const Event& e) const {
+void Timeline::fill_complete_event(const Event& e, Json& event) const {
   std::string name = labels_[e.label];
   const std::string mb = e.microbatch >= 0 ? std::to_string(e.microbatch) : "";
   if (e.kind == OpKind::kCollective) {
@@ -122,7 +122,19 @@ Json Timeline::complete_event(const Event& e) const {
     name += " mb " + mb;
   }
   if (e.layer >= 0) name += " layer " + std::to_string(e.layer);
-  Json args = {{"op", labels_[e.label]}, {"class", class_name(e.op_class)}};
+  // Filled in place, field by field: a timeline has millions of events, and a new document per
+  // event (or one built from initializer lists, a two-element array per pair) costs allocations.
+  event["ph"] = "X";
+  event["pid"] = e.rank;
+  event["tid"] = static_cast<int>(e.stream);
+  event["ts"] = micros(e.start);
+  event["dur"] = micros(e.end - e.start);
+  event["name"] = std::move(name);
+  event["cat"] = class_name(e.op_class);
+  Json& args = event["args"];
+  args.clear();  // the previous event's, which may have had other keys
+  args["op"] = labels_[e.label];
+  args["class"] = class_name(e.op_class);
   if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
   if (e.layer >= 0) args["layer"] = e.layer;
   if (e.kind != OpKind::kCompute) {
@@ -131,14 +143,6 @@ Json Timeline::complete_event(const Event& e) const {
     args["collective"] = coll::to_string(e.coll_op);
   }
   if (e.peer_stage >= 0) args["peer_stage"] = e.peer_stage;
-  return {{"ph", "X"},
-          {"pid", e.rank},
-          {"tid", static_cast<int>(e.stream)},
-          {"ts", micros(e.start)},
-          {"dur", micros(e.end - e.start)},
-          {"name", std::move(name)},
-          {"cat", class_name(e.op_class)},
-          {"args", std::move(args)}};
 }
 
 void Timeline::write_json(std::ostream& out) const {
@@ -185,7 +189,11 @@ void Timeline::write_json(std::ostream& out) const {
             {"args", {{"sort_index", s}}}});
     }
   }
-  for (const Event* e : sorted) line(complete_event(*e));
+  Json event;
+  for (const Event* e : sorted) {
+    fill_complete_event(*e, event);
+    line(event);
+  }
   out << "\n]}\n";
 }
 

@@ -54,8 +54,8 @@ class Timeline {
     Bytes bytes;
     Time start, end;
   };
-  // The "X" (complete) event of one op, named by its label, microbatch and layer.
-  nlohmann::ordered_json complete_event(const Event& e) const;
+  // Sets `event` to the "X" (complete) event of one op, named by its label, microbatch, layer.
+  void fill_complete_event(const Event& e, nlohmann::ordered_json& event) const;
 
   workload::Layout layout_;
   std::vector<int32_t> ranks_;

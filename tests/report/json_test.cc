@@ -75,6 +75,7 @@ TEST(JsonDocument, NonFiniteNumbersAreNullSoTheFileStaysJson) {
 TEST(JsonDocument, StringsAreEscapedAndInvalidUtf8IsReplaced) {
   const std::string tricky = "quote \" backslash \\ newline \n tab \t bell \x07 é";
   const Json doc = {{"s", tricky},
+                    {"key \"quoted\"", 1},
                     {"bad", std::string("a\xff"
                                         "b")}};
   const std::string text = document(doc);
@@ -83,6 +84,7 @@ TEST(JsonDocument, StringsAreEscapedAndInvalidUtf8IsReplaced) {
       << text;
   const auto back = Json::parse(text);
   EXPECT_EQ(back.at("s"), tricky);
+  EXPECT_NE(text.find(R"("key \"quoted\"": 1)"), std::string::npos) << text;
   EXPECT_EQ(back.at("bad"),
             "a\xef\xbf\xbd"
             "b");  // U+FFFD
