@@ -18,7 +18,7 @@
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 
 namespace cs::cli {
 
@@ -103,33 +103,25 @@ bool uniform_nodes(const net::Topology& topo, const std::vector<net::VertexId>& 
 void write_json(const std::string& path, const Request& req, const net::Topology& topo,
                 std::string_view algo, int32_t groups, const std::vector<SizeResult>& results) {
   write_file(path, [&](std::ostream& out) {
-    report::JsonWriter w(out);
-    w.begin_object()
-        .field("op", req.op)
-        .field("algo", algo)
-        .field("gpus", req.gpus)
-        .field("group_size", req.group_size)
-        .field("groups", groups)
-        .field("topology", topo.name)
-        .field("gpu", topo.gpu_type)
-        .field("network", req.network);
-    w.key("results").begin_array();
+    report::Json j = {{"op", req.op},         {"algo", algo},
+                      {"gpus", req.gpus},     {"group_size", req.group_size},
+                      {"groups", groups},     {"topology", topo.name},
+                      {"gpu", topo.gpu_type}, {"network", req.network}};
+    report::Json& rows = j["results"] = report::Json::array();
     for (const auto& r : results) {
-      w.begin_object()
-          .field("size_bytes", r.size)
-          .field("algo", coll::to_string(r.algo))
-          .field("protocol", coll::to_string(r.protocol))
-          .field("channels", r.channels)
-          .field("nccl_model_busbw_gbps", r.model_busbw_gbps)
-          .field("chunks", r.chunks)
-          .field("window", r.window)
-          .field("time_us", r.time.as_us())
-          .field("algbw_gbps", r.algbw_gbps)
-          .field("busbw_gbps", r.busbw_gbps)
-          .field("events", r.events)
-          .end_object();
+      rows.push_back({{"size_bytes", r.size},
+                      {"algo", coll::to_string(r.algo)},
+                      {"protocol", coll::to_string(r.protocol)},
+                      {"channels", r.channels},
+                      {"nccl_model_busbw_gbps", r.model_busbw_gbps},
+                      {"chunks", r.chunks},
+                      {"window", r.window},
+                      {"time_us", r.time.as_us()},
+                      {"algbw_gbps", r.algbw_gbps},
+                      {"busbw_gbps", r.busbw_gbps},
+                      {"events", r.events}});
     }
-    w.end_array().end_object();
+    report::write_document(out, j);
   });
 }
 

@@ -9,6 +9,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/hf_mixtures.h"
 #include "sim/config/hf_reader.h"
+#include "sim/config/json_input.h"
 
 namespace cs {
 namespace {
@@ -28,7 +29,7 @@ json parse(const std::string& file) {
   try {
     return json::parse(in);
   } catch (const json::parse_error& e) {
-    throw ConfigError(file + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+    throw ConfigError(file + ": not valid JSON: " + json_error_reason(e));
   }
 }
 

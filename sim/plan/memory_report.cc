@@ -6,7 +6,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/cost/host.h"
 #include "sim/net/topology_builder.h"
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
@@ -288,68 +288,64 @@ void print_memory_report(std::ostream& out, const MemoryReport& r) {
 }
 
 void write_memory_json(std::ostream& out, const MemoryReport& r) {
-  report::JsonWriter w(out);
-  w.begin_object()
-      .field("name", r.name)
-      .field("layout", r.layout)
-      .field("schedule", r.schedule)
-      .field("gpu", r.gpu)
-      .field("precision", r.precision)
-      .field("gpus", r.gpus)
-      .field("microbatches", r.microbatches)
-      .field("capacity_gb", r.capacity / 1e9)
-      .field("peak_gb", r.peak / 1e9)
-      .field("peak_stage", r.peak_stage)
-      .field("total_all_gpus_gb", r.total_all_gpus / 1e9)
-      .field("fits", r.fits)
-      .field("host_dram_gb", r.host_dram / 1e9)
-      .field("host_nvme_gb", r.host_nvme / 1e9)
-      .field("host_dram_capacity_gb", r.host_dram_capacity / 1e9)
-      .field("host_nvme_capacity_gb", r.host_nvme_capacity / 1e9)
-      .field("fits_host", r.fits_host);
-  w.key("stages").begin_array();
+  report::Json j = {{"name", r.name},
+                    {"layout", r.layout},
+                    {"schedule", r.schedule},
+                    {"gpu", r.gpu},
+                    {"precision", r.precision},
+                    {"gpus", r.gpus},
+                    {"microbatches", r.microbatches},
+                    {"capacity_gb", r.capacity / 1e9},
+                    {"peak_gb", r.peak / 1e9},
+                    {"peak_stage", r.peak_stage},
+                    {"total_all_gpus_gb", r.total_all_gpus / 1e9},
+                    {"fits", r.fits},
+                    {"host_dram_gb", r.host_dram / 1e9},
+                    {"host_nvme_gb", r.host_nvme / 1e9},
+                    {"host_dram_capacity_gb", r.host_dram_capacity / 1e9},
+                    {"host_nvme_capacity_gb", r.host_nvme_capacity / 1e9},
+                    {"fits_host", r.fits_host}};
+  auto gb = [](auto bytes) { return static_cast<double>(bytes) / 1e9; };
+  report::Json& stages = j["stages"] = report::Json::array();
   for (const auto& s : r.stages) {
-    w.begin_object()
-        .field("stage", s.stage)
-        .field("layers", s.layers)
-        .field("in_flight", s.in_flight)
-        .field("weights_gb", static_cast<double>(s.mem.weights) / 1e9)
-        .field("gradients_gb", static_cast<double>(s.mem.gradients) / 1e9)
-        .field("master_gb", s.master / 1e9)
-        .field("adam_m_gb", s.adam_m / 1e9)
-        .field("adam_v_gb", s.adam_v / 1e9)
-        .field("activations_gb", static_cast<double>(s.mem.activations) / 1e9)
-        .field("temporary_gb", static_cast<double>(s.mem.temporary) / 1e9)
-        .field("working_set_gb", static_cast<double>(s.mem.working_set) / 1e9)
-        .field("total_gb", static_cast<double>(s.mem.total()) / 1e9)
-        .field("host_dram_gb", static_cast<double>(s.mem.host_dram) / 1e9)
-        .field("host_nvme_gb", static_cast<double>(s.mem.host_nvme) / 1e9)
-        .end_object();
+    stages.push_back({{"stage", s.stage},
+                      {"layers", s.layers},
+                      {"in_flight", s.in_flight},
+                      {"weights_gb", gb(s.mem.weights)},
+                      {"gradients_gb", gb(s.mem.gradients)},
+                      {"master_gb", s.master / 1e9},
+                      {"adam_m_gb", s.adam_m / 1e9},
+                      {"adam_v_gb", s.adam_v / 1e9},
+                      {"activations_gb", gb(s.mem.activations)},
+                      {"temporary_gb", gb(s.mem.temporary)},
+                      {"working_set_gb", gb(s.mem.working_set)},
+                      {"total_gb", gb(s.mem.total())},
+                      {"host_dram_gb", gb(s.mem.host_dram)},
+                      {"host_nvme_gb", gb(s.mem.host_nvme)}});
   }
-  w.end_array();
-  auto rows = [&](const char* key, const std::vector<VariantRow>& v) {
-    w.key(key).begin_array();
+  auto rows = [](const std::vector<VariantRow>& v) {
+    report::Json list = report::Json::array();
     for (const auto& x : v) {
-      w.begin_object()
-          .field("name", x.name)
-          .field("weights_gb", x.weights / 1e9)
-          .field("gradients_gb", x.gradients / 1e9)
-          .field("optimizer_gb", x.optimizer / 1e9)
-          .field("activations_gb", x.activations / 1e9)
-          .field("temporary_gb", x.temporary / 1e9)
-          .field("working_set_gb", x.working_set / 1e9)
-          .field("total_gb", x.total / 1e9)
-          .field("extra_flops_fraction", x.extra_flops_fraction)
-          .field("extra_seconds", x.extra_seconds)
-          .field("fits", x.fits)
-          .end_object();
+      list.push_back({{"name", x.name},
+                      {"weights_gb", x.weights / 1e9},
+                      {"gradients_gb", x.gradients / 1e9},
+                      {"optimizer_gb", x.optimizer / 1e9},
+                      {"activations_gb", x.activations / 1e9},
+                      {"temporary_gb", x.temporary / 1e9},
+                      {"working_set_gb", x.working_set / 1e9},
+                      {"total_gb", x.total / 1e9},
+                      {"extra_flops_fraction", x.extra_flops_fraction},
+                      {"extra_seconds", x.extra_seconds},
+                      {"fits", x.fits}});
     }
-    w.end_array();
+    return list;
   };
-  rows("precision", r.precision_rows);
-  rows("checkpointing", r.checkpoint_rows);
-  w.end_object();
-  out << '\n';
+  // Not "precision": that key already names the configuration's precision (the hand-written
+  // writer this replaced wrote both, a repeated key that JSON readers resolve to the last one).
+  j["precision_rows"] = rows(r.precision_rows);
+  j["checkpointing"] = rows(r.checkpoint_rows);
+  report::write_document(out, j);
+  out << '\n';  // a blank last line, as this file has always ended
 }
 
 }  // namespace cs::plan

@@ -15,7 +15,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
@@ -491,48 +491,54 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   }
 }
 
-void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
-  report::JsonWriter w(out);
-  w.begin_object()
-      .field("gpus", options.gpus)
-      .field("objective", options.objective == Objective::kCost ? "cost" : "time")
-      .field("enumerated", result.enumerated)
-      .field("fitting", result.fitting)
-      .field("simulated", result.simulated)
-      .field("refined", result.refined);
-  w.key("ranked").begin_array();
-  for (const Candidate& c : result.ranked) {
-    const auto& p = c.config.parallel();
-    const auto& r = c.report;
-    w.begin_object().field("layout", short_layout(c.config));
-    const workload::DimSizes sizes = workload::dim_sizes(p);
-    for (const auto& d : workload::kDims)
-      w.field(std::string(d.key), sizes[static_cast<std::size_t>(d.dim)]);
-    // A MoE layout's expert TP and rank order (a dense one's JSON is as it was before MoE).
-    if (c.config.model().has_moe())
-      w.field("etp", workload::expert_tp_of(p))
-          .field("rank_order", ParallelConfig::RankOrder_Name(p.rank_order()));
-    w.field("virtual_stages", p.virtual_stages())
-        .field("schedule", workload::schedule_info(p.schedule()).name)
-        .field("microbatch_size", p.microbatch_size())
-        .field("zero_stage", p.zero_stage())
-        .field("recompute", clustersim::ParallelConfig::Recompute_Name(p.recompute()))
-        .field("iteration_time_s", r.iteration_time_s)
-        .field("congestion_aware", c.refined)
-        .field("analytical_step_s", c.search_step_s)
-        .field("mfu", r.mfu)
-        .field("bubble_fraction", r.bubble_fraction);
-    for (const auto& d : workload::kDims)
-      w.field("exposed_" + std::string(d.key) + "_s", r.exposed(d.dim));
-    w.field("peak_memory_gb", c.fit.peak / 1e9)
-        .field("estimate_s", c.estimate_s)
-        .field("run_dollars", r.cost.dollars)
-        .field("goodput", r.cost.goodput)
-        .field("run_dollars_with_failures", r.cost.effective_dollars)
-        .field("run_days", r.cost.wall_days)
-        .end_object();
+namespace {
+
+// One ranked layout: its sizes, schedule and figures, as `plan --json` lists it.
+report::Json candidate_json(const Candidate& c) {
+  const auto& p = c.config.parallel();
+  const auto& r = c.report;
+  report::Json j = {{"layout", short_layout(c.config)}};
+  const workload::DimSizes sizes = workload::dim_sizes(p);
+  for (const auto& d : workload::kDims)
+    j[std::string(d.key)] = sizes[static_cast<std::size_t>(d.dim)];
+  // A MoE layout's expert TP and rank order (a dense one's JSON is as it was before MoE).
+  if (c.config.model().has_moe()) {
+    j["etp"] = workload::expert_tp_of(p);
+    j["rank_order"] = ParallelConfig::RankOrder_Name(p.rank_order());
   }
-  w.end_array().end_object();
+  j["virtual_stages"] = p.virtual_stages();
+  j["schedule"] = workload::schedule_info(p.schedule()).name;
+  j["microbatch_size"] = p.microbatch_size();
+  j["zero_stage"] = p.zero_stage();
+  j["recompute"] = clustersim::ParallelConfig::Recompute_Name(p.recompute());
+  j["iteration_time_s"] = r.iteration_time_s;
+  j["congestion_aware"] = c.refined;
+  j["analytical_step_s"] = c.search_step_s;
+  j["mfu"] = r.mfu;
+  j["bubble_fraction"] = r.bubble_fraction;
+  for (const auto& d : workload::kDims)
+    j["exposed_" + std::string(d.key) + "_s"] = r.exposed(d.dim);
+  j["peak_memory_gb"] = c.fit.peak / 1e9;
+  j["estimate_s"] = c.estimate_s;
+  j["run_dollars"] = r.cost.dollars;
+  j["goodput"] = r.cost.goodput;
+  j["run_dollars_with_failures"] = r.cost.effective_dollars;
+  j["run_days"] = r.cost.wall_days;
+  return j;
+}
+
+}  // namespace
+
+void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
+  report::Json j = {{"gpus", options.gpus},
+                    {"objective", options.objective == Objective::kCost ? "cost" : "time"},
+                    {"enumerated", result.enumerated},
+                    {"fitting", result.fitting},
+                    {"simulated", result.simulated},
+                    {"refined", result.refined},
+                    {"ranked", report::Json::array()}};
+  for (const Candidate& c : result.ranked) j["ranked"].push_back(candidate_json(c));
+  report::write_document(out, j);
 }
 
 }  // namespace cs::plan

@@ -6,20 +6,17 @@
 
 namespace cs::report {
 
-void write_moe_json(JsonWriter& w, const MoeFigures& m) {
-  if (!m.enabled) return;
-  w.key("moe").begin_object();
-  w.field("experts", m.experts)
-      .field("top_k", m.top_k)
-      .field("ep", m.ep)
-      .field("all_to_all_s", m.all_to_all_s)
-      .field("all_to_all_exposed_s", m.all_to_all_exposed_s)
-      .field("tokens_per_expert_max_over_mean", m.tokens_max_over_mean)
-      .field("tokens_per_expert_max_over_mean_worst_layer", m.tokens_max_over_mean_worst)
-      .field("dropped_share", m.dropped_share)
-      .field("expert_params_per_gpu", static_cast<double>(m.expert_params_per_gpu))
-      .field("expert_memory_gb", m.expert_memory_gb);
-  w.end_object();
+Json moe_json(const MoeFigures& m) {
+  return {{"experts", m.experts},
+          {"top_k", m.top_k},
+          {"ep", m.ep},
+          {"all_to_all_s", m.all_to_all_s},
+          {"all_to_all_exposed_s", m.all_to_all_exposed_s},
+          {"tokens_per_expert_max_over_mean", m.tokens_max_over_mean},
+          {"tokens_per_expert_max_over_mean_worst_layer", m.tokens_max_over_mean_worst},
+          {"dropped_share", m.dropped_share},
+          {"expert_params_per_gpu", static_cast<double>(m.expert_params_per_gpu)},
+          {"expert_memory_gb", m.expert_memory_gb}};
 }
 
 void print_moe(std::ostream& out, const MoeFigures& m) {

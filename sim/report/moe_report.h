@@ -3,13 +3,13 @@
 
 #include <ostream>
 
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 #include "sim/report/step_report.h"
 
 namespace cs::report {
 
-// Writes "moe": {...} into the open object; nothing unless `m.enabled`.
-void write_moe_json(JsonWriter& w, const MoeFigures& m);
+// The "moe" object of a report (written only when `m.enabled`).
+Json moe_json(const MoeFigures& m);
 // Table rows in print_table's layout; nothing unless `m.enabled`.
 void print_moe(std::ostream& out, const MoeFigures& m);
 

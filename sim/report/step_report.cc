@@ -5,7 +5,7 @@
 #include <string>
 
 #include "sim/coll/collective.h"
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 #include "sim/report/moe_report.h"
 #include "sim/report/text_rows.h"
 #include "sim/report/variability_report.h"
@@ -30,115 +30,122 @@ std::string human(double v) {
 
 }  // namespace
 
-void write_json(std::ostream& out, const StepReport& r, bool include_host) {
-  JsonWriter w(out);
-  w.begin_object()
-      .field("name", r.name)
-      .field("layout", r.layout)
-      .field("schedule", r.schedule)
-      .field("gpu", r.gpu)
-      .field("topology", r.topology)
-      .field("network", r.network)
-      .field("precision", r.precision)
-      .field("gpus", r.gpus)
-      .field("microbatches", r.microbatches)
-      .field("tokens_per_step", r.tokens_per_step)
-      .field("iteration_time_s", r.iteration_time_s)
-      .field("tokens_per_s", r.tokens_per_s)
-      .field("tflops_per_gpu", r.tflops_per_gpu)
-      .field("mfu", r.mfu)
-      .field("hfu", r.hfu)
-      .field("model_flops_per_step", r.model_flops_per_step)
-      .field("bubble_fraction", r.bubble_fraction)
-      .field("analytic_bubble_fraction", r.analytic_bubble_fraction);
-  w.key("stages").begin_array();
-  for (std::size_t i = 0; i < r.stages.size(); ++i) {
-    const StageFigures& s = r.stages[i];
-    w.begin_object()
-        .field("stage", static_cast<int>(i))
-        .field("layers", s.layers)
-        .field("bubble_fraction", s.bubble_fraction)
-        .field("analytic_bubble_fraction", s.analytic_bubble_fraction)
-        .field("compute_s", s.compute_s);
-    for (const auto& d : workload::kDims)
-      w.field(std::string(d.stage_key), s.comm_wait_s[static_cast<std::size_t>(d.dim)]);
-    w.field("interference_s", s.interference_s)
-        .field("peak_in_flight_microbatches", s.peak_in_flight)
-        .field("memory_gb", s.memory_gb)
-        .end_object();
-  }
-  w.end_array();
-  w.key("compute_by_kernel_group_s").begin_object();
-  for (const auto& [group, seconds] : r.compute_by_kernel_group_s) w.field(group, seconds);
-  w.end_object();
-  w.key("comm_bytes").begin_object();
-  for (int i = 0; i < coll::kNumOps; ++i)
-    w.field(std::string(coll::to_string(static_cast<coll::Op>(i))), r.comm_bytes_by_op[i]);
-  w.key("by_dim").begin_object();
+namespace {
+
+Json stage_json(const StageFigures& s, int index) {
+  Json j = {{"stage", index},
+            {"layers", s.layers},
+            {"bubble_fraction", s.bubble_fraction},
+            {"analytic_bubble_fraction", s.analytic_bubble_fraction},
+            {"compute_s", s.compute_s}};
   for (const auto& d : workload::kDims)
-    w.field(std::string(d.key), r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)]);
-  w.end_object();
-  w.key("by_link_class").begin_object();
-  w.field("nvlink", r.comm_bytes_nvlink)
-      .field("network", r.comm_bytes_network)
-      .field("pcie", r.comm_bytes_pcie);
-  w.end_object();
-  w.end_object();
-  w.key("exposed_comm_s").begin_object();
-  for (const auto& d : workload::kDims) w.field(std::string(d.key), r.exposed(d.dim));
-  w.end_object();
-  w.field("interference_s", r.interference_s);
-  const MemoryFigures& m = r.memory;
-  w.key("memory").begin_object();
-  w.field("weights_gb", m.weights_gb)
-      .field("gradients_gb", m.gradients_gb)
-      .field("optimizer_gb", m.optimizer_gb)
-      .field("activations_gb", m.activations_gb)
-      .field("other_gb", m.other_gb)
-      .field("peak_gb", m.peak_gb)
-      .field("capacity_gb", m.capacity_gb)
-      .field("fits", m.fits)
-      .field("in_flight_microbatches", m.in_flight_microbatches)
-      .field("peak_stage", m.peak_stage);
-  w.end_object();
-  const OffloadFigures& o = r.offload;
-  w.key("offload").begin_object();
-  w.field("enabled", o.enabled)
-      .field("optimizer", o.optimizer)
-      .field("parameters", o.parameters)
-      .field("d2h_s", o.d2h_s)
-      .field("cpu_adam_s", o.cpu_adam_s)
-      .field("h2d_s", o.h2d_s)
-      .field("host_dram_gb", o.host_dram_gb)
-      .field("host_nvme_gb", o.host_nvme_gb)
-      .field("host_dram_capacity_gb", o.host_dram_capacity_gb)
-      .field("host_nvme_capacity_gb", o.host_nvme_capacity_gb)
-      .field("fits_host", o.fits_host);
-  w.end_object();
-  w.field("accumulation_steps", r.accumulation_steps)
-      .field("dp_bytes_per_sample", r.dp_bytes_per_sample);
-  write_variability_json(w, r.variability);
-  write_moe_json(w, r.moe);
-  const CostFigures& c = r.cost;
-  w.key("cost").begin_object();
-  w.field("price_per_gpu_hour", c.price_per_gpu_hour)
-      .field("train_tokens", c.train_tokens)
-      .field("steps", c.steps)
-      .field("wall_days", c.wall_days)
-      .field("gpu_hours", c.gpu_hours)
-      .field("dollars", c.dollars)
-      .field("goodput", c.goodput)
-      .field("mtbf_hours", c.mtbf_hours)
-      .field("checkpoint_tb", c.checkpoint_tb)
-      .field("checkpoint_write_s", c.checkpoint_write_s)
-      .field("checkpoint_interval_s", c.checkpoint_interval_s)
-      .field("restart_s", c.restart_s)
-      .field("effective_wall_days", c.effective_wall_days)
-      .field("effective_dollars", c.effective_dollars);
-  w.end_object();
-  w.field("events", r.events);
-  if (include_host) w.field("wall_time_s", r.wall_time_s).field("peak_rss_mb", r.peak_rss_mb);
-  w.end_object();
+    j[std::string(d.stage_key)] = s.comm_wait_s[static_cast<std::size_t>(d.dim)];
+  j["interference_s"] = s.interference_s;
+  j["peak_in_flight_microbatches"] = s.peak_in_flight;
+  j["memory_gb"] = s.memory_gb;
+  return j;
+}
+
+Json comm_bytes_json(const StepReport& r) {
+  Json j = Json::object();
+  for (int i = 0; i < coll::kNumOps; ++i)
+    j[std::string(coll::to_string(static_cast<coll::Op>(i)))] = r.comm_bytes_by_op[i];
+  Json& by_dim = j["by_dim"] = Json::object();
+  for (const auto& d : workload::kDims)
+    by_dim[std::string(d.key)] = r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)];
+  j["by_link_class"] = {{"nvlink", r.comm_bytes_nvlink},
+                        {"network", r.comm_bytes_network},
+                        {"pcie", r.comm_bytes_pcie}};
+  return j;
+}
+
+Json memory_json(const MemoryFigures& m) {
+  return {{"weights_gb", m.weights_gb},
+          {"gradients_gb", m.gradients_gb},
+          {"optimizer_gb", m.optimizer_gb},
+          {"activations_gb", m.activations_gb},
+          {"other_gb", m.other_gb},
+          {"peak_gb", m.peak_gb},
+          {"capacity_gb", m.capacity_gb},
+          {"fits", m.fits},
+          {"in_flight_microbatches", m.in_flight_microbatches},
+          {"peak_stage", m.peak_stage}};
+}
+
+Json offload_json(const OffloadFigures& o) {
+  return {{"enabled", o.enabled},
+          {"optimizer", o.optimizer},
+          {"parameters", o.parameters},
+          {"d2h_s", o.d2h_s},
+          {"cpu_adam_s", o.cpu_adam_s},
+          {"h2d_s", o.h2d_s},
+          {"host_dram_gb", o.host_dram_gb},
+          {"host_nvme_gb", o.host_nvme_gb},
+          {"host_dram_capacity_gb", o.host_dram_capacity_gb},
+          {"host_nvme_capacity_gb", o.host_nvme_capacity_gb},
+          {"fits_host", o.fits_host}};
+}
+
+Json cost_json(const CostFigures& c) {
+  return {{"price_per_gpu_hour", c.price_per_gpu_hour},
+          {"train_tokens", c.train_tokens},
+          {"steps", c.steps},
+          {"wall_days", c.wall_days},
+          {"gpu_hours", c.gpu_hours},
+          {"dollars", c.dollars},
+          {"goodput", c.goodput},
+          {"mtbf_hours", c.mtbf_hours},
+          {"checkpoint_tb", c.checkpoint_tb},
+          {"checkpoint_write_s", c.checkpoint_write_s},
+          {"checkpoint_interval_s", c.checkpoint_interval_s},
+          {"restart_s", c.restart_s},
+          {"effective_wall_days", c.effective_wall_days},
+          {"effective_dollars", c.effective_dollars}};
+}
+
+}  // namespace
+
+void write_json(std::ostream& out, const StepReport& r, bool include_host) {
+  Json j = {{"name", r.name},
+            {"layout", r.layout},
+            {"schedule", r.schedule},
+            {"gpu", r.gpu},
+            {"topology", r.topology},
+            {"network", r.network},
+            {"precision", r.precision},
+            {"gpus", r.gpus},
+            {"microbatches", r.microbatches},
+            {"tokens_per_step", r.tokens_per_step},
+            {"iteration_time_s", r.iteration_time_s},
+            {"tokens_per_s", r.tokens_per_s},
+            {"tflops_per_gpu", r.tflops_per_gpu},
+            {"mfu", r.mfu},
+            {"hfu", r.hfu},
+            {"model_flops_per_step", r.model_flops_per_step},
+            {"bubble_fraction", r.bubble_fraction},
+            {"analytic_bubble_fraction", r.analytic_bubble_fraction}};
+  Json& stages = j["stages"] = Json::array();
+  for (std::size_t i = 0; i < r.stages.size(); ++i)
+    stages.push_back(stage_json(r.stages[i], static_cast<int>(i)));
+  Json& kernels = j["compute_by_kernel_group_s"] = Json::object();
+  for (const auto& [group, seconds] : r.compute_by_kernel_group_s) kernels[group] = seconds;
+  j["comm_bytes"] = comm_bytes_json(r);
+  Json& exposed = j["exposed_comm_s"] = Json::object();
+  for (const auto& d : workload::kDims) exposed[std::string(d.key)] = r.exposed(d.dim);
+  j["interference_s"] = r.interference_s;
+  j["memory"] = memory_json(r.memory);
+  j["offload"] = offload_json(r.offload);
+  j["accumulation_steps"] = r.accumulation_steps;
+  j["dp_bytes_per_sample"] = r.dp_bytes_per_sample;
+  if (r.variability.enabled) j["variability"] = variability_json(r.variability);
+  if (r.moe.enabled) j["moe"] = moe_json(r.moe);
+  j["cost"] = cost_json(r.cost);
+  j["events"] = r.events;
+  if (include_host) {
+    j["wall_time_s"] = r.wall_time_s;
+    j["peak_rss_mb"] = r.peak_rss_mb;
+  }
+  write_document(out, j);
 }
 
 void print_table(std::ostream& out, const StepReport& r) {

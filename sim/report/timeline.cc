@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <tuple>
 
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 
 namespace cs::report {
 
@@ -47,19 +47,13 @@ std::string dim_name(Dim d) {
   return std::string(workload::info(d).key);
 }
 
-// Microseconds with picosecond precision, printed exactly from the integer (no binary rounding).
-std::string micros(Time t) {
+// Microseconds as the decimal of the integer picoseconds: whole ones as an integer, others as
+// the correctly rounded quotient, whose shortest form is that decimal up to 15 significant
+// digits (a step of 1000 s at picosecond resolution).
+Json micros(Time t) {
   const int64_t ps = t.count_ps();
-  const bool negative = ps < 0;
-  const uint64_t abs = negative ? static_cast<uint64_t>(-(ps + 1)) + 1 : static_cast<uint64_t>(ps);
-  std::string s = negative ? "-" : "";
-  s += std::to_string(abs / 1'000'000);
-  uint64_t frac = abs % 1'000'000;
-  if (frac == 0) return s;
-  std::string digits = std::to_string(frac);
-  digits.insert(0, 6 - digits.size(), '0');
-  while (digits.back() == '0') digits.pop_back();
-  return s + '.' + digits;
+  if (ps % 1'000'000 == 0) return ps / 1'000'000;
+  return static_cast<double>(ps) / 1e6;
 }
 
 int32_t parse_int(std::string_view text, std::string_view whole) {
@@ -115,6 +109,42 @@ void Timeline::record(int32_t rank, const workload::Program& program, uint32_t o
                      op.layer, op.peer_stage, it->second, op.bytes, start, end});
 }
 
+void Timeline::fill_complete_event(const Event& e, Json& event) const {
+  std::string name = labels_[e.label];
+  const std::string mb = e.microbatch >= 0 ? std::to_string(e.microbatch) : "";
+  if (e.kind == OpKind::kCollective) {
+    name +=
+        std::string(" (") + dim_name(e.dim) + ' ' + std::string(coll::to_string(e.coll_op)) + ')';
+  } else if (e.kind == OpKind::kSend || e.kind == OpKind::kRecv) {
+    name += " mb " + mb + (e.kind == OpKind::kSend ? " to" : " from") + " stage " +
+            std::to_string(e.peer_stage);
+  } else if (!mb.empty()) {
+    name += " mb " + mb;
+  }
+  if (e.layer >= 0) name += " layer " + std::to_string(e.layer);
+  // Filled in place, field by field: a timeline has millions of events, and a new document per
+  // event (or one built from initializer lists, a two-element array per pair) costs allocations.
+  event["ph"] = "X";
+  event["pid"] = e.rank;
+  event["tid"] = static_cast<int>(e.stream);
+  event["ts"] = micros(e.start);
+  event["dur"] = micros(e.end - e.start);
+  event["name"] = std::move(name);
+  event["cat"] = class_name(e.op_class);
+  Json& args = event["args"];
+  args.clear();  // the previous event's, which may have had other keys
+  args["op"] = labels_[e.label];
+  args["class"] = class_name(e.op_class);
+  if (e.microbatch >= 0) args["microbatch"] = e.microbatch;
+  if (e.layer >= 0) args["layer"] = e.layer;
+  if (e.kind != OpKind::kCompute) {
+    args["bytes"] = e.bytes;
+    args["group"] = dim_name(e.dim);
+    args["collective"] = coll::to_string(e.coll_op);
+  }
+  if (e.peer_stage >= 0) args["peer_stage"] = e.peer_stage;
+}
+
 void Timeline::write_json(std::ostream& out) const {
   std::vector<const Event*> sorted;
   sorted.reserve(events_.size());
@@ -124,61 +154,45 @@ void Timeline::write_json(std::ostream& out) const {
            std::tie(b->rank, b->stream, b->start, b->end);
   });
 
-  // One event per line: a trace of 100k events stays readable and diffable.
+  // One event per line: a trace of 100k events stays readable and diffable, and only one
+  // event's JSON exists at a time.
   out << "{\"displayTimeUnit\": \"ns\",\n\"traceEvents\": [\n";
   bool first = true;
-  auto line = [&](const std::string& text) {
-    out << (first ? "" : ",\n") << text;
+  auto line = [&](const Json& event) {
+    out << (first ? "" : ",\n") << one_line(event);
     first = false;
   };
   std::vector<bool> used(workload::kNumStreams);
   for (const int32_t rank : ranks_) {
     const int32_t stage = layout_.coord(rank, Dim::kPp);
-    const std::string pid = std::to_string(rank);
-    line("{\"ph\": \"M\", \"pid\": " + pid + ", \"name\": \"process_name\", \"args\": {\"name\": " +
-         json_escape("rank " + pid + " (stage " + std::to_string(stage) + ")") + "}}");
-    line("{\"ph\": \"M\", \"pid\": " + pid +
-         ", \"name\": \"process_sort_index\", \"args\": {\"sort_index\": " + pid + "}}");
+    const std::string name =
+        "rank " + std::to_string(rank) + " (stage " + std::to_string(stage) + ")";
+    line({{"ph", "M"}, {"pid", rank}, {"name", "process_name"}, {"args", {{"name", name}}}});
+    line({{"ph", "M"},
+          {"pid", rank},
+          {"name", "process_sort_index"},
+          {"args", {{"sort_index", rank}}}});
     std::fill(used.begin(), used.end(), false);
     for (const auto& e : events_)
       if (e.rank == rank) used[static_cast<std::size_t>(e.stream)] = true;
     for (int s = 0; s < workload::kNumStreams; ++s) {
       if (!used[static_cast<std::size_t>(s)]) continue;
-      const std::string tid = std::to_string(s);
-      line("{\"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + tid +
-           ", \"name\": \"thread_name\", \"args\": {\"name\": \"" + kStreamNames[s] + "\"}}");
-      line("{\"ph\": \"M\", \"pid\": " + pid + ", \"tid\": " + tid +
-           ", \"name\": \"thread_sort_index\", \"args\": {\"sort_index\": " + tid + "}}");
+      line({{"ph", "M"},
+            {"pid", rank},
+            {"tid", s},
+            {"name", "thread_name"},
+            {"args", {{"name", kStreamNames[s]}}}});
+      line({{"ph", "M"},
+            {"pid", rank},
+            {"tid", s},
+            {"name", "thread_sort_index"},
+            {"args", {{"sort_index", s}}}});
     }
   }
+  Json event;
   for (const Event* e : sorted) {
-    std::string name = labels_[e->label];
-    const std::string mb = e->microbatch >= 0 ? std::to_string(e->microbatch) : "";
-    if (e->kind == OpKind::kCollective) {
-      name += std::string(" (") + dim_name(e->dim) + ' ' +
-              std::string(coll::to_string(e->coll_op)) + ')';
-    } else if (e->kind == OpKind::kSend || e->kind == OpKind::kRecv) {
-      name += " mb " + mb + (e->kind == OpKind::kSend ? " to" : " from") + " stage " +
-              std::to_string(e->peer_stage);
-    } else if (!mb.empty()) {
-      name += " mb " + mb;
-    }
-    if (e->layer >= 0) name += " layer " + std::to_string(e->layer);
-    std::string text = "{\"ph\": \"X\", \"pid\": " + std::to_string(e->rank) +
-                       ", \"tid\": " + std::to_string(static_cast<int>(e->stream)) +
-                       ", \"ts\": " + micros(e->start) + ", \"dur\": " + micros(e->end - e->start) +
-                       ", \"name\": " + json_escape(name) + ", \"cat\": \"" +
-                       class_name(e->op_class) +
-                       "\", \"args\": {\"op\": " + json_escape(labels_[e->label]) +
-                       ", \"class\": \"" + class_name(e->op_class) + "\"";
-    if (e->microbatch >= 0) text += ", \"microbatch\": " + mb;
-    if (e->layer >= 0) text += ", \"layer\": " + std::to_string(e->layer);
-    if (e->kind != OpKind::kCompute) {
-      text += ", \"bytes\": " + std::to_string(e->bytes) + ", \"group\": \"" + dim_name(e->dim) +
-              "\", \"collective\": \"" + std::string(coll::to_string(e->coll_op)) + "\"";
-    }
-    if (e->peer_stage >= 0) text += ", \"peer_stage\": " + std::to_string(e->peer_stage);
-    line(text + "}}");
+    fill_complete_event(*e, event);
+    line(event);
   }
   out << "\n]}\n";
 }

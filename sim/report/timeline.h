@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -53,6 +54,9 @@ class Timeline {
     Bytes bytes;
     Time start, end;
   };
+  // Sets `event` to the "X" (complete) event of one op, named by its label, microbatch, layer.
+  void fill_complete_event(const Event& e, nlohmann::ordered_json& event) const;
+
   workload::Layout layout_;
   std::vector<int32_t> ranks_;
   std::vector<Event> events_;

@@ -6,32 +6,25 @@
 
 namespace cs::report {
 
-void write_variability_json(JsonWriter& w, const VariabilityFigures& v) {
-  if (!v.enabled) return;
-  w.key("variability").begin_object();
-  w.field("speed_min", v.speed_min)
-      .field("speed_max", v.speed_max)
-      .field("slow_gpus", v.slow_gpus)
-      .field("jitter_cv", v.jitter_cv)
-      .field("degraded_links", v.degraded_links)
-      .field("busy_min_s", v.busy_min_s)
-      .field("busy_min_rank", v.busy_min_rank)
-      .field("busy_mean_s", v.busy_mean_s)
-      .field("busy_max_s", v.busy_max_s)
-      .field("busy_max_rank", v.busy_max_rank)
-      .field("finishing_ranks", v.finishing_ranks);
-  w.key("finishing_first").begin_array();
-  for (const int32_t rank : v.finishing_first) w.value(rank);
-  w.end_array();
-  w.key("stage_busiest").begin_array();
+Json variability_json(const VariabilityFigures& v) {
+  Json j = {{"speed_min", v.speed_min},
+            {"speed_max", v.speed_max},
+            {"slow_gpus", v.slow_gpus},
+            {"jitter_cv", v.jitter_cv},
+            {"degraded_links", v.degraded_links},
+            {"busy_min_s", v.busy_min_s},
+            {"busy_min_rank", v.busy_min_rank},
+            {"busy_mean_s", v.busy_mean_s},
+            {"busy_max_s", v.busy_max_s},
+            {"busy_max_rank", v.busy_max_rank},
+            {"finishing_ranks", v.finishing_ranks},
+            {"finishing_first", v.finishing_first}};
+  Json& busiest = j["stage_busiest"] = Json::array();
   for (std::size_t s = 0; s < v.stage_busiest.size(); ++s)
-    w.begin_object()
-        .field("stage", static_cast<int>(s))
-        .field("rank", v.stage_busiest[s].first)
-        .field("busy_s", v.stage_busiest[s].second)
-        .end_object();
-  w.end_array();
-  w.end_object();
+    busiest.push_back({{"stage", static_cast<int>(s)},
+                       {"rank", v.stage_busiest[s].first},
+                       {"busy_s", v.stage_busiest[s].second}});
+  return j;
 }
 
 void print_variability(std::ostream& out, const VariabilityFigures& v) {

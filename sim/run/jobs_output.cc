@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 
 namespace cs::run {
 
@@ -43,27 +43,32 @@ void print_jobs_table(std::ostream& out, const JobsReport& r) {
 }
 
 void write_jobs_json(std::ostream& out, const JobsReport& r, bool include_host) {
-  report::JsonWriter w(out);
-  w.begin_object();
-  w.key("cluster").begin_object();
-  w.field("topology", r.topology).field("gpu", r.gpu).field("gpus", r.cluster_gpus);
-  w.field("network", r.network).field("placement", r.placement);
-  w.end_object();
-  w.key("jobs").begin_array();
+  report::Json j;
+  j["cluster"] = {{"topology", r.topology},
+                  {"gpu", r.gpu},
+                  {"gpus", r.cluster_gpus},
+                  {"network", r.network},
+                  {"placement", r.placement}};
+  report::Json& jobs = j["jobs"] = report::Json::array();
   for (const JobFigures& f : r.jobs) {
-    w.begin_object();
-    w.field("name", f.name).field("source", f.source).field("layout", f.layout);
-    w.field("gpus", f.gpus).field("gpu_ranges", f.gpu_ranges).field("steps", f.steps);
-    w.field("alone_step_time_s", f.alone_step_s).field("step_time_s", f.mean_step_s);
-    w.field("max_step_time_s", f.max_step_s).field("slowdown", f.slowdown);
-    w.field("mfu_alone", f.mfu_alone).field("mfu", f.mfu_shared);
-    w.end_object();
+    jobs.push_back({{"name", f.name},
+                    {"source", f.source},
+                    {"layout", f.layout},
+                    {"gpus", f.gpus},
+                    {"gpu_ranges", f.gpu_ranges},
+                    {"steps", f.steps},
+                    {"alone_step_time_s", f.alone_step_s},
+                    {"step_time_s", f.mean_step_s},
+                    {"max_step_time_s", f.max_step_s},
+                    {"slowdown", f.slowdown},
+                    {"mfu_alone", f.mfu_alone},
+                    {"mfu", f.mfu_shared}});
   }
-  w.end_array();
-  w.field("span_s", r.span_s).field("events", r.events);
-  if (include_host) w.field("wall_time_s", r.wall_time_s);
-  w.end_object();
-  out << '\n';
+  j["span_s"] = r.span_s;
+  j["events"] = r.events;
+  if (include_host) j["wall_time_s"] = r.wall_time_s;
+  report::write_document(out, j);
+  out << '\n';  // a blank last line, as this file has always ended
 }
 
 }  // namespace cs::run

@@ -4,7 +4,7 @@
 #include <charconv>
 #include <cstdio>
 
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 
 namespace cs::run {
 
@@ -82,53 +82,45 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepAxis>& axes,
 
 void write_sweep_json(std::ostream& out, const std::string& source,
                       const std::vector<SweepAxis>& axes, const std::vector<SweepRow>& rows) {
-  report::JsonWriter w(out);
-  w.begin_object();
-  w.field("source", source);
-  w.key("axes").begin_array();
-  for (const auto& a : axes) {
-    w.begin_object().field("field", a.field).key("values").begin_array();
-    for (const auto& v : a.values) w.value(v);
-    w.end_array().end_object();
-  }
-  w.end_array();
-  auto fields = [&](const SweepRow& r) {
-    w.field("index", static_cast<int64_t>(r.index));
-    w.key("fields").begin_object();
-    for (std::size_t a = 0; a < axes.size(); ++a) w.field(axes[a].field, r.values[a]);
-    w.end_object();
+  report::Json j = {{"source", source}, {"axes", report::Json::array()}};
+  for (const auto& a : axes) j["axes"].push_back({{"field", a.field}, {"values", a.values}});
+  // Every row starts with its index and the values of the axes that made it.
+  auto row = [&](const SweepRow& r) {
+    report::Json fields = report::Json::object();
+    for (std::size_t a = 0; a < axes.size(); ++a) fields[axes[a].field] = r.values[a];
+    return report::Json{{"index", static_cast<int64_t>(r.index)}, {"fields", std::move(fields)}};
   };
-  w.key("points").begin_array();
+  report::Json& points = j["points"] = report::Json::array();
   for (const auto& r : rows) {
     if (!r.ok()) continue;
-    w.begin_object();
-    fields(r);
-    w.field("layout", r.layout).field("schedule", r.schedule);
-    w.field("gpus", r.gpus).field("microbatches", r.microbatches);
-    w.field("step_time_s", r.step_time_s).field("tokens_per_s", r.tokens_per_s);
-    w.field("mfu", r.mfu);
-    w.field("bubble_fraction", r.bubble_fraction);
-    w.field("analytic_bubble_fraction", r.analytic_bubble_fraction);
-    w.field("compute_s", r.compute_s);
-    w.key("exposed_comm_s").begin_object();
+    report::Json p = row(r);
+    p["layout"] = r.layout;
+    p["schedule"] = r.schedule;
+    p["gpus"] = r.gpus;
+    p["microbatches"] = r.microbatches;
+    p["step_time_s"] = r.step_time_s;
+    p["tokens_per_s"] = r.tokens_per_s;
+    p["mfu"] = r.mfu;
+    p["bubble_fraction"] = r.bubble_fraction;
+    p["analytic_bubble_fraction"] = r.analytic_bubble_fraction;
+    p["compute_s"] = r.compute_s;
+    report::Json& exposed = p["exposed_comm_s"] = report::Json::object();
     for (const auto& d : workload::kDims)
-      w.field(std::string(d.key), r.exposed_s[static_cast<std::size_t>(d.dim)]);
-    w.end_object();
-    w.field("peak_memory_gb", r.peak_memory_gb).field("activations_gb", r.activations_gb);
-    w.field("in_flight_microbatches", r.in_flight_microbatches).field("fits", r.fits);
-    w.end_object();
+      exposed[std::string(d.key)] = r.exposed_s[static_cast<std::size_t>(d.dim)];
+    p["peak_memory_gb"] = r.peak_memory_gb;
+    p["activations_gb"] = r.activations_gb;
+    p["in_flight_microbatches"] = r.in_flight_microbatches;
+    p["fits"] = r.fits;
+    points.push_back(std::move(p));
   }
-  w.end_array();
-  w.key("skipped").begin_array();
+  report::Json& skipped = j["skipped"] = report::Json::array();
   for (const auto& r : rows) {
     if (r.ok()) continue;
-    w.begin_object();
-    fields(r);
-    w.field("error", r.error);
-    w.end_object();
+    report::Json p = row(r);
+    p["error"] = r.error;
+    skipped.push_back(std::move(p));
   }
-  w.end_array();
-  w.end_object();
+  report::write_document(out, j);
 }
 
 void print_sweep_table(std::ostream& out, const std::vector<SweepAxis>& axes,

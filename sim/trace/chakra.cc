@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "sim/net/topology_builder.h"
+#include "sim/trace/comm_groups.h"
 #include "sim/trace/trace_format.h"
 #include "sim/trace/validate.h"
 #include "sim/workload/layout.h"
@@ -262,17 +263,7 @@ void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
     if (coded.HadError()) throw TraceError(path + ": cannot write");
   }
   const std::string groups_path = prefix + ".comm_groups.json";
-  std::ofstream groups(groups_path);
-  if (!groups) throw TraceError(groups_path + ": cannot write");
-  groups << "{";
-  for (std::size_t g = 0; g < w.groups.size(); ++g) {
-    groups << (g ? ",\n " : "\n ") << '"' << g << "\": [";
-    for (std::size_t k = 0; k < w.groups[g].size(); ++k)
-      groups << (k ? ", " : "") << w.groups[g][k];
-    groups << ']';
-  }
-  groups << "\n}\n";
-  if (!groups) throw TraceError(groups_path + ": cannot write");
+  write_comm_groups(w.groups, groups_path);
 }
 
 }  // namespace cs::trace

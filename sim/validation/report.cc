@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <string>
 
-#include "sim/report/json_writer.h"
+#include "sim/report/json.h"
 
 namespace cs::validation {
 
@@ -62,26 +62,26 @@ void write_table(std::ostream& out, const std::vector<CaseResult>& results) {
 
 void write_json(std::ostream& out, const std::vector<CaseResult>& results) {
   const Summary s = summarize(results);
-  report::JsonWriter w(out);
-  w.begin_object()
-      .field("cases", static_cast<int64_t>(results.size()))
-      .field("passed", s.passed)
-      .field("failed", s.failed)
-      .field("skipped", s.skipped);
-  w.key("results").begin_array();
+  report::Json j = {{"cases", static_cast<int64_t>(results.size())},
+                    {"passed", s.passed},
+                    {"failed", s.failed},
+                    {"skipped", s.skipped},
+                    {"results", report::Json::array()}};
   for (const auto& r : results) {
-    w.begin_object()
-        .field("name", r.name)
-        .field("kind", r.kind)
-        .field("result", to_string(r.verdict))
-        .field("unit", r.unit)
-        .field("published", r.published)
-        .field("tolerance_pct", r.tolerance_pct);
-    if (r.verdict != Verdict::kSkip) w.field("model", r.model).field("error_pct", r.error_pct);
-    w.field("note", r.note).field("source", r.source).field("file", r.file).end_object();
+    report::Json c = {
+        {"name", r.name}, {"kind", r.kind},           {"result", to_string(r.verdict)},
+        {"unit", r.unit}, {"published", r.published}, {"tolerance_pct", r.tolerance_pct}};
+    if (r.verdict != Verdict::kSkip) {
+      c["model"] = r.model;
+      c["error_pct"] = r.error_pct;
+    }
+    c["note"] = r.note;
+    c["source"] = r.source;
+    c["file"] = r.file;
+    j["results"].push_back(std::move(c));
   }
-  w.end_array().end_object();
-  out << '\n';
+  report::write_document(out, j);
+  out << '\n';  // a blank last line, as this file has always ended
 }
 
 }  // namespace cs::validation

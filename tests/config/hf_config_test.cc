@@ -117,7 +117,7 @@ TEST(HfConfig, BadFilesNameTheFileAndTheField) {
          "field hidden_size: must be an integer");
   expect("negative", llama_with("\"vocab_size\": 128256", "\"vocab_size\": -3"),
          "field vocab_size: must be a positive");
-  expect("syntax", "{\"architectures\": [", "not valid JSON");
+  expect("syntax", "{\"architectures\": [", "not valid JSON: parse error at line 1, column 20");
   expect("unknown", llama_with("LlamaForCausalLM", "GPT2LMHeadModel"),
          "field architectures: unknown architecture GPT2LMHeadModel");
   expect("qwen2moe", llama_with("LlamaForCausalLM", "Qwen2MoeForCausalLM"),

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 
 #include "sim/config/run_config.h"
@@ -112,40 +115,81 @@ TEST_F(TimelineRun, TraceJsonIsDeterministicAndNamesRanksAndStreams) {
   const auto [b, events_b] = trace();
   EXPECT_EQ(a, b);
   EXPECT_EQ(events, events_b);
-  EXPECT_EQ(a.rfind("{\"displayTimeUnit\"", 0), 0u);
-  EXPECT_NE(a.find("\"traceEvents\""), std::string::npos);
-  EXPECT_NE(a.find("\"rank 0 (stage 0)\""), std::string::npos);
-  EXPECT_NE(a.find("\"rank 2 (stage 1)\""), std::string::npos);
-  EXPECT_NE(a.find("\"name\": \"compute\""), std::string::npos);
-  EXPECT_NE(a.find("\"name\": \"pp send next\""), std::string::npos);
-  EXPECT_NE(a.find("\"group\": \"tp\""), std::string::npos);
-  EXPECT_NE(a.find("\"microbatch\": 3"), std::string::npos);
-  // 4 layers over 2 stages: stage 0 runs layers 0-1, stage 1 layers 2-3, and no other.
-  EXPECT_NE(a.find("\"layer\": 0"), std::string::npos);
-  EXPECT_NE(a.find("\"layer\": 3"), std::string::npos);
-  EXPECT_EQ(a.find("\"layer\": 4"), std::string::npos);
-  EXPECT_NE(a.find("qkv_fwd mb 0 layer 2"), std::string::npos);
-  // One "X" event per recorded op, one line each.
+  const auto doc = nlohmann::json::parse(a);  // throws, failing the test, unless valid JSON
+  EXPECT_EQ(doc.at("displayTimeUnit"), "ns");
+  std::set<std::string> process_names, thread_names, groups;
+  std::set<int> microbatches, layers;
   std::size_t complete = 0;
-  for (std::size_t pos = 0; (pos = a.find("\"ph\": \"X\"", pos)) != std::string::npos; ++pos)
+  for (const auto& e : doc.at("traceEvents")) {
+    const std::string name = e.at("name");
+    if (name == "process_name") process_names.insert(e.at("args").at("name").get<std::string>());
+    if (name == "thread_name") thread_names.insert(e.at("args").at("name").get<std::string>());
+    if (e.at("ph") != "X") continue;
     ++complete;
-  EXPECT_EQ(complete, events);
-  // Balanced braces and brackets: the file is one JSON value.
-  int depth = 0;
-  bool in_string = false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    const char c = a[i];
-    if (in_string) {
-      if (c == '\\') ++i;
-      if (c == '"') in_string = false;
-      continue;
+    EXPECT_GE(e.at("ts").get<double>(), 0) << e;
+    EXPECT_GE(e.at("dur").get<double>(), 0) << e;
+    const auto& args = e.at("args");
+    if (args.contains("group")) groups.insert(args.at("group").get<std::string>());
+    if (args.contains("microbatch")) microbatches.insert(args.at("microbatch").get<int>());
+    if (args.contains("layer")) layers.insert(args.at("layer").get<int>());
+    if (name == "qkv_fwd mb 0 layer 2") {
+      EXPECT_EQ(args.at("layer"), 2);
     }
-    if (c == '"') in_string = true;
-    if (c == '{' || c == '[') ++depth;
-    if (c == '}' || c == ']') --depth;
-    ASSERT_GE(depth, 0);
   }
-  EXPECT_EQ(depth, 0);
+  EXPECT_TRUE(process_names.count("rank 0 (stage 0)"));
+  EXPECT_TRUE(process_names.count("rank 2 (stage 1)"));
+  EXPECT_TRUE(thread_names.count("compute"));
+  EXPECT_TRUE(thread_names.count("pp send next"));
+  EXPECT_TRUE(groups.count("tp"));
+  EXPECT_TRUE(microbatches.count(3));
+  // 4 layers over 2 stages: stage 0 runs layers 0-1, stage 1 layers 2-3, and no other.
+  EXPECT_EQ(layers, (std::set<int>{0, 1, 2, 3}));
+  EXPECT_NE(a.find("qkv_fwd mb 0 layer 2"), std::string::npos);
+  // One "X" event per recorded op.
+  EXPECT_EQ(complete, events);
+  // One event per line: every line but the two opening ones and the closing one is an object.
+  std::istringstream lines(a);
+  std::string line;
+  std::size_t objects = 0;
+  for (int i = 0; std::getline(lines, line); ++i) {
+    if (i < 2 || line == "]}") continue;
+    if (line.back() == ',') line.pop_back();
+    EXPECT_TRUE(nlohmann::json::parse(line).is_object()) << line;
+    ++objects;
+  }
+  EXPECT_EQ(objects, doc.at("traceEvents").size());
+}
+
+TEST_F(TimelineRun, TimesPrintAsExactDecimalMicroseconds) {
+  const workload::Layout layout(2, 1, 2, 2);
+  Timeline timeline(layout, default_timeline_ranks(layout));
+  const auto report = run::simulate_step(config_, "test", run::with_timeline(timeline));
+  std::ostringstream out;
+  timeline.write_json(out);
+  std::istringstream lines(out.str());
+  std::string line;
+  double last_end_us = 0;
+  std::size_t complete = 0;
+  while (std::getline(lines, line)) {
+    if (line.find(R"("ph": "X")") == std::string::npos) continue;
+    ++complete;
+    // As printed, not as a re-print of the parsed double: integer picoseconds are at most six
+    // decimals of a microsecond, never an exponent or a 17-digit neighbour.
+    for (const std::string key : {R"("ts": )", R"("dur": )"}) {
+      const std::size_t start = line.find(key) + key.size();
+      const std::string text = line.substr(start, line.find(',', start) - start);
+      const std::size_t dot = text.find('.');
+      EXPECT_TRUE(dot == std::string::npos || text.size() - dot <= 7) << text;
+      EXPECT_EQ(text.find_first_not_of("0123456789."), std::string::npos) << text;
+    }
+    if (line.back() == ',') line.pop_back();
+    const auto e = nlohmann::json::parse(line);
+    last_end_us = std::max(last_end_us, e.at("ts").get<double>() + e.at("dur").get<double>());
+  }
+  EXPECT_EQ(complete, timeline.size());
+  // The recorded ranks include the last stage, whose optimizer step ends the step.
+  EXPECT_GT(last_end_us, 0.5 * report.iteration_time_s * 1e6);
+  EXPECT_LE(last_end_us, report.iteration_time_s * 1e6 * (1 + 1e-12));
 }
 
 }  // namespace
