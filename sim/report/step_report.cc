@@ -1,7 +1,9 @@
 #include "sim/report/step_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
 
 #include "sim/coll/collective.h"
@@ -28,7 +30,45 @@ std::string human(double v) {
   return buf;
 }
 
+void write_interruptions_json(JsonWriter& w, const CostFigures& c) {
+  w.field("interruptions_per_day", c.interruptions_total_per_day)
+      .field("failure_servers", c.servers)
+      .field("failure_nics", c.nics);
+  w.key("interruptions_per_day_by_cause").begin_object();
+  for (std::size_t i = 0; i < cost::kNumFailureCauses; ++i)
+    w.field(std::string(cost::kFailureCauses[i].name), c.interruptions_per_day[i]);
+  w.end_object();
+}
+
 }  // namespace
+
+std::string interruptions_text(const CostFigures& c, std::size_t shown) {
+  std::vector<std::size_t> order(cost::kNumFailureCauses);
+  std::iota(order.begin(), order.end(), 0);
+  // Largest first; ties keep the table's order, so the text is the same on every run.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return c.interruptions_per_day[a] > c.interruptions_per_day[b];
+  });
+  const double total = c.interruptions_total_per_day;
+  std::string text = fmt("%.3g per day", total);
+  double rest = 0;
+  std::size_t rest_count = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const double x = c.interruptions_per_day[order[k]];
+    if (x <= 0) break;
+    if (k >= shown) {
+      rest += x;
+      ++rest_count;
+      continue;
+    }
+    text += (k == 0 ? ": " : ", ") + std::string(cost::kFailureCauses[order[k]].name) +
+            fmt(" %.3g", x) + fmt(" (%.0f%%)", total > 0 ? 100 * x / total : 0);
+  }
+  if (rest_count > 0)
+    text += ", " + std::to_string(rest_count) + " more" + fmt(" %.3g", rest) +
+            fmt(" (%.0f%%)", total > 0 ? 100 * rest / total : 0);
+  return text;
+}
 
 void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   JsonWriter w(out);
@@ -128,8 +168,9 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
       .field("gpu_hours", c.gpu_hours)
       .field("dollars", c.dollars)
       .field("goodput", c.goodput)
-      .field("mtbf_hours", c.mtbf_hours)
-      .field("checkpoint_tb", c.checkpoint_tb)
+      .field("mtbf_hours", c.mtbf_hours);
+  write_interruptions_json(w, c);
+  w.field("checkpoint_tb", c.checkpoint_tb)
       .field("checkpoint_write_s", c.checkpoint_write_s)
       .field("checkpoint_interval_s", c.checkpoint_interval_s)
       .field("restart_s", c.restart_s)
@@ -202,6 +243,10 @@ void print_table(std::ostream& out, const StepReport& r) {
                      fmt("%.1f s every ", c.checkpoint_write_s) +
                      fmt("%.1f min; ", c.checkpoint_interval_s / 60) +
                      fmt("restart %.0f s)", c.restart_s));
+  row("interruptions", interruptions_text(c) + " (over " + std::to_string(r.gpus) + " GPUs, " +
+                           std::to_string(c.servers) +
+                           (c.servers == 1 ? " server, " : " servers, ") + std::to_string(c.nics) +
+                           " NICs)");
   row("run cost with failures",
       c.goodput > 0 ? fmt("%.1f days, $", c.effective_wall_days) + human(c.effective_dollars)
                     : std::string("never finishes: interruptions outpace checkpoints"));
