@@ -83,8 +83,9 @@ Interruptions interruptions_of(const clustersim::ReliabilityConfig& r, const Fle
                       "per day than a double holds");
   if (!(out.total_per_day > 0))
     throw ConfigError(source +
-                      ": reliability's component rates are all 0: nothing interrupts "
-                      "the job (set interruptions_per_gpu_day or one rate above 0)");
+                      ": reliability's component rates give the job no interruptions (each "
+                      "is 0 or counts a component it lacks): give one of its causes a rate "
+                      "above 0");
   if (r.has_interruptions_per_gpu_day()) {
     const double total = r.interruptions_per_gpu_day();
     if (!(total > 0) || !std::isfinite(total))

@@ -148,7 +148,16 @@ TEST(FailureRates, NoCauseAtAllIsRefused) {
     for (int f = 0; f < m->GetDescriptor()->field_count(); ++f)
       m->GetReflection()->SetDouble(m, m->GetDescriptor()->field(f), 0);
   }
-  expect_error(r, "'s component rates are all 0");
+  expect_error(r, "'s component rates give the job no interruptions");
+  // Only NICs fail, and the job has none (one server, no network).
+  r.mutable_per_nic_day()->set_nic(1e-3);
+  try {
+    interruptions_of(r, {8, 1, 0}, "cfg.textproto");
+    ADD_FAILURE();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("counts a component it lacks"), std::string::npos);
+  }
+  EXPECT_DOUBLE_EQ(interruptions_of(r, {8, 1, 8}, "x").total_per_day, 8e-3);
 }
 
 }  // namespace
