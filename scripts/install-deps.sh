@@ -4,6 +4,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake
+  clang libclang-rt-dev llvm  # scripts/sanitize.sh: ASan + UBSan + libFuzzer, llvm-symbolizer
   libboost-graph-dev libboost-program-options-dev
   libeigen3-dev nlohmann-json3-dev
   libprotobuf-dev protobuf-compiler

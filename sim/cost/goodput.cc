@@ -13,23 +13,30 @@ double checkpoint_bytes(double params) {
   return params * (2.0 + 12.0);
 }
 
-Goodput goodput_of(const clustersim::ReliabilityConfig& r, double bytes, int64_t gpus,
-                   const std::string& source) {
+void validate_reliability(const clustersim::ReliabilityConfig& r, const std::string& source) {
   auto positive = [&](double v, const char* field) {
     if (!(v > 0) || !std::isfinite(v))
       throw ConfigError(source + ": reliability." + field + " must be positive, not " +
                         std::to_string(v));
   };
-  positive(r.interruptions_per_gpu_day(), "interruptions_per_gpu_day");
   positive(r.storage_gb_per_s(), "storage_gb_per_s");
-  if (!(r.restart_s() >= 0) || !(r.checkpoint_interval_s() >= 0))
-    throw ConfigError(source +
-                      ": reliability.restart_s and checkpoint_interval_s must not be "
-                      "negative");
+  auto seconds = [&](double v, const char* field) {
+    if (!(v >= 0) || !std::isfinite(v))
+      throw ConfigError(source + ": reliability." + field + " must be finite seconds >= 0, not " +
+                        std::to_string(v));
+  };
+  seconds(r.restart_s(), "restart_s");
+  seconds(r.checkpoint_interval_s(), "checkpoint_interval_s");
+  interruptions_of(r, {}, source);  // the rates, on one GPU in one server with one NIC
+}
+
+Goodput goodput_of(const clustersim::ReliabilityConfig& r, double bytes, const FleetCounts& counts,
+                   const std::string& source) {
+  validate_reliability(r, source);
   Goodput g;
   g.checkpoint_bytes = bytes;
-  g.mtbf_s =
-      86400.0 / (r.interruptions_per_gpu_day() * static_cast<double>(std::max<int64_t>(gpus, 1)));
+  g.interruptions = interruptions_of(r, counts, source);
+  g.mtbf_s = 86400.0 / g.interruptions.total_per_day;
   g.write_s = g.read_s = bytes / (r.storage_gb_per_s() * 1e9);
   g.restart_s = r.restart_s();
   g.interval_s = r.checkpoint_interval_s() > 0 ? r.checkpoint_interval_s()

@@ -32,13 +32,21 @@ namespace {
 // The report's figures in that line's order (after the GPUs): a pointer to each.
 template <typename Report>
 auto figures_of(Report& r) {
-  std::vector<decltype(&r.mfu)> v = {&r.iteration_time_s,      &r.mfu,
-                                     &r.bubble_fraction,       &r.cost.price_per_gpu_hour,
-                                     &r.cost.train_tokens,     &r.cost.wall_days,
-                                     &r.cost.gpu_hours,        &r.cost.dollars,
-                                     &r.cost.goodput,          &r.cost.effective_wall_days,
-                                     &r.cost.effective_dollars};
+  std::vector<decltype(&r.mfu)> v = {&r.iteration_time_s,
+                                     &r.mfu,
+                                     &r.bubble_fraction,
+                                     &r.cost.price_per_gpu_hour,
+                                     &r.cost.train_tokens,
+                                     &r.cost.wall_days,
+                                     &r.cost.gpu_hours,
+                                     &r.cost.dollars,
+                                     &r.cost.goodput,
+                                     &r.cost.effective_wall_days,
+                                     &r.cost.effective_dollars,
+                                     &r.cost.mtbf_hours,
+                                     &r.cost.interruptions_total_per_day};
   for (auto& x : r.exposed_s) v.push_back(&x);
+  for (auto& x : r.cost.interruptions_per_day) v.push_back(&x);
   return v;
 }
 
@@ -488,6 +496,8 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
                   c.train_tokens, c.wall_days, c.gpu_hours, c.dollars, c.price_per_gpu_hour,
                   100 * c.goodput, c.effective_wall_days, c.effective_dollars);
     out << buf;
+    std::snprintf(buf, sizeof buf, "interruptions (MTBF %.2f h): ", c.mtbf_hours);
+    out << buf << report::interruptions_text(c) << '\n';
   }
 }
 
@@ -522,6 +532,9 @@ report::Json candidate_json(const Candidate& c) {
   j["estimate_s"] = c.estimate_s;
   j["run_dollars"] = r.cost.dollars;
   j["goodput"] = r.cost.goodput;
+  j["mtbf_hours"] = r.cost.mtbf_hours;
+  j["interruptions_per_day"] = r.cost.interruptions_total_per_day;
+  j["interruptions_per_day_by_cause"] = report::interruptions_by_cause_json(r.cost);
   j["run_dollars_with_failures"] = r.cost.effective_dollars;
   j["run_days"] = r.cost.wall_days;
   return j;

@@ -1,7 +1,9 @@
 #include "sim/report/step_report.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <numeric>
 #include <string>
 
 #include "sim/coll/collective.h"
@@ -28,7 +30,43 @@ std::string human(double v) {
   return buf;
 }
 
+
 }  // namespace
+
+std::string interruptions_text(const CostFigures& c, std::size_t shown) {
+  std::vector<std::size_t> order(cost::kNumFailureCauses);
+  std::iota(order.begin(), order.end(), 0);
+  // Largest first; ties keep the table's order, so the text is the same on every run.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return c.interruptions_per_day[a] > c.interruptions_per_day[b];
+  });
+  const double total = c.interruptions_total_per_day;
+  std::string text = fmt("%.3g per day", total);
+  double rest = 0;
+  std::size_t rest_count = 0;
+  for (std::size_t k = 0; k < order.size(); ++k) {
+    const double x = c.interruptions_per_day[order[k]];
+    if (x <= 0) break;
+    if (k >= shown) {
+      rest += x;
+      ++rest_count;
+      continue;
+    }
+    text += (k == 0 ? ": " : ", ") + std::string(cost::kFailureCauses[order[k]].name) +
+            fmt(" %.3g", x) + fmt(" (%.0f%%)", total > 0 ? 100 * x / total : 0);
+  }
+  if (rest_count > 0)
+    text += ", " + std::to_string(rest_count) + " more" + fmt(" %.3g", rest) +
+            fmt(" (%.0f%%)", total > 0 ? 100 * rest / total : 0);
+  return text;
+}
+
+Json interruptions_by_cause_json(const CostFigures& c) {
+  Json j = Json::object();
+  for (std::size_t i = 0; i < cost::kNumFailureCauses; ++i)
+    j[std::string(cost::kFailureCauses[i].name)] = c.interruptions_per_day[i];
+  return j;
+}
 
 namespace {
 
@@ -87,20 +125,25 @@ Json offload_json(const OffloadFigures& o) {
 }
 
 Json cost_json(const CostFigures& c) {
-  return {{"price_per_gpu_hour", c.price_per_gpu_hour},
-          {"train_tokens", c.train_tokens},
-          {"steps", c.steps},
-          {"wall_days", c.wall_days},
-          {"gpu_hours", c.gpu_hours},
-          {"dollars", c.dollars},
-          {"goodput", c.goodput},
-          {"mtbf_hours", c.mtbf_hours},
-          {"checkpoint_tb", c.checkpoint_tb},
-          {"checkpoint_write_s", c.checkpoint_write_s},
-          {"checkpoint_interval_s", c.checkpoint_interval_s},
-          {"restart_s", c.restart_s},
-          {"effective_wall_days", c.effective_wall_days},
-          {"effective_dollars", c.effective_dollars}};
+  Json j = {{"price_per_gpu_hour", c.price_per_gpu_hour},
+            {"train_tokens", c.train_tokens},
+            {"steps", c.steps},
+            {"wall_days", c.wall_days},
+            {"gpu_hours", c.gpu_hours},
+            {"dollars", c.dollars},
+            {"goodput", c.goodput},
+            {"mtbf_hours", c.mtbf_hours},
+            {"interruptions_per_day", c.interruptions_total_per_day},
+            {"failure_servers", c.servers},
+            {"failure_nics", c.nics}};
+  j["interruptions_per_day_by_cause"] = interruptions_by_cause_json(c);
+  j["checkpoint_tb"] = c.checkpoint_tb;
+  j["checkpoint_write_s"] = c.checkpoint_write_s;
+  j["checkpoint_interval_s"] = c.checkpoint_interval_s;
+  j["restart_s"] = c.restart_s;
+  j["effective_wall_days"] = c.effective_wall_days;
+  j["effective_dollars"] = c.effective_dollars;
+  return j;
 }
 
 }  // namespace
@@ -209,6 +252,10 @@ void print_table(std::ostream& out, const StepReport& r) {
                      fmt("%.1f s every ", c.checkpoint_write_s) +
                      fmt("%.1f min; ", c.checkpoint_interval_s / 60) +
                      fmt("restart %.0f s)", c.restart_s));
+  row("interruptions", interruptions_text(c) + " (over " + std::to_string(r.gpus) + " GPUs, " +
+                           std::to_string(c.servers) +
+                           (c.servers == 1 ? " server, " : " servers, ") + std::to_string(c.nics) +
+                           " NICs)");
   row("run cost with failures",
       c.goodput > 0 ? fmt("%.1f days, $", c.effective_wall_days) + human(c.effective_dollars)
                     : std::string("never finishes: interruptions outpace checkpoints"));

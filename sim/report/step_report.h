@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "sim/coll/collective.h"
+#include "sim/cost/failure_causes.h"
+#include "sim/report/json.h"
 #include "sim/workload/dims.h"
 
 namespace cs::report {
@@ -48,7 +50,17 @@ struct CostFigures {
   double mtbf_hours = 0;
   double checkpoint_tb = 0, checkpoint_write_s = 0, checkpoint_interval_s = 0, restart_s = 0;
   double effective_wall_days = 0, effective_dollars = 0;
+  // Interruptions per day of the whole job by cause (in cost::kFailureCauses' order) and in
+  // all, and the servers and NICs its GPUs hold, which the per-server and per-NIC rates count.
+  std::array<double, cost::kNumFailureCauses> interruptions_per_day{};
+  double interruptions_total_per_day = 0;
+  int64_t servers = 0, nics = 0;
 };
+
+// "4.40 per day: faulty_gpu 1.55 (35%), ..., 12 more 0.62": the largest causes first.
+std::string interruptions_text(const CostFigures& c, std::size_t shown = 6);
+// {cause: interruptions per day} for every cause, in the table's order.
+Json interruptions_by_cause_json(const CostFigures& c);
 
 // ZeRO-Offload / ZeRO-Infinity: per GPU, on the stage where offload takes longest.
 struct OffloadFigures {

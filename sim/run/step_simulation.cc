@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <stdexcept>
 #include <string>
 
@@ -127,13 +128,33 @@ net::NetworkMode network_mode(clustersim::NetworkMode mode) {
   throw std::logic_error("unknown network mode");
 }
 
-void fill_goodput(report::CostFigures& c, const clustersim::RunConfig& config, int32_t gpus,
-                  const std::string& source) {
+// The job's GPUs, the servers they sit in, and the NICs on those GPUs' PCIe links, which the
+// per-component failure rates count (a topology may hold more than the job uses). A server
+// fails the job whatever share of it the job holds; another GPU's NIC does not.
+cost::FleetCounts fleet_counts(const net::Topology& topology, int32_t gpus) {
+  std::set<int32_t> servers;
+  int64_t nics = 0;
+  const net::Graph& graph = topology.graph();
+  for (int32_t g = 0; g < gpus; ++g) {
+    const net::VertexId v = topology.gpu(g);
+    servers.insert(topology.vertex(v).node);
+    for (const auto e : boost::make_iterator_range(boost::out_edges(v, graph)))
+      if (graph[boost::target(e, graph)].kind == net::VertexKind::kNic) ++nics;
+  }
+  return {gpus, static_cast<int64_t>(servers.size()), nics};
+}
+
+void fill_goodput(report::CostFigures& c, const clustersim::RunConfig& config,
+                  const cost::FleetCounts& counts, const std::string& source) {
   const double params = static_cast<double>(workload::count_params(config.model()).total());
   const cost::Goodput g =
-      cost::goodput_of(config.reliability(), cost::checkpoint_bytes(params), gpus, source);
+      cost::goodput_of(config.reliability(), cost::checkpoint_bytes(params), counts, source);
   c.goodput = g.fraction;
   c.mtbf_hours = g.mtbf_s / 3600;
+  c.interruptions_per_day = g.interruptions.per_day;
+  c.interruptions_total_per_day = g.interruptions.total_per_day;
+  c.servers = counts.servers;
+  c.nics = counts.nics;
   c.checkpoint_tb = g.checkpoint_bytes / 1e12;
   c.checkpoint_write_s = g.write_s;
   c.checkpoint_interval_s = g.interval_s;
@@ -162,6 +183,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   clustersim::RunConfig config = original;
   apply_gradient_accumulation(config);
   validate_plan_fields(config, source);
+  cost::validate_reliability(config.reliability(), source);  // before a long simulation
   const auto& par = config.parallel();
   if (!config.cluster().has_topology() || config.cluster().topology().empty())
     throw ConfigError(source + ": cluster.topology is not set");
@@ -385,7 +407,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                                            price, config.cost().train_tokens());
   r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,
             run.wall_days,          run.gpu_hours,    run.dollars};
-  fill_goodput(r.cost, config, r.gpus, source);
+  fill_goodput(r.cost, config, fleet_counts(topology, r.gpus), source);
 
   r.events = sim.events_processed();
   r.wall_time_s =
