@@ -153,7 +153,7 @@ def test_threads_simulating_at_once_give_the_serial_results():
 
 
 def test_a_simulation_lets_other_python_threads_run():
-    # A 64-GPU ring message by message: about 0.1 to 0.3 s inside C++.
+    # A 64-GPU ring message by message, four times: about 0.25 s of one core inside C++.
     stamps, done = [], threading.Event()
 
     def tick():
@@ -165,14 +165,14 @@ def test_a_simulation_lets_other_python_threads_run():
     ticker.start()
     try:
         start = time.perf_counter()
-        clustersim.collective(op="all_reduce", algo="ring", gpus=64, sizes="64M")
+        clustersim.collective(op="all_reduce", algo="ring", gpus=64, sizes=["64M"] * 4)
         end = time.perf_counter()
     finally:
         done.set()
         ticker.join()
     # With the GIL held the ticker could not append during the call; let it slip at the edges.
     inside = [t for t in stamps if start + 0.02 < t < end - 0.02]
-    assert end - start > 0.05, "the collective got too quick to tell"
+    assert end - start > 0.1, "the collective got too quick to tell"
     assert len(inside) >= 3
 
 
