@@ -199,10 +199,8 @@ def memory(config=None, *, preset=None, set=None, hf_config=None, **options):
 
 
 def plan(config=None, *, preset=None, set=None, hf_config=None, **options):
-    """The ranked layouts (``clustersim plan``, e.g. ``gpus=64``)."""
-    if options.get("min_gpus"):
-        raise UsageError("clustersim plan: --min-gpus prints text, not a JSON report "
-                         "(use clustersim plan --min-gpus)")
+    """The ranked layouts (``clustersim plan``, e.g. ``gpus=64``), or with ``min_gpus=True`` the
+    fewest GPUs that hold the model (``gpus`` 0 when none up to ``max_gpus`` does)."""
     return _call("plan", config, _with(options, preset=preset, set=set, hf_config=hf_config))
 
 

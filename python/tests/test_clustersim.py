@@ -94,6 +94,14 @@ def test_plan_ranks_layouts(tmp_path):
     assert times and times == sorted(times)
 
 
+def test_plan_finds_the_fewest_gpus_or_says_none_fit(tmp_path):
+    ours = clustersim.plan(preset="llama3-8b", min_gpus=True)
+    assert ours == cli_json(tmp_path, "plan", "--preset", "llama3-8b", "--min-gpus")
+    assert ours["gpus"] >= 1 and ours["peak_memory_gb"] <= ours["capacity_gb"]
+    none = clustersim.plan(preset="llama3-70b", min_gpus=True, max_gpus=1)
+    assert none["gpus"] == 0 and "layout" not in none
+
+
 def test_collective_bus_bandwidth_follows_the_all_reduce_factor():
     r = clustersim.collective(op="all_reduce", algo="ring", gpus=8, sizes=["1M", "64M"])
     assert [x["size_bytes"] for x in r["results"]] == [1 << 20, 64 << 20]

@@ -13,6 +13,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/planner.h"
+#include "sim/report/json_writer.h"
 #include "sim/run/step_simulation.h"
 #include "sim/verify/checks.h"
 
@@ -37,6 +38,54 @@ std::optional<clustersim::ParallelConfig::RankOrder> parse_rank_order(const std:
   if (!clustersim::ParallelConfig::RankOrder_Parse(name, &order))
     throw UsageError("--rank-order must be auto, TP_CP_PP_DP or TP_CP_DP_PP, got '" + name + "'");
   return order;
+}
+
+// --min-gpus: the fewest GPUs that hold the model and that layout's analytical step, as text and
+// (with --json) as {"model", "max_gpus", "gpus": 0 when nothing fits, and the layout's figures}.
+int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t max_gpus,
+                     int32_t per_node, std::optional<clustersim::ParallelConfig::RankOrder> order,
+                     const std::string& json) {
+  const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order);
+  std::optional<report::StepReport> r;
+  if (min.gpus == 0) {
+    io.out << "no layout fits on up to " << max_gpus << " GPUs\n";
+  } else {
+    io.out << base.model().name() << " fits on " << min.gpus << " x " << base.cluster().gpu()
+           << " at the fewest: " << plan::short_layout(min.layout.config) << ", "
+           << min.layout.fit.peak / 1e9 << " GB of " << min.layout.fit.capacity / 1e9
+           << " GB per GPU (global batch " << base.parallel().global_batch_size() << ")\n";
+    clustersim::RunConfig sim = min.layout.config;
+    sim.set_network(clustersim::ANALYTICAL);
+    r = run::simulate_step(sim, "min-gpus layout");
+    print_to(io.out,
+             "  step %.2f s, MFU %.1f%%; %.3g tokens take %.1f days, %.3g GPU-hours, $%.4g\n",
+             r->iteration_time_s, 100 * r->mfu, r->cost.train_tokens, r->cost.wall_days,
+             r->cost.gpu_hours, r->cost.dollars);
+  }
+  if (!json.empty()) {
+    write_file(io, json, [&](std::ostream& out) {
+      report::JsonWriter w(out);
+      w.begin_object()
+          .field("model", base.model().name())
+          .field("gpu", base.cluster().gpu())
+          .field("max_gpus", max_gpus)
+          .field("gpus", min.gpus);
+      if (r) {
+        w.field("layout", plan::short_layout(min.layout.config))
+            .field("peak_memory_gb", min.layout.fit.peak / 1e9)
+            .field("capacity_gb", min.layout.fit.capacity / 1e9)
+            .field("global_batch_size", base.parallel().global_batch_size())
+            .field("analytical_step_s", r->iteration_time_s)
+            .field("mfu", r->mfu)
+            .field("train_tokens", r->cost.train_tokens)
+            .field("run_days", r->cost.wall_days)
+            .field("gpu_hours", r->cost.gpu_hours)
+            .field("run_dollars", r->cost.dollars);
+      }
+      w.end_object();
+    });
+  }
+  return r ? 0 : 3;
 }
 
 }  // namespace
@@ -108,7 +157,8 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
       ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
        "a100 2, h100 3.5, h200 4.5, h800 2)")
       ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
-      ("json", po::value(&json), "also write the ranking as JSON to this file");
+      ("json", po::value(&json), "also write the ranking (or the --min-gpus answer) as JSON to "
+       "this file");
   // clang-format on
   po::variables_map vm;
   if (!parse_options(args, opts, &path, vm, io.out)) return 0;
@@ -126,25 +176,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   const auto order = parse_rank_order(rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster().topology());
 
-  if (vm.count("min-gpus")) {
-    const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order);
-    if (min.gpus == 0) {
-      io.out << "no layout fits on up to " << max_gpus << " GPUs\n";
-      return 3;
-    }
-    io.out << base.model().name() << " fits on " << min.gpus << " x " << base.cluster().gpu()
-           << " at the fewest: " << plan::short_layout(min.layout.config) << ", "
-           << min.layout.fit.peak / 1e9 << " GB of " << min.layout.fit.capacity / 1e9
-           << " GB per GPU (global batch " << base.parallel().global_batch_size() << ")\n";
-    clustersim::RunConfig sim = min.layout.config;
-    sim.set_network(clustersim::ANALYTICAL);
-    const auto r = run::simulate_step(sim, "min-gpus layout");
-    print_to(io.out,
-             "  step %.2f s, MFU %.1f%%; %.3g tokens take %.1f days, %.3g GPU-hours, $%.4g\n",
-             r.iteration_time_s, 100 * r.mfu, r.cost.train_tokens, r.cost.wall_days,
-             r.cost.gpu_hours, r.cost.dollars);
-    return 0;
-  }
+  if (vm.count("min-gpus")) return min_gpus_command(io, base, max_gpus, per_node, order, json);
   if (gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
   plan::PlanOptions options;
   options.gpus = gpus;
