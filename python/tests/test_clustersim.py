@@ -55,6 +55,14 @@ def test_a_config_as_a_path_or_as_text_gives_one_report(tmp_path):
     assert stable(from_path) == stable(from_text) == stable(from_preset)
 
 
+def test_several_presets_run_as_jobs_on_one_cluster(tmp_path):
+    ours = clustersim.run(preset=["llama3-8b", "llama3-8b"], set=SMALL)
+    theirs = cli_json(tmp_path, "run", "--preset", "llama3-8b", "--preset", "llama3-8b",
+                      *SMALL_ARGS)
+    assert stable(ours) == stable(theirs)
+    assert len(ours["jobs"]) == 2 and ours["cluster"]["gpus"] == 16
+
+
 def test_set_takes_a_list_of_assignments_and_python_values():
     as_list = clustersim.run(preset="llama3-8b", set=[f"{k}={v}" for k, v in SMALL.items()])
     as_dict = clustersim.run(preset="llama3-8b",
@@ -83,6 +91,13 @@ def test_memory_reports_a_layout_that_does_not_fit_without_raising():
                                      "parallel.sequence_parallel": False})
     assert fits["fits"] and not too_big["fits"]
     assert too_big["peak_gb"] > too_big["capacity_gb"]
+
+
+def test_hf_config_takes_the_model_of_a_hugging_face_file(tmp_path):
+    hf = os.path.join(SOURCE, "tests", "config", "hf", "mixtral-8x7b", "config.json")
+    ours = clustersim.memory(preset="llama3-70b", hf_config=hf)
+    assert ours == cli_json(tmp_path, "memory", "--preset", "llama3-70b", "--hf-config", hf)
+    assert ours["peak_gb"] != clustersim.memory(preset="llama3-70b")["peak_gb"]
 
 
 def test_plan_ranks_layouts(tmp_path):
