@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -13,7 +14,6 @@
 #include "sim/net/topology_builder.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/planner.h"
-#include "sim/report/json_writer.h"
 #include "sim/run/step_simulation.h"
 #include "sim/verify/checks.h"
 
@@ -63,27 +63,23 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
              r->cost.gpu_hours, r->cost.dollars);
   }
   if (!json.empty()) {
-    write_file(io, json, [&](std::ostream& out) {
-      report::JsonWriter w(out);
-      w.begin_object()
-          .field("model", base.model().name())
-          .field("gpu", base.cluster().gpu())
-          .field("max_gpus", max_gpus)
-          .field("gpus", min.gpus);
-      if (r) {
-        w.field("layout", plan::short_layout(min.layout.config))
-            .field("peak_memory_gb", min.layout.fit.peak / 1e9)
-            .field("capacity_gb", min.layout.fit.capacity / 1e9)
-            .field("global_batch_size", base.parallel().global_batch_size())
-            .field("analytical_step_s", r->iteration_time_s)
-            .field("mfu", r->mfu)
-            .field("train_tokens", r->cost.train_tokens)
-            .field("run_days", r->cost.wall_days)
-            .field("gpu_hours", r->cost.gpu_hours)
-            .field("run_dollars", r->cost.dollars);
-      }
-      w.end_object();
-    });
+    nlohmann::ordered_json doc = {{"model", base.model().name()},
+                                  {"gpu", base.cluster().gpu()},
+                                  {"max_gpus", max_gpus},
+                                  {"gpus", min.gpus}};
+    if (r) {
+      doc["layout"] = plan::short_layout(min.layout.config);
+      doc["peak_memory_gb"] = min.layout.fit.peak / 1e9;
+      doc["capacity_gb"] = min.layout.fit.capacity / 1e9;
+      doc["global_batch_size"] = base.parallel().global_batch_size();
+      doc["analytical_step_s"] = r->iteration_time_s;
+      doc["mfu"] = r->mfu;
+      doc["train_tokens"] = r->cost.train_tokens;
+      doc["run_days"] = r->cost.wall_days;
+      doc["gpu_hours"] = r->cost.gpu_hours;
+      doc["run_dollars"] = r->cost.dollars;
+    }
+    write_file(io, json, [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
   }
   return r ? 0 : 3;
 }
