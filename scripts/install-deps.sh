@@ -12,6 +12,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   zlib1g-dev
   python3 python3-matplotlib
+  python3-dev pybind11-dev python3-pytest python3-pandas  # the clustersim Python package
 )
 
 missing=()

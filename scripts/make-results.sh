@@ -167,4 +167,8 @@ if [ "${SKIP_SCALING:-0}" != 1 ]; then
   "$py" scripts/scaling.py "$bin"
 fi
 
+# --- the same simulator through the Python package (build/python, scripts/build.sh) ------------
+PYTHONPATH=build/python "$py" results/python_example.py results/python_example.png \
+  >results/python_example.txt
+
 echo "results regenerated in $((SECONDS - start)) s"

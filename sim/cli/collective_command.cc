@@ -2,7 +2,6 @@
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iomanip>
-#include <iostream>
 #include <sstream>
 
 #include "sim/cli/commands.h"
@@ -100,9 +99,10 @@ bool uniform_nodes(const net::Topology& topo, const std::vector<net::VertexId>& 
   return true;
 }
 
-void write_json(const std::string& path, const Request& req, const net::Topology& topo,
-                std::string_view algo, int32_t groups, const std::vector<SizeResult>& results) {
-  write_file(path, [&](std::ostream& out) {
+void write_json(const CommandIo& io, const std::string& path, const Request& req,
+                const net::Topology& topo, std::string_view algo, int32_t groups,
+                const std::vector<SizeResult>& results) {
+  write_file(io, path, [&](std::ostream& out) {
     report::Json j = {{"op", req.op},         {"algo", algo},
                       {"gpus", req.gpus},     {"group_size", req.group_size},
                       {"groups", groups},     {"topology", topo.name},
@@ -127,7 +127,7 @@ void write_json(const std::string& path, const Request& req, const net::Topology
 
 }  // namespace
 
-int collective_command(const std::vector<std::string>& args) {
+int collective_command(const std::vector<std::string>& args, CommandIo& io) {
   Request req;
   std::string algo_help;  // every algorithm of the table, then auto
   for (const coll::AlgorithmInfo& a : coll::algorithm_table())
@@ -180,7 +180,7 @@ int collective_command(const std::vector<std::string>& args) {
       ("json", po::value(&req.json), "also write the results as JSON to this file");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm)) return 0;
+  if (!parse_options(args, opts, nullptr, vm, io.out)) return 0;
 
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;
@@ -260,14 +260,14 @@ int collective_command(const std::vector<std::string>& args) {
   schedule_for(sizes.front());
   const double factor = coll::bus_bandwidth_factor(key.op, key.n);
 
-  std::cout << "# clustersim collective: " << req.op << " (" << req.algo << "), " << groups
-            << " group(s) of " << key.n << " GPUs on " << topo.name << " (" << topo.gpu_type << ", "
-            << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, "
-            << topo.num_links() << " links), " << req.network << " network\n";
-  std::cout << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
-            << std::setw(8) << "window" << std::setw(8) << "proto" << std::setw(5) << "ch"
-            << std::setw(16) << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14)
-            << "busbw(GB/s)" << std::setw(12) << "events" << std::setw(10) << "wall(s)" << '\n';
+  io.out << "# clustersim collective: " << req.op << " (" << req.algo << "), " << groups
+         << " group(s) of " << key.n << " GPUs on " << topo.name << " (" << topo.gpu_type << ", "
+         << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, " << topo.num_links()
+         << " links), " << req.network << " network\n";
+  io.out << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
+         << std::setw(8) << "window" << std::setw(8) << "proto" << std::setw(5) << "ch"
+         << std::setw(16) << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14)
+         << "busbw(GB/s)" << std::setw(12) << "events" << std::setw(10) << "wall(s)" << '\n';
   std::vector<SizeResult> results;
   for (const Bytes size : sizes) {
     const auto wall_start = std::chrono::steady_clock::now();
@@ -301,16 +301,16 @@ int collective_command(const std::vector<std::string>& args) {
     if (model_us > 0) r.model_busbw_gbps = static_cast<double>(size) * 1e-3 * factor / model_us;
     r.events = sim.events_processed();
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    std::cout << std::setw(14) << format_size(size) << std::setw(14) << coll::to_string(r.algo)
-              << std::setw(8) << r.chunks << std::setw(8) << r.window << std::setw(8)
-              << coll::to_string(r.protocol) << std::setw(5) << r.channels << std::fixed
-              << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
-              << std::setw(14) << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12)
-              << r.events << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
-    std::cout.unsetf(std::ios::fixed);
+    io.out << std::setw(14) << format_size(size) << std::setw(14) << coll::to_string(r.algo)
+           << std::setw(8) << r.chunks << std::setw(8) << r.window << std::setw(8)
+           << coll::to_string(r.protocol) << std::setw(5) << r.channels << std::fixed
+           << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
+           << std::setw(14) << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12)
+           << r.events << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
+    io.out.unsetf(std::ios::fixed);
     results.push_back(r);
   }
-  if (!req.json.empty()) write_json(req.json, req, topo, req.algo, groups, results);
+  if (!req.json.empty()) write_json(io, req.json, req, topo, req.algo, groups, results);
   return 0;
 }
 

@@ -37,7 +37,19 @@ void print_help(std::ostream& out) {
 
 }  // namespace
 
+const Command* find_command(std::string_view name) {
+  for (const auto& c : kCommands)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+std::string error_line(std::string_view name, const std::exception& e) {
+  const bool usage = dynamic_cast<const UsageError*>(&e) != nullptr;
+  return "clustersim " + std::string(name) + ": " + (usage ? "" : "error: ") + e.what();
+}
+
 int run_main(int argc, char** argv) {
+  CommandIo io{std::cout, std::cerr};
   if (argc < 2) {
     print_help(std::cerr);
     return 2;
@@ -46,23 +58,18 @@ int run_main(int argc, char** argv) {
   if (name == "--help" || name == "-h" || name == "help") {
     if (name == "help" && argc > 2) {
       const std::vector<std::string> args{"--help"};
-      for (const auto& c : kCommands)
-        if (c.name == argv[2]) return c.run(args);
+      if (const Command* c = find_command(argv[2])) return c->run(args, io);
     }
     print_help(std::cout);
     return 0;
   }
-  for (const auto& c : kCommands) {
-    if (c.name != name) continue;
+  if (const Command* c = find_command(name)) {
     const std::vector<std::string> args(argv + 2, argv + argc);
     try {
-      return c.run(args);
-    } catch (const UsageError& e) {
-      std::cerr << "clustersim " << name << ": " << e.what() << '\n';
-      return 2;
+      return c->run(args, io);
     } catch (const std::exception& e) {
-      std::cerr << "clustersim " << name << ": error: " << e.what() << '\n';
-      return 1;
+      std::cerr << error_line(name, e) << '\n';
+      return dynamic_cast<const UsageError*>(&e) != nullptr ? 2 : 1;
     }
   }
   std::cerr << "clustersim: unknown command '" << name << "' (see clustersim --help)\n";

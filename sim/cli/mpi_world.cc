@@ -26,8 +26,8 @@ bool launched_by_mpi() {
 
 }  // namespace
 
-World::World() {
-  if (!launched_by_mpi()) return;
+World::World(bool join_mpi) {
+  if (!join_mpi || !launched_by_mpi()) return;
 #ifdef CLUSTERSIM_HAVE_MPI
   int provided = 0;
   MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);

@@ -11,10 +11,11 @@ namespace cs::cli {
 int env_int(const char* name, int fallback);
 
 // One rank of one when not launched by mpirun; MPI is initialised only when launched by it, so a
-// plain run never pays for MPI nor needs a launcher. Only the main thread calls MPI.
+// plain run never pays for MPI nor needs a launcher. Only the main thread calls MPI. With
+// `join_mpi` false (a library caller) it is one rank of one even under mpirun.
 class World {
  public:
-  World();
+  explicit World(bool join_mpi);
   ~World();
   World(const World&) = delete;
   World& operator=(const World&) = delete;

@@ -1,7 +1,9 @@
 #include "sim/cli/options.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <fstream>
-#include <iostream>
+#include <sstream>
 #include <stdexcept>
 
 #include "sim/cli/commands.h"
@@ -11,7 +13,7 @@ namespace cs::cli {
 namespace po = boost::program_options;
 
 bool parse_options(const std::vector<std::string>& args, const po::options_description& opts,
-                   std::string* config_path, po::variables_map& vm) {
+                   std::string* config_path, po::variables_map& vm, std::ostream& help_out) {
   po::options_description hidden;
   po::positional_options_description positional;
   if (config_path != nullptr) {
@@ -23,7 +25,7 @@ bool parse_options(const std::vector<std::string>& args, const po::options_descr
   try {
     po::store(po::command_line_parser(args).options(all).positional(positional).run(), vm);
     if (vm.count("help")) {
-      std::cout << opts << '\n';
+      help_out << opts << '\n';
       return false;
     }
     po::notify(vm);
@@ -51,12 +53,33 @@ LoadedConfig ConfigOptions::load(const std::string& path) const {
   return load_run_config(path, preset, overrides, hf_config);
 }
 
-void write_file(const std::string& path, const std::function<void(std::ostream&)>& write) {
+void write_file(const CommandIo& io, const std::string& path,
+                const std::function<void(std::ostream&)>& write) {
+  if (io.captured != nullptr && io.captured->count(path)) {
+    std::ostringstream text;
+    write(text);
+    (*io.captured)[path] = text.str();
+    return;
+  }
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write " + path);
   write(out);
   out.flush();
   if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+void print_to(std::ostream& out, const char* format, ...) {
+  va_list args;
+  va_start(args, format);
+  va_list again;
+  va_copy(again, args);
+  const int length = std::vsnprintf(nullptr, 0, format, args);
+  va_end(args);
+  std::string text(static_cast<std::size_t>(std::max(length, 0)) + 1, '\0');
+  std::vsnprintf(text.data(), text.size(), format, again);
+  va_end(again);
+  text.pop_back();
+  out << text;
 }
 
 }  // namespace cs::cli

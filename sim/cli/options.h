@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/cli/command_io.h"
 #include "sim/config/run_config.h"
 
 namespace cs::cli {
@@ -25,13 +26,16 @@ struct ConfigOptions {
 };
 
 // Parses `args` against `opts`, and one positional argument into `config_path` when it is not
-// null. Returns false after printing the options for --help. Throws UsageError on bad options.
+// null. Returns false after printing the options for --help to `help_out`. Throws UsageError on
+// bad options.
 bool parse_options(const std::vector<std::string>& args,
                    const boost::program_options::options_description& opts,
-                   std::string* config_path, boost::program_options::variables_map& vm);
+                   std::string* config_path, boost::program_options::variables_map& vm,
+                   std::ostream& help_out);
 
 // Opens `path` for writing, lets `write` fill it, and throws std::runtime_error naming the path
-// if it cannot be opened or written.
-void write_file(const std::string& path, const std::function<void(std::ostream&)>& write);
+// if it cannot be opened or written. A path in `io.captured` is filled there instead.
+void write_file(const CommandIo& io, const std::string& path,
+                const std::function<void(std::ostream&)>& write);
 
 }  // namespace cs::cli

@@ -3,7 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <functional>
-#include <iostream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -40,9 +40,53 @@ std::optional<clustersim::ParallelConfig::RankOrder> parse_rank_order(const std:
   return order;
 }
 
+// --min-gpus: the fewest GPUs that hold the model and that layout's analytical step, as text and
+// (with --json) as {"model", "max_gpus", "gpus": 0 when nothing fits, and the layout's figures}.
+int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t max_gpus,
+                     int32_t per_node, std::optional<clustersim::ParallelConfig::RankOrder> order,
+                     const std::string& json) {
+  const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order);
+  std::optional<report::StepReport> r;
+  if (min.gpus == 0) {
+    io.out << "no layout fits on up to " << max_gpus << " GPUs\n";
+  } else {
+    io.out << base.model().name() << " fits on " << min.gpus << " x " << base.cluster().gpu()
+           << " at the fewest: " << plan::short_layout(min.layout.config) << ", "
+           << min.layout.fit.peak / 1e9 << " GB of " << min.layout.fit.capacity / 1e9
+           << " GB per GPU (global batch " << base.parallel().global_batch_size() << ")\n";
+    clustersim::RunConfig sim = min.layout.config;
+    sim.set_network(clustersim::ANALYTICAL);
+    r = run::simulate_step(sim, "min-gpus layout");
+    print_to(io.out,
+             "  step %.2f s, MFU %.1f%%; %.3g tokens take %.1f days, %.3g GPU-hours, $%.4g\n",
+             r->iteration_time_s, 100 * r->mfu, r->cost.train_tokens, r->cost.wall_days,
+             r->cost.gpu_hours, r->cost.dollars);
+  }
+  if (!json.empty()) {
+    nlohmann::ordered_json doc = {{"model", base.model().name()},
+                                  {"gpu", base.cluster().gpu()},
+                                  {"max_gpus", max_gpus},
+                                  {"gpus", min.gpus}};
+    if (r) {
+      doc["layout"] = plan::short_layout(min.layout.config);
+      doc["peak_memory_gb"] = min.layout.fit.peak / 1e9;
+      doc["capacity_gb"] = min.layout.fit.capacity / 1e9;
+      doc["global_batch_size"] = base.parallel().global_batch_size();
+      doc["analytical_step_s"] = r->iteration_time_s;
+      doc["mfu"] = r->mfu;
+      doc["train_tokens"] = r->cost.train_tokens;
+      doc["run_days"] = r->cost.wall_days;
+      doc["gpu_hours"] = r->cost.gpu_hours;
+      doc["run_dollars"] = r->cost.dollars;
+    }
+    write_file(io, json, [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
+  }
+  return r ? 0 : 3;
+}
+
 }  // namespace
 
-int memory_command(const std::vector<std::string>& args) {
+int memory_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string path, json, gpu;
   ConfigOptions config;
   po::options_description opts(
@@ -61,17 +105,17 @@ int memory_command(const std::vector<std::string>& args) {
       ("json", po::value(&json), "also write the report as JSON to this file");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm)) return 0;
+  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
   LoadedConfig loaded = config.load(path);
   if (!gpu.empty()) loaded.config.mutable_cluster()->set_gpu(gpu);
   const plan::MemoryReport report = plan::build_memory_report(loaded.config, loaded.source);
-  plan::print_memory_report(std::cout, report);
+  plan::print_memory_report(io.out, report);
   if (!json.empty())
-    write_file(json, [&](std::ostream& out) { plan::write_memory_json(out, report); });
+    write_file(io, json, [&](std::ostream& out) { plan::write_memory_json(out, report); });
   return report.fits && report.fits_host ? 0 : 3;
 }
 
-int plan_command(const std::vector<std::string>& args) {
+int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto";
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
@@ -109,10 +153,11 @@ int plan_command(const std::vector<std::string>& args) {
       ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
        "a100 2, h100 3.5, h200 4.5, h800 2)")
       ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
-      ("json", po::value(&json), "also write the ranking as JSON to this file");
+      ("json", po::value(&json), "also write the ranking (or the --min-gpus answer) as JSON to "
+       "this file");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm)) return 0;
+  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
   LoadedConfig loaded = config.load(path);
   auto& base = loaded.config;
   if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
@@ -127,24 +172,7 @@ int plan_command(const std::vector<std::string>& args) {
   const auto order = parse_rank_order(rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster().topology());
 
-  if (vm.count("min-gpus")) {
-    const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order);
-    if (min.gpus == 0) {
-      std::cout << "no layout fits on up to " << max_gpus << " GPUs\n";
-      return 3;
-    }
-    std::cout << base.model().name() << " fits on " << min.gpus << " x " << base.cluster().gpu()
-              << " at the fewest: " << plan::short_layout(min.layout.config) << ", "
-              << min.layout.fit.peak / 1e9 << " GB of " << min.layout.fit.capacity / 1e9
-              << " GB per GPU (global batch " << base.parallel().global_batch_size() << ")\n";
-    clustersim::RunConfig sim = min.layout.config;
-    sim.set_network(clustersim::ANALYTICAL);
-    const auto r = run::simulate_step(sim, "min-gpus layout");
-    std::printf("  step %.2f s, MFU %.1f%%; %.3g tokens take %.1f days, %.3g GPU-hours, $%.4g\n",
-                r.iteration_time_s, 100 * r.mfu, r.cost.train_tokens, r.cost.wall_days,
-                r.cost.gpu_hours, r.cost.dollars);
-    return 0;
-  }
+  if (vm.count("min-gpus")) return min_gpus_command(io, base, max_gpus, per_node, order, json);
   if (gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
   plan::PlanOptions options;
   options.gpus = gpus;
@@ -156,7 +184,7 @@ int plan_command(const std::vector<std::string>& args) {
   options.refine = refine;
   options.rank_order = order;
   // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
-  World world;
+  World world(io.join_mpi);
   options.jobs = jobs > 0 ? jobs : world.local_jobs();
   options.rank = world.rank();
   options.ranks = world.size();
@@ -170,17 +198,16 @@ int plan_command(const std::vector<std::string>& args) {
     world.abort();
   }
   if (world.rank() != 0) return 0;
-  std::cout << base.model().name() << " on " << gpus << " x " << base.cluster().gpu() << " ("
-            << base.cluster().topology() << "), global batch "
-            << base.parallel().global_batch_size() << " x " << base.model().seq_length()
-            << " tokens\n";
-  plan::print_plan(std::cout, result, options);
+  io.out << base.model().name() << " on " << gpus << " x " << base.cluster().gpu() << " ("
+         << base.cluster().topology() << "), global batch " << base.parallel().global_batch_size()
+         << " x " << base.model().seq_length() << " tokens\n";
+  plan::print_plan(io.out, result, options);
   if (!json.empty())
-    write_file(json, [&](std::ostream& out) { plan::write_plan_json(out, result, options); });
+    write_file(io, json, [&](std::ostream& out) { plan::write_plan_json(out, result, options); });
   return result.ranked.empty() ? 3 : 0;
 }
 
-int verify_command(const std::vector<std::string>& args) {
+int verify_command(const std::vector<std::string>& args, CommandIo& io) {
   po::options_description opts(
       "usage: clustersim verify [options]\n\nExecutable numerical checks of the parallel math on "
       "real data (Eigen): sharded matmuls,\ndata-parallel and accumulated gradients, every "
@@ -191,17 +218,17 @@ int verify_command(const std::vector<std::string>& args) {
       ("broken", "run deliberately wrong variants instead (every check should FAIL)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm)) return 0;
+  if (!parse_options(args, opts, nullptr, vm, io.out)) return 0;
   verify::CheckOptions options;
   options.broken = vm.count("broken") > 0;
   int failed = 0;
   const auto results = verify::run_all_checks(options);
   for (const auto& c : results) {
-    std::printf("%-4s %-44s max error %.3g (tolerance %.0e)  %s\n", c.passed() ? "ok" : "FAIL",
-                c.name.c_str(), c.max_error, c.tolerance, c.detail.c_str());
+    print_to(io.out, "%-4s %-44s max error %.3g (tolerance %.0e)  %s\n", c.passed() ? "ok" : "FAIL",
+             c.name.c_str(), c.max_error, c.tolerance, c.detail.c_str());
     if (!c.passed()) ++failed;
   }
-  std::printf("%d checks, %d failed\n", static_cast<int>(results.size()), failed);
+  print_to(io.out, "%d checks, %d failed\n", static_cast<int>(results.size()), failed);
   return failed ? 1 : 0;
 }
 

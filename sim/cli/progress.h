@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <string>
 
+#include "sim/cli/command_io.h"
 #include "sim/core/progress.h"
 
 namespace cs::cli {
@@ -51,9 +52,9 @@ class PointProgress {
 
 // For run and replay: simulated time reached, the share of ops done, events, elapsed and ETA.
 // Nothing during the first two seconds, so quick runs print nothing; the line is wiped at the end.
-// An empty function where stderr is not a terminal.
-inline ProgressFn simulation_progress() {
-  if (!stderr_is_terminal()) return {};
+// An empty function where stderr is not a terminal or `io` asks for none.
+inline ProgressFn simulation_progress(const CommandIo& io) {
+  if (!io.terminal_progress || !stderr_is_terminal()) return {};
   return [shown = false](const SimProgress& p) mutable {
     if (p.done) {
       if (shown) std::fprintf(stderr, "\r%*s\r", 100, "");

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/cli/command_io.h"
+
 namespace cs::cli {
 
 // One job as named on the command line: a config file or a preset (exactly one is set).
@@ -20,6 +22,6 @@ struct RunArgs {
 
 // Runs two or more jobs together on the first one's cluster (`clustersim run A B ...`).
 // Throws UsageError for options that take one job and for a bad --job-set.
-int run_several_jobs(const RunArgs& args);
+int run_several_jobs(const RunArgs& args, CommandIo& io);
 
 }  // namespace cs::cli

@@ -1,6 +1,5 @@
 // `clustersim run` and `clustersim presets`: time one training step; list what is built in.
 #include <boost/program_options.hpp>
-#include <iostream>
 #include <optional>
 
 #include "sim/cli/commands.h"
@@ -25,7 +24,7 @@ namespace {
 
 // Parses `run`'s arguments, keeping configs and presets in the order given. Returns false after
 // printing the help.
-bool parse_run_args(const std::vector<std::string>& args, RunArgs& run) {
+bool parse_run_args(const std::vector<std::string>& args, RunArgs& run, std::ostream& help_out) {
   std::vector<std::string> presets, paths;
   po::options_description opts(
       "usage: clustersim run CONFIG [options]\n       clustersim run --preset NAME [options]\n"
@@ -70,7 +69,7 @@ bool parse_run_args(const std::vector<std::string>& args, RunArgs& run) {
     const auto parsed = po::command_line_parser(args).options(all).positional(positional).run();
     po::store(parsed, vm);
     if (vm.count("help")) {
-      std::cout << opts << '\n';
+      help_out << opts << '\n';
       return false;
     }
     po::notify(vm);
@@ -84,7 +83,7 @@ bool parse_run_args(const std::vector<std::string>& args, RunArgs& run) {
   return true;
 }
 
-int run_one_job(const RunArgs& args) {
+int run_one_job(const RunArgs& args, CommandIo& io) {
   if (!args.placement.empty()) throw UsageError("--placement needs two or more configs");
   if (!args.job_overrides.empty()) throw UsageError("--job-set needs two or more configs");
   if (!args.timeline_ranks.empty() && args.timeline_path.empty())
@@ -105,43 +104,42 @@ int run_one_job(const RunArgs& args) {
   }
   run::SimulationOptions options =
       timeline ? run::with_timeline(*timeline) : run::SimulationOptions{};
-  options.on_progress = simulation_progress();
+  options.on_progress = simulation_progress(io);
   const report::StepReport report = run::simulate_step(loaded.config, loaded.source, options);
-  report::print_table(std::cout, report);
+  report::print_table(io.out, report);
   if (!args.json.empty())
-    write_file(args.json, [&](std::ostream& out) { report::write_json(out, report); });
+    write_file(io, args.json, [&](std::ostream& out) { report::write_json(out, report); });
   if (timeline)
-    write_file(args.timeline_path, [&](std::ostream& out) { timeline->write_json(out); });
+    write_file(io, args.timeline_path, [&](std::ostream& out) { timeline->write_json(out); });
   return 0;
 }
 
 }  // namespace
 
-int run_command(const std::vector<std::string>& args) {
+int run_command(const std::vector<std::string>& args, CommandIo& io) {
   RunArgs run;
-  if (!parse_run_args(args, run)) return 0;
+  if (!parse_run_args(args, run, io.out)) return 0;
   if (run.jobs.empty()) throw UsageError("give either a config file or --preset NAME");
-  return run.jobs.size() == 1 ? run_one_job(run) : run_several_jobs(run);
+  return run.jobs.size() == 1 ? run_one_job(run, io) : run_several_jobs(run, io);
 }
 
-int presets_command(const std::vector<std::string>& args) {
+int presets_command(const std::vector<std::string>& args, CommandIo& io) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout
-        << "usage: clustersim presets\n\nLists the built-in workloads, topologies and GPUs.\n";
+    io.out << "usage: clustersim presets\n\nLists the built-in workloads, topologies and GPUs.\n";
     return 0;
   }
   if (!args.empty()) throw UsageError("presets takes no arguments");
-  std::cout << "workloads (clustersim run --preset NAME):\n";
+  io.out << "workloads (clustersim run --preset NAME):\n";
   for (const auto& name : preset_names("workloads")) {
     clustersim::RunConfig config;
     parse_text_proto(find_preset("workloads", name)->text, name, &config);
-    std::cout << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ')
-              << config.description() << '\n';
+    io.out << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ')
+           << config.description() << '\n';
   }
-  std::cout << "topologies (--topology NAME, cluster.topology):\n";
-  for (const auto& name : preset_names("topologies")) std::cout << "  " << name << '\n';
-  std::cout << "gpus (cluster.gpu):\n";
-  for (const auto& name : compute::gpu_profile_names()) std::cout << "  " << name << '\n';
+  io.out << "topologies (--topology NAME, cluster.topology):\n";
+  for (const auto& name : preset_names("topologies")) io.out << "  " << name << '\n';
+  io.out << "gpus (cluster.gpu):\n";
+  for (const auto& name : compute::gpu_profile_names()) io.out << "  " << name << '\n';
   return 0;
 }
 

@@ -1,6 +1,5 @@
 // `clustersim run` with two or more configs: the jobs share one cluster and its network.
 #include <charconv>
-#include <iostream>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
@@ -31,7 +30,7 @@ std::pair<std::size_t, std::string> split_job_override(const std::string& text, 
 
 }  // namespace
 
-int run_several_jobs(const RunArgs& args) {
+int run_several_jobs(const RunArgs& args, CommandIo& io) {
   if (!args.timeline_path.empty()) throw UsageError("--timeline takes one job, not several");
   if (!args.hf_config.empty()) throw UsageError("--hf-config takes one job, not several");
   std::vector<std::vector<std::string>> overrides(args.jobs.size(), args.overrides);
@@ -47,10 +46,10 @@ int run_several_jobs(const RunArgs& args) {
   }
   const run::PlacementSpec placement =
       run::parse_placement(args.placement.empty() ? "packed" : args.placement);
-  const run::JobsReport report = run::simulate_jobs(jobs, placement, simulation_progress());
-  run::print_jobs_table(std::cout, report);
+  const run::JobsReport report = run::simulate_jobs(jobs, placement, simulation_progress(io));
+  run::print_jobs_table(io.out, report);
   if (!args.json.empty())
-    write_file(args.json, [&](std::ostream& out) { run::write_jobs_json(out, report); });
+    write_file(io, args.json, [&](std::ostream& out) { run::write_jobs_json(out, report); });
   return 0;
 }
 

@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <iostream>
 #include <sstream>
 #include <thread>
 
@@ -22,9 +21,7 @@ namespace cs::cli {
 
 namespace po = boost::program_options;
 
-namespace {}  // namespace
-
-int sweep_command(const std::vector<std::string>& args) {
+int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string path, csv, json;
   std::vector<std::string> vary;
   ConfigOptions config;
@@ -52,7 +49,7 @@ int sweep_command(const std::vector<std::string>& args) {
        "points simulated at once per process (default: the cores, shared by local MPI ranks)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm)) return 0;
+  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
   if (vary.empty()) throw UsageError("give at least one --vary FIELD=V1,V2,...");
   if (vm.count("jobs") && jobs < 1) throw UsageError("--jobs must be at least 1");
 
@@ -65,7 +62,7 @@ int sweep_command(const std::vector<std::string>& args) {
     throw UsageError(e.what());
   }
 
-  World world;
+  World world(io.join_mpi);
   if (jobs == 0) jobs = world.local_jobs();
   const auto start = std::chrono::steady_clock::now();
   try {
@@ -75,7 +72,7 @@ int sweep_command(const std::vector<std::string>& args) {
     for (std::size_t i = static_cast<std::size_t>(world.rank()); i < total;
          i += static_cast<std::size_t>(world.size()))
       mine.push_back(i);
-    PointProgress progress(world.rank() == 0 && stderr_is_terminal());
+    PointProgress progress(io.terminal_progress && world.rank() == 0 && stderr_is_terminal());
     progress.update(0, mine.size());
     const auto local =
         run::run_sweep_points(loaded.config, loaded.source, axes, mine, jobs,
@@ -95,19 +92,19 @@ int sweep_command(const std::vector<std::string>& args) {
         rows.at(index) = std::move(row);
       }
     }
-    run::print_sweep_table(std::cout, axes, rows);
+    run::print_sweep_table(io.out, axes, rows);
     if (!csv.empty())
-      write_file(csv, [&](std::ostream& out) { run::write_sweep_csv(out, axes, rows); });
+      write_file(io, csv, [&](std::ostream& out) { run::write_sweep_csv(out, axes, rows); });
     if (!json.empty()) {
-      write_file(json,
+      write_file(io, json,
                  [&](std::ostream& out) { run::write_sweep_json(out, loaded.source, axes, rows); });
     }
     std::size_t skipped = 0;
     for (const auto& r : rows) skipped += r.ok() ? 0 : 1;
     const double wall =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    std::fprintf(stderr, "%zu points (%zu skipped) in %.1f s, %d thread(s) x %d process(es)\n",
-                 total, skipped, wall, jobs, world.size());
+    print_to(io.err, "%zu points (%zu skipped) in %.1f s, %d thread(s) x %d process(es)\n", total,
+             skipped, wall, jobs, world.size());
     return 0;
   } catch (const std::exception& e) {
     if (world.size() == 1) throw;

@@ -4,7 +4,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iostream>
 #include <sstream>
 
 #include "sim/cli/commands.h"
@@ -75,8 +74,8 @@ trace::CommGroups load_groups(const std::string& path) {
   return path.empty() ? trace::CommGroups{} : trace::parse_comm_groups(read_file(path), path);
 }
 
-void write_report_json(const std::string& path, const report::StepReport& r) {
-  if (!path.empty()) write_file(path, [&](std::ostream& out) { report::write_json(out, r); });
+void write_report_json(const CommandIo& io, const std::string& path, const report::StepReport& r) {
+  if (!path.empty()) write_file(io, path, [&](std::ostream& out) { report::write_json(out, r); });
 }
 
 trace::CpuOps cpu_ops_mode(const std::string& text) {
@@ -119,7 +118,7 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
-int generate_command(const std::vector<std::string>& args) {
+int generate_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string output;
   ConfigOptions config;
   po::options_description opts(
@@ -135,7 +134,7 @@ int generate_command(const std::vector<std::string>& args) {
       ("output,o", po::value(&output), "the trace file to write");
   // clang-format on
   const auto vm = parse(args, opts, "config", 1);
-  if (vm.count("help")) return std::cout << opts << '\n', 0;
+  if (vm.count("help")) return io.out << opts << '\n', 0;
   const std::string path = positional(vm, "config");
   if (output.empty()) throw UsageError("give the output file with -o FILE.pb");
   const auto start = std::chrono::steady_clock::now();
@@ -148,14 +147,15 @@ int generate_command(const std::vector<std::string>& args) {
   std::size_t ops = 0;
   for (const auto& p : step.programs) ops += p.ops.size();
   const auto par = step.config.parallel();
-  std::printf("%s: %d ranks, %zu programs, %zu ops; %.1f MB; built in %.2f s, written in %.2f s\n",
-              output.c_str(), static_cast<int>(workload::world_of(workload::dim_sizes(par))),
-              step.programs.size(), ops,
-              static_cast<double>(std::filesystem::file_size(output)) / 1e6, built, written);
+  print_to(io.out,
+           "%s: %d ranks, %zu programs, %zu ops; %.1f MB; built in %.2f s, written in %.2f s\n",
+           output.c_str(), static_cast<int>(workload::world_of(workload::dim_sizes(par))),
+           step.programs.size(), ops, static_cast<double>(std::filesystem::file_size(output)) / 1e6,
+           built, written);
   return 0;
 }
 
-int replay_command(const std::vector<std::string>& args) {
+int replay_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string chakra, topology, gpu, network, json;
   ChakraFlags flags;
   po::options_description opts(
@@ -182,7 +182,7 @@ int replay_command(const std::vector<std::string>& args) {
   // clang-format on
   flags.add_to(opts);
   const auto vm = parse(args, opts, "trace", 1);
-  if (vm.count("help")) return std::cout << opts << '\n', 0;
+  if (vm.count("help")) return io.out << opts << '\n', 0;
   const std::string path = positional(vm, "trace");
   if (path.empty() == chakra.empty()) throw UsageError("give either FILE.pb or --chakra PREFIX");
   trace::ReplayTarget target;
@@ -196,11 +196,12 @@ int replay_command(const std::vector<std::string>& args) {
     trace::ChakraSummary summary;
     const auto workload =
         trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);
-    trace::print_chakra_summary(std::cout, summary);
+    trace::print_chakra_summary(io.out, summary);
     const auto name = std::filesystem::path(chakra).filename().string();
-    const auto r = trace::simulate_workload(workload, target, name, chakra, simulation_progress());
-    trace::print_workload_table(std::cout, r);
-    write_report_json(json, r);
+    const auto r =
+        trace::simulate_workload(workload, target, name, chakra, simulation_progress(io));
+    trace::print_workload_table(io.out, r);
+    write_report_json(io, json, r);
     return 0;
   }
   if (!flags.groups.empty() || flags.strict_deps || vm.count("cpu-ops"))
@@ -210,9 +211,9 @@ int replay_command(const std::vector<std::string>& args) {
     if (!gpu.empty()) trace::retime_workload(*loaded.workload, gpu);
     const auto name = std::filesystem::path(path).stem().string();
     const auto r =
-        trace::simulate_workload(*loaded.workload, target, name, path, simulation_progress());
-    trace::print_workload_table(std::cout, r);
-    write_report_json(json, r);
+        trace::simulate_workload(*loaded.workload, target, name, path, simulation_progress(io));
+    trace::print_workload_table(io.out, r);
+    write_report_json(io, json, r);
     return 0;
   }
   run::PreparedStep& step = *loaded.step;
@@ -223,14 +224,14 @@ int replay_command(const std::vector<std::string>& args) {
   if (!network.empty()) step.config.set_network(target.network);
   if (!target.fluid_collectives) step.config.mutable_simulation()->set_fluid_collectives(false);
   run::SimulationOptions options;
-  options.on_progress = simulation_progress();
+  options.on_progress = simulation_progress(io);
   const auto r = run::simulate_prepared(step, path, options);
-  report::print_table(std::cout, r);
-  write_report_json(json, r);
+  report::print_table(io.out, r);
+  write_report_json(io, json, r);
   return 0;
 }
 
-int convert_command(const std::vector<std::string>& args) {
+int convert_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string chakra, output, to_chakra, gpu;
   ChakraFlags flags;
   po::options_description opts(
@@ -249,7 +250,7 @@ int convert_command(const std::vector<std::string>& args) {
   // clang-format on
   flags.add_to(opts);
   const auto vm = parse(args, opts, "trace", 1);
-  if (vm.count("help")) return std::cout << opts << '\n', 0;
+  if (vm.count("help")) return io.out << opts << '\n', 0;
   const std::string path = positional(vm, "trace");
   if (!chakra.empty()) {
     if (output.empty() || !path.empty() || !to_chakra.empty())
@@ -258,10 +259,10 @@ int convert_command(const std::vector<std::string>& args) {
     trace::ChakraSummary summary;
     const auto workload =
         trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);
-    trace::print_chakra_summary(std::cout, summary);
+    trace::print_chakra_summary(io.out, summary);
     trace::write_trace_file(trace::to_trace(workload, "chakra " + chakra), output);
-    std::printf("%s: %zu ranks from %s.*.et\n", output.c_str(), workload.program_of_rank.size(),
-                chakra.c_str());
+    print_to(io.out, "%s: %zu ranks from %s.*.et\n", output.c_str(),
+             workload.program_of_rank.size(), chakra.c_str());
     return 0;
   }
   if (path.empty() || to_chakra.empty())
@@ -270,8 +271,8 @@ int convert_command(const std::vector<std::string>& args) {
   const auto workload =
       loaded.workload ? std::move(*loaded.workload) : trace::expand_layout(*loaded.step);
   trace::write_chakra(workload, to_chakra);
-  std::printf("%s.{0..%zu}.et and %s.comm_groups.json written\n", to_chakra.c_str(),
-              workload.program_of_rank.size() - 1, to_chakra.c_str());
+  print_to(io.out, "%s.{0..%zu}.et and %s.comm_groups.json written\n", to_chakra.c_str(),
+           workload.program_of_rank.size() - 1, to_chakra.c_str());
   return 0;
 }
 

@@ -1,6 +1,5 @@
 // `clustersim validate`: the micro-benchmark cases against their published figures.
 #include <boost/program_options.hpp>
-#include <iostream>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
@@ -29,7 +28,7 @@ std::vector<validation::LoadedCase> load_cases(const std::vector<std::string>& f
 
 }  // namespace
 
-int validate_command(const std::vector<std::string>& args) {
+int validate_command(const std::vector<std::string>& args, CommandIo& io) {
   validation::CaseFilter filter;
   std::vector<std::string> files;
   std::string json;
@@ -52,7 +51,7 @@ int validate_command(const std::vector<std::string>& args) {
       ("json", po::value(&json), "also write the results as JSON to this file");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm)) return 0;
+  if (!parse_options(args, opts, nullptr, vm, io.out)) return 0;
   if (!filter.kind.empty() && validation::find_kind(filter.kind) == nullptr) {
     throw UsageError("--kind " + filter.kind + ": not one of " + validation::kind_names());
   }
@@ -62,9 +61,9 @@ int validate_command(const std::vector<std::string>& args) {
     if (validation::matches(filter, c)) results.push_back(validation::run_case(c));
   }
   if (results.empty()) throw UsageError("no case matches --kind / --case");
-  validation::write_table(std::cout, results);
+  validation::write_table(io.out, results);
   if (!json.empty()) {
-    write_file(json, [&](std::ostream& out) { validation::write_json(out, results); });
+    write_file(io, json, [&](std::ostream& out) { validation::write_json(out, results); });
   }
   return validation::summarize(results).failed > 0 ? 1 : 0;
 }

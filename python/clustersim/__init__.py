@@ -1,0 +1,225 @@
+"""clustersim from Python: the CLI's subcommands as functions that return the JSON report as a dict.
+
+Each function takes what the command line takes: a config (a file path, or the text of one),
+``preset=``, ``set={"parallel.pp": 8}`` (or a list of ``"path=value"``), ``hf_config=``, and any
+other option of the subcommand by its name with ``_`` for ``-`` (``timeline="t.json"``,
+``gpus=8``, ``messages=True``). It runs the same code as ``clustersim NAME --json ...`` in this
+process, without the GIL, so threads can simulate several points at once, and returns the dict
+that the ``--json`` file would hold. A failure raises ``Error`` (``UsageError`` for what the CLI
+ends with exit code 2) carrying the line the CLI prints.
+
+    >>> import clustersim
+    >>> r = clustersim.run(preset="llama3-8b", set={"model.num_layers": 2, "parallel.dp": 4,
+    ...                                              "parallel.global_batch_size": 8})
+    >>> r["gpus"], r["layout"]
+    (8, 'TP 2 x CP 1 x PP 1 x DP 4, SP, ZeRO-1')
+"""
+
+import json
+import os
+import tempfile
+
+from . import _core
+
+__all__ = ["Error", "UsageError", "run", "sweep", "memory", "plan", "collective", "replay",
+           "help"]
+
+# The --json path handed to every command; the command fills it in memory (CommandIo.captured).
+_REPORT = "<clustersim report>"
+# How a config given as text is named in reports and error messages.
+_CONFIG_TEXT = "<config text>"
+
+
+class Error(RuntimeError):
+    """A clustersim command failed; str(error) is the line the CLI prints on stderr."""
+
+    def __init__(self, message, exit_code=1):
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+class UsageError(Error, ValueError):
+    """A bad option or an impossible request: the CLI's exit code 2."""
+
+    def __init__(self, message):
+        super().__init__(message, 2)
+
+
+def _text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
+
+
+def _assignments(name, value):
+    """``set=``/``vary=`` as repeated ``--name path=value``. A dict's list value joins with ','
+    (a repeated field for ``set``, the values for ``vary``; ``vary`` separates values that hold
+    a comma with ';', as the CLI does)."""
+    if isinstance(value, dict):
+        items = []
+        for path, v in value.items():
+            if isinstance(v, (list, tuple)):
+                texts = [_text(x) for x in v]
+                v = (";" if name == "vary" and any("," in t for t in texts) else ",").join(texts)
+            items.append(f"{path}={_text(v)}")
+        value = items
+    if isinstance(value, str):
+        value = [value]
+    return [a for item in value for a in (_flag(name), _text(item))]
+
+
+def _flag(name):
+    return "--" + name.replace("_", "-")
+
+
+def _options(options):
+    """Keyword arguments as command-line options: True is a bare flag, False and None are left
+    out, a list or tuple repeats the option."""
+    args = []
+    for name, value in options.items():
+        if name in ("json", "help"):
+            raise TypeError(f"{name}= is not an option here: the report is the return value "
+                            "(see clustersim.help)")
+        if name in ("set", "vary"):
+            args += _assignments(name, value)
+        elif value is None or value is False:
+            continue
+        elif value is True:
+            args.append(_flag(name))
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                args += [_flag(name), _text(v)]
+        else:
+            args += [_flag(name), _text(value)]
+    return args
+
+
+class _Configs:
+    """Config arguments as paths: a string that names no file but reads as text format (it has a
+    ':' or '{', as every config field does) is written to a temporary file for the command."""
+
+    def __init__(self, configs, config_text=True):
+        if configs is None:
+            configs = []
+        elif isinstance(configs, (str, os.PathLike)):
+            configs = [configs]
+        self.paths, self.temp_paths, self._dir = [], [], None
+        for c in configs:
+            if (config_text and isinstance(c, str) and not os.path.exists(c)
+                    and (":" in c or "{" in c)):
+                self.paths.append(self._write(c))
+            else:
+                self.paths.append(_text(c))
+
+    def _write(self, text):
+        if self._dir is None:
+            self._dir = tempfile.TemporaryDirectory(prefix="clustersim-")
+        path = os.path.join(self._dir.name, f"config{len(self.temp_paths)}.textproto")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text)
+        self.temp_paths.append(path)
+        return path
+
+    def named(self, text):
+        """`text` with the temporary files named as the config text they hold."""
+        for path in self.temp_paths:
+            text = text.replace(path, _CONFIG_TEXT)
+        return text
+
+    def close(self):
+        if self._dir is not None:
+            self._dir.cleanup()
+
+
+def _call(command, positional, options, config_text=True):
+    """Runs `command` and returns its JSON report as a dict."""
+    configs = _Configs(positional, config_text)
+    try:
+        args = configs.paths + _options(options) + ["--json", _REPORT]
+        code, out, err, captured, error, usage = _core.call(command, args, [_REPORT])
+        if error:
+            message = configs.named(error)
+            raise UsageError(message) if usage else Error(message)
+        text = captured.get(_REPORT, "")
+        if not text:
+            detail = (err or out).strip()
+            raise Error(f"clustersim {command}: wrote no JSON report"
+                        + (f" ({detail})" if detail else ""), code)
+        return json.loads(configs.named(text))
+    finally:
+        configs.close()
+
+
+def _with(options, **named):
+    """`options` plus the named arguments that were given."""
+    return {**{k: v for k, v in named.items() if v is not None}, **options}
+
+
+def run(config=None, *, preset=None, set=None, hf_config=None, **options):
+    """One training step (``clustersim run``): the report's dict. Several configs or presets
+    (lists) run together as jobs on the first one's cluster: then the jobs report."""
+    return _call("run", config, _with(options, preset=preset, set=set, hf_config=hf_config))
+
+
+def sweep(config=None, *, preset=None, vary=None, set=None, hf_config=None, **options):
+    """The cartesian product of ``vary={"field": [values]}`` (``clustersim sweep``): the JSON
+    report (``source``, ``axes``, ``points``, ``skipped``) plus ``rows``, one flat dict per
+    point that fits ``pandas.DataFrame(result["rows"])``: each varied field by its dotted name,
+    then the point's numbers, with ``exposed_comm_s.DIM`` for the nested seconds."""
+    result = _call("sweep", config,
+                   _with(options, preset=preset, vary=vary, set=set, hf_config=hf_config))
+    result["rows"] = [_flat_row(p) for p in result["points"]]
+    return result
+
+
+def _number(text):
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def _flat_row(point):
+    row = {field: _number(v) for field, v in point["fields"].items()}
+    for key, value in point.items():
+        if key == "fields":
+            continue
+        if isinstance(value, dict):
+            row.update({f"{key}.{k}": v for k, v in value.items()})
+        else:
+            row[key] = value
+    return row
+
+
+def memory(config=None, *, preset=None, set=None, hf_config=None, **options):
+    """The per-GPU memory breakdown (``clustersim memory``); ``fits`` says whether it fits."""
+    return _call("memory", config, _with(options, preset=preset, set=set, hf_config=hf_config))
+
+
+def plan(config=None, *, preset=None, set=None, hf_config=None, **options):
+    """The ranked layouts (``clustersim plan``, e.g. ``gpus=64``), or with ``min_gpus=True`` the
+    fewest GPUs that hold the model (``gpus`` 0 when none up to ``max_gpus`` does)."""
+    return _call("plan", config, _with(options, preset=preset, set=set, hf_config=hf_config))
+
+
+def collective(**options):
+    """One collective over a topology per size (``clustersim collective``, e.g. ``gpus=8``,
+    ``op="all_reduce"``, ``sizes=["1M", "1G"]``)."""
+    if isinstance(options.get("sizes"), (list, tuple)):
+        options["sizes"] = ",".join(_text(s) for s in options["sizes"])
+    return _call("collective", None, options)
+
+
+def replay(trace=None, **options):
+    """A workload trace (``clustersim replay``): ours by path, or ``chakra="prefix"``."""
+    return _call("replay", trace, options, config_text=False)
+
+
+def help(command):
+    """The ``clustersim COMMAND --help`` text."""
+    _, out, _, _, error, usage = _core.call(command, ["--help"], [])
+    if error:
+        raise UsageError(error) if usage else Error(error)
+    return out

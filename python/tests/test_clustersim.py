@@ -1,0 +1,204 @@
+"""The clustersim package against the CLI it wraps: same inputs, same reports, same errors, and
+threads that simulate at once without changing a result."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pandas
+import pytest
+
+import clustersim
+
+CLI = os.environ.get("CLUSTERSIM_BIN", "build/clustersim")
+SOURCE = os.environ.get("CLUSTERSIM_SOURCE_DIR", ".")
+
+# Llama 3 8B cut to a few layers on 8 GPUs: a full step in a few milliseconds.
+SMALL = {"model.num_layers": 2, "parallel.dp": 4, "parallel.global_batch_size": 8}
+SMALL_ARGS = [a for k, v in SMALL.items() for a in ("--set", f"{k}={v}")]
+# What differs between two runs of one input: the wall clock and the process's memory.
+UNSTABLE = {"wall_time_s", "peak_rss_mb"}
+
+
+def stable(report):
+    return {k: v for k, v in report.items() if k not in UNSTABLE}
+
+
+def cli(*args):
+    return subprocess.run([CLI, *args], capture_output=True, text=True, check=False)
+
+
+def cli_json(tmp_path, *args):
+    path = tmp_path / "report.json"
+    r = cli(*args, "--json", str(path))
+    assert r.returncode in (0, 3), r.stderr
+    return json.loads(path.read_text())
+
+
+def test_run_returns_the_cli_json_report(tmp_path):
+    ours = clustersim.run(preset="llama3-8b", set=SMALL)
+    theirs = cli_json(tmp_path, "run", "--preset", "llama3-8b", *SMALL_ARGS)
+    assert stable(ours) == stable(theirs)
+    assert ours["gpus"] == 8 and ours["iteration_time_s"] > 0
+
+
+def test_a_config_as_a_path_or_as_text_gives_one_report(tmp_path):
+    text = open(os.path.join(SOURCE, "workloads", "llama3-8b.textproto")).read()
+    path = tmp_path / "mine.textproto"
+    path.write_text(text)
+    from_path = clustersim.run(str(path), set=SMALL)
+    from_text = clustersim.run(text, set=SMALL)
+    from_preset = clustersim.run(preset="llama3-8b", set=SMALL)
+    assert stable(from_path) == stable(from_text) == stable(from_preset)
+
+
+def test_several_presets_run_as_jobs_on_one_cluster(tmp_path):
+    ours = clustersim.run(preset=["llama3-8b", "llama3-8b"], set=SMALL)
+    theirs = cli_json(tmp_path, "run", "--preset", "llama3-8b", "--preset", "llama3-8b",
+                      *SMALL_ARGS)
+    assert stable(ours) == stable(theirs)
+    assert len(ours["jobs"]) == 2 and ours["cluster"]["gpus"] == 16
+
+
+def test_set_takes_a_list_of_assignments_and_python_values():
+    as_list = clustersim.run(preset="llama3-8b", set=[f"{k}={v}" for k, v in SMALL.items()])
+    as_dict = clustersim.run(preset="llama3-8b",
+                             set={**SMALL, "parallel.sequence_parallel": True})
+    assert stable(as_list) == stable(as_dict)
+    no_sp = clustersim.run(preset="llama3-8b", set={**SMALL, "parallel.sequence_parallel": False})
+    assert "SP" not in no_sp["layout"].split(", ")[1:] and "SP" in as_dict["layout"]
+
+
+def test_a_sweep_goes_straight_into_a_dataframe(tmp_path):
+    vary = {"parallel.global_batch_size": [4, 8, 16]}
+    result = clustersim.sweep(preset="llama3-8b", set=SMALL, vary=vary, jobs=1)
+    theirs = cli_json(tmp_path, "sweep", "--preset", "llama3-8b", *SMALL_ARGS,
+                      "--vary", "parallel.global_batch_size=4,8,16", "--jobs", "1")
+    assert {k: result[k] for k in theirs} == theirs
+    frame = pandas.DataFrame(result["rows"])
+    assert list(frame["parallel.global_batch_size"]) == [4, 8, 16]
+    assert frame["step_time_s"].is_monotonic_increasing
+    assert "exposed_comm_s.dp" in frame.columns and frame["fits"].all()
+
+
+def test_memory_reports_a_layout_that_does_not_fit_without_raising():
+    fits = clustersim.memory(preset="llama3-8b")
+    too_big = clustersim.memory(preset="llama3-8b",
+                                set={"parallel.tp": 1, "parallel.zero_stage": 0,
+                                     "parallel.sequence_parallel": False})
+    assert fits["fits"] and not too_big["fits"]
+    assert too_big["peak_gb"] > too_big["capacity_gb"]
+
+
+def test_hf_config_takes_the_model_of_a_hugging_face_file(tmp_path):
+    hf = os.path.join(SOURCE, "tests", "config", "hf", "mixtral-8x7b", "config.json")
+    ours = clustersim.memory(preset="llama3-70b", hf_config=hf)
+    assert ours == cli_json(tmp_path, "memory", "--preset", "llama3-70b", "--hf-config", hf)
+    assert ours["peak_gb"] != clustersim.memory(preset="llama3-70b")["peak_gb"]
+
+
+def test_plan_ranks_layouts(tmp_path):
+    options = ["--gpus", "8", "--simulate", "2", "--refine", "0", "--jobs", "1"]
+    ours = clustersim.plan(preset="llama3-8b", set=SMALL, gpus=8, simulate=2, refine=0, jobs=1)
+    theirs = cli_json(tmp_path, "plan", "--preset", "llama3-8b", *SMALL_ARGS, *options)
+    assert ours == theirs
+    times = [c["iteration_time_s"] for c in ours["ranked"]]
+    assert times and times == sorted(times)
+
+
+def test_plan_finds_the_fewest_gpus_or_says_none_fit(tmp_path):
+    ours = clustersim.plan(preset="llama3-8b", min_gpus=True)
+    assert ours == cli_json(tmp_path, "plan", "--preset", "llama3-8b", "--min-gpus")
+    assert ours["gpus"] >= 1 and ours["peak_memory_gb"] <= ours["capacity_gb"]
+    none = clustersim.plan(preset="llama3-70b", min_gpus=True, max_gpus=1)
+    assert none["gpus"] == 0 and "layout" not in none
+
+
+def test_collective_bus_bandwidth_follows_the_all_reduce_factor():
+    r = clustersim.collective(op="all_reduce", algo="ring", gpus=8, sizes=["1M", "64M"])
+    assert [x["size_bytes"] for x in r["results"]] == [1 << 20, 64 << 20]
+    for x in r["results"]:
+        assert x["busbw_gbps"] == pytest.approx(x["algbw_gbps"] * 2 * 7 / 8)
+
+
+def test_replay_of_a_generated_trace_gives_the_run(tmp_path):
+    trace = tmp_path / "small.pb"
+    r = cli("generate", "--preset", "llama3-8b", *SMALL_ARGS, "-o", str(trace))
+    assert r.returncode == 0, r.stderr
+    replayed = clustersim.replay(str(trace))
+    ran = clustersim.run(preset="llama3-8b", set=SMALL)
+    assert replayed["iteration_time_s"] == ran["iteration_time_s"]
+
+
+@pytest.mark.parametrize("call, args", [
+    (lambda: clustersim.run(preset="nope"), ["run", "--preset", "nope"]),
+    (lambda: clustersim.run(preset="llama3-8b", bogus=1), ["run", "--preset", "llama3-8b",
+                                                           "--bogus", "1"]),
+    (lambda: clustersim.run(preset="llama3-8b", set={"parallel.pp": 3}),
+     ["run", "--preset", "llama3-8b", "--set", "parallel.pp=3"]),
+    (lambda: clustersim.collective(gpus=6, group_size=4), ["collective", "--gpus", "6",
+                                                           "--group-size", "4"]),
+    (lambda: clustersim.replay("missing.pb"), ["replay", "missing.pb"]),
+])
+def test_errors_carry_the_cli_message(call, args):
+    with pytest.raises(clustersim.Error) as raised:
+        call()
+    r = cli(*args, "--json", "unused.json")
+    assert str(raised.value) == r.stderr.strip()
+    assert raised.value.exit_code == r.returncode
+    assert isinstance(raised.value, ValueError) == (r.returncode == 2)
+    assert isinstance(raised.value, RuntimeError)
+
+
+def test_an_error_in_config_text_names_the_text_not_a_temporary_file():
+    with pytest.raises(clustersim.Error, match=r"^clustersim run: error: <config text>:"):
+        clustersim.run("model { num_layers: oops }")
+
+
+def test_help_is_the_cli_help():
+    assert clustersim.help("sweep") == cli("sweep", "--help").stdout
+
+
+# Points that differ in layout and size, so that a result crossed between threads would show.
+POINTS = [{**SMALL, "parallel.global_batch_size": b, "model.num_layers": n}
+          for b, n in ((8, 2), (16, 4), (32, 2), (8, 4))]
+
+
+def test_threads_simulating_at_once_give_the_serial_results():
+    serial = [stable(clustersim.run(preset="llama3-8b", set=p)) for p in POINTS]
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        threaded = list(pool.map(lambda p: stable(clustersim.run(preset="llama3-8b", set=p)),
+                                 POINTS * 2))
+    assert threaded == serial * 2
+
+
+def test_a_simulation_lets_other_python_threads_run():
+    # A 64-GPU ring message by message, four times: about 0.25 s of one core inside C++.
+    stamps, done = [], threading.Event()
+
+    def tick():
+        while not done.is_set():
+            stamps.append(time.perf_counter())
+            time.sleep(0.001)
+
+    ticker = threading.Thread(target=tick)
+    ticker.start()
+    try:
+        start = time.perf_counter()
+        clustersim.collective(op="all_reduce", algo="ring", gpus=64, sizes=["64M"] * 4)
+        end = time.perf_counter()
+    finally:
+        done.set()
+        ticker.join()
+    # With the GIL held the ticker could not append during the call; let it slip at the edges.
+    inside = [t for t in stamps if start + 0.02 < t < end - 0.02]
+    assert end - start > 0.1, "the collective got too quick to tell"
+    assert len(inside) >= 3
+
+
+def test_the_package_docstring_example_holds():
+    import doctest
+    assert doctest.testmod(clustersim).failed == 0
