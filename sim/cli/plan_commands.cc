@@ -3,7 +3,6 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
 
@@ -14,6 +13,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/planner.h"
+#include "sim/report/json.h"
 #include "sim/run/step_simulation.h"
 #include "sim/verify/checks.h"
 
@@ -63,10 +63,10 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
              r->cost.gpu_hours, r->cost.dollars);
   }
   if (!json.empty()) {
-    nlohmann::ordered_json doc = {{"model", base.model().name()},
-                                  {"gpu", base.cluster().gpu()},
-                                  {"max_gpus", max_gpus},
-                                  {"gpus", min.gpus}};
+    report::Json doc = {{"model", base.model().name()},
+                        {"gpu", base.cluster().gpu()},
+                        {"max_gpus", max_gpus},
+                        {"gpus", min.gpus}};
     if (r) {
       doc["layout"] = plan::short_layout(min.layout.config);
       doc["peak_memory_gb"] = min.layout.fit.peak / 1e9;
@@ -79,7 +79,7 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
       doc["gpu_hours"] = r->cost.gpu_hours;
       doc["run_dollars"] = r->cost.dollars;
     }
-    write_file(io, json, [&](std::ostream& out) { out << doc.dump(2) << '\n'; });
+    write_file(io, json, [&](std::ostream& out) { report::write_document(out, doc); });
   }
   return r ? 0 : 3;
 }
