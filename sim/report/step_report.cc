@@ -30,7 +30,6 @@ std::string human(double v) {
   return buf;
 }
 
-
 }  // namespace
 
 std::string interruptions_text(const CostFigures& c, std::size_t shown) {
