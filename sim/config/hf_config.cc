@@ -28,7 +28,7 @@ json parse(const std::string& file) {
   if (!in) throw ConfigError(file + ": cannot open (no Hugging Face config.json there)");
   try {
     return json::parse(in);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
     throw ConfigError(file + ": not valid JSON: " + json_error_reason(e));
   }
 }

@@ -74,7 +74,7 @@ CommGroups from_json(const json& doc, const std::string& file) {
 json parse_or_throw(std::string_view text, const std::string& file) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
     throw TraceError(file + ": not JSON (" + e.what() + ")");
   }
 }
@@ -107,7 +107,7 @@ CommGroups parse_comm_groups(std::string_view text, const std::string& file) {
   json doc;
   try {
     doc = json::parse(text, note_keys);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
     throw TraceError(file + ": not JSON (" + e.what() + ")");
   }
   if (!repeated.empty()) throw TraceError(file + ": pg_name \"" + repeated + "\" is listed twice");

@@ -37,6 +37,8 @@ TEST(CommGroups, BadFilesNameTheFileThePlaceAndTheReason) {
   expect_error(R"({"a": [0,)", {"groups.json: not JSON", "line 1, column 10"});
   expect_error(R"({"a": [0]} x)", {"groups.json: not JSON", "column 12"});
   expect_error("", {"groups.json: not JSON"});
+  // nlohmann throws out_of_range, not parse_error, for a number it cannot hold (found by fuzzing).
+  expect_error(R"({"tp": [1e999]})", {"groups.json: not JSON", "number overflow"});
   expect_error("[[0, 1]]", {"groups.json: group #0: ", "expected an object with pg_name"});
   expect_error("3", {"groups.json: expected {\"pg_name\": [ranks], ...}"});
   expect_error(R"({"tp": 3})", {"groups.json: group \"tp\": ", "ranks must be a list"});
