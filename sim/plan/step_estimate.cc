@@ -59,13 +59,15 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const double nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
   const double nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
   const EpSpread ep = p.ep() > 1 ? ep_spread(config, gpus_per_node) : EpSpread{};
-  auto comm_seconds = [&](const workload::PhaseOps& phase) {
+  // Seconds of the phase's collectives: the expert all-to-alls' or the others'.
+  auto comm_seconds = [&](const workload::PhaseOps& phase, bool expert) {
     double s = 0;
     for (const auto& e : phase.ops) {
       const auto& op = e.op;
       if (op.kind != workload::OpKind::kCollective) continue;
       const auto bytes = static_cast<double>(op.bytes);
-      if (op.dim == workload::Dim::kEp) {
+      if ((op.dim == workload::Dim::kEp) != expert) continue;
+      if (expert) {
         // A MoE layer's dispatch and combine all-to-alls, forward and backward: 4 per layer and
         // microbatch, each moving this GPU's T x top_k token copies of h bf16 values. The copies
         // for experts on this GPU stay; those for its server's peers go over NVLink while those
@@ -88,8 +90,17 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const double t_f = compute_seconds(work, chunk.forward);
   const double t_b = compute_seconds(work, chunk.backward);
   const double t_w = compute_seconds(work, chunk.weight_grad);
-  const double per_slot = t_f + t_b + t_w + comm_seconds(chunk.forward) +
-                          comm_seconds(chunk.backward) + comm_seconds(chunk.weight_grad);
+  auto all_comm = [&](bool expert) {
+    return comm_seconds(chunk.forward, expert) + comm_seconds(chunk.backward, expert) +
+           comm_seconds(chunk.weight_grad, expert);
+  };
+  // DualPipe's overlapped pairs run the all-to-alls under the other half's compute: only what
+  // outlasts a forward and a backward shows (an upper bound on hiding: warm-up and cool-down
+  // run unpaired).
+  const bool paired = workload::pipeline_schedule_of(p) == workload::PipelineSchedule::kDualPipe &&
+                      p.dualpipe_overlap();
+  const double expert_comm = paired ? std::max(0.0, all_comm(true) - t_f - t_b) : all_comm(true);
+  const double per_slot = t_f + t_b + t_w + all_comm(false) + expert_comm;
   const int32_t m = workload::num_microbatches(p);
   // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
   const int32_t v = workload::chunk_passes(workload::pipeline_schedule_of(p), p.virtual_stages());

@@ -22,7 +22,7 @@ using workload::Stream;
 constexpr auto kStreamNames = std::to_array<const char*>(
     {"compute", "dp comm", "cp comm", "pp send next", "pp send prev", "pp recv prev",
      "pp recv next", "tp comm", "pp send prev (activations)", "pp recv next (activations)",
-     "pp send next (gradients)", "pp recv prev (gradients)"});
+     "pp send next (gradients)", "pp recv prev (gradients)", "ep comm"});
 static_assert(kStreamNames.size() == workload::kNumStreams);
 
 const char* class_name(OpClass c) {

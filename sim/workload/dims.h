@@ -39,8 +39,9 @@ enum class Stream : uint8_t {
   kRecvNextActivation,
   kSendNextGradient,
   kRecvPrevGradient,
+  kEp,  // expert all-to-alls overlapped with another microbatch's compute (DualPipe's pairs)
 };
-constexpr int kNumStreams = 12;
+constexpr int kNumStreams = 13;
 
 struct DimInfo {
   Dim dim;
@@ -66,8 +67,9 @@ inline constexpr std::array<DimInfo, 6> kDims = {{
     {Dim::kPp, "pp", "PP", "pp_wait_s", Stream::kSendNext},
     {Dim::kDp, "dp", "DP", "dp_wait_s", Stream::kDp},
     // The dispatch and combine all-to-alls block the compute stream, as Megatron-Core's token
-    // dispatcher does; expert gradients are reduced on the DP stream beside the dense ones.
-    {Dim::kEp, "ep", "EP", "ep_comm_s", Stream::kCompute, true},
+    // dispatcher does, except in DualPipe's overlapped pairs (their own stream); expert
+    // gradients are reduced on the DP stream beside the dense ones.
+    {Dim::kEp, "ep", "EP", "ep_comm_s", Stream::kEp, true},
     {Dim::kEdp, "edp", "EDP", "edp_wait_s", Stream::kDp, true},
 }};
 constexpr int kNumDims = static_cast<int>(kDims.size());

@@ -30,10 +30,9 @@ enum class Pairing : uint8_t {
   kNone,
   // DualPipe's F&B, on a forward followed by a backward of another microbatch and chunk: the
   // pair starts once both halves have their inputs (the repository receives both, then computes
-  // the two) and its compute and communication overlap: a stream-aware executor would run this
-  // forward's MoE all-to-alls under the backward's compute and the other way round (DeepSeek-V3,
-  // section 3.2.1, figure 4). The executor here runs the two in sequence on the compute stream;
-  // with free communication that takes the same time.
+  // the two) and its compute and communication overlap: the builder interleaves the halves so
+  // that this forward's MoE all-to-alls run under the backward's compute and the other way round
+  // (DeepSeek-V3, section 3.2.1, figure 4; StageWork::overlap_pairs).
   kOverlapped,
   // Only the deferred send (a full backward; DualPipe's middle stages' first, unoverlapped pair).
   kSequential,

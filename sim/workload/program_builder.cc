@@ -5,6 +5,9 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
+
+#include "sim/workload/pair_turns.h"
 
 namespace cs::workload {
 
@@ -73,8 +76,16 @@ class StageBuilder {
   // The receive (or local hand-off) an item waits for, appended to `deps`.
   void input(const WorkItem& item, std::vector<uint32_t>& deps);
   void output(const WorkItem& item);
-  std::vector<uint32_t> phase_ops(const WorkItem& item, const PhaseOps& phase,
-                                  const std::vector<uint32_t>& first_deps);
+  struct PhaseCursor;
+  PhaseCursor start_phase(const WorkItem& item, const std::vector<uint32_t>& first_deps);
+  void add_next(PhaseCursor& cursor, bool overlapped);
+  std::vector<uint32_t> phase_ops(const WorkItem& item, const std::vector<uint32_t>& first_deps);
+  void add_overlapped_pair(const WorkItem& forward, const WorkItem& backward,
+                           const std::vector<uint32_t>& first_deps);
+  uint32_t last_compute_op(const std::vector<uint32_t>& ops) const;
+  // Records an item's ops; the next item waits for its last compute op, or `also_after` if later.
+  void finish_item(const WorkItem& item, const std::vector<uint32_t>& ops, bool flush_sends,
+                   uint32_t also_after = 0);
   void grad_sync(const WorkItem& item, const std::vector<uint32_t>& ops);
 
   const StageWork& work_;
@@ -91,6 +102,7 @@ class StageBuilder {
   std::map<std::tuple<Phase, int32_t, int32_t>, uint32_t> done_;  // (phase, mb, chunk) -> op
   std::vector<WorkItem> deferred_sends_;  // items whose output waits for a later one (Pairing)
   bool input_received_ = false;           // the item's input came with the overlapped forward
+  bool skip_next_ = false;                // the next item was added with its overlapped forward
 };
 
 void StageBuilder::add_items(const std::vector<WorkItem>& order) {
@@ -103,8 +115,10 @@ void StageBuilder::add_items(const std::vector<WorkItem>& order) {
     if (w.phase == final_phase_)
       last_microbatch_[w.chunk] = std::max(last_microbatch_[w.chunk], w.microbatch);
   }
-  for (std::size_t i = 0; i < order.size(); ++i)
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (std::exchange(skip_next_, false)) continue;
     add_item(order[i], i + 1 < order.size() ? &order[i + 1] : nullptr);
+  }
 }
 
 void StageBuilder::input(const WorkItem& item, std::vector<uint32_t>& deps) {
@@ -146,44 +160,70 @@ void StageBuilder::output(const WorkItem& item) {
                {previous_});
 }
 
-std::vector<uint32_t> StageBuilder::phase_ops(const WorkItem& item, const PhaseOps& phase,
-                                              const std::vector<uint32_t>& first_deps) {
-  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
-  // The chunk's first forward waits, op by op, for the parameter buckets it uses.
+// One phase's ops while they are added, one at a time, so that a pair can interleave two.
+struct StageBuilder::PhaseCursor {
+  const PhaseOps* phase = nullptr;
+  int32_t microbatch = 0;
+  std::vector<uint32_t> first_deps;
   std::vector<std::pair<uint32_t, uint32_t>> gather_before;  // (phase op, gather op)
+  std::vector<uint32_t> ops;
+  bool done() const { return ops.size() == phase->ops.size(); }
+};
+
+StageBuilder::PhaseCursor StageBuilder::start_phase(const WorkItem& item,
+                                                    const std::vector<uint32_t>& first_deps) {
+  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
+  PhaseCursor c;
+  c.phase = item.phase == Phase::kForward    ? &chunk.forward
+            : item.phase == Phase::kBackward ? &chunk.backward
+                                             : &chunk.weight_grad;
+  if (c.phase->ops.empty()) throw std::invalid_argument("a pipeline phase has no ops");
+  c.microbatch = item.microbatch;
+  c.first_deps = first_deps;
+  // The chunk's first forward waits, op by op, for the parameter buckets it uses.
   if (item.phase == Phase::kForward && !gathered_[item.chunk]) {
     gathered_[item.chunk] = true;
     for (const ParamGather& g : chunk.param_gather) {
-      if (g.before >= phase.ops.size())
+      if (g.before >= c.phase->ops.size())
         throw std::invalid_argument("parameter gather before a missing op");
-      gather_before.emplace_back(g.before, program_.add(g.op));
+      c.gather_before.emplace_back(g.before, program_.add(g.op));
     }
   }
-  std::vector<uint32_t> ops;
-  for (std::size_t i = 0; i < phase.ops.size(); ++i) {
-    const PhaseOp& entry = phase.ops[i];
-    Op op = entry.op;
-    op.microbatch = item.microbatch;
-    std::vector<uint32_t> deps;
-    auto earlier = [&](int32_t index) {
-      if (index < 0 || static_cast<std::size_t>(index) >= i)
-        throw std::invalid_argument("phase op waits for an op that does not precede it");
-      deps.push_back(ops[static_cast<std::size_t>(index)]);
-    };
-    if (entry.after == PhaseOp::kItemStart || (entry.after == PhaseOp::kPrevious && i == 0)) {
-      deps = first_deps;
-    } else if (entry.after == PhaseOp::kPrevious) {
-      deps.push_back(ops.back());
-    } else {
-      earlier(entry.after);
-    }
-    if (entry.also_after != PhaseOp::kNone) earlier(entry.also_after);
-    for (const auto& [before, gather] : gather_before)
-      if (before == i) deps.push_back(gather);
-    ops.push_back(program_.add(op, deps));
+  return c;
+}
+
+void StageBuilder::add_next(PhaseCursor& c, bool overlapped) {
+  const std::size_t i = c.ops.size();
+  const PhaseOp& entry = c.phase->ops[i];
+  Op op = entry.op;
+  op.microbatch = c.microbatch;
+  // In an overlapped pair the all-to-alls leave the compute stream, so that the other half's
+  // compute runs while they are in flight.
+  if (overlapped && is_expert_all_to_all(op)) op.stream = Stream::kEp;
+  std::vector<uint32_t> deps;
+  auto earlier = [&](int32_t index) {
+    if (index < 0 || static_cast<std::size_t>(index) >= i)
+      throw std::invalid_argument("phase op waits for an op that does not precede it");
+    deps.push_back(c.ops[static_cast<std::size_t>(index)]);
+  };
+  if (entry.after == PhaseOp::kItemStart || (entry.after == PhaseOp::kPrevious && i == 0)) {
+    deps = c.first_deps;
+  } else if (entry.after == PhaseOp::kPrevious) {
+    deps.push_back(c.ops.back());
+  } else {
+    earlier(entry.after);
   }
-  if (ops.empty()) throw std::invalid_argument("a pipeline phase has no ops");
-  return ops;
+  if (entry.also_after != PhaseOp::kNone) earlier(entry.also_after);
+  for (const auto& [before, gather] : c.gather_before)
+    if (before == i) deps.push_back(gather);
+  c.ops.push_back(program_.add(op, deps));
+}
+
+std::vector<uint32_t> StageBuilder::phase_ops(const WorkItem& item,
+                                              const std::vector<uint32_t>& first_deps) {
+  PhaseCursor c = start_phase(item, first_deps);
+  while (!c.done()) add_next(c, false);
+  return std::move(c.ops);
 }
 
 void StageBuilder::grad_sync(const WorkItem& item, const std::vector<uint32_t>& ops) {
@@ -205,35 +245,61 @@ void StageBuilder::grad_sync(const WorkItem& item, const std::vector<uint32_t>& 
 }
 
 void StageBuilder::add_item(const WorkItem& item, const WorkItem* next_item) {
-  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
   std::vector<uint32_t> first_deps;
   if (previous_ != UINT32_MAX) first_deps.push_back(previous_);
   // An overlapped pair starts once both halves have their inputs: the forward receives the
   // backward's gradient too (Pairing::kOverlapped), and the backward then needs nothing more.
   if (item.phase != Phase::kWeightGrad && !input_received_) input(item, first_deps);
   input_received_ = false;
-  if (item.pair == Pairing::kOverlapped && next_item != nullptr &&
-      next_item->phase != Phase::kWeightGrad) {
+  const bool paired = item.pair == Pairing::kOverlapped && next_item != nullptr &&
+                      next_item->phase != Phase::kWeightGrad;
+  if (paired) {
     input(*next_item, first_deps);
     input_received_ = true;
-  }
-  const PhaseOps& phase = item.phase == Phase::kForward    ? chunk.forward
-                          : item.phase == Phase::kBackward ? chunk.backward
-                                                           : chunk.weight_grad;
-  const std::vector<uint32_t> ops = phase_ops(item, phase, first_deps);
-  // The next item follows this one's last compute-stream op: ops on other streams (prefetches)
-  // may still be running.
-  previous_ = ops.back();
-  for (std::size_t i = ops.size(); i-- > 0;) {
-    if (phase.ops[i].op.stream == Stream::kCompute) {
-      previous_ = ops[i];
-      break;
+    if (work_.overlap_pairs && next_item->phase == Phase::kBackward) {
+      add_overlapped_pair(item, *next_item, first_deps);
+      input_received_ = false;
+      skip_next_ = true;
+      return;
     }
   }
-  done_[{item.phase, item.microbatch, item.chunk}] = previous_;
+  finish_item(item, phase_ops(item, first_deps),
+              item.pair == Pairing::kNone || next_item == nullptr);
+}
+
+// The two halves' ops are added in turn, each up to and including its next expert all-to-all:
+// the compute stream runs one half's computation while the other's all-to-all is in flight
+// (DeepSeek-V3, section 3.2.1, figure 4: attention and MLP of one chunk under the dispatch and
+// combine of the other).
+void StageBuilder::add_overlapped_pair(const WorkItem& forward, const WorkItem& backward,
+                                       const std::vector<uint32_t>& first_deps) {
+  PhaseCursor halves[2] = {start_phase(forward, first_deps), start_phase(backward, first_deps)};
+  const auto turns = pair_turns({halves[0].phase, halves[1].phase});
+  for (std::size_t t = 0; t < turns[0].size(); ++t)
+    for (int h = 0; h < 2; ++h)
+      while (halves[h].ops.size() < turns[h][t]) add_next(halves[h], true);
+  // The next item waits for the later of the two halves' last compute ops.
+  finish_item(forward, halves[0].ops, false);
+  finish_item(backward, halves[1].ops, backward.pair == Pairing::kNone,
+              last_compute_op(halves[0].ops));
+}
+
+// The next item follows an item's last compute-stream op: ops on other streams (prefetches,
+// all-to-alls) may still be running.
+uint32_t StageBuilder::last_compute_op(const std::vector<uint32_t>& ops) const {
+  for (std::size_t i = ops.size(); i-- > 0;)
+    if (program_.ops[ops[i]].stream == Stream::kCompute) return ops[i];
+  return ops.back();
+}
+
+void StageBuilder::finish_item(const WorkItem& item, const std::vector<uint32_t>& ops,
+                               bool flush_sends, uint32_t also_after) {
+  const uint32_t last = last_compute_op(ops);
+  done_[{item.phase, item.microbatch, item.chunk}] = last;
+  previous_ = std::max(last, also_after);  // compute-stream ops run in the order they are added
   // A paired item's output leaves with that of the next unpaired item (Pairing).
   if (item.phase != Phase::kWeightGrad) deferred_sends_.push_back(item);
-  if (item.pair == Pairing::kNone || next_item == nullptr) {
+  if (flush_sends) {
     for (const WorkItem& w : deferred_sends_) output(w);
     deferred_sends_.clear();
   }

@@ -71,6 +71,9 @@ struct StageWork {
   // reduce-scattered as its backward makes them (DeepSpeed stage 2, FSDP without no_sync), where
   // ZeRO-0/1 accumulate the full gradients and reduce them once, after the last microbatch.
   bool grad_sync_every_microbatch = false;
+  // DualPipe's forward-backward pairs (Pairing::kOverlapped) interleave their two halves, with
+  // the expert all-to-alls on their own stream (parallel.dualpipe_overlap); off: in sequence.
+  bool overlap_pairs = false;
 };
 
 // Builds stage `stage` of `stages` under `schedule`'s placement of the model (forward_source,

@@ -88,6 +88,23 @@ TEST(PlannerMoe, EstimateChargesTheAllToAllsOverTheNicAcrossServers) {
   EXPECT_NEAR(half, 16 * (leaving * 4 / 7 / nic - leaving / nvlink), 1e-9);
 }
 
+// DualPipe's overlapped pairs hide the all-to-alls under compute, up to a forward and a
+// backward's worth per slot; in sequence they are all charged.
+TEST(PlannerMoe, EstimateHidesTheAllToAllsOfDualPipePairs) {
+  const std::vector<std::string> dualpipe = {"parallel.pp=2",
+                                             "parallel.dp=8",
+                                             "parallel.ep=8",
+                                             "parallel.virtual_stages=2",
+                                             "parallel.schedule=DUALPIPE",
+                                             "parallel.global_batch_size=32"};
+  auto sequential = dualpipe;
+  sequential.push_back("parallel.dualpipe_overlap=false");
+  const double paired = estimate_step_seconds(small_moe(dualpipe), 1);
+  const double alone = estimate_step_seconds(small_moe(sequential), 1);
+  EXPECT_LT(paired, alone);
+  EXPECT_GT(paired, 0);
+}
+
 // 2 layers of 32 experts, 1B parameters each (64B in all), and 2 KV heads, so TP is at most 2:
 // on 16 x 80 GB, ZeRO-1 without EP keeps at least 16B parameters' states per GPU, 113 GB.
 TEST(PlannerMoe, ExpertsThatFitOnlyWhenSplitAreSplitByTheBestPlan) {
