@@ -78,6 +78,17 @@ std::string load_error(const pb::Trace& t) {
   return "";
 }
 
+// `"key": value` as a JSON report file prints it (the first such key).
+std::string json_field(const std::string& path, const std::string& key) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  const std::string s = text.str();
+  const auto at = s.find("\"" + key + "\"");
+  EXPECT_NE(at, std::string::npos) << key << " in " << path;
+  return at == std::string::npos ? "" : s.substr(at, s.find_first_of(",}", at) - at);
+}
+
 // The first op of `program` whose varies is set, on a compute op when `compute`.
 int first_varying(const pb::Program& program, bool compute) {
   for (int i = 0; i < program.ops_size(); ++i)
@@ -159,16 +170,7 @@ TEST(MoeTrace, CliGenerateThenReplayPrintsTheRunsStepTime) {
   ASSERT_EQ(run.code, 0) << run.err;
   const auto replay = testing_support::run_cli({"replay", pb, "--json", replay_json});
   ASSERT_EQ(replay.code, 0) << replay.err;
-  auto step_time = [](const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream text;
-    text << in.rdbuf();
-    const std::string s = text.str();
-    const auto at = s.find("\"iteration_time_s\"");
-    EXPECT_NE(at, std::string::npos);
-    return s.substr(at, s.find_first_of(",}", at) - at);
-  };
-  EXPECT_EQ(step_time(replay_json), step_time(run_json));
+  EXPECT_EQ(json_field(replay_json, "iteration_time_s"), json_field(run_json, "iteration_time_s"));
 }
 
 // --- bad input ----------------------------------------------------------------------------------
@@ -283,9 +285,8 @@ Node coll(uint64_t id, int64_t type, int64_t size, std::vector<uint64_t> deps) {
 
 // Four ranks: uneven compute, an ALL_TO_ALL whose in_split_size differs by rank (what MoE
 // dispatch records), a GATHER to rank 2 and a SCATTER from rank 1.
-exec::ExplicitWorkload uneven_all_to_alls() {
+std::vector<ChakraRank> uneven_ranks() {
   std::vector<ChakraRank> ranks(4);
-  std::vector<std::string> files;
   for (int r = 0; r < 4; ++r) {
     Node a2a = coll(1, ChakraProtoMsg::ALL_TO_ALL, (4 + r) << 20, {0});
     auto* split = a2a.add_attr();
@@ -297,10 +298,35 @@ exec::ExplicitWorkload uneven_all_to_alls() {
     attr_i64(scatter, "root_rank", 1);
     ranks[static_cast<std::size_t>(r)].nodes = {comp(0, 1'000'000 * (r + 1)), a2a,
                                                 comp(2, 500'000 * (4 - r), {1}), gather, scatter};
-    files.push_back("u." + std::to_string(r) + ".et");
   }
+  return ranks;
+}
+
+exec::ExplicitWorkload uneven_all_to_alls() {
+  std::vector<std::string> files;
+  for (int r = 0; r < 4; ++r) files.push_back("u." + std::to_string(r) + ".et");
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
-  return chakra_to_workload(ranks, files, cost, {});
+  return chakra_to_workload(uneven_ranks(), files, cost, {});
+}
+
+// Writes `ranks` as PREFIX.<r>.et: varint-length-prefixed GlobalMetadata, then the nodes.
+void write_ranks(const std::vector<ChakraRank>& ranks, const std::string& prefix) {
+  for (std::size_t r = 0; r < ranks.size(); ++r) {
+    std::string bytes;
+    auto append = [&](const google::protobuf::Message& m) {
+      const std::string body = m.SerializeAsString();
+      for (uint64_t n = body.size();; n >>= 7) {  // varint
+        bytes.push_back(static_cast<char>((n & 0x7f) | (n >= 0x80 ? 0x80 : 0)));
+        if (n < 0x80) break;
+      }
+      bytes += body;
+    };
+    ChakraProtoMsg::GlobalMetadata meta;
+    meta.set_version("0.0.4");
+    append(meta);
+    for (const auto& n : ranks[r].nodes) append(n);
+    std::ofstream(prefix + "." + std::to_string(r) + ".et", std::ios::binary) << bytes;
+  }
 }
 
 const ReplayTarget kTarget{"dgx-h100", "", clustersim::CONGESTION_AWARE};
@@ -322,6 +348,23 @@ TEST(MoeTrace, ChakraAllToAllVConvertedToOurFormatReplaysTheSame) {
     for (auto& v : p.all_to_alls)
       if (!v.reverse) v.share.assign(v.share.size(), 1.0 / static_cast<double>(v.share.size()));
   EXPECT_NE(simulate_workload(flat, kTarget, "t", "x").iteration_time_s, direct.iteration_time_s);
+}
+
+TEST(MoeTrace, CliConvertOfPerPeerAllToAllReplaysLikeTheChakraFiles) {
+  const std::string prefix = testing_support::temp_path("pytorch_a2a");
+  write_ranks(uneven_ranks(), prefix);
+  const std::string pb = testing_support::temp_path("pytorch_a2a.pb");
+  const auto conv = testing_support::run_cli({"convert", "--chakra", prefix, "-o", pb});
+  ASSERT_EQ(conv.code, 0) << conv.err;
+  const std::string direct_json = testing_support::temp_path("a2a_direct.json");
+  const std::string ours_json = testing_support::temp_path("a2a_ours.json");
+  const auto direct =
+      testing_support::run_cli({"replay", "--chakra", prefix, "--json", direct_json});
+  ASSERT_EQ(direct.code, 0) << direct.err;
+  const auto ours = testing_support::run_cli({"replay", pb, "--json", ours_json});
+  ASSERT_EQ(ours.code, 0) << ours.err;
+  EXPECT_EQ(json_field(ours_json, "iteration_time_s"), json_field(direct_json, "iteration_time_s"));
+  EXPECT_EQ(json_field(ours_json, "all_to_all"), json_field(direct_json, "all_to_all"));
 }
 
 TEST(MoeTraceErrors, ExplicitShareListMustMatchItsCommunicator) {
