@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "sim/net/topology_builder.h"
+#include "sim/trace/chakra_all_to_all_v.h"
 #include "sim/trace/comm_groups.h"
 #include "sim/trace/trace_format.h"
 #include "sim/trace/validate.h"
@@ -74,6 +75,53 @@ bool has_unknown_fields_below(const google::protobuf::Message& m, int max_known)
 
 std::string rank_file(const std::string& prefix, int32_t rank) {
   return prefix + "." + std::to_string(rank) + ".et";
+}
+
+// Per rank, per communicator: its collectives in op order. The n-th a member posts meets the
+// n-th of every other, which is how an export finds the posts an all-to-all-v is made of.
+using CollectivesByComm = std::vector<std::unordered_map<int32_t, std::vector<uint32_t>>>;
+
+CollectivesByComm collectives_by_comm(const exec::ExplicitWorkload& w) {
+  CollectivesByComm out(w.program_of_rank.size());
+  for (std::size_t r = 0; r < out.size(); ++r) {
+    const auto& p = w.programs[w.program_of_rank[r]];
+    for (uint32_t i = 0; i < p.ops.size(); ++i)
+      if (p.ops[i].kind == OpKind::kCollective) out[r][p.ops[i].comm].push_back(i);
+  }
+  return out;
+}
+
+// The transfers of rank `rank`'s all-to-all-v `op` from every member's matching post; where the
+// members' collectives do not line up (a trace that would not run), from this rank's post alone.
+TransferMatrix matrix_of(const exec::ExplicitWorkload& w, const CollectivesByComm& by_comm,
+                         std::size_t rank, uint32_t op) {
+  auto post_of = [&](std::size_t r, uint32_t i) {
+    const auto& p = w.programs[w.program_of_rank[r]];
+    const Op& o = p.ops[i];
+    return AllToAllPost{o.bytes,
+                        o.varies < p.all_to_alls.size() ? &p.all_to_alls[o.varies] : nullptr};
+  };
+  const Op& o = w.programs[w.program_of_rank[rank]].ops[op];
+  const auto& members = w.groups[static_cast<std::size_t>(o.comm)];
+  const auto& mine = by_comm[rank].at(o.comm);
+  const auto seq = static_cast<std::size_t>(std::find(mine.begin(), mine.end(), op) - mine.begin());
+  std::vector<AllToAllPost> posts(members.size());
+  std::vector<AllToAllPost> alone(members.size());
+  bool lined_up = true;
+  for (std::size_t j = 0; j < members.size(); ++j) {
+    const auto m = static_cast<std::size_t>(members[j]);
+    if (m == rank) alone[j] = posts[j] = post_of(rank, op);
+    const auto it = by_comm[m].find(o.comm);
+    if (it == by_comm[m].end() || seq >= it->second.size()) {
+      lined_up = false;
+      continue;
+    }
+    const uint32_t theirs = it->second[seq];
+    if (w.programs[w.program_of_rank[m]].ops[theirs].coll_op != coll::Op::kAllToAll)
+      lined_up = false;
+    if (m != rank) posts[j] = post_of(m, theirs);
+  }
+  return transfer_matrix(lined_up ? posts : alone);
 }
 
 }  // namespace
@@ -178,7 +226,14 @@ exec::ExplicitWorkload expand_layout(const run::PreparedStep& step) {
         o.peer_rank = layout.with_stage(r, o.peer_stage);
       if (o.kind == OpKind::kCollective)
         o.comm = first_group[static_cast<int>(o.dim)] + layout.group_id(r, o.dim);
+      // A program per rank: an expert op simply runs as long as this rank's experts need.
+      if (o.kind == OpKind::kCompute && o.varies < p.rank_times.size()) {
+        o.duration =
+            p.rank_times[o.varies][static_cast<std::size_t>(layout.coord(r, workload::Dim::kEp))];
+        o.varies = UINT32_MAX;
+      }
     }
+    p.rank_times.clear();
     w.program_of_rank.push_back(static_cast<uint32_t>(w.programs.size()));
     w.programs.push_back(std::move(p));
   }
@@ -191,6 +246,7 @@ void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
     a->set_name(name);
     a->set_int64_val(v);
   };
+  const CollectivesByComm by_comm = collectives_by_comm(w);
   for (std::size_t r = 0; r < w.program_of_rank.size(); ++r) {
     const auto& p = w.programs[w.program_of_rank[r]];
     const std::string path = rank_file(prefix, static_cast<int32_t>(r));
@@ -224,8 +280,11 @@ void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
       switch (o.kind) {
         case OpKind::kCompute: {
           node.set_type(ChakraProtoMsg::COMP_NODE);
-          node.set_duration_micros(static_cast<uint64_t>(std::llround(o.duration.as_us())));
-          add_int(node, "duration_ps", o.duration.count_ps());
+          // An explicit program's expert times have one entry: there is no EP coordinate.
+          const Time duration =
+              o.varies < p.rank_times.size() ? p.rank_times[o.varies].front() : o.duration;
+          node.set_duration_micros(static_cast<uint64_t>(std::llround(duration.as_us())));
+          add_int(node, "duration_ps", duration.count_ps());
           if (o.flops > 0) add_int(node, "num_ops", std::llround(o.flops));
           if (o.kernel < p.kernels.size())
             add_int(node, "tensor_size", std::llround(p.kernels[o.kernel].kernel.bytes));
@@ -240,10 +299,23 @@ void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
             throw TraceError(path + ": op " + std::to_string(i) + ": send_recv has no Chakra form");
           node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
           add_int(node, "comm_type", kTypes[static_cast<int>(o.coll_op)]);
-          add_int(node, "comm_size", static_cast<int64_t>(o.bytes));
           auto* pg = node.add_attr();
           pg->set_name("pg_name");
           pg->set_string_val(std::to_string(o.comm));
+          if (o.varies >= p.all_to_alls.size()) {
+            add_int(node, "comm_size", static_cast<int64_t>(o.bytes));
+            break;
+          }
+          const auto& members = w.groups[static_cast<std::size_t>(o.comm)];
+          const auto self = static_cast<std::size_t>(
+              std::find(members.begin(), members.end(), static_cast<int32_t>(r)) - members.begin());
+          if (self == members.size())
+            throw TraceError(path + ": op " + std::to_string(i) +
+                             ": this rank is not a member of its all-to-all-v's group");
+          const TransferMatrix matrix = matrix_of(w, by_comm, r, i);
+          // What this rank sends, as other readers take comm_size; ours reads the exact bytes.
+          add_int(node, "comm_size", std::llround(sent_bytes(matrix, self)));
+          add_all_to_all_v_attrs(node, o.bytes, p.all_to_alls[o.varies], matrix, self);
           break;
         }
         case OpKind::kSend:

@@ -69,12 +69,16 @@ exec::ExplicitWorkload read_chakra(const std::string& prefix, const compute::Ker
                                    const CommGroups& groups);
 
 // One program per rank with absolute peers and explicit groups: a layout step as other tools see
-// it.
+// it. Expert ops take their rank's duration (Chakra is per rank); all-to-all-v entries stay, and
+// run as Executor::run_explicit_all_to_all_v sends them (without node-limited relays).
 exec::ExplicitWorkload expand_layout(const run::PreparedStep& step);
 
 // Writes PREFIX.<rank>.et for every rank and PREFIX.comm_groups.json (pg_name i is group i).
 // Stream order becomes ctrl_deps; exact durations also go in an int64 attribute `duration_ps`,
-// which this reader prefers to the whole microseconds of duration_micros.
+// which this reader prefers to the whole microseconds of duration_micros. An all-to-all-v is an
+// ALL_TO_ALL with in_split_size / out_split_size in bytes (its members' matching posts give the
+// sizes it receives) and comm_size what it sends, as PyTorch's traces have them, plus exact
+// all_to_all_v_* attributes that this reader prefers (chakra_all_to_all_v.h).
 void write_chakra(const exec::ExplicitWorkload& workload, const std::string& prefix);
 
 }  // namespace cs::trace

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "sim/trace/chakra.h"
+#include "sim/trace/chakra_all_to_all_v.h"
 #include "sim/trace/chakra_attrs.h"
 #include "sim/trace/trace_format.h"
 #include "sim/trace/validate.h"
@@ -242,17 +243,32 @@ bool collective(const NodeContext& ctx, const exec::ExplicitWorkload& w, const G
       break;
     case ChakraProtoMsg::ALL_TO_ALL: {
       o.coll_op = coll::Op::kAllToAll;
+      // Our own export's exact entry first; else the sizes this rank sends (PyTorch's
+      // in_split_size), else those it receives alone (out_split_size), else equal blocks.
+      if (auto exact = exact_all_to_all_v(ctx, n)) {
+        o.bytes = exact->bytes;
+        o.varies = static_cast<uint32_t>(program.all_to_alls.size());
+        program.all_to_alls.push_back(std::move(exact->v));
+        ++s.per_peer_all_to_alls;
+        break;
+      }
+      bool reverse = false;
       auto split = int_list_attr(ctx, "in_split_size");
+      if (!split || split->empty()) {
+        split = int_list_attr(ctx, "out_split_size");
+        reverse = true;
+      }
       if (!split || split->empty()) break;  // equal blocks
       if (split->size() != n)
-        ctx.fail("in_split_size has " + std::to_string(split->size()) + " entries for a group of " +
-                 std::to_string(n) + " ranks");
+        ctx.fail(std::string(reverse ? "out" : "in") + "_split_size has " +
+                 std::to_string(split->size()) + " entries for a group of " + std::to_string(n) +
+                 " ranks");
       double sum = 0;
       for (const int64_t v : *split) sum += static_cast<double>(v);
       if (sum <= 0) break;
       std::vector<double> share(n);
       for (std::size_t d = 0; d < n; ++d) share[d] = static_cast<double>((*split)[d]) / sum;
-      add_all_to_all_v(program, o, std::move(share), false);
+      add_all_to_all_v(program, o, std::move(share), reverse);
       ++s.per_peer_all_to_alls;
       break;
     }

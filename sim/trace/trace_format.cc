@@ -10,6 +10,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/net/topology_builder.h"
 #include "sim/trace/validate.h"
+#include "sim/trace/varying_ops.h"
 #include "sim/workload/layout.h"
 #include "sim/workload/layout_config.h"
 
@@ -36,6 +37,14 @@ compute::KernelGroup default_group(compute::KernelKind kind) {
       break;
   }
   return compute::KernelGroup::kOther;
+}
+
+// Version 1 unless a program varies by rank: then 2, which version-1 readers refuse rather than
+// replay uniform work in its place.
+uint32_t format_version(const std::vector<workload::Program>& programs) {
+  for (const auto& p : programs)
+    if (has_varying_ops(p)) return kFormatVersion;
+  return kPlainFormatVersion;
 }
 
 pb::Program program_to_proto(const workload::Program& p) {
@@ -85,7 +94,9 @@ pb::Program program_to_proto(const workload::Program& p) {
     for (uint32_t d = o.deps_begin; d < o.deps_end; ++d) po->add_deps(p.deps[d]);
     if (o.peer_rank != -1) po->set_peer_rank(o.peer_rank);
     if (o.comm != -1) po->set_comm(o.comm);
+    if (o.varies != UINT32_MAX) po->set_varies(o.varies);
   }
+  varying_to_proto(p, out);
   for (int s = 0; s < workload::kNumStreams; ++s) {
     if (p.streams[s].empty()) continue;
     auto* ps = out.add_streams();
@@ -150,6 +161,7 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
     o.kernel = po.kernel();
     o.peer_rank = po.peer_rank();
     o.comm = po.comm();
+    o.varies = po.varies();
     o.deps_begin = static_cast<uint32_t>(p.deps.size());
     p.deps.insert(p.deps.end(), po.deps().begin(), po.deps().end());
     o.deps_end = static_cast<uint32_t>(p.deps.size());
@@ -162,6 +174,7 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
     stream.assign(ps.ops().begin(), ps.ops().end());
   }
   p.dataflow = in.dataflow();
+  varying_from_proto(in, p, where);
   check_program(p, where);
   return p;
 }
@@ -169,17 +182,10 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
 }  // namespace
 
 pb::Trace to_trace(const run::PreparedStep& step) {
-  // Expert times by EP rank and all-to-all-v sizes have no place in the format yet: refused
-  // rather than written as uniform work that would replay to another step time.
-  for (const auto& p : step.programs)
-    if (!p.rank_times.empty() || !p.all_to_alls.empty())
-      throw TraceError(
-          "mixture-of-experts programs (expert times by EP rank, all-to-all-v sizes) cannot be "
-          "written as traces yet");
   pb::Trace out;
   auto* meta = out.mutable_metadata();
   meta->set_producer(kProducer);
-  meta->set_format_version(kFormatVersion);
+  meta->set_format_version(format_version(step.programs));
   meta->set_time_unit("ps");
   meta->set_size_unit("bytes");
   *meta->mutable_config() = step.config;
@@ -217,16 +223,10 @@ pb::Trace to_trace(const run::PreparedStep& step) {
 }
 
 pb::Trace to_trace(const exec::ExplicitWorkload& workload, const std::string& source) {
-  // Imported GATHER, SCATTER and per-peer ALL_TO_ALL run as all-to-all-v: not in the format yet.
-  for (const auto& p : workload.programs)
-    if (!p.all_to_alls.empty())
-      throw TraceError(source +
-                       ": GATHER, SCATTER and ALL_TO_ALL with split sizes (all-to-all-v) cannot "
-                       "be written as clustersim traces yet; replay the Chakra files directly");
   pb::Trace out;
   auto* meta = out.mutable_metadata();
   meta->set_producer(kProducer);
-  meta->set_format_version(kFormatVersion);
+  meta->set_format_version(format_version(workload.programs));
   meta->set_time_unit("ps");
   meta->set_size_unit("bytes");
   meta->set_world_size(static_cast<int32_t>(workload.program_of_rank.size()));
@@ -249,9 +249,9 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
   auto fail = [&](const std::string& why) { throw TraceError(file + ": " + why); };
   if (!trace.has_metadata()) fail("no metadata: not a clustersim trace");
   const auto& meta = trace.metadata();
-  if (meta.format_version() != kFormatVersion)
+  if (meta.format_version() < kPlainFormatVersion || meta.format_version() > kFormatVersion)
     fail("trace format version " + std::to_string(meta.format_version()) + ", this build reads " +
-         std::to_string(kFormatVersion));
+         std::to_string(kPlainFormatVersion) + " to " + std::to_string(kFormatVersion));
   if (meta.time_unit() != "ps" || meta.size_unit() != "bytes")
     fail("units must be ps and bytes, not " + meta.time_unit() + " and " + meta.size_unit());
   const int64_t world = trace.rank_program_size();
@@ -289,6 +289,11 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
         if (programs[s].dataflow || o.peer_rank >= 0 || o.comm >= 0)
           fail("program " + std::to_string(s) + ": explicit peers in a layout trace");
       }
+    for (std::size_t s = 0; s < programs.size(); ++s)
+      check_varying_sizes(
+          programs[s], file + ": program " + std::to_string(s),
+          static_cast<std::size_t>(layout.size(workload::Dim::kEp)), "one per EP rank",
+          [&](const workload::Op& o) { return static_cast<std::size_t>(layout.size(o.dim)); });
     if (meta.peak_held_size() != par.pp()) fail("peak_held needs one entry per stage");
     step.programs = std::move(programs);
     step.peak_held.assign(meta.peak_held().begin(), meta.peak_held().end());
@@ -323,6 +328,11 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
           (o.comm < 0 || static_cast<std::size_t>(o.comm) >= w.groups.size()))
         fail(where + ": communicator " + std::to_string(o.comm) + " is absent");
     }
+  for (std::size_t p = 0; p < programs.size(); ++p)
+    check_varying_sizes(programs[p], file + ": program " + std::to_string(p), 1,
+                        "an explicit program has no EP coordinate", [&](const workload::Op& o) {
+                          return w.groups[static_cast<std::size_t>(o.comm)].size();
+                        });
   w.programs = std::move(programs);
   loaded.workload = std::move(w);
   return loaded;

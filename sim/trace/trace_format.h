@@ -20,7 +20,10 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-inline constexpr uint32_t kFormatVersion = 1;
+// Traces whose programs vary by rank (all-to-all-v, expert times by EP rank) are version 2, the
+// rest version 1, so that builds which read only version 1 refuse what they would misread.
+inline constexpr uint32_t kPlainFormatVersion = 1;
+inline constexpr uint32_t kFormatVersion = 2;
 
 // A layout trace: one program per pipeline stage, the config and what the report needs.
 clustersim::trace::Trace to_trace(const run::PreparedStep& step);

@@ -4,19 +4,9 @@
 #include <vector>
 
 #include "sim/trace/trace_format.h"
+#include "sim/trace/varying_ops.h"
 
 namespace cs::trace {
-
-namespace {
-
-std::string op_name(const workload::Program& program, uint32_t op) {
-  const auto& o = program.ops[op];
-  std::string name = "op " + std::to_string(op);
-  if (o.label < program.labels.size()) name += " (" + program.labels[o.label] + ")";
-  return name;
-}
-
-}  // namespace
 
 void check_program(const workload::Program& program, const std::string& where) {
   const auto n = static_cast<uint32_t>(program.ops.size());
@@ -34,6 +24,7 @@ void check_program(const workload::Program& program, const std::string& where) {
     for (uint32_t d = o.deps_begin; d < o.deps_end; ++d)
       if (program.deps[d] >= n) fail(op_name(program, i) + ": depends on an op that is absent");
   }
+  check_varying(program, where);
   // Every op sits once on its own stream (dataflow programs: compute ops only), and the
   // predecessor on its stream is one more thing it waits for.
   std::vector<uint32_t> stream_prev(n, UINT32_MAX);

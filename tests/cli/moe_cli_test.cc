@@ -1,4 +1,4 @@
-// MoE runs from the command line: the report's expert section, and traces that cannot carry them.
+// MoE runs from the command line: the report's expert section, and their traces.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -20,11 +20,23 @@ TEST(CliMoe, TheReportShowsExpertsAllToAllAndExpertMemory) {
   EXPECT_NE(r.out.find("expert memory per GPU"), std::string::npos);
 }
 
-TEST(CliMoe, TracesOfMoeProgramsAreRefusedNotFlattened) {
-  const auto r =
-      run_cli({"generate", "--preset", "mixtral-8x7b", "-o", testing_support::temp_path("moe.pb")});
-  EXPECT_EQ(r.code, 1);
-  EXPECT_NE(r.err.find("mixture-of-experts programs"), std::string::npos) << r.err;
+TEST(CliMoe, TracesOfMoeProgramsConvertToChakraWithSplitSizes) {
+  // Exact replays are tested in tests/trace/moe_trace_test.cc; here the commands chain.
+  const std::string pb = testing_support::temp_path("moe.pb");
+  const auto gen =
+      run_cli({"generate", "--preset", "mixtral-8x7b", "--set", "model.num_layers=2", "--set",
+               "parallel.pp=1", "--set", "parallel.virtual_stages=1", "--set",
+               "parallel.schedule=ONE_F_ONE_B", "--set", "parallel.dp=8", "--set",
+               "parallel.global_batch_size=8", "--set", "cluster.num_gpus=8", "-o", pb});
+  ASSERT_EQ(gen.code, 0) << gen.err;
+  const std::string prefix = testing_support::temp_path("moe_chakra");
+  const auto conv = run_cli({"convert", pb, "--to-chakra", prefix});
+  ASSERT_EQ(conv.code, 0) << conv.err;
+  const auto replay =
+      run_cli({"replay", "--chakra", prefix, "--comm-groups", prefix + ".comm_groups.json"});
+  ASSERT_EQ(replay.code, 0) << replay.err;
+  EXPECT_NE(replay.out.find("ALL_TO_ALL with per-peer sizes (all-to-all-v)"), std::string::npos)
+      << replay.out;
 }
 
 TEST(CliMoe, BadExpertLayoutsFailNamingTheField) {
