@@ -80,7 +80,6 @@ class FlowNetwork final : public Network {
 
   struct Flow {
     double remaining = 0;  // bytes still to leave the sender, as of `last_update`
-    double rate = 0;       // bytes per second
     Time last_update;
     Time finish;   // when the last byte leaves the sender at the current rate
     Time latency;  // of the route: the last byte arrives this long after it leaves
@@ -88,9 +87,7 @@ class FlowNetwork final : public Network {
     uint64_t seq = 0;  // start order: breaks ties between flows finishing at the same time
     VertexId src = 0;
     VertexId dst = 0;
-    uint32_t num_hops = 0;      // 0 while the slot is free
-    uint32_t heap_pos = kNone;  // index in finish_heap_, kNone if not queued
-    uint32_t mark = 0;          // epoch of the last recompute that visited this flow
+    uint32_t num_hops = 0;  // 0 while the slot is free
     uint32_t next_free = kNone;
     uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
     uint32_t hop_capacity = 0;
@@ -100,6 +97,14 @@ class FlowNetwork final : public Network {
     double alone_second = 0;
     LinkId tightest = 0;
     LinkId pace = kNone;  // a paced fluid transfer's own link, which caps its rate
+  };
+  // What a recompute reads of every flow on every link it fills, kept apart from the flow's
+  // record (whose other fields only starts, ends and rate changes use): those reads scatter over
+  // the flows, and this way each touches one small entry instead of a wide record.
+  struct FlowShare {
+    double rate = 0;      // bytes per second
+    double new_rate = 0;  // the recompute's result; negative while not frozen
+    uint32_t mark = 0;    // epoch of the last recompute that visited this flow
     // The link whose filling froze the flow's rate at the last recompute that solved it; kNone
     // until its first. It stays a bottleneck (full, and no flow on it faster) until it changes.
     LinkId bottleneck = kNone;
@@ -122,10 +127,12 @@ class FlowNetwork final : public Network {
     Time latency;
   };
   // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
-  // swap-remove can fix the moved flow's position.
+  // swap-remove can fix the moved flow's position; `weight` copies that hop's, so the filling
+  // reads a link's flows without visiting their hop records.
   struct LinkEntry {
     uint32_t flow;
     uint32_t hop;
+    double weight;
   };
   struct LinkState {
     std::vector<LinkEntry> flows;
@@ -201,7 +208,7 @@ class FlowNetwork final : public Network {
   // A recompute re-solves a set of flows (comp_flows_, marked with epoch_) over their links
   // that can bind (comp_links_, marked with link_epoch_); flows outside the set keep their rates.
   void recompute();
-  bool in_set(uint32_t f) const { return flows_[f].mark == epoch_; }
+  bool in_set(uint32_t f) const { return share_[f].mark == epoch_; }
   void add_to_set(uint32_t f);
   void next_epochs();
   void next_link_epoch();
@@ -223,9 +230,19 @@ class FlowNetwork final : public Network {
 
   // Completions: flows sit in an indexed min-heap by (finish, seq) and the simulator holds a
   // single event for the earliest, so a rate change moves the flow in place instead of leaving
-  // a cancelled event behind in the simulator's queue for every flow at every recompute.
-  bool finishes_before(uint32_t a, uint32_t b) const;
-  void heap_place(std::size_t i, uint32_t f);
+  // a cancelled event behind in the simulator's queue for every flow at every recompute. The
+  // entries carry their keys and the heap is 4-ary, so a sift reads a few adjacent entries
+  // instead of one flow record per comparison.
+  struct HeapEntry {
+    Time finish;
+    uint64_t seq;
+    uint32_t flow;
+    bool before(const HeapEntry& o) const {
+      return finish < o.finish || (finish == o.finish && seq < o.seq);
+    }
+  };
+  static constexpr std::size_t kHeapArity = 4;
+  void heap_place(std::size_t i, const HeapEntry& entry);
   void heap_sift_up(std::size_t i);
   void heap_sift_down(std::size_t i);
   void heap_update(uint32_t f);
@@ -240,13 +257,15 @@ class FlowNetwork final : public Network {
   TrafficStats stats_;
 
   std::vector<Flow> flows_;
+  std::vector<FlowShare> share_;  // by flow slot
   uint32_t free_head_ = kNone;
   std::size_t active_ = 0;
   uint32_t last_started_ = kNone;  // the slot start_flow filled last
   std::vector<Hop> hops_;
   std::unordered_map<uint64_t, PairLinks> spread_cache_;  // key: src << 32 | dst
 
-  std::vector<uint32_t> finish_heap_;
+  std::vector<HeapEntry> finish_heap_;
+  std::vector<uint32_t> heap_pos_;  // by flow slot: index in finish_heap_, kNone if not queued
   EventId timer_;
   Time timer_at_;
   uint64_t next_seq_ = 0;
@@ -266,7 +285,6 @@ class FlowNetwork final : public Network {
   std::vector<LinkId> comp_links_;
   std::vector<uint32_t> finished_;
   std::vector<uint32_t> grown_;
-  std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
   std::vector<std::pair<double, LinkId>> heap_;
   std::vector<double> unit_weights_;  // all 1, for single-path flows
   std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched

@@ -221,9 +221,29 @@ Routing::Routing(const Topology& topology) : topology_(topology), tiered_(build_
 
 const Route& Routing::route(VertexId src, VertexId dst) {
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
-  auto it = cache_.find(key);
-  if (it == cache_.end()) it = cache_.emplace(key, compute(src, dst, Choice{})).first;
-  return it->second;
+  if (slots_.empty()) grow_cache();
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = mix_hash(key) & mask;; i = (i + 1) & mask) {
+    Slot& slot = slots_[i];
+    if (slot.key == key) return *slot.route;
+    if (slot.key != kEmptyKey) continue;
+    const Route& fresh = routes_.emplace_back(compute(src, dst, Choice{}));
+    slot = {key, &fresh};
+    if (2 * routes_.size() > slots_.size()) grow_cache();
+    return fresh;
+  }
+}
+
+void Routing::grow_cache() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<std::size_t>(64, 2 * old.size()), Slot{});
+  const std::size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.key == kEmptyKey) continue;
+    std::size_t i = mix_hash(slot.key) & mask;
+    while (slots_[i].key != kEmptyKey) i = (i + 1) & mask;
+    slots_[i] = slot;
+  }
 }
 
 Route Routing::path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load) const {
