@@ -27,7 +27,8 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
       routing_(routing),
       balancing_(topology.load_balancing),
       link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
-      links_(topology.num_links()) {
+      links_(topology.num_links()),
+      tags_(topology.num_links()) {
   private_link_.resize(links_.size());
   for (LinkId l = 0; l < links_.size(); ++l) {
     links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
@@ -36,6 +37,7 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
       return kind == VertexKind::kGpu || kind == VertexKind::kNic;
     };
     private_link_[l] = own(topology.link_source(l)) || own(topology.link_target(l));
+    tags_[l].slack = slack(links_[l]);
   }
 }
 
@@ -249,9 +251,11 @@ LinkId FlowNetwork::allocate_pace_link(double capacity) {
   } else {
     l = static_cast<LinkId>(links_.size());
     links_.emplace_back();
+    tags_.emplace_back();
     private_link_.push_back(true);
   }
   links_[l].capacity = capacity;
+  tags_[l].slack = slack(links_[l]);
   return l;
 }
 
@@ -270,7 +274,7 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   flow.seq = next_seq_++;
   flow.src = src;
   flow.dst = dst;
-  flow.num_hops = static_cast<uint32_t>(links.size());
+  share_[f].num_hops = static_cast<uint32_t>(links.size());
   flow.pace = kNone;
   share_[f].bottleneck = kNone;
   last_started_ = f;
@@ -287,7 +291,7 @@ void FlowNetwork::set_alone_rates(uint32_t f) {
   Flow& flow = flows_[f];
   flow.alone = flow.alone_second = std::numeric_limits<double>::infinity();
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flow.num_hops; ++h) {
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     const double rate = links_[hop[h].link].capacity / hop[h].weight;
     if (rate < flow.alone) {
       flow.alone_second = flow.alone;
@@ -306,7 +310,7 @@ std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
   out.reserve(active_);
   for (std::size_t f = 0; f < flows_.size(); ++f) {
     const Flow& flow = flows_[f];
-    if (flow.num_hops > 0) out.push_back({flow.src, flow.dst, share_[f].rate, flow.remaining});
+    if (share_[f].num_hops > 0) out.push_back({flow.src, flow.dst, share_[f].rate, flow.remaining});
   }
   return out;
 }
@@ -330,7 +334,7 @@ void FlowNetwork::free_flow(uint32_t f) {
   Flow& flow = flows_[f];
   if (flow.pace != kNone) free_pace_links_.push_back(flow.pace);
   flow.pace = kNone;
-  flow.num_hops = 0;
+  share_[f].num_hops = 0;
   flow.done = nullptr;
   flow.next_free = free_head_;
   free_head_ = f;
@@ -342,19 +346,21 @@ void FlowNetwork::reserve_hops(uint32_t f, std::size_t num_hops) {
   // A new range at the end of the pool; the slot keeps it for later flows. Most flows have a
   // handful of hops, so a fresh slot takes room for 8.
   flow.hop_capacity = static_cast<uint32_t>(std::max<std::size_t>(num_hops, 8));
-  flow.hop_begin = static_cast<uint32_t>(hops_.size());
+  share_[f].hop_begin = static_cast<uint32_t>(hops_.size());
   hops_.resize(hops_.size() + flow.hop_capacity);
 }
 
 void FlowNetwork::attach(uint32_t f) {
   Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkState& link = links_[hop[h].link];
     hop[h].pos = static_cast<uint32_t>(link.flows.size());
     link.flows.push_back({f, h, hop[h].weight});
     link.demand += hop[h].weight * demand_of(flows_[f], hop[h].link);
-    if (!link.dirty) {
-      link.dirty = true;
+    LinkTag& tag = tags_[hop[h].link];
+    tag.slack = slack(link);
+    if (!tag.dirty) {
+      tag.dirty = true;
       dirty_links_.push_back(hop[h].link);
     }
   }
@@ -363,7 +369,7 @@ void FlowNetwork::attach(uint32_t f) {
 
 void FlowNetwork::detach(uint32_t f, bool mark) {
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkState& link = links_[hop[h].link];
     const LinkEntry moved = link.flows.back();
     link.flows[hop[h].pos] = moved;
@@ -372,8 +378,10 @@ void FlowNetwork::detach(uint32_t f, bool mark) {
     // Reset when empty, so rounding cannot build up over a long run.
     link.demand =
         link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(flows_[f], hop[h].link);
-    if (mark && !link.dirty) {
-      link.dirty = true;
+    LinkTag& tag = tags_[hop[h].link];
+    tag.slack = slack(link);
+    if (mark && !tag.dirty) {
+      tag.dirty = true;
       dirty_links_.push_back(hop[h].link);
     }
   }
@@ -440,8 +448,12 @@ void FlowNetwork::heap_update(uint32_t f) {
   } else {
     finish_heap_[pos].finish = flow.finish;
   }
-  heap_sift_up(pos);
-  heap_sift_down(heap_pos_[f]);
+  // A later finish only moves down, an earlier one only up.
+  if (pos > 0 && finish_heap_[pos].before(finish_heap_[(pos - 1) / kHeapArity])) {
+    heap_sift_up(pos);
+  } else {
+    heap_sift_down(pos);
+  }
 }
 
 void FlowNetwork::heap_remove(uint32_t f) {
@@ -489,7 +501,7 @@ void FlowNetwork::next_epochs() {
 
 void FlowNetwork::next_link_epoch() {
   if (++link_epoch_ == 0) {
-    for (LinkState& link : links_) link.mark = 0;
+    for (LinkTag& tag : tags_) tag.mark = 0;
     link_epoch_ = 1;
   }
 }
@@ -572,9 +584,8 @@ void FlowNetwork::seed_from_dirty_links() {
   // bottleneck is unchanged, still full and still without a faster flow. grow_set() catches the
   // flows the seed's new rates then disturb.
   for (LinkId l : dirty_links_) {
-    LinkState& link = links_[l];
-    link.dirty = false;
-    for (const LinkEntry& entry : link.flows) {
+    tags_[l].dirty = false;
+    for (const LinkEntry& entry : links_[l].flows) {
       const LinkId bottleneck = share_[entry.flow].bottleneck;
       if (bottleneck == l || bottleneck == kNone) add_to_set(entry.flow);
     }
@@ -586,12 +597,12 @@ void FlowNetwork::collect_component() {
   // A changed link's flows are revisited even when it is slack now: it may have limited them
   // before the change. Only links that can limit someone are filled and crossed.
   for (LinkId l : dirty_links_) {
-    LinkState& link = links_[l];
-    link.dirty = false;
-    if (slack(link)) {
-      for (const LinkEntry& entry : link.flows) add_to_set(entry.flow);
-    } else if (link.mark != link_epoch_) {
-      link.mark = link_epoch_;
+    LinkTag& tag = tags_[l];
+    tag.dirty = false;
+    if (tag.slack) {
+      for (const LinkEntry& entry : links_[l].flows) add_to_set(entry.flow);
+    } else if (tag.mark != link_epoch_) {
+      tag.mark = link_epoch_;
       comp_links_.push_back(l);
     }
   }
@@ -608,10 +619,10 @@ void FlowNetwork::collect_component() {
 
 void FlowNetwork::add_binding_links(uint32_t f) {
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
-    LinkState& link = links_[hop[h].link];
-    if (link.mark == link_epoch_ || slack(link)) continue;
-    link.mark = link_epoch_;
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+    LinkTag& tag = tags_[hop[h].link];
+    if (tag.mark == link_epoch_ || tag.slack) continue;
+    tag.mark = link_epoch_;
     comp_links_.push_back(hop[h].link);
   }
 }
@@ -696,9 +707,9 @@ void FlowNetwork::water_fill() {
       frozen.new_rate = share;
       frozen.bottleneck = l;
       const Hop* hop = hops(entry.flow);
-      for (uint32_t h = 0; h < flows_[entry.flow].num_hops; ++h) {
+      for (uint32_t h = 0; h < frozen.num_hops; ++h) {
+        if (tags_[hop[h].link].mark != link_epoch_) continue;  // slack: not filled
         LinkState& link = links_[hop[h].link];
-        if (link.mark != link_epoch_) continue;  // slack: not filled
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;

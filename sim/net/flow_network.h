@@ -47,7 +47,7 @@ class FlowNetwork final : public Network {
 
   // Memory per link of the topology, and per GPU pair that sends over `paths` hashed paths of
   // `hops` links each (the cached spread of multi-flow ECMP).
-  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(bool); }
+  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(LinkTag) + sizeof(bool); }
   static std::size_t bytes_per_spread_pair(std::size_t paths, std::size_t hops) {
     return sizeof(PairLinks) + 64 + paths * hops * (sizeof(LinkId) + sizeof(double));
   }
@@ -87,9 +87,7 @@ class FlowNetwork final : public Network {
     uint64_t seq = 0;  // start order: breaks ties between flows finishing at the same time
     VertexId src = 0;
     VertexId dst = 0;
-    uint32_t num_hops = 0;  // 0 while the slot is free
     uint32_t next_free = kNone;
-    uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
     uint32_t hop_capacity = 0;
     // The flow's rate alone on the network (its tightest link's capacity / weight), the next
     // tightest, and which link is the tightest: what it could ever ask of each of its links.
@@ -98,9 +96,10 @@ class FlowNetwork final : public Network {
     LinkId tightest = 0;
     LinkId pace = kNone;  // a paced fluid transfer's own link, which caps its rate
   };
-  // What a recompute reads of every flow on every link it fills, kept apart from the flow's
-  // record (whose other fields only starts, ends and rate changes use): those reads scatter over
-  // the flows, and this way each touches one small entry instead of a wide record.
+  // What a recompute reads of every flow on every link it fills, and where its hops are, kept
+  // apart from the flow's record (whose other fields only starts, ends and rate changes use):
+  // those reads scatter over the flows, and this way each touches one 32-byte entry instead of a
+  // record that spans two cache lines.
   struct FlowShare {
     double rate = 0;      // bytes per second
     double new_rate = 0;  // the recompute's result; negative while not frozen
@@ -108,8 +107,10 @@ class FlowNetwork final : public Network {
     // The link whose filling froze the flow's rate at the last recompute that solved it; kNone
     // until its first. It stays a bottleneck (full, and no flow on it faster) until it changes.
     LinkId bottleneck = kNone;
+    uint32_t num_hops = 0;   // 0 while the slot is free
+    uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
   };
-  // Hop h of flow f, kept in one pooled array at flows_[f].hop_begin + h rather than read
+  // Hop h of flow f, kept in one pooled array at share_[f].hop_begin + h rather than read
   // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
   // link's list. `weight` is the share of the flow's rate the link carries: 1 on a single path;
   // a multi-flow message spread over several paths puts (its flows on this link) / (its flows)
@@ -142,11 +143,17 @@ class FlowNetwork final : public Network {
     uint32_t unfrozen = 0;
     double unfrozen_weight = 0;
     double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
-    uint32_t mark = 0;        // link epoch of the last recompute round that visited this link
-    bool dirty = false;       // changed since the last recompute
     // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
     // leaving this link out). Below capacity the link can never limit any of them.
     double demand = 0;
+  };
+  // What a recompute checks of every link on a flow's route before it reads the link's record,
+  // 8 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
+  // whenever the link's demand or capacity changes.
+  struct LinkTag {
+    uint32_t mark = 0;   // link epoch of the last recompute round that visited this link
+    bool slack = false;  // whether the link can limit none of its flows
+    bool dirty = false;  // changed since the last recompute
   };
   // A link that can limit none of its flows, whatever else happens: max-min fairness does not
   // depend on it, so recomputes neither fill it nor cross it to reach other flows.
@@ -195,8 +202,8 @@ class FlowNetwork final : public Network {
   bool spreads(const Route& route) const;
   uint32_t allocate_flow();
   void free_flow(uint32_t f);
-  Hop* hops(uint32_t f) { return hops_.data() + flows_[f].hop_begin; }
-  const Hop* hops(uint32_t f) const { return hops_.data() + flows_[f].hop_begin; }
+  Hop* hops(uint32_t f) { return hops_.data() + share_[f].hop_begin; }
+  const Hop* hops(uint32_t f) const { return hops_.data() + share_[f].hop_begin; }
   void reserve_hops(uint32_t f, std::size_t num_hops);
   void attach(uint32_t f);
   // Takes the flow off its links and marks them for the next recompute when `mark` is set.
@@ -271,6 +278,7 @@ class FlowNetwork final : public Network {
   uint64_t next_seq_ = 0;
 
   std::vector<LinkState> links_;
+  std::vector<LinkTag> tags_;       // by link
   std::vector<bool> private_link_;  // by link: touches a GPU or a NIC, or is a pace link
   // Pace links: one per paced fluid flow, after the topology's links, reused once it ends.
   std::vector<LinkId> free_pace_links_;

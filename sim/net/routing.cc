@@ -277,24 +277,35 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, R
     return true;
   }
   // With several NICs per GPU, only the NIC pairs that meet lowest are shortest; hash among them.
+  // Counted, then found again in a second pass, so that this per-message path needs no list.
   std::array<int32_t, kMaxTiers> groups{};
   int best = std::numeric_limits<int>::max();
-  std::vector<std::pair<std::size_t, std::size_t>> ties;
+  std::size_t num_ties = 0;
   for (std::size_t i = 0; i < a.nics.size(); ++i) {
     for (std::size_t j = 0; j < b.nics.size(); ++j) {
       const int k = common_tier(idx, a.nics[i].leaf, b.nics[j].leaf, groups);
       if (k < 0 || k > best) continue;
       if (k < best) {
         best = k;
-        ties.clear();
+        num_ties = 0;
       }
-      ties.emplace_back(i, j);
+      ++num_ties;
     }
   }
-  if (ties.empty()) return false;
-  const auto [i, j] = ties[hop_hash(src, dst, src, choice.salt) % ties.size()];
-  const Index::Nic& out = a.nics[i];
-  const Index::Nic& in = b.nics[j];
+  if (num_ties == 0) return false;
+  std::size_t pick = hop_hash(src, dst, src, choice.salt) % num_ties;
+  const Index::Nic* out_nic = nullptr;
+  const Index::Nic* in_nic = nullptr;
+  for (std::size_t i = 0; i < a.nics.size() && out_nic == nullptr; ++i) {
+    for (std::size_t j = 0; j < b.nics.size(); ++j) {
+      if (common_tier(idx, a.nics[i].leaf, b.nics[j].leaf, groups) != best || pick-- > 0) continue;
+      out_nic = &a.nics[i];
+      in_nic = &b.nics[j];
+      break;
+    }
+  }
+  const Index::Nic& out = *out_nic;
+  const Index::Nic& in = *in_nic;
   common_tier(idx, out.leaf, in.leaf, groups);  // the groups on the way down to this pair's leaf
   route.links.reserve(4 + 2 * static_cast<std::size_t>(best));
   route.links.push_back(out.gpu_to_nic);
