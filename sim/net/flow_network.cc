@@ -27,7 +27,8 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
       routing_(routing),
       balancing_(topology.load_balancing),
       link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
-      links_(topology.num_links()) {
+      links_(topology.num_links()),
+      tags_(topology.num_links()) {
   private_link_.resize(links_.size());
   for (LinkId l = 0; l < links_.size(); ++l) {
     links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
@@ -36,6 +37,7 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
       return kind == VertexKind::kGpu || kind == VertexKind::kNic;
     };
     private_link_[l] = own(topology.link_source(l)) || own(topology.link_target(l));
+    tags_[l].slack = slack(links_[l]);
   }
 }
 
@@ -249,9 +251,11 @@ LinkId FlowNetwork::allocate_pace_link(double capacity) {
   } else {
     l = static_cast<LinkId>(links_.size());
     links_.emplace_back();
+    tags_.emplace_back();
     private_link_.push_back(true);
   }
   links_[l].capacity = capacity;
+  tags_[l].slack = slack(links_[l]);
   return l;
 }
 
@@ -262,7 +266,7 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   reserve_hops(f, links.size());
   Flow& flow = flows_[f];
   flow.remaining = bytes;
-  flow.rate = 0;
+  share_[f].rate = 0;
   flow.last_update = sim_.now();
   flow.finish = Time::max();
   flow.latency = latency;
@@ -270,9 +274,9 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   flow.seq = next_seq_++;
   flow.src = src;
   flow.dst = dst;
-  flow.num_hops = static_cast<uint32_t>(links.size());
+  share_[f].num_hops = static_cast<uint32_t>(links.size());
   flow.pace = kNone;
-  flow.bottleneck = kNone;
+  share_[f].bottleneck = kNone;
   last_started_ = f;
   Hop* hop = hops(f);
   for (std::size_t h = 0; h < links.size(); ++h) {
@@ -287,7 +291,7 @@ void FlowNetwork::set_alone_rates(uint32_t f) {
   Flow& flow = flows_[f];
   flow.alone = flow.alone_second = std::numeric_limits<double>::infinity();
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flow.num_hops; ++h) {
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     const double rate = links_[hop[h].link].capacity / hop[h].weight;
     if (rate < flow.alone) {
       flow.alone_second = flow.alone;
@@ -304,8 +308,9 @@ void FlowNetwork::set_alone_rates(uint32_t f) {
 std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
   std::vector<FlowView> out;
   out.reserve(active_);
-  for (const Flow& flow : flows_) {
-    if (flow.num_hops > 0) out.push_back({flow.src, flow.dst, flow.rate, flow.remaining});
+  for (std::size_t f = 0; f < flows_.size(); ++f) {
+    const Flow& flow = flows_[f];
+    if (share_[f].num_hops > 0) out.push_back({flow.src, flow.dst, share_[f].rate, flow.remaining});
   }
   return out;
 }
@@ -319,7 +324,8 @@ uint32_t FlowNetwork::allocate_flow() {
     return f;
   }
   flows_.emplace_back();
-  new_rate_.resize(flows_.size());
+  share_.emplace_back();
+  heap_pos_.push_back(kNone);
   return static_cast<uint32_t>(flows_.size() - 1);
 }
 
@@ -328,7 +334,7 @@ void FlowNetwork::free_flow(uint32_t f) {
   Flow& flow = flows_[f];
   if (flow.pace != kNone) free_pace_links_.push_back(flow.pace);
   flow.pace = kNone;
-  flow.num_hops = 0;
+  share_[f].num_hops = 0;
   flow.done = nullptr;
   flow.next_free = free_head_;
   free_head_ = f;
@@ -340,19 +346,21 @@ void FlowNetwork::reserve_hops(uint32_t f, std::size_t num_hops) {
   // A new range at the end of the pool; the slot keeps it for later flows. Most flows have a
   // handful of hops, so a fresh slot takes room for 8.
   flow.hop_capacity = static_cast<uint32_t>(std::max<std::size_t>(num_hops, 8));
-  flow.hop_begin = static_cast<uint32_t>(hops_.size());
+  share_[f].hop_begin = static_cast<uint32_t>(hops_.size());
   hops_.resize(hops_.size() + flow.hop_capacity);
 }
 
 void FlowNetwork::attach(uint32_t f) {
   Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkState& link = links_[hop[h].link];
     hop[h].pos = static_cast<uint32_t>(link.flows.size());
-    link.flows.push_back({f, h});
+    link.flows.push_back({f, h, hop[h].weight});
     link.demand += hop[h].weight * demand_of(flows_[f], hop[h].link);
-    if (!link.dirty) {
-      link.dirty = true;
+    LinkTag& tag = tags_[hop[h].link];
+    tag.slack = slack(link);
+    if (!tag.dirty) {
+      tag.dirty = true;
       dirty_links_.push_back(hop[h].link);
     }
   }
@@ -361,7 +369,7 @@ void FlowNetwork::attach(uint32_t f) {
 
 void FlowNetwork::detach(uint32_t f, bool mark) {
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkState& link = links_[hop[h].link];
     const LinkEntry moved = link.flows.back();
     link.flows[hop[h].pos] = moved;
@@ -370,8 +378,10 @@ void FlowNetwork::detach(uint32_t f, bool mark) {
     // Reset when empty, so rounding cannot build up over a long run.
     link.demand =
         link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(flows_[f], hop[h].link);
-    if (mark && !link.dirty) {
-      link.dirty = true;
+    LinkTag& tag = tags_[hop[h].link];
+    tag.slack = slack(link);
+    if (mark && !tag.dirty) {
+      tag.dirty = true;
       dirty_links_.push_back(hop[h].link);
     }
   }
@@ -392,70 +402,74 @@ void FlowNetwork::finish(uint32_t f) {
   if (done) sim_.schedule_in(latency, std::move(done));
 }
 
-bool FlowNetwork::finishes_before(uint32_t a, uint32_t b) const {
-  const Flow& x = flows_[a];
-  const Flow& y = flows_[b];
-  return x.finish < y.finish || (x.finish == y.finish && x.seq < y.seq);
-}
-
-void FlowNetwork::heap_place(std::size_t i, uint32_t f) {
-  finish_heap_[i] = f;
-  flows_[f].heap_pos = static_cast<uint32_t>(i);
+void FlowNetwork::heap_place(std::size_t i, const HeapEntry& entry) {
+  finish_heap_[i] = entry;
+  heap_pos_[entry.flow] = static_cast<uint32_t>(i);
 }
 
 void FlowNetwork::heap_sift_up(std::size_t i) {
-  const uint32_t f = finish_heap_[i];
+  const HeapEntry entry = finish_heap_[i];
   while (i > 0) {
-    const std::size_t parent = (i - 1) / 2;
-    if (!finishes_before(f, finish_heap_[parent])) break;
+    const std::size_t parent = (i - 1) / kHeapArity;
+    if (!entry.before(finish_heap_[parent])) break;
     heap_place(i, finish_heap_[parent]);
     i = parent;
   }
-  heap_place(i, f);
+  heap_place(i, entry);
 }
 
 void FlowNetwork::heap_sift_down(std::size_t i) {
-  const uint32_t f = finish_heap_[i];
+  const HeapEntry entry = finish_heap_[i];
   const std::size_t n = finish_heap_.size();
   while (true) {
-    std::size_t child = 2 * i + 1;
-    if (child >= n) break;
-    if (child + 1 < n && finishes_before(finish_heap_[child + 1], finish_heap_[child])) ++child;
-    if (!finishes_before(finish_heap_[child], f)) break;
+    const std::size_t first = kHeapArity * i + 1;
+    if (first >= n) break;
+    std::size_t child = first;
+    const std::size_t last = std::min(first + kHeapArity, n);
+    for (std::size_t c = first + 1; c < last; ++c)
+      if (finish_heap_[c].before(finish_heap_[child])) child = c;
+    if (!finish_heap_[child].before(entry)) break;
     heap_place(i, finish_heap_[child]);
     i = child;
   }
-  heap_place(i, f);
+  heap_place(i, entry);
 }
 
 void FlowNetwork::heap_update(uint32_t f) {
-  Flow& flow = flows_[f];
+  const Flow& flow = flows_[f];
   if (flow.finish == Time::max()) {
     heap_remove(f);
     return;
   }
-  if (flow.heap_pos == kNone) {
-    finish_heap_.push_back(f);
-    flow.heap_pos = static_cast<uint32_t>(finish_heap_.size() - 1);
+  uint32_t pos = heap_pos_[f];
+  if (pos == kNone) {
+    pos = static_cast<uint32_t>(finish_heap_.size());
+    finish_heap_.push_back({flow.finish, flow.seq, f});
+  } else {
+    finish_heap_[pos].finish = flow.finish;
   }
-  heap_sift_up(flow.heap_pos);
-  heap_sift_down(flows_[f].heap_pos);
+  // A later finish only moves down, an earlier one only up.
+  if (pos > 0 && finish_heap_[pos].before(finish_heap_[(pos - 1) / kHeapArity])) {
+    heap_sift_up(pos);
+  } else {
+    heap_sift_down(pos);
+  }
 }
 
 void FlowNetwork::heap_remove(uint32_t f) {
-  const uint32_t pos = flows_[f].heap_pos;
+  const uint32_t pos = heap_pos_[f];
   if (pos == kNone) return;
-  flows_[f].heap_pos = kNone;
-  const uint32_t last = finish_heap_.back();
+  heap_pos_[f] = kNone;
+  const HeapEntry last = finish_heap_.back();
   finish_heap_.pop_back();
-  if (last == f) return;
+  if (last.flow == f) return;
   heap_place(pos, last);
   heap_sift_up(pos);
-  heap_sift_down(flows_[last].heap_pos);
+  heap_sift_down(heap_pos_[last.flow]);
 }
 
 void FlowNetwork::arm_timer() {
-  const Time at = finish_heap_.empty() ? Time::max() : flows_[finish_heap_.front()].finish;
+  const Time at = finish_heap_.empty() ? Time::max() : finish_heap_.front().finish;
   if (timer_.valid() && at == timer_at_) return;
   sim_.cancel(timer_);
   timer_ = EventId{};
@@ -467,8 +481,8 @@ void FlowNetwork::arm_timer() {
 void FlowNetwork::on_timer() {
   timer_ = EventId{};
   const Time now = sim_.now();
-  while (!finish_heap_.empty() && flows_[finish_heap_.front()].finish <= now) {
-    const uint32_t f = finish_heap_.front();
+  while (!finish_heap_.empty() && finish_heap_.front().finish <= now) {
+    const uint32_t f = finish_heap_.front().flow;
     heap_remove(f);
     detach(f, /*mark=*/true);
     finish(f);
@@ -479,7 +493,7 @@ void FlowNetwork::on_timer() {
 
 void FlowNetwork::next_epochs() {
   if (++epoch_ == 0) {  // wrapped: old marks could alias the new epoch
-    for (Flow& flow : flows_) flow.mark = 0;
+    for (FlowShare& share : share_) share.mark = 0;
     epoch_ = 1;
   }
   next_link_epoch();
@@ -487,14 +501,14 @@ void FlowNetwork::next_epochs() {
 
 void FlowNetwork::next_link_epoch() {
   if (++link_epoch_ == 0) {
-    for (LinkState& link : links_) link.mark = 0;
+    for (LinkTag& tag : tags_) tag.mark = 0;
     link_epoch_ = 1;
   }
 }
 
 void FlowNetwork::add_to_set(uint32_t f) {
   if (in_set(f)) return;
-  flows_[f].mark = epoch_;
+  share_[f].mark = epoch_;
   comp_flows_.push_back(f);
 }
 
@@ -526,8 +540,8 @@ void FlowNetwork::recompute() {
   recomputed_flows_ += comp_flows_.size();
 
   for (uint32_t f : comp_flows_) {
-    const double old_rate = flows_[f].rate;
-    const double rate = new_rate_[f];
+    const double old_rate = share_[f].rate;
+    const double rate = share_[f].new_rate;
     // Same rate: the finish time computed earlier still holds.
     if (old_rate > 0 && std::abs(rate - old_rate) <= kRateTolerance * old_rate) continue;
     set_rate(f, rate);
@@ -545,7 +559,7 @@ void FlowNetwork::advance_set(std::size_t& from) {
     for (std::size_t i = from; i < comp_flows_.size(); ++i) {
       const uint32_t f = comp_flows_[i];
       Flow& flow = flows_[f];
-      flow.remaining -= flow.rate * (now - flow.last_update).as_seconds();
+      flow.remaining -= share_[f].rate * (now - flow.last_update).as_seconds();
       flow.last_update = now;
       if (flow.remaining < kDoneBytes) {
         finished_.push_back(f);
@@ -558,7 +572,7 @@ void FlowNetwork::advance_set(std::size_t& from) {
     for (uint32_t f : finished_) {
       heap_remove(f);
       detach(f, /*mark=*/incremental_);
-      flows_[f].mark = 0;
+      share_[f].mark = 0;
       finish(f);
     }
     if (incremental_) seed_from_dirty_links();
@@ -570,10 +584,9 @@ void FlowNetwork::seed_from_dirty_links() {
   // bottleneck is unchanged, still full and still without a faster flow. grow_set() catches the
   // flows the seed's new rates then disturb.
   for (LinkId l : dirty_links_) {
-    LinkState& link = links_[l];
-    link.dirty = false;
-    for (const LinkEntry& entry : link.flows) {
-      const LinkId bottleneck = flows_[entry.flow].bottleneck;
+    tags_[l].dirty = false;
+    for (const LinkEntry& entry : links_[l].flows) {
+      const LinkId bottleneck = share_[entry.flow].bottleneck;
       if (bottleneck == l || bottleneck == kNone) add_to_set(entry.flow);
     }
   }
@@ -584,12 +597,12 @@ void FlowNetwork::collect_component() {
   // A changed link's flows are revisited even when it is slack now: it may have limited them
   // before the change. Only links that can limit someone are filled and crossed.
   for (LinkId l : dirty_links_) {
-    LinkState& link = links_[l];
-    link.dirty = false;
-    if (slack(link)) {
-      for (const LinkEntry& entry : link.flows) add_to_set(entry.flow);
-    } else if (link.mark != link_epoch_) {
-      link.mark = link_epoch_;
+    LinkTag& tag = tags_[l];
+    tag.dirty = false;
+    if (tag.slack) {
+      for (const LinkEntry& entry : links_[l].flows) add_to_set(entry.flow);
+    } else if (tag.mark != link_epoch_) {
+      tag.mark = link_epoch_;
       comp_links_.push_back(l);
     }
   }
@@ -606,10 +619,10 @@ void FlowNetwork::collect_component() {
 
 void FlowNetwork::add_binding_links(uint32_t f) {
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < flows_[f].num_hops; ++h) {
-    LinkState& link = links_[hop[h].link];
-    if (link.mark == link_epoch_ || slack(link)) continue;
-    link.mark = link_epoch_;
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+    LinkTag& tag = tags_[hop[h].link];
+    if (tag.mark == link_epoch_ || tag.slack) continue;
+    tag.mark = link_epoch_;
     comp_links_.push_back(hop[h].link);
   }
 }
@@ -626,14 +639,15 @@ bool FlowNetwork::grow_set() {
     const LinkState& link = links_[l];
     double load = 0, fastest = 0;
     for (const LinkEntry& entry : link.flows) {
-      const double rate = in_set(entry.flow) ? new_rate_[entry.flow] : flows_[entry.flow].rate;
-      load += rate * hops(entry.flow)[entry.hop].weight;
+      const FlowShare& share = share_[entry.flow];
+      const double rate = in_set(entry.flow) ? share.new_rate : share.rate;
+      load += rate * entry.weight;
       fastest = std::max(fastest, rate);
     }
     const bool full = load >= link.capacity * (1 - kRateTolerance);
     for (const LinkEntry& entry : link.flows) {
       if (in_set(entry.flow)) continue;
-      const Flow& flow = flows_[entry.flow];
+      const FlowShare& flow = share_[entry.flow];
       const bool above_share = flow.rate > link.frozen_share * (1 + kRateTolerance);
       const bool lost_bottleneck =
           flow.bottleneck == l && (!full || flow.rate < fastest * (1 - kRateTolerance));
@@ -660,18 +674,18 @@ void FlowNetwork::water_fill() {
     link.unfrozen_weight = 0;
     link.frozen_share = std::numeric_limits<double>::infinity();
     for (const LinkEntry& entry : link.flows) {
-      const double weight = hops(entry.flow)[entry.hop].weight;
+      const double weight = entry.weight;
       if (in_set(entry.flow)) {
         ++link.unfrozen;
         link.unfrozen_weight += weight;
       } else {
-        link.residual -= flows_[entry.flow].rate * weight;
+        link.residual -= share_[entry.flow].rate * weight;
       }
     }
     if (link.unfrozen > 0)
       heap_.emplace_back(std::max(link.residual, 0.0) / link.unfrozen_weight, l);
   }
-  for (uint32_t f : comp_flows_) new_rate_[f] = -1;
+  for (uint32_t f : comp_flows_) share_[f].new_rate = -1;
   std::make_heap(heap_.begin(), heap_.end(), cmp);
 
   while (!heap_.empty()) {
@@ -688,13 +702,14 @@ void FlowNetwork::water_fill() {
     }
     bottleneck.frozen_share = share;
     for (const LinkEntry& entry : bottleneck.flows) {
-      if (!in_set(entry.flow) || new_rate_[entry.flow] >= 0) continue;
-      new_rate_[entry.flow] = share;
-      flows_[entry.flow].bottleneck = l;
+      FlowShare& frozen = share_[entry.flow];
+      if (frozen.mark != epoch_ || frozen.new_rate >= 0) continue;
+      frozen.new_rate = share;
+      frozen.bottleneck = l;
       const Hop* hop = hops(entry.flow);
-      for (uint32_t h = 0; h < flows_[entry.flow].num_hops; ++h) {
+      for (uint32_t h = 0; h < frozen.num_hops; ++h) {
+        if (tags_[hop[h].link].mark != link_epoch_) continue;  // slack: not filled
         LinkState& link = links_[hop[h].link];
-        if (link.mark != link_epoch_) continue;  // slack: not filled
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;
@@ -705,7 +720,7 @@ void FlowNetwork::water_fill() {
 
 void FlowNetwork::set_rate(uint32_t f, double rate) {
   Flow& flow = flows_[f];
-  flow.rate = rate;
+  share_[f].rate = rate;
   if (rate <= 0) {
     flow.finish = Time::max();  // starved: only a later recompute can move it
   } else {

@@ -47,7 +47,7 @@ class FlowNetwork final : public Network {
 
   // Memory per link of the topology, and per GPU pair that sends over `paths` hashed paths of
   // `hops` links each (the cached spread of multi-flow ECMP).
-  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(bool); }
+  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(LinkTag) + sizeof(bool); }
   static std::size_t bytes_per_spread_pair(std::size_t paths, std::size_t hops) {
     return sizeof(PairLinks) + 64 + paths * hops * (sizeof(LinkId) + sizeof(double));
   }
@@ -80,7 +80,6 @@ class FlowNetwork final : public Network {
 
   struct Flow {
     double remaining = 0;  // bytes still to leave the sender, as of `last_update`
-    double rate = 0;       // bytes per second
     Time last_update;
     Time finish;   // when the last byte leaves the sender at the current rate
     Time latency;  // of the route: the last byte arrives this long after it leaves
@@ -88,11 +87,7 @@ class FlowNetwork final : public Network {
     uint64_t seq = 0;  // start order: breaks ties between flows finishing at the same time
     VertexId src = 0;
     VertexId dst = 0;
-    uint32_t num_hops = 0;      // 0 while the slot is free
-    uint32_t heap_pos = kNone;  // index in finish_heap_, kNone if not queued
-    uint32_t mark = 0;          // epoch of the last recompute that visited this flow
     uint32_t next_free = kNone;
-    uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
     uint32_t hop_capacity = 0;
     // The flow's rate alone on the network (its tightest link's capacity / weight), the next
     // tightest, and which link is the tightest: what it could ever ask of each of its links.
@@ -100,11 +95,22 @@ class FlowNetwork final : public Network {
     double alone_second = 0;
     LinkId tightest = 0;
     LinkId pace = kNone;  // a paced fluid transfer's own link, which caps its rate
+  };
+  // What a recompute reads of every flow on every link it fills, and where its hops are, kept
+  // apart from the flow's record (whose other fields only starts, ends and rate changes use):
+  // those reads scatter over the flows, and this way each touches one 32-byte entry instead of a
+  // record that spans two cache lines.
+  struct FlowShare {
+    double rate = 0;      // bytes per second
+    double new_rate = 0;  // the recompute's result; negative while not frozen
+    uint32_t mark = 0;    // epoch of the last recompute that visited this flow
     // The link whose filling froze the flow's rate at the last recompute that solved it; kNone
     // until its first. It stays a bottleneck (full, and no flow on it faster) until it changes.
     LinkId bottleneck = kNone;
+    uint32_t num_hops = 0;   // 0 while the slot is free
+    uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
   };
-  // Hop h of flow f, kept in one pooled array at flows_[f].hop_begin + h rather than read
+  // Hop h of flow f, kept in one pooled array at share_[f].hop_begin + h rather than read
   // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
   // link's list. `weight` is the share of the flow's rate the link carries: 1 on a single path;
   // a multi-flow message spread over several paths puts (its flows on this link) / (its flows)
@@ -122,10 +128,12 @@ class FlowNetwork final : public Network {
     Time latency;
   };
   // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
-  // swap-remove can fix the moved flow's position.
+  // swap-remove can fix the moved flow's position; `weight` copies that hop's, so the filling
+  // reads a link's flows without visiting their hop records.
   struct LinkEntry {
     uint32_t flow;
     uint32_t hop;
+    double weight;
   };
   struct LinkState {
     std::vector<LinkEntry> flows;
@@ -135,11 +143,17 @@ class FlowNetwork final : public Network {
     uint32_t unfrozen = 0;
     double unfrozen_weight = 0;
     double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
-    uint32_t mark = 0;        // link epoch of the last recompute round that visited this link
-    bool dirty = false;       // changed since the last recompute
     // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
     // leaving this link out). Below capacity the link can never limit any of them.
     double demand = 0;
+  };
+  // What a recompute checks of every link on a flow's route before it reads the link's record,
+  // 8 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
+  // whenever the link's demand or capacity changes.
+  struct LinkTag {
+    uint32_t mark = 0;   // link epoch of the last recompute round that visited this link
+    bool slack = false;  // whether the link can limit none of its flows
+    bool dirty = false;  // changed since the last recompute
   };
   // A link that can limit none of its flows, whatever else happens: max-min fairness does not
   // depend on it, so recomputes neither fill it nor cross it to reach other flows.
@@ -188,8 +202,8 @@ class FlowNetwork final : public Network {
   bool spreads(const Route& route) const;
   uint32_t allocate_flow();
   void free_flow(uint32_t f);
-  Hop* hops(uint32_t f) { return hops_.data() + flows_[f].hop_begin; }
-  const Hop* hops(uint32_t f) const { return hops_.data() + flows_[f].hop_begin; }
+  Hop* hops(uint32_t f) { return hops_.data() + share_[f].hop_begin; }
+  const Hop* hops(uint32_t f) const { return hops_.data() + share_[f].hop_begin; }
   void reserve_hops(uint32_t f, std::size_t num_hops);
   void attach(uint32_t f);
   // Takes the flow off its links and marks them for the next recompute when `mark` is set.
@@ -201,7 +215,7 @@ class FlowNetwork final : public Network {
   // A recompute re-solves a set of flows (comp_flows_, marked with epoch_) over their links
   // that can bind (comp_links_, marked with link_epoch_); flows outside the set keep their rates.
   void recompute();
-  bool in_set(uint32_t f) const { return flows_[f].mark == epoch_; }
+  bool in_set(uint32_t f) const { return share_[f].mark == epoch_; }
   void add_to_set(uint32_t f);
   void next_epochs();
   void next_link_epoch();
@@ -223,9 +237,19 @@ class FlowNetwork final : public Network {
 
   // Completions: flows sit in an indexed min-heap by (finish, seq) and the simulator holds a
   // single event for the earliest, so a rate change moves the flow in place instead of leaving
-  // a cancelled event behind in the simulator's queue for every flow at every recompute.
-  bool finishes_before(uint32_t a, uint32_t b) const;
-  void heap_place(std::size_t i, uint32_t f);
+  // a cancelled event behind in the simulator's queue for every flow at every recompute. The
+  // entries carry their keys and the heap is 4-ary, so a sift reads a few adjacent entries
+  // instead of one flow record per comparison.
+  struct HeapEntry {
+    Time finish;
+    uint64_t seq;
+    uint32_t flow;
+    bool before(const HeapEntry& o) const {
+      return finish < o.finish || (finish == o.finish && seq < o.seq);
+    }
+  };
+  static constexpr std::size_t kHeapArity = 4;
+  void heap_place(std::size_t i, const HeapEntry& entry);
   void heap_sift_up(std::size_t i);
   void heap_sift_down(std::size_t i);
   void heap_update(uint32_t f);
@@ -240,18 +264,21 @@ class FlowNetwork final : public Network {
   TrafficStats stats_;
 
   std::vector<Flow> flows_;
+  std::vector<FlowShare> share_;  // by flow slot
   uint32_t free_head_ = kNone;
   std::size_t active_ = 0;
   uint32_t last_started_ = kNone;  // the slot start_flow filled last
   std::vector<Hop> hops_;
   std::unordered_map<uint64_t, PairLinks> spread_cache_;  // key: src << 32 | dst
 
-  std::vector<uint32_t> finish_heap_;
+  std::vector<HeapEntry> finish_heap_;
+  std::vector<uint32_t> heap_pos_;  // by flow slot: index in finish_heap_, kNone if not queued
   EventId timer_;
   Time timer_at_;
   uint64_t next_seq_ = 0;
 
   std::vector<LinkState> links_;
+  std::vector<LinkTag> tags_;       // by link
   std::vector<bool> private_link_;  // by link: touches a GPU or a NIC, or is a pace link
   // Pace links: one per paced fluid flow, after the topology's links, reused once it ends.
   std::vector<LinkId> free_pace_links_;
@@ -266,7 +293,6 @@ class FlowNetwork final : public Network {
   std::vector<LinkId> comp_links_;
   std::vector<uint32_t> finished_;
   std::vector<uint32_t> grown_;
-  std::vector<double> new_rate_;  // indexed by flow slot; negative while not frozen
   std::vector<std::pair<double, LinkId>> heap_;
   std::vector<double> unit_weights_;  // all 1, for single-path flows
   std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched

@@ -221,9 +221,29 @@ Routing::Routing(const Topology& topology) : topology_(topology), tiered_(build_
 
 const Route& Routing::route(VertexId src, VertexId dst) {
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
-  auto it = cache_.find(key);
-  if (it == cache_.end()) it = cache_.emplace(key, compute(src, dst, Choice{})).first;
-  return it->second;
+  if (slots_.empty()) grow_cache();
+  const std::size_t mask = slots_.size() - 1;
+  for (std::size_t i = mix_hash(key) & mask;; i = (i + 1) & mask) {
+    Slot& slot = slots_[i];
+    if (slot.key == key) return *slot.route;
+    if (slot.key != kEmptyKey) continue;
+    const Route& fresh = routes_.emplace_back(compute(src, dst, Choice{}));
+    slot = {key, &fresh};
+    if (2 * routes_.size() > slots_.size()) grow_cache();
+    return fresh;
+  }
+}
+
+void Routing::grow_cache() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<std::size_t>(64, 2 * old.size()), Slot{});
+  const std::size_t mask = slots_.size() - 1;
+  for (const Slot& slot : old) {
+    if (slot.key == kEmptyKey) continue;
+    std::size_t i = mix_hash(slot.key) & mask;
+    while (slots_[i].key != kEmptyKey) i = (i + 1) & mask;
+    slots_[i] = slot;
+  }
 }
 
 Route Routing::path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load) const {
@@ -257,24 +277,35 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, R
     return true;
   }
   // With several NICs per GPU, only the NIC pairs that meet lowest are shortest; hash among them.
+  // Counted, then found again in a second pass, so that this per-message path needs no list.
   std::array<int32_t, kMaxTiers> groups{};
   int best = std::numeric_limits<int>::max();
-  std::vector<std::pair<std::size_t, std::size_t>> ties;
+  std::size_t num_ties = 0;
   for (std::size_t i = 0; i < a.nics.size(); ++i) {
     for (std::size_t j = 0; j < b.nics.size(); ++j) {
       const int k = common_tier(idx, a.nics[i].leaf, b.nics[j].leaf, groups);
       if (k < 0 || k > best) continue;
       if (k < best) {
         best = k;
-        ties.clear();
+        num_ties = 0;
       }
-      ties.emplace_back(i, j);
+      ++num_ties;
     }
   }
-  if (ties.empty()) return false;
-  const auto [i, j] = ties[hop_hash(src, dst, src, choice.salt) % ties.size()];
-  const Index::Nic& out = a.nics[i];
-  const Index::Nic& in = b.nics[j];
+  if (num_ties == 0) return false;
+  std::size_t pick = hop_hash(src, dst, src, choice.salt) % num_ties;
+  const Index::Nic* out_nic = nullptr;
+  const Index::Nic* in_nic = nullptr;
+  for (std::size_t i = 0; i < a.nics.size() && out_nic == nullptr; ++i) {
+    for (std::size_t j = 0; j < b.nics.size(); ++j) {
+      if (common_tier(idx, a.nics[i].leaf, b.nics[j].leaf, groups) != best || pick-- > 0) continue;
+      out_nic = &a.nics[i];
+      in_nic = &b.nics[j];
+      break;
+    }
+  }
+  const Index::Nic& out = *out_nic;
+  const Index::Nic& in = *in_nic;
   common_tier(idx, out.leaf, in.leaf, groups);  // the groups on the way down to this pair's leaf
   route.links.reserve(4 + 2 * static_cast<std::size_t>(best));
   route.links.push_back(out.gpu_to_nic);

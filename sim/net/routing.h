@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
-#include <unordered_map>
 #include <vector>
 
 #include "sim/core/units.h"
@@ -45,7 +45,7 @@ class Routing {
   // hashes every equal-cost choice afresh (one flow of a multi-flow connection). With `load`,
   // each choice takes the least-loaded candidate instead, ties broken by the salted hash.
   Route path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load = nullptr) const;
-  std::size_t cached_routes() const { return cache_.size(); }
+  std::size_t cached_routes() const { return routes_.size(); }
   // Whether GPU-to-GPU routes take the O(path length) tiered fast path.
   bool uses_tiered_routing() const { return tiered_ != nullptr; }
 
@@ -59,10 +59,21 @@ class Routing {
   void compute_bfs(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
   bool compute_tiered(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
 
+  // One slot of the route cache: an open-addressing table (linear probing, at most half full)
+  // whose probe reads one cache line, where a node-based map chases three pointers; every
+  // message looks its route up, so this lookup is on the simulator's hot path.
+  struct Slot {
+    uint64_t key = kEmptyKey;  // src << 32 | dst
+    const Route* route = nullptr;
+  };
+  static constexpr uint64_t kEmptyKey = ~uint64_t{0};  // no vertex has id 2^32 - 1
+  void grow_cache();
+
   const Topology& topology_;
   // Null when the graph has no tiered structure.
   std::shared_ptr<const detail::TieredIndex> tiered_;
-  std::unordered_map<uint64_t, Route> cache_;  // key: src << 32 | dst; node-based, so stable
+  std::deque<Route> routes_;  // the cached routes; a deque, so references stay valid
+  std::vector<Slot> slots_;   // size a power of two
 };
 
 // Deterministic 64-bit mix (splitmix64 finalizer), used for ECMP hashing.

@@ -2,6 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "sim/core/simulator.h"
@@ -121,6 +122,30 @@ BENCHMARK(BM_ConcurrentFlows)
     ->Args({20'000, 8, 64, 1})
     ->Unit(benchmark::kMillisecond)
     ->Iterations(1);
+
+// Cost of looking up a cached route, which every message does: `pairs` distinct GPU pairs of a
+// 2,048-GPU tree, routed before timing, then looked up in a scattered order, as the flows of a
+// step's collectives are. Arg: pairs (65,536 is about what a DeepSeek-V3 step caches).
+void BM_CachedRouteLookups(benchmark::State& state) {
+  const Topology topo = two_level_tree(64, 32, 16, 1.0);
+  Routing routing(topo);
+  const auto gpus = static_cast<uint64_t>(topo.num_gpus());
+  std::vector<std::pair<VertexId, VertexId>> pairs;
+  Rng rng;
+  while (pairs.size() < static_cast<std::size_t>(state.range(0))) {
+    const VertexId src = topo.gpu(static_cast<int>(rng.next() % gpus));
+    const VertexId dst = topo.gpu(static_cast<int>(rng.next() % gpus));
+    if (src != dst) pairs.emplace_back(src, dst);
+  }
+  for (const auto& [src, dst] : pairs) routing.route(src, dst);
+  std::size_t hops = 0;
+  for (auto _ : state) {
+    for (const auto& [src, dst] : pairs) hops += routing.route(src, dst).links.size();
+  }
+  benchmark::DoNotOptimize(hops);
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(pairs.size()));
+}
+BENCHMARK(BM_CachedRouteLookups)->Arg(1'024)->Arg(65'536)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace cs::net
