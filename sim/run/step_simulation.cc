@@ -218,10 +218,17 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   return prepared;
 }
 
-void retime(std::vector<workload::Program>& programs, const compute::KernelCostModel& cost) {
+// Expert ops keep one time per EP rank, from kernels the trace does not hold (only the mean
+// rank's): they cannot be re-timed, so another GPU is refused rather than mixed with stale rows.
+void retime(std::vector<workload::Program>& programs, const compute::KernelCostModel& cost,
+            const std::string& timed_for, const std::string& source) {
   for (auto& program : programs) {
     for (auto& op : program.ops) {
       if (op.kind != workload::OpKind::kCompute || op.kernel >= program.kernels.size()) continue;
+      if (op.varies != UINT32_MAX)
+        throw ConfigError(source + ": expert ops are timed per EP rank for GPU '" + timed_for +
+                          "' and cannot be re-timed for '" + cost.profile().name() +
+                          "'; generate the trace again for that GPU");
       const auto& call = program.kernels[op.kernel];
       op.duration = cost.time(call.kernel, call.precision);
     }
@@ -266,7 +273,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
     retime(prepared.programs,
-           compute::KernelCostModel(gpu, compute::cost_options(config.effects())));
+           compute::KernelCostModel(gpu, compute::cost_options(config.effects())),
+           prepared.timed_for_gpu, source);
     prepared.timed_for_gpu = config.cluster().gpu();
   }
   const std::vector<workload::Program>& programs = prepared.programs;

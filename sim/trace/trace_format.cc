@@ -372,6 +372,8 @@ void retime_workload(exec::ExplicitWorkload& workload, const std::string& gpu) {
       if (op.kind != workload::OpKind::kCompute || op.kernel >= program.kernels.size()) continue;
       const auto& call = program.kernels[op.kernel];
       op.duration = cost.time(call.kernel, call.precision);
+      // An explicit program's row holds its one rank's time: that of its own kernel.
+      if (op.varies != UINT32_MAX) program.rank_times.at(op.varies).assign(1, op.duration);
     }
 }
 

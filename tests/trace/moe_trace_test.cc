@@ -173,6 +173,11 @@ TEST(MoeTrace, CliGenerateThenReplayPrintsTheRunsStepTime) {
   const auto replay = testing_support::run_cli({"replay", pb, "--json", replay_json});
   ASSERT_EQ(replay.code, 0) << replay.err;
   EXPECT_EQ(json_field(replay_json, "iteration_time_s"), json_field(run_json, "iteration_time_s"));
+  // Expert times by EP rank were timed for the trace's GPU: another one is refused, not mixed.
+  const auto other_gpu = testing_support::run_cli({"replay", pb, "--gpu", "a100"});
+  EXPECT_NE(other_gpu.code, 0);
+  EXPECT_NE(other_gpu.err.find("cannot be re-timed for 'a100'"), std::string::npos)
+      << other_gpu.err;
 }
 
 // --- bad input ----------------------------------------------------------------------------------
