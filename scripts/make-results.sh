@@ -156,6 +156,10 @@ mkdir -p "$out"
 for preset in mixtral-8x7b qwen3-30b-a3b deepseek-v3; do
   "$bin" run --preset "$preset" --json "$out/$preset.json" | grep -v '^  simulation ' >"$out/$preset.txt"
 done
+# DualPipe's overlapped pairs switched off: what hiding the all-to-alls is worth.
+"$bin" run --preset deepseek-v3 --set parallel.dualpipe_overlap=false \
+  --json "$out/deepseek-v3-pairs-in-sequence.json" | grep -v '^  simulation ' \
+  >"$out/deepseek-v3-pairs-in-sequence.txt"
 "$bin" sweep --preset mixtral-8x7b --set model.moe.routing.kind=SKEWED \
   --vary model.moe.routing.skew=0,0.5,1,1.5 --vary model.moe.capacity_factor=0,1.25 \
   --csv "$out/mixtral_skew_capacity.csv" >"$out/mixtral_skew_capacity.txt"

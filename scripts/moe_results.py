@@ -8,7 +8,7 @@ from pathlib import Path
 
 def preset_rows(folder):
     rows = []
-    for name in ("mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"):
+    for name in ("mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3", "deepseek-v3-pairs-in-sequence"):
         r = json.loads((folder / f"{name}.json").read_text())
         moe = r["moe"]
         rows.append(
@@ -42,6 +42,11 @@ def main():
         " expert memory GB/GPU | peak memory GB |",
         "|---|---|---|---|---|---|---|---|---|",
         *preset_rows(folder),
+        "",
+        "deepseek-v3-pairs-in-sequence is the same run with `parallel.dualpipe_overlap=false`:",
+        "each F&B pair's forward and backward run one after the other, their all-to-alls",
+        "blocking the compute stream, where the preset interleaves them so that each half's",
+        "dispatch and combine run under the other half's compute (DeepSeek-V3 report, figure 4).",
         "",
         "Mixtral 8x7B with Zipf-skewed routing (`model.moe.routing.kind=SKEWED`) and capacity:",
         "",
