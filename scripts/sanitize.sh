@@ -12,7 +12,8 @@ cd "$(dirname "$0")/.."
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 cmake -S . -B build-asan -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Asan \
-  -DCMAKE_CXX_FLAGS_ASAN=-O1 -DCLUSTERSIM_SANITIZE=ON -DCLUSTERSIM_FUZZ=ON "${launcher[@]}" >/dev/null
+  -DCMAKE_CXX_FLAGS_ASAN=-O1 -DCLUSTERSIM_SANITIZE=ON -DCLUSTERSIM_FUZZ=ON -DCLUSTERSIM_BENCH=OFF \
+  "${launcher[@]}" >/dev/null
 cmake --build build-asan -j "$(nproc)"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -72,7 +73,8 @@ class StageBuilder {
   Program finish();
 
  private:
-  void add_item(const WorkItem& item, const WorkItem* next_item);
+  // Adds order[i] (with the items an overlapped pair takes along); returns how many it added.
+  std::size_t add_item(const std::vector<WorkItem>& order, std::size_t i);
   // The receive (or local hand-off) an item waits for, appended to `deps`.
   void input(const WorkItem& item, std::vector<uint32_t>& deps);
   void output(const WorkItem& item);
@@ -81,7 +83,7 @@ class StageBuilder {
   void add_next(PhaseCursor& cursor, bool overlapped);
   std::vector<uint32_t> phase_ops(const WorkItem& item, const std::vector<uint32_t>& first_deps);
   void add_overlapped_pair(const WorkItem& forward, const WorkItem& backward,
-                           const std::vector<uint32_t>& first_deps);
+                           const WorkItem* weight, const std::vector<uint32_t>& first_deps);
   uint32_t last_compute_op(const std::vector<uint32_t>& ops) const;
   // Records an item's ops; the next item waits for its last compute op, or `also_after` if later.
   void finish_item(const WorkItem& item, const std::vector<uint32_t>& ops, bool flush_sends,
@@ -102,7 +104,6 @@ class StageBuilder {
   std::map<std::tuple<Phase, int32_t, int32_t>, uint32_t> done_;  // (phase, mb, chunk) -> op
   std::vector<WorkItem> deferred_sends_;  // items whose output waits for a later one (Pairing)
   bool input_received_ = false;           // the item's input came with the overlapped forward
-  bool skip_next_ = false;                // the next item was added with its overlapped forward
 };
 
 void StageBuilder::add_items(const std::vector<WorkItem>& order) {
@@ -115,10 +116,7 @@ void StageBuilder::add_items(const std::vector<WorkItem>& order) {
     if (w.phase == final_phase_)
       last_microbatch_[w.chunk] = std::max(last_microbatch_[w.chunk], w.microbatch);
   }
-  for (std::size_t i = 0; i < order.size(); ++i) {
-    if (std::exchange(skip_next_, false)) continue;
-    add_item(order[i], i + 1 < order.size() ? &order[i + 1] : nullptr);
-  }
+  for (std::size_t i = 0; i < order.size();) i += add_item(order, i);
 }
 
 void StageBuilder::input(const WorkItem& item, std::vector<uint32_t>& deps) {
@@ -244,7 +242,9 @@ void StageBuilder::grad_sync(const WorkItem& item, const std::vector<uint32_t>& 
   }
 }
 
-void StageBuilder::add_item(const WorkItem& item, const WorkItem* next_item) {
+std::size_t StageBuilder::add_item(const std::vector<WorkItem>& order, std::size_t i) {
+  const WorkItem& item = order[i];
+  const WorkItem* next_item = i + 1 < order.size() ? &order[i + 1] : nullptr;
   std::vector<uint32_t> first_deps;
   if (previous_ != UINT32_MAX) first_deps.push_back(previous_);
   // An overlapped pair starts once both halves have their inputs: the forward receives the
@@ -257,31 +257,58 @@ void StageBuilder::add_item(const WorkItem& item, const WorkItem* next_item) {
     input(*next_item, first_deps);
     input_received_ = true;
     if (work_.overlap_pairs && next_item->phase == Phase::kBackward) {
-      add_overlapped_pair(item, *next_item, first_deps);
+      // A full backward (B, then its W at once) overlaps as one half.
+      const WorkItem* weight = i + 2 < order.size() ? &order[i + 2] : nullptr;
+      if (weight != nullptr &&
+          (next_item->pair != Pairing::kSequential || weight->phase != Phase::kWeightGrad ||
+           weight->microbatch != next_item->microbatch || weight->chunk != next_item->chunk))
+        weight = nullptr;
+      add_overlapped_pair(item, *next_item, weight, first_deps);
       input_received_ = false;
-      skip_next_ = true;
-      return;
+      return weight != nullptr ? 3 : 2;
     }
   }
   finish_item(item, phase_ops(item, first_deps),
               item.pair == Pairing::kNone || next_item == nullptr);
+  return 1;
 }
 
 // The two halves' ops are added in turn, each up to and including its next expert all-to-all:
 // the compute stream runs one half's computation while the other's all-to-all is in flight
 // (DeepSeek-V3, section 3.2.1, figure 4: attention and MLP of one chunk under the dispatch and
-// combine of the other).
+// combine of the other). The backward half runs on into its weight gradients (`weight`, when
+// the pair's backward is a full one), whose compute fills the forward's gaps too, as the
+// figure's ATTN(W) and MLP(W) do.
 void StageBuilder::add_overlapped_pair(const WorkItem& forward, const WorkItem& backward,
+                                       const WorkItem* weight,
                                        const std::vector<uint32_t>& first_deps) {
-  PhaseCursor halves[2] = {start_phase(forward, first_deps), start_phase(backward, first_deps)};
-  const auto turns = pair_turns({halves[0].phase, halves[1].phase});
-  for (std::size_t t = 0; t < turns[0].size(); ++t)
-    for (int h = 0; h < 2; ++h)
-      while (halves[h].ops.size() < turns[h][t]) add_next(halves[h], true);
-  // The next item waits for the later of the two halves' last compute ops.
-  finish_item(forward, halves[0].ops, false);
-  finish_item(backward, halves[1].ops, backward.pair == Pairing::kNone,
-              last_compute_op(halves[0].ops));
+  PhaseCursor f = start_phase(forward, first_deps), b = start_phase(backward, first_deps);
+  std::optional<PhaseCursor> w;
+  PhaseOps second = *b.phase;  // the backward half's ops in order, for its turns
+  if (weight != nullptr) {
+    const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(weight->chunk)];
+    second.ops.insert(second.ops.end(), chunk.weight_grad.ops.begin(), chunk.weight_grad.ops.end());
+  }
+  auto add_second = [&] {
+    if (!b.done()) return add_next(b, true);
+    // The weight gradients follow the backward's last compute op, as they do unpaired.
+    if (!w) w = start_phase(*weight, {last_compute_op(b.ops)});
+    add_next(*w, true);
+  };
+  const auto turns = pair_turns({f.phase, &second});
+  std::size_t second_added = 0;
+  for (std::size_t t = 0; t < turns[0].size(); ++t) {
+    while (f.ops.size() < turns[0][t]) add_next(f, true);
+    for (; second_added < turns[1][t]; ++second_added) add_second();
+  }
+  // The next item waits for the latest of the halves' last compute ops.
+  const uint32_t forward_last = last_compute_op(f.ops);
+  finish_item(forward, f.ops, false);
+  finish_item(backward, b.ops, weight == nullptr && backward.pair == Pairing::kNone, forward_last);
+  if (weight != nullptr && !w) throw std::logic_error("an overlapped pair's W was not added");
+  if (weight != nullptr)
+    finish_item(*weight, w->ops, weight->pair == Pairing::kNone,
+                std::max(forward_last, last_compute_op(b.ops)));
 }
 
 // The next item follows an item's last compute-stream op: ops on other streams (prefetches,
