@@ -4,27 +4,18 @@
 
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/config/run_config.h"
 #include "sim/run/step_simulation.h"
+#include "tests/support/moe_fixtures.h"
 
 namespace cs::run {
 namespace {
 
-// Mixtral 8x7B's layer shapes on 4 layers: PP 2 x DP 8 with EP 4 (EDP 2) on 16 H100s.
 clustersim::RunConfig small(std::vector<std::string> more = {}) {
-  std::vector<std::string> o = {"model.num_layers=4",
-                                "model.seq_length=1024",
-                                "parallel.pp=2",
-                                "parallel.virtual_stages=1",
-                                "parallel.schedule=ONE_F_ONE_B",
-                                "parallel.dp=8",
-                                "parallel.ep=4",
-                                "parallel.global_batch_size=32",
-                                "cluster.num_gpus=16"};
-  o.insert(o.end(), more.begin(), more.end());
-  return load_run_config("", "mixtral-8x7b", o).config;
+  return testing_support::small_mixtral(std::move(more));
 }
 
 report::StepReport run(std::vector<std::string> more = {}) {

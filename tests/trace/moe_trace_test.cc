@@ -14,6 +14,7 @@
 #include "sim/trace/trace_format.h"
 #include "sim/workload/layout.h"
 #include "sim/workload/layout_config.h"
+#include "tests/support/moe_fixtures.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::trace {
@@ -22,19 +23,8 @@ namespace {
 namespace pb = clustersim::trace;
 using ChakraProtoMsg::Node;
 
-// Mixtral 8x7B's layer shapes on 4 layers: PP 2 x DP 8 with EP 4 (EDP 2) on 16 H100s.
 clustersim::RunConfig mixtral(std::vector<std::string> more = {}) {
-  std::vector<std::string> o = {"model.num_layers=4",
-                                "model.seq_length=1024",
-                                "parallel.pp=2",
-                                "parallel.virtual_stages=1",
-                                "parallel.schedule=ONE_F_ONE_B",
-                                "parallel.dp=8",
-                                "parallel.ep=4",
-                                "parallel.global_batch_size=32",
-                                "cluster.num_gpus=16"};
-  o.insert(o.end(), more.begin(), more.end());
-  return load_run_config("", "mixtral-8x7b", o).config;
+  return testing_support::small_mixtral(std::move(more));
 }
 
 // DeepSeek-V3's layers (MLA, 256 experts top-8, node-limited routing, FP8 dispatch) cut to 4
@@ -103,9 +93,16 @@ TEST(MoeTrace, GenerateThenReplayEqualsRunBitForBit) {
       mixtral(), mixtral({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"}),
       mixtral({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1",
                "model.moe.capacity_factor=1.25"}),
-      deepseek()};
+      // DualPipe's overlapped pairs put their all-to-alls on the expert stream.
+      mixtral({"parallel.schedule=DUALPIPE", "parallel.virtual_stages=2"}), deepseek()};
   for (const auto& config : configs) {
     const auto step = run::prepare_step(config, "test");
+    if (config.parallel().schedule() == clustersim::ParallelConfig::DUALPIPE) {
+      std::size_t on_expert_stream = 0;
+      for (const auto& p : step.programs)
+        on_expert_stream += p.streams[static_cast<int>(workload::Stream::kEp)].size();
+      EXPECT_GT(on_expert_stream, 0u);
+    }
     const auto t = to_trace(step);
     EXPECT_EQ(t.metadata().format_version(), 2u);
     int varying = 0;
@@ -117,6 +114,8 @@ TEST(MoeTrace, GenerateThenReplayEqualsRunBitForBit) {
       EXPECT_EQ(loaded.step->programs[s].rank_times, step.programs[s].rank_times);
       EXPECT_EQ(loaded.step->programs[s].all_to_alls, step.programs[s].all_to_alls);
     }
+    for (std::size_t s = 0; s < step.programs.size(); ++s)
+      EXPECT_EQ(loaded.step->programs[s].streams, step.programs[s].streams);
     const auto replayed = run::simulate_prepared(*loaded.step, "test");
     EXPECT_EQ(json_of(replayed), json_of(run::simulate_step(config, "test")));
     EXPECT_GT(replayed.moe.all_to_all_s, 0);
