@@ -14,6 +14,7 @@
 #include "sim/trace/trace_format.h"
 #include "sim/workload/layout.h"
 #include "sim/workload/layout_config.h"
+#include "tests/support/chakra_nodes.h"
 #include "tests/support/moe_fixtures.h"
 #include "tests/support/test_helpers.h"
 
@@ -262,32 +263,10 @@ TEST(MoeTraceErrors, MalformedEntriesNameTheirField) {
 
 // --- explicit workloads: Chakra all-to-all-v through our format ---------------------------------
 
-Node node(uint64_t id, ChakraProtoMsg::NodeType type, std::vector<uint64_t> deps = {}) {
-  Node n;
-  n.set_id(id);
-  std::string name(1, 'n');  // appended, not "n" + ...: GCC 12 warns falsely (-Wrestrict) on that
-  name += std::to_string(id);
-  n.set_name(name);
-  n.set_type(type);
-  for (const auto d : deps) n.add_data_deps(d);
-  return n;
-}
-void attr_i64(Node& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attr();
-  a->set_name(name);
-  a->set_int64_val(v);
-}
-Node comp(uint64_t id, int64_t ps, std::vector<uint64_t> deps = {}) {
-  Node n = node(id, ChakraProtoMsg::COMP_NODE, deps);
-  attr_i64(n, "duration_ps", ps);
-  return n;
-}
-Node coll(uint64_t id, int64_t type, int64_t size, std::vector<uint64_t> deps) {
-  Node n = node(id, ChakraProtoMsg::COMM_COLL_NODE, deps);
-  attr_i64(n, "comm_type", type);
-  attr_i64(n, "comm_size", size);
-  return n;
-}
+using testing_support::attr_i64;
+using testing_support::coll;
+using testing_support::comp;
+using testing_support::node;
 
 // Four ranks: uneven compute, an ALL_TO_ALL whose in_split_size differs by rank (what MoE
 // dispatch records), a GATHER to rank 2 and a SCATTER from rank 1.

@@ -15,6 +15,7 @@
 #include "sim/trace/chakra.h"
 #include "sim/trace/replay.h"
 #include "sim/trace/trace_format.h"
+#include "tests/support/chakra_nodes.h"
 
 namespace cs::trace {
 namespace {
@@ -250,37 +251,12 @@ TEST(ChakraImport, ConvertedToOurFormatReplaysTheSame) {
             json_of(simulate_workload(w, target, "t", "x")));
 }
 
-// Synthetic ranks: node helpers.
-Node node(uint64_t id, ChakraProtoMsg::NodeType type, std::vector<uint64_t> deps = {}) {
-  Node n;
-  n.set_id(id);
-  n.set_name("n" + std::to_string(id));
-  n.set_type(type);
-  for (const auto d : deps) n.add_data_deps(d);
-  return n;
-}
-void attr_i64(Node& n, const std::string& name, int64_t v) {
-  auto* a = n.add_attr();
-  a->set_name(name);
-  a->set_int64_val(v);
-}
-void attr_u32(Node& n, const std::string& name, uint32_t v) {
-  auto* a = n.add_attr();
-  a->set_name(name);
-  a->set_uint32_val(v);
-}
-Node coll(uint64_t id, int64_t type, int64_t size, std::vector<uint64_t> deps = {}) {
-  Node n = node(id, ChakraProtoMsg::COMM_COLL_NODE, deps);
-  attr_i64(n, "comm_type", type);
-  attr_i64(n, "comm_size", size);
-  return n;
-}
-Node p2p(uint64_t id, bool send, int32_t peer, int64_t size, std::vector<uint64_t> deps = {}) {
-  Node n = node(id, send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE, deps);
-  attr_u32(n, send ? "comm_dst" : "comm_src", static_cast<uint32_t>(peer));
-  attr_i64(n, "comm_size", size);
-  return n;
-}
+// Synthetic ranks.
+using testing_support::attr_i64;
+using testing_support::attr_u32;
+using testing_support::coll;
+using testing_support::node;
+using testing_support::p2p;
 
 std::string simulate_error(const std::vector<std::vector<Node>>& nodes,
                            const CommGroups& groups = {}) {
