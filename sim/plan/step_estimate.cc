@@ -7,6 +7,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/run/stage_work.h"
 #include "sim/workload/layout_config.h"
+#include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
 
@@ -123,9 +124,10 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   double exposed = 0;
   if (one_pass > 0) {
     // ZeRO-3 gathers weights per layer in the forward and backward of every microbatch;
-    // ZeRO-2 and 3 reduce-scatter every microbatch's gradients. Both hide behind compute at best.
+    // ZeRO-2 and 3 reduce-scatter every microbatch's gradients unless they reduce once per step.
+    // Both hide behind compute at best.
     const double gathers = p.zero_stage() == 3 ? 2.0 * m * one_pass : 0.0;
-    const double reductions = p.zero_stage() >= 2 ? m * one_pass : 0.0;
+    const double reductions = workload::reduces_grads_every_microbatch(p) ? m * one_pass : 0.0;
     pipeline = std::max(pipeline, gathers + reductions);
     if (p.zero_stage() < 3) exposed += one_pass;         // parameter all-gather after the optimizer
     exposed += one_pass / (static_cast<double>(v) * m);  // the last gradient bucket

@@ -221,7 +221,7 @@ void print_table(std::ostream& out, const StepReport& r) {
       fmt("%.3g", r.comm_bytes_nvlink / 1e12) + " / " + fmt("%.3g", r.comm_bytes_network / 1e12));
   const MemoryFigures& m = r.memory;
   row("memory per GPU (peak stage " + std::to_string(m.peak_stage) + ")",
-      fmt("%.1f GB", m.peak_gb) + " of " + fmt("%.0f GB", m.capacity_gb) +
+      fmt("%.1f GB", m.peak_gb) + " of " + fmt("%.1f GB", m.capacity_gb) +
           (m.fits ? " (fits)" : " (DOES NOT FIT)"));
   row("  weights/grads/optimizer", fmt("%.1f", m.weights_gb) + " / " + fmt("%.1f", m.gradients_gb) +
                                        " / " + fmt("%.1f GB", m.optimizer_gb));

@@ -347,7 +347,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   // (--accumulate-allreduce-grads-in-fp32, grad_reduce_in_fp32=True in NeMo's recipes) or bf16.
   const Bytes grad_bytes = par.grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_BF16 ? 2 : 4;
   work.grad_sync_after_backward = !par.overlap_grad_reduce();
-  work.grad_sync_every_microbatch = zero >= 2 && dp > 1;
+  work.grad_sync_every_microbatch = workload::reduces_grads_every_microbatch(par);
   work.overlap_pairs = config.parallel().dualpipe_overlap();
   // Distributed optimizer: updated bf16 parameters are all-gathered in buckets (without a
   // pipeline: of dp_bucket_params), each before the first forward op that uses them, as

@@ -157,9 +157,28 @@ double pass_bytes(const clustersim::RunConfig& config, int32_t layers, bool firs
   return bytes;
 }
 
-// The largest sum of pass_bytes() over the microbatch-chunks `order` holds at once.
-double exact_peak_activation_bytes(const clustersim::RunConfig& config, int32_t stage,
-                                   std::span<const WorkItem> order) {
+// Bytes live at a stage's peak: activations, and unsharded gradient buffers of chunks between
+// their first and last backward (holds_chunk_grads_between_backwards()).
+struct LiveBytes {
+  double activations = 0, gradient_buffers = 0;
+  double total() const { return activations + gradient_buffers; }
+};
+
+// Each chunk's unsharded gradient buffer, or none when gradients are not held per chunk.
+std::vector<double> chunk_gradient_buffers(const clustersim::RunConfig& config, int32_t stage) {
+  const auto& par = config.parallel();
+  std::vector<double> out(static_cast<size_t>(par.virtual_stages()), 0.0);
+  if (!holds_chunk_grads_between_backwards(par)) return out;
+  for (int32_t c = 0; c < par.virtual_stages(); ++c)
+    out[static_cast<size_t>(c)] =
+        grad_bytes(par) * static_cast<double>(chunk_params(config, stage, c));
+  return out;
+}
+
+// The largest sum of pass_bytes() over the microbatch-chunks `order` holds at once, with the
+// gradient buffers live beside them.
+LiveBytes exact_peak_bytes(const clustersim::RunConfig& config, int32_t stage,
+                           std::span<const WorkItem> order) {
   const auto& par = config.parallel();
   const PipelineSchedule schedule = pipeline_schedule_of(par);
   const std::vector<int32_t> chunks = chunk_layers_of(config, stage);
@@ -169,19 +188,34 @@ double exact_peak_activation_bytes(const clustersim::RunConfig& config, int32_t 
     const int32_t piece = model_piece(schedule, stage, static_cast<int32_t>(c), par.pp());
     chunk_bytes.push_back(pass_bytes(config, chunks[c], piece == 0, piece == last_piece));
   }
+  const std::vector<double> buffers = chunk_gradient_buffers(config, stage);
   std::set<std::pair<int32_t, int32_t>> split;  // (microbatch, chunk) whose W is its own item
   for (const WorkItem& item : order) {
     if (item.phase == Phase::kWeightGrad) split.insert({item.microbatch, item.chunk});
   }
-  double now = 0, peak = 0;
-  for (const WorkItem& item : order) {
-    const double bytes = chunk_bytes.at(static_cast<size_t>(item.chunk));
+  // The item that frees a pass's activations also makes its weight gradients.
+  auto frees = [&](const WorkItem& item) {
     const bool has_w = split.count({item.microbatch, item.chunk}) > 0;
+    return item.phase == (has_w ? Phase::kWeightGrad : Phase::kBackward);
+  };
+  std::vector<size_t> last_grad(buffers.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i)
+    if (frees(order[i])) last_grad[static_cast<size_t>(order[i].chunk)] = i;
+  std::vector<bool> live(buffers.size(), false);
+  LiveBytes now, peak;
+  for (size_t i = 0; i < order.size(); ++i) {
+    const WorkItem& item = order[i];
+    const auto c = static_cast<size_t>(item.chunk);
     if (item.phase == Phase::kForward) {
-      now += bytes;
-      peak = std::max(peak, now);
-    } else if (item.phase == (has_w ? Phase::kWeightGrad : Phase::kBackward)) {
-      now -= bytes;
+      now.activations += chunk_bytes.at(c);
+    } else if (frees(item) && !live[c]) {
+      live[c] = true;  // allocated before this item's activations are freed
+      now.gradient_buffers += buffers[c];
+    }
+    if (now.total() > peak.total()) peak = now;
+    if (item.phase != Phase::kForward && frees(item)) {
+      now.activations -= chunk_bytes.at(c);
+      if (i == last_grad[c]) now.gradient_buffers -= buffers[c];  // reduce-scattered, freed
     }
   }
   return peak;
@@ -200,6 +234,16 @@ double upper_bound_activation_bytes(const clustersim::RunConfig& config, int32_t
 
 double grad_bytes(const ParallelConfig& parallel) {
   return parallel.grad_reduce_dtype() == ParallelConfig::GRAD_BF16 ? 2.0 : 4.0;
+}
+
+bool reduces_grads_every_microbatch(const ParallelConfig& parallel) {
+  return parallel.zero_stage() >= 2 && parallel.dp() > 1 &&
+         parallel.sharded_grad_reduce() == ParallelConfig::EVERY_MICROBATCH;
+}
+
+bool holds_chunk_grads_between_backwards(const ParallelConfig& parallel) {
+  return parallel.zero_stage() >= 2 && static_cast<int64_t>(parallel.dp()) * parallel.cp() > 1 &&
+         parallel.sharded_grad_reduce() == ParallelConfig::ONCE_PER_STEP;
 }
 
 ModelStateBytes model_state_bytes(double params, int32_t zero_stage, int64_t shards,
@@ -364,7 +408,7 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
     const ParamCounts counts = count_params(m);
     temporary += 2.0 * 2.0 * static_cast<double>(counts.per_layer_on_tp_rank(p.tp()));
   }
-  if (p.zero_stage() >= 2 && shards > 1) {
+  if (reduces_grads_every_microbatch(p) && shards > 1) {
     const int64_t buckets = p.overlap_grad_reduce() ? 2 : 1;
     temporary +=
         g * static_cast<double>(std::min<int64_t>(buckets * p.dp_bucket_params(), out.params));
@@ -393,13 +437,13 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
 MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32_t stage,
                                       std::span<const WorkItem> order) {
   MemoryBreakdown out = stage_memory_without_activations(config, stage);
-  const double held =
-      config.effects().memory_exact_pipeline_peak()
-          ? exact_peak_activation_bytes(config, stage, order)
-          : upper_bound_activation_bytes(
-                config, stage,
-                peak_held_activations(std::vector<WorkItem>(order.begin(), order.end())));
-  out.activations = to_bytes(held);
+  if (!config.effects().memory_exact_pipeline_peak()) {
+    return estimate_stage_memory(
+        config, stage, peak_held_activations(std::vector<WorkItem>(order.begin(), order.end())));
+  }
+  const LiveBytes peak = exact_peak_bytes(config, stage, order);
+  out.activations = to_bytes(peak.activations);
+  out.gradients += to_bytes(peak.gradient_buffers);
   return out;
 }
 
@@ -407,6 +451,8 @@ MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32
                                       int32_t in_flight) {
   MemoryBreakdown out = stage_memory_without_activations(config, stage);
   out.activations = to_bytes(upper_bound_activation_bytes(config, stage, in_flight));
+  for (const double buffer : chunk_gradient_buffers(config, stage))
+    out.gradients += to_bytes(buffer);
   return out;
 }
 

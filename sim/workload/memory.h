@@ -32,6 +32,12 @@ ModelStateBytes model_state_bytes(double params, int32_t zero_stage, int64_t sha
 // Bytes per gradient element of the configuration's gradient buffers: 4 for GRAD_FP32 (Megatron's
 // fp32 main_grad, accumulated across microbatches and reduced in fp32), 2 for GRAD_BF16.
 double grad_bytes(const clustersim::ParallelConfig& parallel);
+// Whether every microbatch's gradients are reduce-scattered into the shard (ZeRO-2/3 with
+// sharded_grad_reduce = EVERY_MICROBATCH, data parallel over more than one rank).
+bool reduces_grads_every_microbatch(const clustersim::ParallelConfig& parallel);
+// Whether a model chunk's gradients are held unsharded only from its first backward to its
+// reduce-scatter after its last (ZeRO-2/3 with ONCE_PER_STEP over more than one shard).
+bool holds_chunk_grads_between_backwards(const clustersim::ParallelConfig& parallel);
 
 // How training keeps its model states, for the side-by-side comparison of `clustersim memory`:
 // kFp32: fp32 weights and gradients, Adam m and v, no master copy: 4 + 4 + 8 = 16 bytes/param.
@@ -141,6 +147,11 @@ struct MemoryBreakdown {
 // buffers when overlap_comm is on, one otherwise: deepspeed/runtime/zero/stage_1_and_2.py). The
 // CUDA context, NCCL buffers and allocator fragmentation (typically a few GB) are the caller's
 // margin. The backward working set is its own field (effects.memory_backward_working_set).
+// Sharded gradients reduced once per step (holds_chunk_grads_between_backwards()): a chunk's
+// unsharded buffer (its chunk_params() x grad_bytes()) is allocated at the start of the chunk's
+// first backward item (B, or W where split) and freed after its last; `gradients` is the shard
+// plus the buffers live at the stage's peak of activations + buffers (without the exact peak:
+// every chunk's buffer, the largest they can be together).
 // checkpoint_every_k_layers = k (with recompute NONE or SELECTIVE) keeps one 2·s·b·h input per run
 // of k layers instead of every layer's activations, and adds k layers' activations (the run being
 // recomputed) to the temporary allowance.

@@ -189,34 +189,54 @@ int64_t stage_expert_params(const clustersim::RunConfig& config, int32_t stage) 
   return params;
 }
 
-int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
+int64_t chunk_params(const clustersim::RunConfig& config, int32_t stage, int32_t chunk) {
   const auto& m = config.model();
   const auto& p = config.parallel();
   const int64_t t = p.tp();
   const ParamCounts counts = count_params(m);
   const int64_t vocab_shard = padded_vocab(m, t) * m.hidden_size() / t;
+  const PipelineSchedule schedule = pipeline_schedule_of(p);
+  const std::vector<int32_t> pieces = layers_per_piece(config);
+  const int32_t piece = model_piece(schedule, stage, chunk, p.pp());
+  const int32_t last = static_cast<int32_t>(pieces.size()) - 1;
+  int32_t first_layer = 0;
+  for (int32_t q = 0; q < piece; ++q) first_layer += pieces[static_cast<size_t>(q)];
+  std::vector<int32_t> layers;
+  for (int32_t l = 0; l < pieces[static_cast<size_t>(piece)]; ++l)
+    layers.push_back(first_layer + l);
+  // Multi-token prediction modules run after the head, with the last piece.
+  if (piece == last)
+    for (int32_t k = 0; k < m.mtp_layers(); ++k) layers.push_back(m.num_layers() + k);
   int64_t params = 0;
-  for (const int32_t l : stage_layers(config, stage))
+  for (const int32_t l : layers)
     params += layer_dense_params(config, l) + layer_expert_params(config, l);
   // The embedding lives with the first piece, the final norm and head with the last: stage 0 and
   // p-1 under Megatron's placement, stage 0 for both in ZB-V's V, both ends twice for DualPipe.
+  if (piece == 0) params += vocab_shard;
+  if (piece == last) {
+    params += counts.final_norm;
+    if (!m.tied_embeddings() || p.pp() > 1) params += vocab_shard;
+  }
+  return params;
+}
+
+int64_t stage_params(const clustersim::RunConfig& config, int32_t stage) {
+  const auto& m = config.model();
+  const auto& p = config.parallel();
   const PipelineSchedule schedule = pipeline_schedule_of(p);
   const int32_t last = model_pieces(schedule, p.pp(), p.virtual_stages()) - 1;
+  int64_t params = 0;
   bool first_piece = false, last_piece = false;
   for (int32_t c = 0; c < p.virtual_stages(); ++c) {
+    params += chunk_params(config, stage, c);
     const int32_t piece = model_piece(schedule, stage, c, p.pp());
-    if (piece == 0) params += vocab_shard;
-    if (piece == last) {
-      params += counts.final_norm;
-      if (!m.tied_embeddings() || p.pp() > 1) params += vocab_shard;
-    }
     first_piece = first_piece || piece == 0;
     last_piece = last_piece || piece == last;
   }
   // Multi-token prediction looks up the shared embedding on the last stage: a copy there (its
   // gradient's sum with the first stage's, Megatron's embedding group, is not simulated).
   if (last_piece && !first_piece && m.mtp_layers() > 0 && !m.tied_embeddings())
-    params += vocab_shard;
+    params += padded_vocab(m, p.tp()) * m.hidden_size() / p.tp();
   return params;
 }
 

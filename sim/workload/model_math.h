@@ -144,6 +144,10 @@ int32_t layers_on_stage(const clustersim::RunConfig& config, int32_t stage);
 // and the output head (padded vocab x h / tp). A tied head with pp > 1 still costs the last stage a
 // copy, as Megatron keeps one there and all-reduces its gradient with the first stage's.
 int64_t stage_params(const clustersim::RunConfig& config, int32_t stage);
+// The part of stage_params() in the stage's model chunk `chunk` (its piece's layers, the embedding
+// with piece 0, the final norm and head with the last piece); the multi-token prediction
+// embedding copy is the stage's alone.
+int64_t chunk_params(const clustersim::RunConfig& config, int32_t stage, int32_t chunk);
 // The part of stage_params held as routed experts: E / ep experts of each MoE layer, split
 // over the expert TP size; their gradients and optimizer states shard over EDP, not DP.
 int64_t stage_expert_params(const clustersim::RunConfig& config, int32_t stage);

@@ -288,6 +288,11 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   if (p.zero_stage() < 0 || p.zero_stage() > 3) {
     c.fail("parallel.zero_stage = " + std::to_string(p.zero_stage()) + " must be 0, 1, 2 or 3");
   }
+  if (p.sharded_grad_reduce() != clustersim::ParallelConfig::EVERY_MICROBATCH &&
+      p.zero_stage() < 2) {
+    c.fail("parallel.sharded_grad_reduce = ONCE_PER_STEP needs parallel.zero_stage 2 or 3 (at " +
+           std::to_string(p.zero_stage()) + " gradients are not sharded)");
+  }
 
   const DimSizes sizes = dim_sizes(p);
   const int64_t gpus = world_of(sizes);

@@ -94,6 +94,24 @@ TEST(StepSimulation, ZeroTwoReduceScattersEveryMicrobatchWhereZeroOneReducesOnce
   EXPECT_NEAR((dp_bytes_per_rank(2) - dp_bytes_per_rank(1)) / reduce_scatter, 3.0, 1e-6);
 }
 
+TEST(StepSimulation, ZeroTwoReducingOncePerStepTimesLikeZeroOne) {
+  // Sharded gradients accumulated per chunk and reduce-scattered once (Llama 3's FSDP) move
+  // ZeRO-1's bytes at ZeRO-1's times: only the memory differs.
+  auto run = [](std::vector<std::string> zero) {
+    std::vector<std::string> o = {"parallel.tp=2", "parallel.pp=2", "parallel.dp=4",
+                                  "parallel.global_batch_size=16"};
+    o.insert(o.end(), zero.begin(), zero.end());
+    return simulate_step(small(o), "test");
+  };
+  const auto once = run({"parallel.zero_stage=2", "parallel.sharded_grad_reduce=ONCE_PER_STEP"});
+  const auto one = run({"parallel.zero_stage=1"});
+  const auto every = run({"parallel.zero_stage=2"});
+  EXPECT_EQ(once.iteration_time_s, one.iteration_time_s);
+  EXPECT_EQ(once.comm_bytes_by_dim, one.comm_bytes_by_dim);
+  EXPECT_EQ(once.bubble_fraction, one.bubble_fraction);
+  EXPECT_GT(every.comm_bytes_by_dim[3], once.comm_bytes_by_dim[3]);
+}
+
 TEST(StepSimulation, ContextParallelRanksSumTheirGradients) {
   // CP ranks saw different tokens of the same sequences: their gradients must be all-reduced,
   // 2(cp-1)/cp of the gradient bytes per rank at least (K/V gathers come on top).
@@ -140,6 +158,9 @@ TEST(StepSimulation, InvalidLayoutsNameTheField) {
   expect_error(small({"parallel.tp=3"}), "tp");
   expect_error(small({"parallel.pp=3"}), "pp");
   expect_error(small({"parallel.global_batch_size=33"}), "global_batch_size");
+  expect_error(small({"parallel.dp=2", "parallel.global_batch_size=2", "parallel.zero_stage=1",
+                      "parallel.sharded_grad_reduce=ONCE_PER_STEP"}),
+               "sharded_grad_reduce");
   expect_error(small({"parallel.dp=3000000", "parallel.global_batch_size=3000000"}), "GPU");
   // Absurd sizes fail at once instead of exhausting memory or overflowing the clock.
   expect_error(small({"model.num_layers=2000000000"}), "model.num_layers");

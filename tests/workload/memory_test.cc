@@ -336,6 +336,67 @@ TEST(Memory, TheOutputHeadIsChargedOnceOnTheInterleavedLastStage) {
             estimate_stage_memory(c, 1, peak_held_activations(orders[1])).activations);
 }
 
+TEST(Memory, ChunkParamsAddUpToTheStage) {
+  clustersim::RunConfig c = interleaved();
+  for (int32_t s = 0; s < 4; ++s)
+    EXPECT_EQ(chunk_params(c, s, 0) + chunk_params(c, s, 1), stage_params(c, s)) << "stage " << s;
+  // Stage 0's first chunk is model piece 0 with the embedding; its second, piece 4, has none.
+  EXPECT_GT(chunk_params(c, 0, 0), chunk_params(c, 0, 1));
+  EXPECT_EQ(chunk_params(c, 1, 0), chunk_params(c, 1, 1));
+}
+
+TEST(Memory, GradientsReducedOncePerStepHoldEachChunksBufferFromItsFirstBackwardToItsLast) {
+  // 4 microbatches on 4 stages at 8K tokens: Megatron's interleaved order runs every forward,
+  // then every backward of chunk 1 before chunk 0's first, and activations outweigh a buffer.
+  clustersim::RunConfig c = interleaved();
+  c.mutable_model()->set_seq_length(8192);
+  c.mutable_parallel()->set_dp(16);
+  c.mutable_parallel()->set_global_batch_size(4 * 16);
+  c.mutable_parallel()->set_zero_stage(2);
+  c.mutable_parallel()->set_sharded_grad_reduce(ParallelConfig::ONCE_PER_STEP);
+  const auto orders = orders_of(c);
+  ASSERT_EQ(peak_held_activations(orders[1]), 8);
+  const double shard = 4.0 * static_cast<double>(stage_params(c, 1)) / 16;
+  // So at stage 1's peak (the start of its first backward, all passes still kept) only chunk
+  // 1's fp32 buffer is live, beside the shard; no bucket allowance is added.
+  const MemoryBreakdown once = estimate_stage_memory(c, 1, std::span<const WorkItem>(orders[1]));
+  EXPECT_NEAR(static_cast<double>(once.gradients),
+              shard + 4.0 * static_cast<double>(chunk_params(c, 1, 1)), 1.0);
+  EXPECT_EQ(once.temporary, 0);
+  const double chunk = 12 * layer_activation_bytes(c);
+  EXPECT_NEAR(static_cast<double>(once.activations), peak_held_activations(orders[1]) * chunk, 1.0);
+  // Against ZeRO-1 (the whole buffer kept all step) it saves the other chunk's buffer less the
+  // shard; against reducing every microbatch it adds chunk 1's buffer less two buckets.
+  clustersim::RunConfig z1 = c;
+  z1.mutable_parallel()->set_zero_stage(1);
+  z1.mutable_parallel()->set_sharded_grad_reduce(ParallelConfig::EVERY_MICROBATCH);
+  const MemoryBreakdown one = estimate_stage_memory(z1, 1, std::span<const WorkItem>(orders[1]));
+  EXPECT_NEAR(static_cast<double>(one.total() - once.total()),
+              4.0 * static_cast<double>(chunk_params(c, 1, 0)) - shard, 1.0);
+  // One chunk (1F1B): its buffer is live from the first backward on, so ZeRO-1's total + shard.
+  clustersim::RunConfig flat = c;
+  flat.mutable_parallel()->set_virtual_stages(1);
+  flat.mutable_parallel()->set_schedule(ParallelConfig::ONE_F_ONE_B);
+  clustersim::RunConfig flat1 = flat;
+  flat1.mutable_parallel()->set_zero_stage(1);
+  flat1.mutable_parallel()->set_sharded_grad_reduce(ParallelConfig::EVERY_MICROBATCH);
+  const auto flat_orders =
+      pipeline_orders(PipelineSchedule::kOneFOneB, 4, num_microbatches(flat.parallel()), 1);
+  for (int32_t s = 0; s < 4; ++s) {
+    const std::span<const WorkItem> order(flat_orders[static_cast<size_t>(s)]);
+    EXPECT_NEAR(static_cast<double>(estimate_stage_memory(flat, s, order).total() -
+                                    estimate_stage_memory(flat1, s, order).total()),
+                4.0 * static_cast<double>(stage_params(flat, s)) / 16, 1.0)
+        << "stage " << s;
+  }
+  // Without the exact peak, every chunk's buffer is charged.
+  clustersim::RunConfig bound = c;
+  bound.mutable_effects()->set_memory_exact_pipeline_peak(false);
+  EXPECT_NEAR(static_cast<double>(
+                  estimate_stage_memory(bound, 1, std::span<const WorkItem>(orders[1])).gradients),
+              shard + 4.0 * static_cast<double>(stage_params(c, 1)), 1.0);
+}
+
 TEST(Memory, EachHeldChunkCountsItsOwnLayersAndTheEmbeddingOnlyItsFirstChunk) {
   clustersim::RunConfig c = interleaved();
   c.mutable_model()->set_hidden_dropout(0.1);  // the embedding keeps a dropout mask
