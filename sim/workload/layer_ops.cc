@@ -384,15 +384,45 @@ void latent_grad_reduce(Builder& b, std::string_view ar_name, std::string_view r
 // Megatron-Core's fused MLA RoPE (fused_apply_mla_rope_for_q / _for_kv): one kernel rotates the
 // query's rope part and writes the whole query; one rotates k_pe and writes key (nope + the
 // shared rotated k_pe, per head) and value from the kv up projection. Backward mirrors them.
-void mla_rope(Builder& b, const MlaShapes& s, bool backward) {
+enum class RopePass : uint8_t { kForward, kBackward, kRecompute };
+void mla_rope(Builder& b, const MlaShapes& s, RopePass pass) {
   if (b.model_.position_embedding() != clustersim::ModelConfig::ROPE) return;
+  auto pick = [&](std::string_view fwd, std::string_view bwd, std::string_view again) {
+    return pass == RopePass::kForward ? fwd : pass == RopePass::kBackward ? bwd : again;
+  };
   const double q = b.token_elements(s.heads * s.qk);
-  b.memory(backward ? "mla_rope_q_bwd" : "mla_rope_q_fwd", 2.0 * kActBytes * q,
+  b.memory(pick("mla_rope_q_fwd", "mla_rope_q_bwd", "mla_rope_q_recompute"), 2.0 * kActBytes * q,
            3.0 * b.token_elements(s.heads * s.rope), KernelGroup::kElementwise);
   const double kv_in = b.token_elements(s.kv_up_n() + s.rope);
   const double kv_out = b.token_elements(s.heads * (s.qk + s.v));
-  b.memory(backward ? "mla_rope_kv_bwd" : "mla_rope_kv_fwd", kActBytes * (kv_in + kv_out),
-           3.0 * b.token_elements(s.rope), KernelGroup::kElementwise);
+  b.memory(pick("mla_rope_kv_fwd", "mla_rope_kv_bwd", "mla_rope_kv_recompute"),
+           kActBytes * (kv_in + kv_out), 3.0 * b.token_elements(s.rope), KernelGroup::kElementwise);
+}
+
+// The latent norms, up projections (with their SP gathers) and RoPE: Q, K and V from the
+// latents, in the forward or, when MLA_UP_PROJ recomputation dropped them, again before the
+// backward (kernel names are static labels, hence the pairs).
+void mla_up_projections(Builder& b, const MlaShapes& s, bool recompute) {
+  const int64_t T = b.tokens_, h = b.h_;
+  const Phase f = Phase::kForward;
+  auto pick = [&](std::string_view fwd, std::string_view again) { return recompute ? again : fwd; };
+  if (s.q_lora > 0) {
+    latent_norm(b, pick("q_norm_fwd", "q_norm_recompute"), s.q_lora, false);
+    if (b.sp_) {
+      latent_comm(b, coll::Op::kAllGather, pick("mla_q_sp_ag", "mla_q_sp_ag_recompute"), s.q_lora);
+    }
+    b.gemm_phase(f, pick("q_up_fwd", "q_up_recompute"), "", "", T, s.q_up_n(), s.q_lora);
+  } else {
+    b.enter_tp_forward(pick("attn_sp_ag", "attn_sp_ag_recompute"));
+    b.gemm_phase(f, pick("q_proj_fwd", "q_proj_recompute"), "", "", T, s.q_up_n(), h);
+  }
+  latent_norm(b, pick("kv_norm_fwd", "kv_norm_recompute"), s.kv_lora, false);
+  if (b.sp_) {
+    latent_comm(b, coll::Op::kAllGather, pick("mla_kv_sp_ag", "mla_kv_sp_ag_recompute"), s.kv_lora);
+    latent_comm(b, coll::Op::kAllGather, pick("mla_kpe_sp_ag", "mla_kpe_sp_ag_recompute"), s.rope);
+  }
+  b.gemm_phase(f, pick("kv_up_fwd", "kv_up_recompute"), "", "", T, s.kv_up_n(), s.kv_lora);
+  mla_rope(b, s, recompute ? RopePass::kRecompute : RopePass::kForward);
 }
 
 void mla_forward(Builder& b, const MlaShapes& s) {
@@ -405,19 +435,7 @@ void mla_forward(Builder& b, const MlaShapes& s) {
   }
   if (b.fp8_casts_) b.fp8_cast_transpose("kv_down_input_fp8_cast", input);
   b.gemm_phase(f, "kv_down_fwd", "", "", s.local, s.kv_down_n(), h);
-  if (s.q_lora > 0) {
-    latent_norm(b, "q_norm_fwd", s.q_lora, false);
-    if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_q_sp_ag", s.q_lora);
-    b.gemm_phase(f, "q_up_fwd", "", "", T, s.q_up_n(), s.q_lora);
-  } else {
-    b.enter_tp_forward("attn_sp_ag");
-    b.gemm_phase(f, "q_proj_fwd", "", "", T, s.q_up_n(), h);
-  }
-  latent_norm(b, "kv_norm_fwd", s.kv_lora, false);
-  if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_kv_sp_ag", s.kv_lora);
-  if (b.sp_) latent_comm(b, coll::Op::kAllGather, "mla_kpe_sp_ag", s.rope);
-  b.gemm_phase(f, "kv_up_fwd", "", "", T, s.kv_up_n(), s.kv_lora);
-  mla_rope(b, s, false);
+  mla_up_projections(b, s, false);
   b.attention("attn_fwd", false);
   if (b.fp8_casts_) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(s.heads * s.v));
   b.gemm_phase(f, "proj_fwd", "", "", T, h, s.heads * s.v);
@@ -431,7 +449,7 @@ void mla_backward(Builder& b, const MlaShapes& s) {
   if (b.fp8_casts_) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
   b.gemm_phase(p, "", "proj_dgrad", "", T, h, s.heads * s.v);
   b.attention("attn_bwd", true);
-  mla_rope(b, s, true);
+  mla_rope(b, s, RopePass::kBackward);
   if (b.fp8_casts_) b.fp8_cast_transpose("kv_up_dgrad_fp8_cast", b.token_elements(s.kv_up_n()));
   b.gemm_phase(p, "", "kv_up_dgrad", "", T, s.kv_up_n(), s.kv_lora);
   // Without SP, k_pe's partial gradients (each rank's heads) are summed in the same all-reduce.
@@ -588,17 +606,21 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
 
 std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config,
                                          const ExpertLoad* experts) {
-  switch (config.parallel().recompute()) {
-    case clustersim::ParallelConfig::FULL:
-      return layer_ops(config, Phase::kForward, experts);
-    case clustersim::ParallelConfig::SELECTIVE: {
-      Builder b(config);
-      b.attention("attn_recompute", false);
-      return b.take();
-    }
-    default:
-      return {};
+  using clustersim::ParallelConfig;
+  const auto& p = config.parallel();
+  if (p.recompute() == ParallelConfig::FULL) return layer_ops(config, Phase::kForward, experts);
+  Builder b(config);
+  if (p.recompute() == ParallelConfig::SELECTIVE) b.attention("attn_recompute", false);
+  // Output-discarding recomputation (recompute_modules): the dropped outputs again.
+  const bool mla = config.model().has_mla();
+  if (recomputes(p, ParallelConfig::LAYERNORM)) {
+    b.norm("ln1_recompute", false, !mla);
+    b.norm("ln2_recompute", false);
   }
+  if (mla && recomputes(p, ParallelConfig::MLA_UP_PROJ)) mla_up_projections(b, MlaShapes(b), true);
+  if (experts && recomputes(p, ParallelConfig::MOE_ACT))
+    b.append(moe_activation_recompute_ops(config, *experts));
+  return b.take();
 }
 
 std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase phase) {

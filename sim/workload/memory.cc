@@ -30,6 +30,28 @@ bool has_hidden_dropout(const ModelConfig& m) {
   return m.hidden_dropout() > 0;
 }
 
+// Bytes per element an FP8 linear keeps of its input for the weight gradient (the FP8 copy it
+// multiplied with), else 2.
+double linear_input_bytes(const clustersim::RunConfig& config) {
+  return config.precision() == clustersim::FP8 && config.effects().memory_fp8_linear_inputs() ? 1.0
+                                                                                              : 2.0;
+}
+
+// Bytes per element of an MLP activation's kept input: 1 under activation_fp8_input_store.
+double activation_input_bytes(const clustersim::RunConfig& config) {
+  return config.precision() == clustersim::FP8 && config.parallel().activation_fp8_input_store()
+             ? 1.0
+             : 2.0;
+}
+
+// Bytes per token an MLP of `ffn` columns on this GPU keeps: the activation's input (gate and up
+// for SwiGLU), and fc2's input (the activation's output) unless `recompute_act`.
+double mlp_bytes_per_token(const clustersim::RunConfig& config, double ffn, bool recompute_act) {
+  const bool swiglu = config.model().activation() == ModelConfig::SWIGLU;
+  const double act_in = (swiglu ? 2.0 : 1.0) * activation_input_bytes(config) * ffn;
+  return act_in + (recompute_act ? 0.0 : linear_input_bytes(config) * ffn);
+}
+
 // Bytes per token of the attention core's own saved tensors (beyond Q, K, V and O): FLASH's fp32
 // log-sum-exp per local head; UNFUSED's softmax output over all s keys, plus its dropout mask and
 // output when attention dropout is on.
@@ -42,31 +64,43 @@ double core_attention_bytes_per_token(const clustersim::RunConfig& config) {
 }
 
 // Bytes the attention block keeps split over TP ranks, before the / tp: Q and the projection input
-// (2 bytes x a·d each), K and V (2 bytes x kv·d each). MLA: Q and K of a·qk and V and the
-// projection input of a·v (keys and values per head, no GQA sharing).
-double attention_split_bytes(const ModelConfig& m, double tokens) {
+// (2 bytes x a·d each; the input at linear_input_bytes()), K and V (2 bytes x kv·d each). MLA: Q
+// and K of a·qk and V and the projection input of a·v (keys and values per head, no GQA
+// sharing); MLA_UP_PROJ recomputation drops Q, K and V.
+double attention_split_bytes(const clustersim::RunConfig& config, double tokens) {
+  const ModelConfig& m = config.model();
   const HeadDims d = head_dims(m);
   const double a = m.num_heads();
-  if (m.has_mla()) return 4.0 * tokens * a * static_cast<double>(d.qk + d.v);
+  const double proj_in = linear_input_bytes(config);
+  if (m.has_mla()) {
+    const double qkv = recomputes(config.parallel(), ParallelConfig::MLA_UP_PROJ)
+                           ? 0.0
+                           : 2.0 * a * static_cast<double>(2 * d.qk + d.v);
+    return tokens * (qkv + proj_in * a * static_cast<double>(d.v));
+  }
   const double q_width = a * static_cast<double>(d.qk);
   const double kv_width = static_cast<double>(kv_heads(m) * d.qk);
-  return 4.0 * tokens * q_width + 4.0 * tokens * kv_width;
+  return tokens * ((2.0 + proj_in) * q_width + 4.0 * kv_width);
 }
 
 // MLA's latents, on every TP rank for its own tokens (/ sp): each LayerNorm + column-parallel up
 // projection keeps its input and its norm output (TE _LayerNormLinear), 4·q_lora + 4·kv_lora
-// bytes per token. The down projections' input is ln1's output, already counted with the norms.
+// bytes per token; MLA_UP_PROJ recomputation drops the norm outputs. The down projections'
+// input is ln1's output, already counted with the norms.
 double mla_latent_bytes(const clustersim::RunConfig& config, double tokens) {
   const auto& m = config.model();
   if (!m.has_mla()) return 0.0;
   const double widths = static_cast<double>(m.mla().q_lora_rank()) + m.mla().kv_lora_rank();
-  return 4.0 * widths * tokens / sp_divisor(config.parallel());
+  const double kept = recomputes(config.parallel(), ParallelConfig::MLA_UP_PROJ) ? 2.0 : 4.0;
+  return kept * widths * tokens / sp_divisor(config.parallel());
 }
 
 // What a MoE block keeps on one GPU for backward, for `tokens` = b·s/cp, with balanced routing
-// (imbalance is not charged): router scores (fp32, T_in x E), the permuted token copies
-// (T_in x top_k, gathered over ETP), the experts' fc1 output and activation output, their fc2
-// output (unpermute's backward needs it for the routing weights' gradient), and the shared
+// (imbalance is not charged): router scores (fp32, T_in x E); per routed copy (T_in x top_k,
+// gathered over ETP) the permuted tokens (fc1's input), the experts' MLP tensors
+// (mlp_bytes_per_token(), the fc2 input dropped under MOE_ACT recomputation) and its fp32
+// routing weight: Megatron-Core's experts apply the weights in their activation
+// (activation_func_with_probs in experts.py), so unpermute keeps no fc2 output; and the shared
 // experts' MLP tensors, like a dense MLP's. A MoE model's every layer is charged as a MoE layer
 // (its first_k_dense layers' dense MLP is not told apart).
 double moe_block_bytes(const clustersim::RunConfig& config, double tokens) {
@@ -76,13 +110,16 @@ double moe_block_bytes(const clustersim::RunConfig& config, double tokens) {
   const double t_in = tokens / sp_divisor(p);
   const int32_t etp = expert_tp_of(p);
   const double copies = t_in * moe.top_k() * (etp > 1 ? p.tp() : 1);
-  const bool swiglu = m.activation() == ModelConfig::SWIGLU;
   const double ffn_e = static_cast<double>(moe.expert_ffn_hidden_size()) / etp;
   const double h = m.hidden_size();
-  const double experts = copies * (2.0 * h + (swiglu ? 6.0 : 4.0) * ffn_e + 2.0 * h);
+  const double per_copy =
+      linear_input_bytes(config) * h +
+      mlp_bytes_per_token(config, ffn_e, recomputes(p, ParallelConfig::MOE_ACT)) + 4.0;
   const double shared =
-      (swiglu ? 6.0 : 4.0) * tokens * moe.shared_expert_ffn_hidden_size() / p.tp();
-  return 4.0 * t_in * moe.num_experts() + experts + shared;
+      tokens *
+      mlp_bytes_per_token(config, static_cast<double>(moe.shared_expert_ffn_hidden_size()) / p.tp(),
+                          false);
+  return 4.0 * t_in * moe.num_experts() + copies * per_copy + shared;
 }
 
 // One layer's activations as if nothing were recomputed, with the attention core's own tensors
@@ -94,12 +131,14 @@ double layer_bytes_no_recompute(const clustersim::RunConfig& config, bool with_c
   const double tokens = local_tokens(config);
   const double h = m.hidden_size();
   const double ffn = m.ffn_hidden_size();
-  // Two norms' inputs and outputs (16-bit), and two 1-byte dropout masks where there is dropout.
+  // Two norms' inputs and outputs (16-bit; LAYERNORM recomputation drops the outputs), and two
+  // 1-byte dropout masks where there is dropout.
   const double masks = has_hidden_dropout(m) ? 2.0 : 0.0;
+  const double norms = recomputes(p, ParallelConfig::LAYERNORM) ? 4.0 : 8.0;
   const double replicated =
-      (8.0 + masks) * tokens * h / sp_divisor(p) + mla_latent_bytes(config, tokens);
-  const double mlp_hidden = (m.activation() == ModelConfig::SWIGLU ? 6.0 : 4.0) * tokens * ffn;
-  const double split = attention_split_bytes(m, tokens) / t +
+      (norms + masks) * tokens * h / sp_divisor(p) + mla_latent_bytes(config, tokens);
+  const double mlp_hidden = tokens * mlp_bytes_per_token(config, ffn, false);
+  const double split = attention_split_bytes(config, tokens) / t +
                        (m.has_moe() ? moe_block_bytes(config, tokens) : mlp_hidden / t);
   const double core = with_core ? core_attention_bytes_per_token(config) * tokens : 0.0;
   return replicated + split + core;

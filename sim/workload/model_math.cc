@@ -245,6 +245,13 @@ int32_t num_microbatches(const clustersim::ParallelConfig& parallel) {
   return per_step > 0 ? static_cast<int32_t>(parallel.global_batch_size() / per_step) : 0;
 }
 
+bool recomputes(const clustersim::ParallelConfig& parallel,
+                clustersim::ParallelConfig::RecomputeModule module) {
+  for (const int m : parallel.recompute_modules())
+    if (m == module) return true;
+  return false;
+}
+
 PipelineSchedule pipeline_schedule_of(const clustersim::ParallelConfig& parallel) {
   return schedule_info(parallel.schedule()).value;
 }

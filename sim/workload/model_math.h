@@ -163,6 +163,10 @@ std::vector<int32_t> stage_layers(const clustersim::RunConfig& config, int32_t s
 // global_batch_size / (dp x microbatch_size).
 int32_t num_microbatches(const clustersim::ParallelConfig& parallel);
 
+// Whether parallel.recompute_modules names `module` (output-discarding recomputation).
+bool recomputes(const clustersim::ParallelConfig& parallel,
+                clustersim::ParallelConfig::RecomputeModule module);
+
 // The pipeline schedule a config names.
 PipelineSchedule pipeline_schedule_of(const clustersim::ParallelConfig& parallel);
 

@@ -68,6 +68,11 @@ class MoeBuilder {
     add(gemm_op("moe_router_wgrad", h_, moe_.num_experts(), t_in_, clustersim::BF16));
   }
 
+  // MOE_ACT recomputation: the activation's forward again, before the backward.
+  void activation_recompute() {
+    grouped([&](int64_t m) { return activation("moe_act_recompute", m, false); });
+  }
+
  private:
   void add(LayerOp op) { ops_.push_back(std::move(op)); }
   void memory(std::string_view name, double bytes, double flops, KernelGroup group) {
@@ -143,6 +148,33 @@ class MoeBuilder {
     return std::llround(static_cast<double>(ep_) * gather_ * t_in_ * moe_.top_k() * load_.kept[x]);
   }
 
+  // The experts' activation on m tokens (SwiGLU: gate, up -> y; backward also dy -> dgate, dup).
+  compute::Kernel activation(std::string_view name, int64_t m, bool backward) const {
+    const double n = static_cast<double>(m) * static_cast<double>(ffn_shard_);
+    const double tensors = swiglu_ ? (backward ? 5.0 : 3.0) : (backward ? 3.0 : 2.0);
+    return compute::memory_bound(name, tensors * kActBytes * n, (backward ? 12.0 : 8.0) * n,
+                                 KernelGroup::kElementwise);
+  }
+
+  // One op of every local expert's kernel `make(tokens)`, each EP rank's experts its parts.
+  template <typename Make>
+  void grouped(Make make) {
+    LayerOp op;
+    const std::size_t per_rank = load_.kept.size() / static_cast<std::size_t>(ep_);
+    op.rank_parts.resize(static_cast<std::size_t>(ep_));
+    int64_t tokens = 0;
+    for (std::size_t x = 0; x < load_.kept.size(); ++x) {
+      const int64_t m = expert_tokens(x);
+      tokens += m;
+      if (m > 0) op.rank_parts[x / per_rank].push_back(make(m));
+    }
+    op.kernel = make(std::max<int64_t>(tokens / ep_, 1));  // the mean rank's whole load
+    const bool fp8 =
+        op.kernel.kind == compute::KernelKind::kGemm && config_.precision() == clustersim::FP8;
+    op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+    add(std::move(op));
+  }
+
   // One op per GEMM or activation of the experts, with each EP rank's parts.
   void experts(Phase phase) {
     const int64_t up_n = (swiglu_ ? 2 : 1) * ffn_shard_;
@@ -162,27 +194,7 @@ class MoeBuilder {
       }
     };
     auto act_of = [&](std::string_view name, int64_t m) {
-      const double n = static_cast<double>(m) * static_cast<double>(ffn_shard_);
-      const bool bwd = phase == Phase::kBackward;
-      const double tensors = swiglu_ ? (bwd ? 5.0 : 3.0) : (bwd ? 3.0 : 2.0);
-      return compute::memory_bound(name, tensors * kActBytes * n, (bwd ? 12.0 : 8.0) * n,
-                                   KernelGroup::kElementwise);
-    };
-    auto grouped = [&](auto make) {
-      LayerOp op;
-      const std::size_t per_rank = load_.kept.size() / static_cast<std::size_t>(ep_);
-      op.rank_parts.resize(static_cast<std::size_t>(ep_));
-      int64_t tokens = 0;
-      for (std::size_t x = 0; x < load_.kept.size(); ++x) {
-        const int64_t m = expert_tokens(x);
-        tokens += m;
-        if (m > 0) op.rank_parts[x / per_rank].push_back(make(m));
-      }
-      op.kernel = make(std::max<int64_t>(tokens / ep_, 1));  // the mean rank's whole load
-      const bool fp8 =
-          op.kernel.kind == compute::KernelKind::kGemm && config_.precision() == clustersim::FP8;
-      op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
-      add(std::move(op));
+      return activation(name, m, phase == Phase::kBackward);
     };
     switch (phase) {
       case Phase::kForward:
@@ -253,6 +265,13 @@ class MoeBuilder {
 };
 
 }  // namespace
+
+std::vector<LayerOp> moe_activation_recompute_ops(const clustersim::RunConfig& config,
+                                                  const ExpertLoad& load) {
+  MoeBuilder b(config, load);
+  b.activation_recompute();
+  return b.take();
+}
 
 std::vector<LayerOp> moe_block_ops(const clustersim::RunConfig& config, Phase phase,
                                    const ExpertLoad& load) {

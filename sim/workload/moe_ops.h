@@ -25,5 +25,9 @@ namespace cs::workload {
 // Backward B mirrors it (dgrad GEMMs, the all-to-alls the other way); W has the wgrad GEMMs.
 std::vector<LayerOp> moe_block_ops(const clustersim::RunConfig& config, Phase phase,
                                    const ExpertLoad& load);
+// MOE_ACT recomputation (parallel.recompute_modules): the experts' activation forward again,
+// before the block's backward, each EP rank its own experts' part.
+std::vector<LayerOp> moe_activation_recompute_ops(const clustersim::RunConfig& config,
+                                                  const ExpertLoad& load);
 
 }  // namespace cs::workload

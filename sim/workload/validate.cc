@@ -288,6 +288,13 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   if (p.zero_stage() < 0 || p.zero_stage() > 3) {
     c.fail("parallel.zero_stage = " + std::to_string(p.zero_stage()) + " must be 0, 1, 2 or 3");
   }
+  using clustersim::ParallelConfig;
+  if (recomputes(p, ParallelConfig::MLA_UP_PROJ) && !config.model().has_mla())
+    c.fail("parallel.recompute_modules names MLA_UP_PROJ but the model has no model.mla");
+  if (recomputes(p, ParallelConfig::MOE_ACT) && !config.model().has_moe())
+    c.fail("parallel.recompute_modules names MOE_ACT but the model has no model.moe");
+  if (p.activation_fp8_input_store() && config.precision() != clustersim::FP8)
+    c.fail("parallel.activation_fp8_input_store needs precision: FP8");
   if (p.sharded_grad_reduce() != clustersim::ParallelConfig::EVERY_MICROBATCH &&
       p.zero_stage() < 2) {
     c.fail("parallel.sharded_grad_reduce = ONCE_PER_STEP needs parallel.zero_stage 2 or 3 (at " +
