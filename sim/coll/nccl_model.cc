@@ -155,7 +155,7 @@ double ib_payload_efficiency() {
 
 double nvls_switch_efficiency(GpuArch arch) {
   // NCCL's tuning model derates NVLS to nvlsEfficiency x the links' bandwidth: 0.85 on Hopper,
-  // 0.74 on Blackwell, none before (NCCL 2.23+ src/graph/tuning.cc, since moved to
+  // 0.74 on Blackwell, none before (releases after 2.20: src/graph/tuning.cc, now
   // src/tuning/nvls.cc; NCCL 2.20.3, whose other figures this file uses, has no such term). It is
   // NVIDIA's measured figure for the third-generation NVSwitch: multimem.ld_reduce and the
   // multicast stores do not stream at NVLink rate. With it NCCL's model gives 8 x H100 the
