@@ -45,6 +45,8 @@ struct Request {
   bool no_nvlink_overhead = false;
   bool no_step_latency = false;
   bool no_rail_rings = false;
+  bool no_nvls_efficiency = false;
+  bool no_network_overhead = false;
   bool fluid = false;
 };
 
@@ -159,6 +161,10 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
        "effect off: NCCL's per-hop and per-call latencies")
       ("no-rail-rings", po::bool_switch(&req.no_rail_rings),
        "effect off: one ring in rank order across servers")
+      ("no-nvls-efficiency", po::bool_switch(&req.no_nvls_efficiency),
+       "effect off: NVLS reduces through the NVSwitch at full link rate")
+      ("no-network-overhead", po::bool_switch(&req.no_network_overhead),
+       "effect off: the network carries its data rate of payload (no packet headers)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
       ("topology", po::value(&req.topology)->default_value(req.topology),
        "preset name (dgx-a100, dgx-h100, llama3-24k) or a .textproto file")
@@ -209,6 +215,8 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
   settings.nvlink_overhead = !req.no_nvlink_overhead;
   settings.step_latency = !req.no_step_latency;
   settings.rail_rings = !req.no_rail_rings;
+  settings.nvls_efficiency = !req.no_nvls_efficiency;
+  settings.network_overhead = !req.no_network_overhead;
   if (req.gpus % (req.group_size * req.group_stride) != 0) {
     throw UsageError(
         "--gpus " + std::to_string(req.gpus) + " is not a multiple of group size x stride (" +

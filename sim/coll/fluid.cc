@@ -28,7 +28,7 @@ void FluidContext::add_ring(FluidLane& lane, const std::vector<uint32_t>& ring,
   for (std::size_t p = 0; p < ring.size(); ++p) {
     const uint32_t a = ring[p], b = ring[(p + 1) % ring.size()];
     double scale = key.wire.byte_factor;
-    if (intra_node(a, b)) scale /= key.wire.nvlink_efficiency;
+    scale /= intra_node(a, b) ? key.wire.nvlink_efficiency : key.wire.net_efficiency;
     const double wire = payload * scale;
     stats.wire_bytes += static_cast<Bytes>(std::llround(wire));
     lane.edges.push_back({vertices[a], vertices[b], wire});

@@ -142,6 +142,27 @@ double nvlink_payload_efficiency(GpuArch arch) {
   return 20.0 / kRawLinkGbps;
 }
 
+double ib_payload_efficiency() {
+  // InfiniBand Architecture Specification vol. 1 (IBTA), packet format: Local Route Header 8 B,
+  // Base Transport Header 12 B, Invariant CRC 4 B, Variant CRC 2 B on every packet; NCCL's IB
+  // transport runs the 4096-byte MTU (NCCL_IB_MTU default; the RETH of an RDMA write's first
+  // packet is one per 512 KiB step and is left out). The quoted data rate (NDR 400 Gb/s, HDR
+  // 200 Gb/s) is already after FEC and line encoding: NDR signals 4 x 106.25 Gb/s PAM4, RS-FEC
+  // and 64b/66b-with-transcoding leave 4 x 100 Gb/s, so nothing else is taken off here.
+  constexpr double kMtu = 4096, kHeaders = 8 + 12 + 4 + 2;
+  return kMtu / (kMtu + kHeaders);
+}
+
+double nvls_switch_efficiency(GpuArch arch) {
+  // NCCL's tuning model derates NVLS to nvlsEfficiency x the links' bandwidth: 0.85 on Hopper,
+  // 0.74 on Blackwell, none before (releases after 2.20: src/graph/tuning.cc, now
+  // src/tuning/nvls.cc; NCCL 2.20.3, whose other figures this file uses, has no such term). It is
+  // NVIDIA's measured figure for the third-generation NVSwitch: multimem.ld_reduce and the
+  // multicast stores do not stream at NVLink rate. With it NCCL's model gives 8 x H100 the
+  // ~275 GB/s algbw (~480 busBw) its developers quote (nccl-tests issue 212).
+  return arch == GpuArch::kHopper ? 0.85 : 0.0;
+}
+
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
                      bool nvls) {
   if (ranks < 1 || nodes < 1 || nvlinks < 0 || ranks % nodes != 0)

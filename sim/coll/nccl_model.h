@@ -50,6 +50,14 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
 // direction (NVLink 3 and 4): the share of line rate that carries NCCL payload.
 double nvlink_payload_efficiency(GpuArch arch);
 
+// The share of an InfiniBand link's data rate that carries RDMA payload: a 4096-byte MTU packet
+// pays 26 bytes of headers and CRCs (LRH 8, BTH 12, ICRC 4, VCRC 2), 4096 / 4122.
+double ib_payload_efficiency();
+
+// The share of the link bandwidth that NVLink SHARP (NVLS) reductions sustain through the NVSwitch,
+// from NCCL's nvlsEfficiency table (Hopper 0.85); 0 where NCCL has no NVLS (before Hopper).
+double nvls_switch_efficiency(GpuArch arch);
+
 // NCCL's model terms for (op, algo, protocol): latency in µs, algorithm bandwidth in GB/s (0 where
 // NCCL does not run that combination), time in µs for `bytes` (tuning.cc ncclTopoGetAlgoTime).
 double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g);

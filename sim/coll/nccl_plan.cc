@@ -120,7 +120,12 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
   const AlgorithmInfo& info = algorithm_info(key.algo);
   if (info.nccl_wire_factor != nullptr) key.wire.byte_factor *= info.nccl_wire_factor(n);
+  // The switch's reductions stream below link rate: as if each byte took 1/efficiency of a byte.
+  const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
+  if (settings_.nvls_efficiency && info.nccl == NcclAlgo::kNvls && switch_efficiency > 0)
+    key.wire.byte_factor /= switch_efficiency;
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
+  if (settings_.network_overhead) key.wire.net_efficiency = ib_payload_efficiency();
   if (settings_.step_latency && collective && n > 1) {
     const NcclAlgo m = info.nccl;
     // NVLS's hwLat is the whole call's (two phases here, so half each).

@@ -59,11 +59,11 @@ class Run {
   }
 
   // Bytes on the wire for `payload`: protocol flags and NVLS traffic scale every message, NVLink
-  // packet overhead those inside a server.
+  // packet overhead those inside a server, network packet headers those between servers.
   Bytes wire_bytes(const Message& msg, Bytes payload) const {
     const WireModel& wire = schedule_.key().wire;
     double scale = wire.byte_factor;
-    if (intra_node(msg)) scale /= wire.nvlink_efficiency;
+    scale /= intra_node(msg) ? wire.nvlink_efficiency : wire.net_efficiency;
     if (scale == 1.0) return payload;
     return static_cast<Bytes>(std::llround(static_cast<double>(payload) * scale));
   }

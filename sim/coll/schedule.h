@@ -15,12 +15,14 @@ namespace cs::coll {
 
 // How a schedule's messages meet the wire, as NCCL's protocols and NVLink make them (the runner
 // applies it; the defaults are an ideal wire). A message's bytes are scaled by byte_factor
-// (protocol flags, NVLS traffic) and, between ranks of one server, divided by nvlink_efficiency;
+// (protocol flags, NVLS traffic) and, between ranks of one server, divided by nvlink_efficiency,
+// between servers by net_efficiency (packet headers per MTU);
 // its receiver forwards it step_latency later (NCCL's per-hop hwLat: flag polling, fences);
 // the collective starts after launch_latency (baseLat).
 struct WireModel {
   double byte_factor = 1.0;
   double nvlink_efficiency = 1.0;
+  double net_efficiency = 1.0;
   Time intra_step_latency;
   Time inter_step_latency;
   Time launch_latency;

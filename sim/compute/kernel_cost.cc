@@ -202,4 +202,17 @@ double KernelCostModel::efficiency(const Kernel& kernel, Precision precision) co
   return kernel.flops / (seconds * compute_peak(kernel, precision));
 }
 
+int64_t gemm_ctas(const Kernel& g, int64_t tm, int64_t tn, int64_t sms) {
+  if (g.kind != KernelKind::kGemm || g.m <= 0 || g.n <= 0 || tm <= 0 || tn <= 0) return 0;
+  // The orientation gemm_shape_efficiency keeps (the first on a tie).
+  const bool transposed = tiling_use(g, tn, tm, sms) > tiling_use(g, tm, tn, sms);
+  const int64_t a = transposed ? tn : tm, b = transposed ? tm : tn;
+  return ceil_div(g.m, a) * ceil_div(g.n, b) * std::max<int64_t>(g.batch, 1);
+}
+
+int64_t KernelCostModel::gemm_ctas(const Kernel& g) const {
+  return compute::gemm_ctas(g, profile_.gemm().tile_m(), profile_.gemm().tile_n(),
+                            profile_.sm_count());
+}
+
 }  // namespace cs::compute

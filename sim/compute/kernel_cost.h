@@ -19,6 +19,11 @@ struct KernelCostOptions {
   bool sustained_clocks = true;
 };
 
+// A GEMM's thread blocks: its output tiles of tile_m x tile_n (times batch) in the orientation the
+// shape efficiency keeps on `sms` SMs, for wave counting under interference
+// (sim/exec/interference.h). 0 for other kinds.
+int64_t gemm_ctas(const Kernel& gemm, int64_t tile_m, int64_t tile_n, int64_t sms);
+
 // The options a run's effect switches ask for.
 KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 
@@ -68,6 +73,9 @@ class KernelCostModel {
   const clustersim::MeasuredKernel* measured(const Kernel& kernel, Precision precision) const;
 
   Time launch_overhead() const { return launch_; }
+
+  // A GEMM's thread blocks on this profile (gemm_ctas below).
+  int64_t gemm_ctas(const Kernel& gemm) const;
   const GpuProfile& profile() const { return profile_; }
 
  private:

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "sim/compute/kernel_cost.h"
+
 namespace cs::exec {
 
 namespace {
@@ -48,6 +50,8 @@ CommLoad load(int32_t channels, double link_bytes_per_s, double hbm_per_link_byt
 InterferenceModel interference_model(const compute::GpuProfile& gpu) {
   InterferenceModel m;
   m.sm_count = gpu.sm_count();
+  m.gemm_tile_m = gpu.gemm().tile_m();
+  m.gemm_tile_n = gpu.gemm().tile_n();
   m.hbm_bytes_per_s = compute::achievable_hbm_bandwidth(gpu).in_bytes_per_s();
   const double nvlink = compute::nvlink_bandwidth(gpu).in_bytes_per_s();
   const double nic = compute::nic_bandwidth(gpu).in_bytes_per_s();
@@ -60,17 +64,31 @@ InterferenceModel interference_model(const compute::GpuProfile& gpu) {
   return m;
 }
 
+int64_t kernel_ctas(const InterferenceModel& model, const compute::Kernel& kernel) {
+  return compute::gemm_ctas(kernel, model.gemm_tile_m, model.gemm_tile_n, model.sm_count);
+}
+
+double sm_slowdown(const InterferenceModel& model, int32_t held_sms, int64_t ctas) {
+  if (model.sm_count <= 1 || held_sms <= 0) return 1.0;
+  const int32_t left = std::max(model.sm_count - held_sms, 1);
+  if (!model.wave_quantization || ctas <= 0) return static_cast<double>(model.sm_count) / left;
+  // The block scheduler hands a CTA to an SM when one frees up, and an SM that NCCL holds never
+  // frees during the kernel: the CTAs run in ceil(ctas / left) waves of one CTA's time, where
+  // alone they ran in ceil(ctas / sm_count). A one-wave GEMM (132 CTAs on 132 SMs) beside 24 NCCL
+  // CTAs runs 108, then the other 24: twice its time, the "tail effect" NVIDIA's forum thread
+  // 337991 profiles.
+  const auto waves = [ctas](int64_t sms) { return (ctas + sms - 1) / sms; };
+  return static_cast<double>(waves(left)) / static_cast<double>(waves(model.sm_count));
+}
+
 double kernel_slowdown(const InterferenceModel& model, compute::KernelKind kind, double isolated_s,
-                       double hbm_bytes, const CommLoad& load) {
+                       double hbm_bytes, const CommLoad& load, int64_t ctas) {
   if (load.kernels <= 0 || isolated_s <= 0) return 1.0;
   double slowdown = 1.0;
   // Tensor-core kernels spread their tiles over every SM; with `load.sms` held by NCCL the same
   // tiles run on fewer SMs. Memory-bound kernels saturate HBM with a fraction of the SMs, so for
   // them only bandwidth counts.
-  if (kind != compute::KernelKind::kMemoryBound && model.sm_count > 1) {
-    const int32_t left = std::max(model.sm_count - load.sms, 1);
-    slowdown = static_cast<double>(model.sm_count) / left;
-  }
+  if (kind != compute::KernelKind::kMemoryBound) slowdown = sm_slowdown(model, load.sms, ctas);
   // HBM: the kernel needs hbm_bytes / isolated_s; communication leaves the rest of the bandwidth.
   const double demand = hbm_bytes / isolated_s;
   const double left = std::max(model.hbm_bytes_per_s - static_cast<double>(load.hbm_bytes_per_s),

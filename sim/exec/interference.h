@@ -42,7 +42,12 @@ enum class CommPath : uint8_t {
 // The GPU's resources and the load each kind of communication puts on them.
 struct InterferenceModel {
   int32_t sm_count = 0;
-  double hbm_bytes_per_s = 0;  // what streaming kernels achieve alone
+  // Kernels whose CTA count is known run whole waves over the SMs communication leaves (a GEMM of
+  // one full wave beside NCCL runs a second, near-empty wave); off, or count unknown: they slow by
+  // the share of SMs lost.
+  bool wave_quantization = true;
+  int32_t gemm_tile_m = 0, gemm_tile_n = 0;  // the profile's GEMM output tile, for kernel_ctas
+  double hbm_bytes_per_s = 0;                // what streaming kernels achieve alone
   CommLoad nvlink_collective, network_collective, point_to_point, ring_exchange;
 
   const CommLoad& load_of(CommPath path) const {
@@ -66,9 +71,19 @@ InterferenceModel interference_model(const compute::GpuProfile& gpu);
 // The factor (>= 1) by which a kernel of `kind` that alone takes `isolated_s` seconds and moves
 // `hbm_bytes` is slowed while `load` runs on its GPU: the larger of the loss of SMs (tensor-core
 // kernels: GEMMs, attention) and the loss of HBM bandwidth (any kernel whose demand exceeds what
-// the communication leaves). This is the function the validate command compares with published
-// measurements.
+// the communication leaves). `ctas`: the kernel's thread blocks of equal work, one per SM at a
+// time (a GEMM's output tiles), 0 when unknown. This is the function the validate command
+// compares with published measurements.
 double kernel_slowdown(const InterferenceModel& model, compute::KernelKind kind, double isolated_s,
-                       double hbm_bytes, const CommLoad& load);
+                       double hbm_bytes, const CommLoad& load, int64_t ctas = 0);
+
+// The thread blocks of `kernel` that wave quantization counts: a GEMM's output tiles on the
+// model's GPU (compute::gemm_ctas); 0 (unknown) for other kernels.
+int64_t kernel_ctas(const InterferenceModel& model, const compute::Kernel& kernel);
+
+// The SM part of that factor: with `ctas` known and wave quantization on, waves over the SMs
+// left over waves over all, ceil(ctas / (sm_count - held)) / ceil(ctas / sm_count); otherwise
+// sm_count / (sm_count - held).
+double sm_slowdown(const InterferenceModel& model, int32_t held_sms, int64_t ctas);
 
 }  // namespace cs::exec

@@ -22,6 +22,8 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   const auto& e = config.effects();
   s.protocol_overhead = e.nccl_protocol_overhead();
   s.nvlink_overhead = e.nvlink_protocol_overhead();
+  s.nvls_efficiency = e.nvls_switch_efficiency();
+  s.network_overhead = e.network_packet_overhead();
   s.step_latency = e.nccl_step_latency();
   s.rail_rings = e.rail_aligned_rings();
   s.nccl_choice = e.nccl_algorithm_choice();
@@ -42,8 +44,11 @@ void configure_executor(exec::Executor& executor, const clustersim::RunConfig& c
   executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() &&
                                     setup.reuse_isolated && !setup.ranks_differ);
   executor.set_fold_data_parallel(config.simulation().fold_data_parallel() && !setup.ranks_differ);
-  if (config.effects().comm_compute_interference())
-    executor.set_interference(exec::interference_model(setup.gpu));
+  if (config.effects().comm_compute_interference()) {
+    exec::InterferenceModel model = exec::interference_model(setup.gpu);
+    model.wave_quantization = config.effects().interference_wave_quantization();
+    executor.set_interference(model);
+  }
   if (!setup.reuse_isolated) return;
   const net::NetworkMode mode = setup.mode;
   const net::Topology& topology = setup.topology;

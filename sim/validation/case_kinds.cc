@@ -47,10 +47,15 @@ void check_interference_case(const ValidationCase& c, const std::string& where) 
     config_fail(where,
                 "interference.comm_ctas must be >= 0 (is " + std::to_string(i.comm_ctas()) + ")");
   }
+  if (i.gemm_ctas() < 0) {
+    config_fail(where,
+                "interference.gemm_ctas must be >= 0 (is " + std::to_string(i.gemm_ctas()) + ")");
+  }
 }
 // The GEMM's time beside the collective over its time alone, by the executor's interference law:
 // the collective's load is what the simulator charges for its path (NVLink when every member
-// shares a server), with the SM count the source reports when it reports one.
+// shares a server), with the SM count the source reports when it reports one; the GEMM's waves
+// are counted over its CTAs as the source reports them, else over the cost model's tile grid.
 ModelValue model_interference(const ValidationCase& c) {
   const auto& i = c.interference();
   const compute::GpuProfile gpu = compute::load_gpu_profile(i.gemm().gpu());
@@ -64,10 +69,12 @@ ModelValue model_interference(const ValidationCase& c) {
                                                  : exec::CommPath::kNetworkCollective);
   if (i.comm_ctas() > 0) load.sms = i.comm_ctas();
   const compute::Kernel gemm = gemm_kernel(i.gemm());
-  const double alone =
-      compute::KernelCostModel(gpu).time(gemm, to_precision(i.gemm().precision())).as_seconds();
-  const double factor = exec::kernel_slowdown(model, gemm.kind, alone, gemm.bytes, load);
-  return {true, factor, std::to_string(load.sms) + " SMs held by NCCL"};
+  const compute::KernelCostModel cost(gpu);
+  const double alone = cost.time(gemm, to_precision(i.gemm().precision())).as_seconds();
+  const int64_t ctas = i.gemm_ctas() > 0 ? i.gemm_ctas() : cost.gemm_ctas(gemm);
+  const double factor = exec::kernel_slowdown(model, gemm.kind, alone, gemm.bytes, load, ctas);
+  return {true, factor,
+          std::to_string(load.sms) + " SMs held by NCCL, " + std::to_string(ctas) + " GEMM CTAs"};
 }
 
 constexpr std::array kKinds = {

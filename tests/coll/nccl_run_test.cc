@@ -28,12 +28,15 @@ TEST(NcclRun, EverySwitchChangesTheStep) {
   const double base = step_seconds({});
   for (const std::string off :
        {"effects.nccl_protocol_overhead=false", "effects.nvlink_protocol_overhead=false",
-        "effects.nccl_step_latency=false", "nccl.nvls=false", "nccl.protocol=SIMPLE"}) {
+        "effects.nccl_step_latency=false", "nccl.nvls=false", "nccl.protocol=SIMPLE",
+        "effects.nvls_switch_efficiency=false", "effects.network_packet_overhead=false"}) {
     EXPECT_NE(step_seconds({off}), base) << off;
   }
   // Paying less on the wire can only make the step faster.
   EXPECT_LT(step_seconds({"effects.nvlink_protocol_overhead=false"}), base);
   EXPECT_LT(step_seconds({"effects.nccl_step_latency=false"}), base);
+  EXPECT_LT(step_seconds({"effects.nvls_switch_efficiency=false"}), base);
+  EXPECT_LT(step_seconds({"effects.network_packet_overhead=false"}), base);
 }
 
 TEST(NcclRun, NegativeChannelsIsAConfigError) {

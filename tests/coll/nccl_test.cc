@@ -88,6 +88,9 @@ TEST(NcclModel, WireFactors) {
   EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kLl128), 128.0 / 120.0);
   EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kSimple), 1.0);
   EXPECT_DOUBLE_EQ(nvlink_payload_efficiency(GpuArch::kHopper), 20.6 / 25);
+  EXPECT_DOUBLE_EQ(nvls_switch_efficiency(GpuArch::kHopper), 0.85);
+  EXPECT_DOUBLE_EQ(nvls_switch_efficiency(GpuArch::kAmpere), 0.0);
+  EXPECT_DOUBLE_EQ(ib_payload_efficiency(), 4096.0 / (4096 + 26));
   EXPECT_THROW(parse_protocol("fast"), std::invalid_argument);
 }
 
@@ -128,6 +131,45 @@ TEST(NcclSimulated, NvlsBeatsTheRingAndCanBeSwitchedOff) {
   const Result ring = simulate(Op::kAllReduce, 1, kGiB, off);
   EXPECT_NE(ring.key.algo, Algorithm::kNvls);
   EXPECT_LT(ring.busbw_gbps, 400);
+}
+
+TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
+  // Per GPU link and direction NVLS moves (n+1)/n of the buffer (multimem.ld_reduce reads every
+  // shard from every GPU, multimem.st multicasts every sum to all), where the schedule's messages
+  // carry 2(n-1)/n; the switch sustains nvls_switch_efficiency of the link rate.
+  const NcclTuning tuning = NcclTuning::for_gpu("h100");
+  for (int32_t n : {4, 8}) {
+    const ScheduleKey key = tuning.plan(Op::kAllReduce, n, n, kGiB);
+    ASSERT_EQ(key.algo, Algorithm::kNvls);
+    EXPECT_DOUBLE_EQ(key.wire.byte_factor, (n + 1.0) / (2.0 * (n - 1)) / 0.85) << n;
+  }
+  NcclSettings off;
+  off.nvls_efficiency = false;
+  EXPECT_DOUBLE_EQ(
+      NcclTuning::for_gpu("h100", off).plan(Op::kAllReduce, 8, 8, kGiB).wire.byte_factor,
+      9.0 / 14.0);
+}
+
+TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {
+  // 8 x H100, 8 GiB: algbw = 18 x 20.6 GB/s x 0.85 / (9/8), busBw = algbw x 2 x 7/8 = 490 GB/s
+  // (NVIDIA: ~480, nccl-tests issue 212); at full switch rate it would be 577.
+  const double link = 18 * 20.6;
+  const Result nvls = simulate(Op::kAllReduce, 1, 8 * kGiB);
+  ASSERT_EQ(nvls.key.algo, Algorithm::kNvls);
+  EXPECT_NEAR(nvls.busbw_gbps, link * 0.85 / 1.125 * 1.75, 0.01 * 490);
+  NcclSettings off;
+  off.nvls_efficiency = false;
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 8 * kGiB, off).busbw_gbps, link / 1.125 * 1.75,
+              0.01 * 577);
+}
+
+TEST(NcclSimulated, InfinibandHeadersCostTheirShareOfTheNic) {
+  // Two servers, ring all-reduce, NIC-bound: switching the headers off speeds it by 4122/4096.
+  const Result with = simulate(Op::kAllReduce, 2, 8 * kGiB, {}, Algorithm::kRing);
+  NcclSettings off;
+  off.network_overhead = false;
+  const Result without = simulate(Op::kAllReduce, 2, 8 * kGiB, off, Algorithm::kRing);
+  EXPECT_NEAR(without.busbw_gbps / with.busbw_gbps, 4122.0 / 4096.0, 1e-3);
 }
 
 TEST(NcclSimulated, AllGatherAndReduceScatterUseEveryRail) {

@@ -86,6 +86,41 @@ TEST(Interference, SlowdownsFallWithinPublishedMeasurements) {
   EXPECT_LE(s, 2.5);
 }
 
+TEST(Interference, GemmsRunWholeWavesOverTheSmsLeft) {
+  // NVIDIA forum thread 337991: a GEMM of exactly 132 CTAs (one wave on H100) beside an
+  // ncclAllGather of 24 CTAs runs 108, then 24: two waves, "nearly doubles".
+  EXPECT_DOUBLE_EQ(sm_slowdown(h100(), 24, 132), 2.0);
+  // ceil(ctas / (132 - held)) / ceil(ctas / 132), whatever the counts.
+  for (int64_t ctas : {1, 100, 108, 109, 264, 400, 1000, 100000}) {
+    for (int32_t held : {1, 16, 24, 32}) {
+      const int64_t left = 132 - held;
+      const double waves =
+          static_cast<double>((ctas + left - 1) / left) / static_cast<double>((ctas + 131) / 132);
+      EXPECT_DOUBLE_EQ(sm_slowdown(h100(), held, ctas), waves) << ctas << " " << held;
+    }
+  }
+  // A GEMM that fits the SMs left loses nothing; a GEMM of many waves tends to the SM share.
+  EXPECT_DOUBLE_EQ(sm_slowdown(h100(), 24, 108), 1.0);
+  EXPECT_NEAR(sm_slowdown(h100(), 24, 1000000), 132.0 / 108.0, 1e-3);
+  // Off, or the CTA count unknown: the share of SMs lost.
+  InterferenceModel off = h100();
+  off.wave_quantization = false;
+  EXPECT_DOUBLE_EQ(sm_slowdown(off, 24, 132), 132.0 / 108.0);
+  EXPECT_DOUBLE_EQ(sm_slowdown(h100(), 24, 0), 132.0 / 108.0);
+  // kernel_slowdown takes the same SM factor for tensor-core kernels.
+  CommLoad load = h100().nvlink_collective;
+  load.sms = 24;
+  EXPECT_DOUBLE_EQ(kernel_slowdown(h100(), compute::KernelKind::kGemm, 1e-3, 1e6, load, 132), 2.0);
+}
+
+TEST(Interference, GemmCtasAreTheCostModelsTiles) {
+  // H100 GEMMs run 128 x 256 tiles: 2500 x 5120 is 20 x 20 tiles (or 10 x 40 transposed).
+  EXPECT_EQ(kernel_ctas(h100(), compute::gemm("g", 2500, 5120, 5120, 2)), 400);
+  EXPECT_EQ(kernel_ctas(h100(), compute::gemm("g", 4096, 4096, 4096, 2, 3)), 3 * 32 * 16);
+  compute::Kernel other;
+  EXPECT_EQ(kernel_ctas(h100(), other), 0);
+}
+
 TEST(Interference, LoadsAddAndRemoveExactly) {
   CommLoad l;
   l += h100().nvlink_collective;

@@ -146,11 +146,22 @@ TEST(ValidationModel, InterferenceIsTheExecutorsSlowdownLaw) {
   exec::CommLoad load = model.load_of(exec::CommPath::kNvlinkCollective);
   load.sms = 24;
   const auto gemm = compute::gemm("g", 2048, 2048, 2048, 2);
-  const double alone =
-      compute::KernelCostModel(gpu).time(gemm, compute::Precision::kBf16).as_seconds();
-  EXPECT_DOUBLE_EQ(r.model, exec::kernel_slowdown(model, gemm.kind, alone, gemm.bytes, load));
+  const compute::KernelCostModel cost(gpu);
+  const double alone = cost.time(gemm, compute::Precision::kBf16).as_seconds();
+  EXPECT_DOUBLE_EQ(r.model, exec::kernel_slowdown(model, gemm.kind, alone, gemm.bytes, load,
+                                                  cost.gemm_ctas(gemm)));
   // A tensor-core kernel loses at least the SMs NCCL holds.
   EXPECT_GE(r.model, 132.0 / (132 - 24));
+}
+
+TEST(ValidationModel, InterferenceCountsWavesOverTheGemmCtasTheSourceReports) {
+  // 2048^3 in 128 x 256 tiles: 16 x 8 = 128 CTAs, one wave on 132 SMs and on 108: 2 waves only
+  // when the source says the kernel launched 132 blocks.
+  const std::string body =
+      "interference { gemm { gpu: \"h100\" m: 2048 n: 2048 k: 2048 } collective { op: "
+      "\"all_gather\" topology: \"dgx-h100\" gpus: 8 size_bytes: 1048576 } comm_ctas: 24";
+  EXPECT_DOUBLE_EQ(run_case(one_case(body + " gemm_ctas: 132 }", 1.7, "x")).model, 2.0);
+  EXPECT_DOUBLE_EQ(run_case(one_case(body + " gemm_ctas: 100 }", 1.7, "x")).model, 1.0);
 }
 
 // --- verdicts

@@ -45,11 +45,15 @@ Pipelining nvls_pipelining(int32_t n, Bytes size) {
   return {size / n, kRingChunk};
 }
 
-// Each GPU's NVLink carries 6/5 of the buffer each way under NVLS (NCCL's bus-to-algorithm ratio
-// for NVLS, tuning.cc), where the reduce and multicast messages between GPUs carry 2(n-1)/n of
-// it.
+// What the NVSwitch really puts on each GPU's links, over what the schedule's messages carry.
+// Per shard r: multimem.ld_reduce reads shard r from all n GPUs (every GPU's uplink sends S/n,
+// r's downlink gets the S/n sum), and multimem.st sends r's S/n up once for the switch to
+// multicast to all n (every downlink gets S/n). Over the n shards each link carries (n+1)/n of
+// the buffer per direction, where the messages between GPUs carry 2(n-1)/n. NCCL's NVLS search
+// (search.cc ncclTopoSearchTryNvls) books the same load: each head's channel at twice the speed on
+// its own GPU's links and once on the others', (n+1) channel speeds per GPU over n channels.
 double nvls_wire_factor(int32_t n) {
-  return 1.2 * n / (2.0 * (n - 1));
+  return (n + 1.0) / (2.0 * (n - 1));
 }
 
 }  // namespace
