@@ -93,6 +93,10 @@ double clock_factor(double ratio, bool sustained_clocks, bool measured_sustained
 KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   KernelCostOptions o;
   o.sustained_clocks = effects.sustained_clocks();
+  o.gemm_pipeline_fill = effects.gemm_pipeline_fill();
+  o.attention_tile_io = effects.attention_tile_io();
+  o.attention_causal_diagonal = effects.attention_causal_diagonal();
+  o.attention_backward_helpers = effects.attention_backward_helpers();
   return o;
 }
 
@@ -146,6 +150,25 @@ double KernelCostModel::attention_efficiency(const Kernel& a, Precision precisio
   return base * wave_use(blocks, profile_.sm_count());
 }
 
+double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
+  if (!a.causal || !options_.attention_causal_diagonal) return 1.0;
+  const double blocks = static_cast<double>(
+      ceil_div(std::max<int64_t>(a.seq_q, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
+  return (blocks + 1.0) / blocks;
+}
+
+double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) const {
+  const double eff = attention_efficiency(a, precision);
+  const double loop =
+      eff > 0 ? a.flops * causal_diagonal_factor(a) / (compute_peak(a, precision) * eff) : 0.0;
+  const double io = options_.attention_tile_io ? a.tile_io_bytes / bw_ : 0.0;
+  double seconds = std::max(loop + io, a.bytes / bw_);
+  if (a.backward && options_.attention_backward_helpers && a.helper_bytes > 0) {
+    seconds += a.helper_bytes / bw_ + 2.0 * launch_.as_seconds();
+  }
+  return seconds;
+}
+
 double KernelCostModel::compute_peak(const Kernel& kernel, Precision precision) const {
   switch (kernel.kind) {
     case KernelKind::kGemm:
@@ -169,21 +192,17 @@ const clustersim::MeasuredKernel* KernelCostModel::measured(const Kernel& kernel
 }
 
 double KernelCostModel::model_seconds(const Kernel& kernel, Precision precision) const {
+  if (kernel.kind == KernelKind::kAttention) return attention_seconds(kernel, precision);
   const double memory = kernel.bytes / bw_;
   const double peak = compute_peak(kernel, precision);
   double eff = 1.0;
-  switch (kernel.kind) {
-    case KernelKind::kGemm:
-      eff = gemm_shape_efficiency(kernel, precision);
-      break;
-    case KernelKind::kAttention:
-      eff = attention_efficiency(kernel, precision);
-      break;
-    case KernelKind::kMemoryBound:
-      break;
+  double fill = 0.0;
+  if (kernel.kind == KernelKind::kGemm) {
+    eff = gemm_shape_efficiency(kernel, precision);
+    if (options_.gemm_pipeline_fill) fill = profile_.hbm_latency_ns() * 1e-9;
   }
   const double compute = kernel.flops > 0 && eff > 0 ? kernel.flops / (peak * eff) : 0.0;
-  return std::max(compute, memory);
+  return std::max(compute, memory) + fill;
 }
 
 Time KernelCostModel::time(const Kernel& kernel, Precision precision) const {
