@@ -53,12 +53,6 @@ struct Kernel {
   // All kinds: floating-point operations and HBM bytes moved (read + written).
   double flops = 0;
   double bytes = 0;
-  // kAttention: of `bytes`, what each CTA reads before its loop and writes after it (forward Q
-  // and O; backward K, V, dK and dV), and the HBM bytes of the backward's helper kernels
-  // (preprocess and postprocess, outside `bytes`). Trace files do not carry them yet, so a
-  // kernel re-timed from a trace (replay --gpu) runs without those two terms.
-  double tile_io_bytes = 0;
-  double helper_bytes = 0;
 };
 
 // A GEMM with operands and result of `element_bytes` each.
@@ -106,13 +100,6 @@ inline Kernel attention(std::string_view name, int64_t batch_heads, int64_t seq_
   const double k_bytes = key_rows * static_cast<double>(head_dim) * element_bytes;
   const double v_bytes = key_rows * static_cast<double>(v_dim) * element_bytes;
   a.bytes = (backward ? 2.0 : 1.0) * ((q_bytes + o_bytes) + (k_bytes + v_bytes));
-  a.tile_io_bytes = backward ? 2.0 * (k_bytes + v_bytes) : q_bytes + o_bytes;
-  if (backward) {
-    // Preprocess reads O and dO, writes one fp32 per row and zeroes the fp32 dQ accumulator;
-    // postprocess reads the accumulator and writes dQ (FlashAttention-2/3 backward).
-    const double dq_accum = query_rows * static_cast<double>(head_dim) * 4.0;
-    a.helper_bytes = 2.0 * o_bytes + query_rows * 4.0 + 2.0 * dq_accum + q_bytes;
-  }
   return a;
 }
 

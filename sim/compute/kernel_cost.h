@@ -45,18 +45,21 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 //             Both tile orientations (tile_m x tile_n and transposed) are tried and the better
 //             one kept, as library heuristics pick among kernels. Both quantization effects are
 //             described in NVIDIA's "Matrix Multiplication Background User's Guide".
-//  Attention  max(loop + tile_io_bytes / achievable_bw, bytes / achievable_bw) + helpers, where
+//  Attention  max(loop + tile io bytes / achievable_bw, bytes / achievable_bw) + helpers, where
 //             loop = flops x diagonal / (peak x attention_eff x wave use); waves over blocks of
 //             tile_m query rows per (batch x head), as FlashAttention parallelizes. Terms:
 //               tile io    each CTA reads its resident tiles (forward Q, backward K and V) before
 //                          its loop and writes its results (O; dK, dV) after it, so they do not
 //                          overlap the tensor cores: they add. They cost about a block's work
-//                          per CTA, which only short sequences notice.
+//                          per CTA, which only short sequences notice. Bytes from the shape:
+//                          forward rows_q x (head_dim + v_head_dim), backward 2 x rows_kv x
+//                          (head_dim + v_head_dim) per query head, at 2 bytes (1 in FP8).
 //               diagonal   causal: n query blocks of tile_m against n key blocks compute the
 //                          n(n+1)/2 blocks on and below the diagonal, not the n^2/2 counted in
 //                          the FLOPs: a factor (n + 1) / n.
-//               helpers    backward only: preprocess and postprocess kernels, memory-bound
-//                          (helper_bytes / achievable_bw), each with its own launch overhead.
+//               helpers    backward only: preprocess (read O and dO, zero an fp32 dQ
+//                          accumulator) and postprocess (accumulator to dQ) kernels, memory-bound,
+//                          each with its own launch overhead.
 //  Memory     max(bytes / achievable_bw, flops / bf16 peak).
 // GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
 // (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
