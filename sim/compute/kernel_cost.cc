@@ -180,9 +180,12 @@ double KernelCostModel::attention_efficiency(const Kernel& a, Precision precisio
 
 double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
   if (!a.causal || !options_.attention_causal_diagonal) return 1.0;
-  const double blocks = static_cast<double>(
-      ceil_div(std::max<int64_t>(a.seq_q, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
-  return (blocks + 1.0) / blocks;
+  // Each query block computes one diagonal block in full where the FLOPs count half of it: half
+  // a block per query block over the half of n_q x n_kv counted, 1 / n_kv (a context-parallel
+  // chunk of queries sees all n_kv key blocks).
+  const double key_blocks = static_cast<double>(
+      ceil_div(std::max<int64_t>(a.seq_kv, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
+  return 1.0 + 1.0 / key_blocks;
 }
 
 double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) const {

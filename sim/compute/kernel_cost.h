@@ -56,7 +56,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 //                          (head_dim + v_head_dim) per query head, at 2 bytes (1 in FP8).
 //               diagonal   causal: n query blocks of tile_m against n key blocks compute the
 //                          n(n+1)/2 blocks on and below the diagonal, not the n^2/2 counted in
-//                          the FLOPs: a factor (n + 1) / n.
+//                          the FLOPs: a factor (n + 1) / n, 1 + 1 / n_kv in general.
 //               helpers    backward only: preprocess (read O and dO, zero an fp32 dQ
 //                          accumulator) and postprocess (accumulator to dQ) kernels, memory-bound,
 //                          each with its own launch overhead.

@@ -371,6 +371,15 @@ TEST_P(EveryGpu, CausalDiagonalCostsOneBlockInN) {
                     body_seconds(without, causal, Precision::kBf16),
                 (n + 1.0) / n, 1e-9)
         << n;
+    // A context-parallel half of the queries against all keys: 1 + 1 / n key blocks (from 32
+    // blocks on, where it is compute-bound).
+    const Kernel chunk = attention("q", 128, n * block / 2, n * block, 128, true, false, 2);
+    if (n >= 32) {
+      EXPECT_NEAR(body_seconds(with_diag, chunk, Precision::kBf16) /
+                      body_seconds(without, chunk, Precision::kBf16),
+                  1.0 + 1.0 / n, 1e-9)
+          << n;
+    }
     const Kernel full = attention("f", 64, n * block, n * block, 128, false, false, 2);
     EXPECT_EQ(with_diag.time(full, Precision::kBf16), without.time(full, Precision::kBf16));
   }
