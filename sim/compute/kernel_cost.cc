@@ -83,6 +83,34 @@ bool matches(const clustersim::MeasuredKernel& mk, const Kernel& k, Precision p)
   return false;
 }
 
+// HBM bytes an attention kernel moves outside its main loop (see kernel_cost.h).
+struct AttentionTraffic {
+  double tile_io = 0;  // each CTA's resident tiles, read before its loop and written after it
+  double helpers = 0;  // the backward's preprocess and postprocess kernels
+};
+
+// From the shape and the FLOPs alone, so that kernels read back from traces or cut into ring
+// pieces (a slice of seq_kv with its share of the FLOPs) get the same terms. `e` is the bytes
+// of one input or output element. head_dim + v_head_dim comes back from kernel.h's FLOP count.
+AttentionTraffic attention_traffic(const Kernel& a, double e) {
+  const double bh = static_cast<double>(a.heads);
+  const double sq = static_cast<double>(a.seq_q);
+  const double skv = static_cast<double>(a.seq_kv);
+  if (!(bh > 0 && sq > 0 && skv > 0)) return {};
+  const double fwd_flops = a.backward ? a.flops / 2.5 : a.flops;
+  const double widths = fwd_flops / (2.0 * bh * sq * skv * (a.causal ? 0.5 : 1.0));
+  const double d = static_cast<double>(a.head_dim);
+  const double dv = std::max(widths - d, 0.0);
+  const double rows = bh * sq;
+  if (!a.backward) return {.tile_io = e * rows * widths};  // Q in, O out
+  // K and V in, dK and dV out, per query head's CTAs (GQA heads each accumulate their own).
+  AttentionTraffic t{.tile_io = 2.0 * e * bh * skv * widths};
+  // Preprocess reads O and dO, writes one fp32 per row and zeroes the fp32 dQ accumulator;
+  // postprocess reads the accumulator and writes dQ (FlashAttention-2 and -3 backward).
+  t.helpers = e * rows * (2.0 * dv + d) + 4.0 * rows + 2.0 * 4.0 * rows * d;
+  return t;
+}
+
 // Running clock over the clock a figure was measured at, both as fractions of the peak clock.
 double clock_factor(double ratio, bool sustained_clocks, bool measured_sustained) {
   return (sustained_clocks ? ratio : 1.0) / (measured_sustained ? ratio : 1.0);
@@ -93,6 +121,10 @@ double clock_factor(double ratio, bool sustained_clocks, bool measured_sustained
 KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   KernelCostOptions o;
   o.sustained_clocks = effects.sustained_clocks();
+  o.gemm_pipeline_fill = effects.gemm_pipeline_fill();
+  o.attention_tile_io = effects.attention_tile_io();
+  o.attention_causal_diagonal = effects.attention_causal_diagonal();
+  o.attention_backward_helpers = effects.attention_backward_helpers();
   return o;
 }
 
@@ -146,6 +178,30 @@ double KernelCostModel::attention_efficiency(const Kernel& a, Precision precisio
   return base * wave_use(blocks, profile_.sm_count());
 }
 
+double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
+  if (!a.causal || !options_.attention_causal_diagonal) return 1.0;
+  // Each query block computes one diagonal block in full where the FLOPs count half of it: half
+  // a block per query block over the half of n_q x n_kv counted, 1 / n_kv (a context-parallel
+  // chunk of queries sees all n_kv key blocks).
+  const double key_blocks = static_cast<double>(
+      ceil_div(std::max<int64_t>(a.seq_kv, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
+  return 1.0 + 1.0 / key_blocks;
+}
+
+double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) const {
+  const double eff = attention_efficiency(a, precision);
+  const double loop =
+      eff > 0 ? a.flops * causal_diagonal_factor(a) / (compute_peak(a, precision) * eff) : 0.0;
+  // 16-bit inputs and outputs (kernel.h's attention callers), 8-bit when it runs in FP8.
+  const AttentionTraffic traffic = attention_traffic(a, attention_in_fp8(a, precision) ? 1.0 : 2.0);
+  const double io = options_.attention_tile_io ? traffic.tile_io / bw_ : 0.0;
+  double seconds = std::max(loop + io, a.bytes / bw_);
+  if (options_.attention_backward_helpers && traffic.helpers > 0) {
+    seconds += traffic.helpers / bw_ + 2.0 * launch_.as_seconds();
+  }
+  return seconds;
+}
+
 double KernelCostModel::compute_peak(const Kernel& kernel, Precision precision) const {
   switch (kernel.kind) {
     case KernelKind::kGemm:
@@ -169,21 +225,17 @@ const clustersim::MeasuredKernel* KernelCostModel::measured(const Kernel& kernel
 }
 
 double KernelCostModel::model_seconds(const Kernel& kernel, Precision precision) const {
+  if (kernel.kind == KernelKind::kAttention) return attention_seconds(kernel, precision);
   const double memory = kernel.bytes / bw_;
   const double peak = compute_peak(kernel, precision);
   double eff = 1.0;
-  switch (kernel.kind) {
-    case KernelKind::kGemm:
-      eff = gemm_shape_efficiency(kernel, precision);
-      break;
-    case KernelKind::kAttention:
-      eff = attention_efficiency(kernel, precision);
-      break;
-    case KernelKind::kMemoryBound:
-      break;
+  double fill = 0.0;
+  if (kernel.kind == KernelKind::kGemm) {
+    eff = gemm_shape_efficiency(kernel, precision);
+    if (options_.gemm_pipeline_fill) fill = profile_.hbm_latency_ns() * 1e-9;
   }
   const double compute = kernel.flops > 0 && eff > 0 ? kernel.flops / (peak * eff) : 0.0;
-  return std::max(compute, memory);
+  return std::max(compute, memory) + fill;
 }
 
 Time KernelCostModel::time(const Kernel& kernel, Precision precision) const {

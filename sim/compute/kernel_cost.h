@@ -17,6 +17,15 @@ struct KernelCostOptions {
   // Run GEMM and attention at the sustained clock under the power limit (gpu.proto ClockModel);
   // off: at the clock the datasheet peak is quoted at.
   bool sustained_clocks = true;
+  // Shape terms of small kernels, each an EffectsConfig switch of the same name (config.proto):
+  // a GEMM waits one HBM round trip before its first k-block;
+  bool gemm_pipeline_fill = true;
+  // attention CTAs read and write their resident tiles outside the pipelined loop;
+  bool attention_tile_io = true;
+  // causal attention computes its diagonal blocks in full;
+  bool attention_causal_diagonal = true;
+  // attention backward runs its preprocess and postprocess kernels.
+  bool attention_backward_helpers = true;
 };
 
 // A GEMM's thread blocks: its output tiles of tile_m x tile_n (times batch) in the orientation the
@@ -28,7 +37,7 @@ int64_t gemm_ctas(const Kernel& gemm, int64_t tile_m, int64_t tile_n, int64_t sm
 KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 
 // The model, per kernel kind (every time also pays the profile's kernel_launch_overhead_us):
-//  GEMM       max(flops / (peak x shape_eff), bytes / achievable_bw)
+//  GEMM       max(flops / (peak x shape_eff), bytes / achievable_bw) + pipeline fill
 //             shape_eff = ceiling x tile use x wave use x k / (k + k_half):
 //               ceiling    large-GEMM fraction of peak from library benchmarks (gemm.efficiency_*);
 //               tile use   m x n over the padded tile grid (tile quantization);
@@ -36,11 +45,26 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 //                          partial wave leaves SMs idle (wave quantization);
 //               k factor   per-tile fixed cost (pipeline fill, epilogue) amortized over k: skinny
 //                          k loses efficiency.
+//             pipeline fill = one HBM round trip (gpu.proto hbm_latency_ns) before the first
+//             k-block, once per kernel: the SMs idle while the first operands arrive.
 //             Both tile orientations (tile_m x tile_n and transposed) are tried and the better
 //             one kept, as library heuristics pick among kernels. Both quantization effects are
 //             described in NVIDIA's "Matrix Multiplication Background User's Guide".
-//  Attention  max(flops / (peak x attention_eff x wave use), bytes / achievable_bw); waves over
-//             blocks of tile_m query rows per (batch x head), as FlashAttention parallelizes.
+//  Attention  max(loop + tile io bytes / achievable_bw, bytes / achievable_bw) + helpers, where
+//             loop = flops x diagonal / (peak x attention_eff x wave use); waves over blocks of
+//             tile_m query rows per (batch x head), as FlashAttention parallelizes. Terms:
+//               tile io    each CTA reads its resident tiles (forward Q, backward K and V) before
+//                          its loop and writes its results (O; dK, dV) after it, so they do not
+//                          overlap the tensor cores: they add. They cost about a block's work
+//                          per CTA, which only short sequences notice. Bytes from the shape:
+//                          forward rows_q x (head_dim + v_head_dim), backward 2 x rows_kv x
+//                          (head_dim + v_head_dim) per query head, at 2 bytes (1 in FP8).
+//               diagonal   causal: n query blocks of tile_m against n key blocks compute the
+//                          n(n+1)/2 blocks on and below the diagonal, not the n^2/2 counted in
+//                          the FLOPs: a factor (n + 1) / n, 1 + 1 / n_kv in general.
+//               helpers    backward only: preprocess (read O and dO, zero an fp32 dQ
+//                          accumulator) and postprocess (accumulator to dQ) kernels, memory-bound,
+//                          each with its own launch overhead.
 //  Memory     max(bytes / achievable_bw, flops / bf16 peak).
 // GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
 // (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
@@ -81,6 +105,10 @@ class KernelCostModel {
  private:
   bool attention_in_fp8(const Kernel& kernel, Precision precision) const;
   double attention_efficiency(const Kernel& kernel, Precision precision) const;
+  // Seconds of the attention kernel(s) (without the main kernel's launch overhead).
+  double attention_seconds(const Kernel& kernel, Precision precision) const;
+  // Computed over counted FLOPs of a causal kernel's query-block x key-block grid (1 if off).
+  double causal_diagonal_factor(const Kernel& kernel) const;
   // Seconds of the roofline (without launch overhead).
   double model_seconds(const Kernel& kernel, Precision precision) const;
 

@@ -247,14 +247,17 @@ TEST(KernelCost, SustainedClockSlowsTensorCoreWorkOnceAndLeavesMemoryAlone) {
               body_seconds(off, big, Precision::kBf16), 1e-9);
   EXPECT_DOUBLE_EQ(on.gemm_ceiling(Precision::kBf16), a100.gemm().efficiency_bf16() * ratio);
   // FlashAttention-2's figures were measured power-limited: kept as they are when sustained,
-  // and the clock drop divided out at the peak clock.
+  // and the clock drop divided out at the peak clock. The main loop alone (no tile traffic).
   ASSERT_TRUE(a100.attention_bf16().measured_at_sustained_clock());
+  KernelCostOptions loop_only, loop_only_boost = boost;
+  loop_only.attention_tile_io = loop_only_boost.attention_tile_io = false;
+  const KernelCostModel loop_on(a100, loop_only), loop_off(a100, loop_only_boost);
   // 108 heads x 64 query blocks: whole waves on 108 SMs.
   const Kernel attn = attention("attn", 108, 8192, 8192, 128, false, false, 2);
-  EXPECT_NEAR(body_seconds(on, attn, Precision::kBf16),
+  EXPECT_NEAR(body_seconds(loop_on, attn, Precision::kBf16),
               attn.flops / (312e12 * a100.attention_bf16().forward()), 1e-9);
-  EXPECT_NEAR(body_seconds(off, attn, Precision::kBf16) / ratio,
-              body_seconds(on, attn, Precision::kBf16), 1e-9);
+  EXPECT_NEAR(body_seconds(loop_off, attn, Precision::kBf16) / ratio,
+              body_seconds(loop_on, attn, Precision::kBf16), 1e-9);
   const Kernel copy = memory_bound("copy", 1e10);
   EXPECT_EQ(on.time(copy, Precision::kBf16), off.time(copy, Precision::kBf16));
   // Hopper has no sustained-clock measurement: ratio 1, the switch changes nothing.
@@ -267,6 +270,152 @@ TEST(KernelCost, SustainedClockSlowsTensorCoreWorkOnceAndLeavesMemoryAlone) {
   EXPECT_TRUE(cost_options(effects).sustained_clocks);
   effects.set_sustained_clocks(false);
   EXPECT_FALSE(cost_options(effects).sustained_clocks);
+}
+
+// Each shape term below is checked against its closed form with every other term held fixed, so
+// removing the term (or its switch) fails the check.
+KernelCostOptions with(bool KernelCostOptions::*field, bool value) {
+  KernelCostOptions o;
+  o.*field = value;
+  return o;
+}
+
+double hbm_seconds(const GpuProfile& p, double bytes) {
+  return bytes / achievable_hbm_bandwidth(p).in_bytes_per_s();
+}
+
+// The pipeline fill is one HBM round trip per kernel, whatever its shape or number of waves.
+TEST_P(EveryGpu, GemmPipelineFillIsOneHbmRoundTripPerKernel) {
+  const KernelCostModel no_fill(profile, with(&KernelCostOptions::gemm_pipeline_fill, false));
+  for (const Kernel& g : gemm_shapes(Precision::kBf16)) {
+    SCOPED_TRACE(std::string(g.name));
+    const double added =
+        (model.time(g, Precision::kBf16) - no_fill.time(g, Precision::kBf16)).as_seconds();
+    EXPECT_NEAR(added, profile.hbm_latency_ns() * 1e-9, 2e-12);
+  }
+}
+
+TEST(KernelCost, HopperGemmsPayTheFill) {
+  for (const char* gpu : {"h100", "h200", "h800"}) {
+    EXPECT_GT(load_gpu_profile(gpu).hbm_latency_ns(), 0) << gpu;
+  }
+}
+
+// Forward CTAs read Q and write O outside the loop: 2 x rows x head_dim x bytes, at HBM speed.
+TEST_P(EveryGpu, AttentionTileIoAddsQAndOForwardAndKvBackward) {
+  const KernelCostModel no_io(profile, with(&KernelCostOptions::attention_tile_io, false));
+  const int64_t bh = 16, s = 16384, d = 128;
+  const double rows = static_cast<double>(bh * s);
+  for (bool backward : {false, true}) {
+    const Kernel a = attention("a", bh, s, s, d, false, backward, 2);
+    // Forward Q and O; backward K and V in, dK and dV out.
+    const double expected_bytes = (backward ? 4.0 : 2.0) * rows * static_cast<double>(d) * 2.0;
+    const double added =
+        (model.time(a, Precision::kBf16) - no_io.time(a, Precision::kBf16)).as_seconds();
+    EXPECT_NEAR(added, hbm_seconds(profile, expected_bytes), 2e-12) << backward;
+  }
+}
+
+// The traffic comes from the shape and FLOPs (so traces and ring-attention pieces keep it):
+// query and value widths apart (MLA: 192 and 128), K and V per query head under GQA.
+TEST_P(EveryGpu, AttentionTrafficFollowsTheShape) {
+  const KernelCostModel no_io(profile, with(&KernelCostOptions::attention_tile_io, false));
+  const KernelCostModel no_helpers(profile,
+                                   with(&KernelCostOptions::attention_backward_helpers, false));
+  const auto added = [&](const KernelCostModel& without, const Kernel& k) {
+    return (model.time(k, Precision::kBf16) - without.time(k, Precision::kBf16)).as_seconds();
+  };
+  const int64_t bh = 32, s = 4096, dqk = 192, dv = 128;
+  const double rows = static_cast<double>(bh * s);
+  const double widths = static_cast<double>(dqk + dv);
+  for (bool causal : {false, true}) {
+    const Kernel fwd = attention("f", bh, s, s, dqk, causal, false, 2, 8, dv);
+    const Kernel bwd = attention("b", bh, s, s, dqk, causal, true, 2, 8, dv);
+    EXPECT_NEAR(added(no_io, fwd), hbm_seconds(profile, 2.0 * rows * widths), 2e-12);
+    EXPECT_NEAR(added(no_io, bwd), hbm_seconds(profile, 4.0 * rows * widths), 2e-12);
+    const double helpers = rows * (2.0 * (2.0 * dv + dqk) + 4.0 + 8.0 * dqk);
+    EXPECT_NEAR(added(no_helpers, bwd),
+                hbm_seconds(profile, helpers) + 2.0 * model.launch_overhead().as_seconds(), 2e-12);
+    // A ring-attention piece (a quarter of the keys and of the FLOPs): the forward still reads
+    // all of Q and writes all of O, the backward moves a quarter of K and V.
+    Kernel fwd_piece = fwd, bwd_piece = bwd;
+    fwd_piece.seq_kv /= 4, bwd_piece.seq_kv /= 4;
+    fwd_piece.flops /= 4, bwd_piece.flops /= 4;
+    EXPECT_NEAR(added(no_io, fwd_piece), added(no_io, fwd), 2e-12);
+    EXPECT_NEAR(added(no_io, bwd_piece), added(no_io, bwd) / 4, 2e-12);
+  }
+}
+
+// At a fixed token count the tile traffic is fixed while the loop grows with the sequence: the
+// share it costs falls as 1 / seq.
+TEST_P(EveryGpu, TileIoCostsShortSequencesMost) {
+  const KernelCostModel no_io(profile, with(&KernelCostOptions::attention_tile_io, false));
+  const auto loss = [&](int64_t seq) {
+    const Kernel a = attention("a", 16 * 16384 / seq, seq, seq, 128, false, false, 2);
+    return body_seconds(model, a, Precision::kBf16) / body_seconds(no_io, a, Precision::kBf16);
+  };
+  EXPECT_GT(loss(512), 1.0 + 3.0 * (loss(16384) - 1.0));
+}
+
+// Causal: n query blocks compute n(n + 1)/2 key blocks where the FLOPs count n^2 / 2.
+TEST_P(EveryGpu, CausalDiagonalCostsOneBlockInN) {
+  KernelCostOptions off;
+  off.attention_tile_io = false;
+  KernelCostOptions on = off;
+  off.attention_causal_diagonal = false;
+  const KernelCostModel with_diag(profile, on), without(profile, off);
+  const int64_t block = profile.gemm().tile_m();
+  for (int64_t n : {16, 32, 128}) {  // long enough to be compute-bound
+    const Kernel causal = attention("c", 64, n * block, n * block, 128, true, false, 2);
+    EXPECT_NEAR(body_seconds(with_diag, causal, Precision::kBf16) /
+                    body_seconds(without, causal, Precision::kBf16),
+                (n + 1.0) / n, 1e-9)
+        << n;
+    // A context-parallel half of the queries against all keys: 1 + 1 / n key blocks (from 32
+    // blocks on, where it is compute-bound).
+    const Kernel chunk = attention("q", 128, n * block / 2, n * block, 128, true, false, 2);
+    if (n >= 32) {
+      EXPECT_NEAR(body_seconds(with_diag, chunk, Precision::kBf16) /
+                      body_seconds(without, chunk, Precision::kBf16),
+                  1.0 + 1.0 / n, 1e-9)
+          << n;
+    }
+    const Kernel full = attention("f", 64, n * block, n * block, 128, false, false, 2);
+    EXPECT_EQ(with_diag.time(full, Precision::kBf16), without.time(full, Precision::kBf16));
+  }
+}
+
+// Backward adds its preprocess (read O and dO, write a float per row, zero the fp32 dQ
+// accumulator) and postprocess (read the accumulator, write dQ): bytes at HBM speed plus two
+// launches. The forward has no helpers.
+TEST_P(EveryGpu, BackwardHelpersAddTheirBytesAndTwoLaunches) {
+  const KernelCostModel no_helpers(profile,
+                                   with(&KernelCostOptions::attention_backward_helpers, false));
+  const int64_t bh = 512, s = 512, d = 128;
+  const double rows = static_cast<double>(bh * s);
+  const Kernel bwd = attention("b", bh, s, s, d, false, true, 2);
+  const double expected_bytes = rows * (3.0 * d * 2.0 + 8.0 * d + 4.0);
+  const double added =
+      (model.time(bwd, Precision::kBf16) - no_helpers.time(bwd, Precision::kBf16)).as_seconds();
+  EXPECT_NEAR(added,
+              hbm_seconds(profile, expected_bytes) + 2.0 * model.launch_overhead().as_seconds(),
+              2e-12);
+  const Kernel fwd = attention("f", bh, s, s, d, false, false, 2);
+  EXPECT_EQ(model.time(fwd, Precision::kBf16), no_helpers.time(fwd, Precision::kBf16));
+}
+
+TEST(KernelCost, EffectSwitchesReachTheOptions) {
+  clustersim::EffectsConfig effects;
+  const KernelCostOptions on = cost_options(effects);
+  EXPECT_TRUE(on.gemm_pipeline_fill && on.attention_tile_io && on.attention_causal_diagonal &&
+              on.attention_backward_helpers);
+  effects.set_gemm_pipeline_fill(false);
+  effects.set_attention_tile_io(false);
+  effects.set_attention_causal_diagonal(false);
+  effects.set_attention_backward_helpers(false);
+  const KernelCostOptions off = cost_options(effects);
+  EXPECT_FALSE(off.gemm_pipeline_fill || off.attention_tile_io || off.attention_causal_diagonal ||
+               off.attention_backward_helpers);
 }
 
 }  // namespace
