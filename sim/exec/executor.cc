@@ -365,9 +365,12 @@ void Executor::start_kernel(int32_t rank, uint32_t op) {
   k.op = op;
   k.kind = compute::KernelKind::kGemm;  // imported trace kernels: taken as tensor-core work
   k.hbm_bytes = 0;
+  k.ctas = 0;
   if (o.kernel < program.kernels.size()) {
-    k.kind = program.kernels[o.kernel].kernel.kind;
-    k.hbm_bytes = program.kernels[o.kernel].kernel.bytes;
+    const compute::Kernel& kernel = program.kernels[o.kernel].kernel;
+    k.kind = kernel.kind;
+    k.hbm_bytes = kernel.bytes;
+    k.ctas = kernel_ctas(*interference_, kernel);
   }
   k.isolated = compute_duration(rank, op);
   k.started = k.since = sim_.now();
@@ -380,7 +383,7 @@ void Executor::start_kernel(int32_t rank, uint32_t op) {
 void Executor::reschedule(RunningKernel& k) {
   const double slowdown =
       kernel_slowdown(*interference_, k.kind, k.isolated.as_seconds(), k.hbm_bytes,
-                      ranks_[static_cast<std::size_t>(k.rank)].comm_load);
+                      ranks_[static_cast<std::size_t>(k.rank)].comm_load, k.ctas);
   if (k.event.valid() && slowdown == k.slowdown) return;
   // Work done since the last change ran at 1 / k.slowdown of the isolated rate.
   k.left_ps -= static_cast<double>((sim_.now() - k.since).count_ps()) / k.slowdown;

@@ -200,6 +200,7 @@ class Executor {
     uint32_t op = 0;
     compute::KernelKind kind = compute::KernelKind::kGemm;
     double hbm_bytes = 0;
+    int64_t ctas = 0;  // thread blocks for wave quantization under interference (0: unknown)
     Time isolated, started, since;  // `since`: when the rate last changed
     double left_ps = 0;             // isolated-time picoseconds still to run
     double slowdown = 1;
