@@ -447,7 +447,7 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
     const ParamCounts counts = count_params(m);
     temporary += 2.0 * 2.0 * static_cast<double>(counts.per_layer_on_tp_rank(p.tp()));
   }
-  if (reduces_grads_every_microbatch(p) && shards > 1) {
+  if (p.zero_stage() >= 2 && shards > 1 && !holds_chunk_grads_between_backwards(p)) {
     const int64_t buckets = p.overlap_grad_reduce() ? 2 : 1;
     temporary +=
         g * static_cast<double>(std::min<int64_t>(buckets * p.dp_bucket_params(), out.params));
@@ -475,11 +475,11 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
 
 MemoryBreakdown estimate_stage_memory(const clustersim::RunConfig& config, int32_t stage,
                                       std::span<const WorkItem> order) {
-  MemoryBreakdown out = stage_memory_without_activations(config, stage);
   if (!config.effects().memory_exact_pipeline_peak()) {
     return estimate_stage_memory(
         config, stage, peak_held_activations(std::vector<WorkItem>(order.begin(), order.end())));
   }
+  MemoryBreakdown out = stage_memory_without_activations(config, stage);
   const LiveBytes peak = exact_peak_bytes(config, stage, order);
   out.activations = to_bytes(peak.activations);
   out.gradients += to_bytes(peak.gradient_buffers);

@@ -121,6 +121,17 @@ double hardware_flops_per_step(const clustersim::RunConfig& config) {
     default:
       break;
   }
+  // MLA_UP_PROJ recomputation runs each layer's q and kv up projections again.
+  if (model.has_mla() && config.parallel().recompute() != clustersim::ParallelConfig::FULL &&
+      recomputes(config.parallel(), clustersim::ParallelConfig::MLA_UP_PROJ)) {
+    const auto& mla = model.mla();
+    const double heads = model.num_heads();
+    const double q_in = mla.q_lora_rank() > 0 ? mla.q_lora_rank() : model.hidden_size();
+    const double q_up = q_in * heads * static_cast<double>(head_dims(model).qk);
+    const double kv_up = static_cast<double>(mla.kv_lora_rank()) * heads *
+                         static_cast<double>(mla.qk_nope_head_dim() + mla.v_head_dim());
+    extra_per_token += 2.0 * (q_up + kv_up) * model.num_layers();
+  }
   return model_flops_per_step(config) + extra_per_token * tokens_per_step(config);
 }
 

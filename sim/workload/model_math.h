@@ -127,7 +127,9 @@ double model_flops_per_step(const clustersim::RunConfig& config);
 // Model FLOPs plus what activation recomputation adds (for HFU): SELECTIVE re-runs the attention
 // core forward (4·L·h·s per token); FULL re-runs each layer's whole forward (2·N_layers + 4·L·h·s
 // per token) but not the output head, which Megatron never checkpoints. FlashAttention's own
-// backward recomputation of QKᵀ is a kernel detail and is not counted here.
+// backward recomputation of QKᵀ is a kernel detail and is not counted here. MLA_UP_PROJ
+// (recompute_modules) re-runs the q and kv up projections; the other modules' kernels are
+// elementwise and add no matrix FLOPs.
 double hardware_flops_per_step(const clustersim::RunConfig& config);
 
 // Transformer layers in each model piece, in model order (model_pieces() entries: pp x

@@ -108,6 +108,12 @@ TEST(RecomputeModules, TheDroppedOutputsAreComputedAgainBeforeTheBackward) {
     EXPECT_EQ(find(again, std::string(name) + "_recompute").kernel.flops,
               find(fwd, std::string(name) + "_fwd").kernel.flops)
         << name;
+  // HFU counts the up projections' GEMMs again, for every layer.
+  double gemm_flops = 0;
+  for (const LayerOp& op : again)
+    if (op.kernel.kind == compute::KernelKind::kGemm) gemm_flops += op.kernel.flops;
+  EXPECT_NEAR((hardware_flops_per_step(all) - model_flops_per_step(all)) / tokens_per_step(all),
+              gemm_flops / tokens(all) * all.model().num_layers(), 1e-9 * gemm_flops);
   // The experts' activation, each EP rank its own experts' part, as in the forward.
   const LayerOp& act = find(again, "moe_act_recompute");
   const LayerOp& act_fwd = find(fwd, "moe_act_fwd");
