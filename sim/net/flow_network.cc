@@ -602,8 +602,7 @@ void FlowNetwork::collect_component() {
     if (tag.slack) {
       for (const LinkEntry& entry : links_[l].flows) add_to_set(entry.flow);
     } else if (tag.mark != link_epoch_) {
-      tag.mark = link_epoch_;
-      comp_links_.push_back(l);
+      add_link(tag, l);
     }
   }
   dirty_links_.clear();
@@ -622,9 +621,14 @@ void FlowNetwork::add_binding_links(uint32_t f) {
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkTag& tag = tags_[hop[h].link];
     if (tag.mark == link_epoch_ || tag.slack) continue;
-    tag.mark = link_epoch_;
-    comp_links_.push_back(hop[h].link);
+    add_link(tag, hop[h].link);
   }
+}
+
+void FlowNetwork::add_link(LinkTag& tag, LinkId l) {
+  tag.mark = link_epoch_;
+  tag.slot = static_cast<uint32_t>(comp_links_.size());
+  comp_links_.push_back(l);
 }
 
 void FlowNetwork::collect_links() {
@@ -635,8 +639,10 @@ void FlowNetwork::collect_links() {
 
 bool FlowNetwork::grow_set() {
   grown_.clear();
-  for (LinkId l : comp_links_) {
+  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+    const LinkId l = comp_links_[i];
     const LinkState& link = links_[l];
+    const double frozen_share = fill_[i].frozen_share;
     double load = 0, fastest = 0;
     for (const LinkEntry& entry : link.flows) {
       const FlowShare& share = share_[entry.flow];
@@ -648,7 +654,7 @@ bool FlowNetwork::grow_set() {
     for (const LinkEntry& entry : link.flows) {
       if (in_set(entry.flow)) continue;
       const FlowShare& flow = share_[entry.flow];
-      const bool above_share = flow.rate > link.frozen_share * (1 + kRateTolerance);
+      const bool above_share = flow.rate > frozen_share * (1 + kRateTolerance);
       const bool lost_bottleneck =
           flow.bottleneck == l && (!full || flow.rate < fastest * (1 - kRateTolerance));
       if (above_share || lost_bottleneck) grown_.push_back(entry.flow);
@@ -663,53 +669,57 @@ void FlowNetwork::water_fill() {
   // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
   // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
   // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
-  using Entry = std::pair<double, LinkId>;
-  const auto cmp = std::greater<Entry>{};
+  const auto cmp = [](const FillEntry& a, const FillEntry& b) {
+    return a.share > b.share || (a.share == b.share && a.link > b.link);
+  };
   heap_.clear();
+  fill_.resize(comp_links_.size());
   // Flows outside the set keep their rates and take their share of each link first.
-  for (LinkId l : comp_links_) {
-    LinkState& link = links_[l];
-    link.residual = link.capacity;
-    link.unfrozen = 0;
-    link.unfrozen_weight = 0;
-    link.frozen_share = std::numeric_limits<double>::infinity();
+  for (uint32_t i = 0; i < comp_links_.size(); ++i) {
+    const LinkState& link = links_[comp_links_[i]];
+    LinkFill& fill = fill_[i];
+    fill.residual = link.capacity;
+    fill.unfrozen = 0;
+    fill.unfrozen_weight = 0;
+    fill.frozen_share = std::numeric_limits<double>::infinity();
     for (const LinkEntry& entry : link.flows) {
       const double weight = entry.weight;
       if (in_set(entry.flow)) {
-        ++link.unfrozen;
-        link.unfrozen_weight += weight;
+        ++fill.unfrozen;
+        fill.unfrozen_weight += weight;
       } else {
-        link.residual -= share_[entry.flow].rate * weight;
+        fill.residual -= share_[entry.flow].rate * weight;
       }
     }
-    if (link.unfrozen > 0)
-      heap_.emplace_back(std::max(link.residual, 0.0) / link.unfrozen_weight, l);
+    if (fill.unfrozen > 0)
+      heap_.push_back({std::max(fill.residual, 0.0) / fill.unfrozen_weight, comp_links_[i], i});
   }
   for (uint32_t f : comp_flows_) share_[f].new_rate = -1;
   std::make_heap(heap_.begin(), heap_.end(), cmp);
 
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
-    const auto [key, l] = heap_.back();
+    const auto [key, l, i] = heap_.back();
     heap_.pop_back();
-    LinkState& bottleneck = links_[l];
+    LinkFill& bottleneck = fill_[i];
     if (bottleneck.unfrozen == 0) continue;
     const double share = std::max(bottleneck.residual, 0.0) / bottleneck.unfrozen_weight;
     if (share > key) {
-      heap_.emplace_back(share, l);
+      heap_.push_back({share, l, i});
       std::push_heap(heap_.begin(), heap_.end(), cmp);
       continue;
     }
     bottleneck.frozen_share = share;
-    for (const LinkEntry& entry : bottleneck.flows) {
+    for (const LinkEntry& entry : links_[l].flows) {
       FlowShare& frozen = share_[entry.flow];
       if (frozen.mark != epoch_ || frozen.new_rate >= 0) continue;
       frozen.new_rate = share;
       frozen.bottleneck = l;
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < frozen.num_hops; ++h) {
-        if (tags_[hop[h].link].mark != link_epoch_) continue;  // slack: not filled
-        LinkState& link = links_[hop[h].link];
+        const LinkTag& tag = tags_[hop[h].link];
+        if (tag.mark != link_epoch_) continue;  // slack: not filled
+        LinkFill& link = fill_[tag.slot];
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;

@@ -47,7 +47,9 @@ class FlowNetwork final : public Network {
 
   // Memory per link of the topology, and per GPU pair that sends over `paths` hashed paths of
   // `hops` links each (the cached spread of multi-flow ECMP).
-  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(LinkTag) + sizeof(bool); }
+  static std::size_t bytes_per_link() {
+    return sizeof(LinkState) + sizeof(LinkTag) + sizeof(LinkFill) + sizeof(bool);
+  }
   static std::size_t bytes_per_spread_pair(std::size_t paths, std::size_t hops) {
     return sizeof(PairLinks) + 64 + paths * hops * (sizeof(LinkId) + sizeof(double));
   }
@@ -138,22 +140,26 @@ class FlowNetwork final : public Network {
   struct LinkState {
     std::vector<LinkEntry> flows;
     double capacity = 0;  // bytes per second
-    // Scratch for water-filling: capacity left, flows not yet frozen and the sum of their weights.
-    double residual = 0;
-    uint32_t unfrozen = 0;
-    double unfrozen_weight = 0;
-    double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
     // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
     // leaving this link out). Below capacity the link can never limit any of them.
     double demand = 0;
   };
   // What a recompute checks of every link on a flow's route before it reads the link's record,
-  // 8 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
+  // 12 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
   // whenever the link's demand or capacity changes.
   struct LinkTag {
     uint32_t mark = 0;   // link epoch of the last recompute round that visited this link
+    uint32_t slot = 0;   // while marked: the link's index in comp_links_ (and fill_)
     bool slack = false;  // whether the link can limit none of its flows
     bool dirty = false;  // changed since the last recompute
+  };
+  // Water-filling scratch of one link of the round, by its index in comp_links_: freezing a flow
+  // charges each of its links here, in a small dense array, rather than in the link's record.
+  struct LinkFill {
+    double residual = 0;  // capacity left
+    double unfrozen_weight = 0;
+    double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
+    uint32_t unfrozen = 0;    // flows not yet frozen
   };
   // A link that can limit none of its flows, whatever else happens: max-min fairness does not
   // depend on it, so recomputes neither fill it nor cross it to reach other flows.
@@ -221,6 +227,8 @@ class FlowNetwork final : public Network {
   void next_link_epoch();
   // Adds flow f's links that can bind and are not yet in comp_links_.
   void add_binding_links(uint32_t f);
+  // Marks link l as the next of comp_links_.
+  void add_link(LinkTag& tag, LinkId l);
   // The whole connected component of the changed links (the non-incremental solve).
   void collect_component();
   // The incremental seed: new flows, and flows whose bottleneck is a changed link.
@@ -291,9 +299,16 @@ class FlowNetwork final : public Network {
   // Recompute scratch, kept to avoid reallocating.
   std::vector<uint32_t> comp_flows_;
   std::vector<LinkId> comp_links_;
+  std::vector<LinkFill> fill_;  // by index in comp_links_
   std::vector<uint32_t> finished_;
   std::vector<uint32_t> grown_;
-  std::vector<std::pair<double, LinkId>> heap_;
+  // A link's fair share in the filling's heap; ties go to the lower link id.
+  struct FillEntry {
+    double share;
+    LinkId link;
+    uint32_t slot;  // in comp_links_
+  };
+  std::vector<FillEntry> heap_;
   std::vector<double> unit_weights_;  // all 1, for single-path flows
   std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched
   std::unordered_map<uint64_t, std::vector<FluidPlan>> fluid_plans_;  // by hash of the edges
