@@ -6,6 +6,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 #include "sim/net/analytical_network.h"
@@ -265,12 +266,11 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   const uint32_t f = allocate_flow();
   reserve_hops(f, links.size());
   Flow& flow = flows_[f];
-  flow.remaining = bytes;
+  clock_[f] = {bytes, sim_.now()};
   share_[f].rate = 0;
-  flow.last_update = sim_.now();
-  flow.finish = Time::max();
   flow.latency = latency;
   flow.done = std::move(done);
+  if (next_seq_ >> (64 - kSlotBits) != 0) throw std::length_error("too many flows");
   flow.seq = next_seq_++;
   flow.src = src;
   flow.dst = dst;
@@ -310,7 +310,8 @@ std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
   out.reserve(active_);
   for (std::size_t f = 0; f < flows_.size(); ++f) {
     const Flow& flow = flows_[f];
-    if (share_[f].num_hops > 0) out.push_back({flow.src, flow.dst, share_[f].rate, flow.remaining});
+    if (share_[f].num_hops > 0)
+      out.push_back({flow.src, flow.dst, share_[f].rate, clock_[f].remaining});
   }
   return out;
 }
@@ -323,8 +324,10 @@ uint32_t FlowNetwork::allocate_flow() {
     flows_[f].next_free = kNone;
     return f;
   }
+  if (flows_.size() > kSlotMask) throw std::length_error("too many flows at once");
   flows_.emplace_back();
   share_.emplace_back();
+  clock_.emplace_back();
   heap_pos_.push_back(kNone);
   return static_cast<uint32_t>(flows_.size() - 1);
 }
@@ -404,7 +407,7 @@ void FlowNetwork::finish(uint32_t f) {
 
 void FlowNetwork::heap_place(std::size_t i, const HeapEntry& entry) {
   finish_heap_[i] = entry;
-  heap_pos_[entry.flow] = static_cast<uint32_t>(i);
+  heap_pos_[entry.flow()] = static_cast<uint32_t>(i);
 }
 
 void FlowNetwork::heap_sift_up(std::size_t i) {
@@ -435,18 +438,17 @@ void FlowNetwork::heap_sift_down(std::size_t i) {
   heap_place(i, entry);
 }
 
-void FlowNetwork::heap_update(uint32_t f) {
-  const Flow& flow = flows_[f];
-  if (flow.finish == Time::max()) {
+void FlowNetwork::heap_update(uint32_t f, Time finish) {
+  if (finish == Time::max()) {
     heap_remove(f);
     return;
   }
   uint32_t pos = heap_pos_[f];
   if (pos == kNone) {
     pos = static_cast<uint32_t>(finish_heap_.size());
-    finish_heap_.push_back({flow.finish, flow.seq, f});
+    finish_heap_.push_back({finish, flows_[f].seq << kSlotBits | f});
   } else {
-    finish_heap_[pos].finish = flow.finish;
+    finish_heap_[pos].finish = finish;
   }
   // A later finish only moves down, an earlier one only up.
   if (pos > 0 && finish_heap_[pos].before(finish_heap_[(pos - 1) / kHeapArity])) {
@@ -462,10 +464,10 @@ void FlowNetwork::heap_remove(uint32_t f) {
   heap_pos_[f] = kNone;
   const HeapEntry last = finish_heap_.back();
   finish_heap_.pop_back();
-  if (last.flow == f) return;
+  if (last.flow() == f) return;
   heap_place(pos, last);
   heap_sift_up(pos);
-  heap_sift_down(heap_pos_[last.flow]);
+  heap_sift_down(heap_pos_[last.flow()]);
 }
 
 void FlowNetwork::arm_timer() {
@@ -482,7 +484,7 @@ void FlowNetwork::on_timer() {
   timer_ = EventId{};
   const Time now = sim_.now();
   while (!finish_heap_.empty() && finish_heap_.front().finish <= now) {
-    const uint32_t f = finish_heap_.front().flow;
+    const uint32_t f = finish_heap_.front().flow();
     heap_remove(f);
     detach(f, /*mark=*/true);
     finish(f);
@@ -558,10 +560,10 @@ void FlowNetwork::advance_set(std::size_t& from) {
     finished_.clear();
     for (std::size_t i = from; i < comp_flows_.size(); ++i) {
       const uint32_t f = comp_flows_[i];
-      Flow& flow = flows_[f];
-      flow.remaining -= share_[f].rate * (now - flow.last_update).as_seconds();
-      flow.last_update = now;
-      if (flow.remaining < kDoneBytes) {
+      FlowClock& clock = clock_[f];
+      clock.remaining -= share_[f].rate * (now - clock.last_update).as_seconds();
+      clock.last_update = now;
+      if (clock.remaining < kDoneBytes) {
         finished_.push_back(f);
       } else {
         comp_flows_[kept++] = f;
@@ -729,16 +731,14 @@ void FlowNetwork::water_fill() {
 }
 
 void FlowNetwork::set_rate(uint32_t f, double rate) {
-  Flow& flow = flows_[f];
   share_[f].rate = rate;
-  if (rate <= 0) {
-    flow.finish = Time::max();  // starved: only a later recompute can move it
-  } else {
+  Time finish = Time::max();  // starved: only a later recompute can move it
+  if (rate > 0) {
     // Rounded up like transfer_time, so a lone flow matches it exactly.
-    const double ps = std::ceil(flow.remaining * 1e12 / rate);
-    flow.finish = sim_.now() + Time::ps(Time::checked_ps(ps));
+    const double ps = std::ceil(clock_[f].remaining * 1e12 / rate);
+    finish = sim_.now() + Time::ps(Time::checked_ps(ps));
   }
-  heap_update(f);
+  heap_update(f, finish);
 }
 
 }  // namespace cs::net
