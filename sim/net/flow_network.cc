@@ -61,8 +61,8 @@ void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
   }
   const bool network = route.link_class == LinkClass::kNetwork;
   if (network && balancing_.mode == LoadBalancingMode::kAdaptive) {
-    const Route chosen = routing_.path(src, dst, 0, &link_load_);
-    start_flow(chosen.links, unit_weights_, chosen.latency, src, dst, static_cast<double>(bytes),
+    routing_.path(src, dst, 0, &link_load_, chosen_);
+    start_flow(chosen_.links, unit_weights_, chosen_.latency, src, dst, static_cast<double>(bytes),
                std::move(done));
     return;
   }
@@ -644,19 +644,26 @@ bool FlowNetwork::grow_set() {
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     const LinkId l = comp_links_[i];
     const LinkState& link = links_[l];
-    const double frozen_share = fill_[i].frozen_share;
+    const double above = fill_[i].frozen_share * (1 + kRateTolerance);
     double load = 0, fastest = 0;
+    // Whether a fixed flow may have to join: one above the share, or one this link limited.
+    bool suspect = false;
     for (const LinkEntry& entry : link.flows) {
       const FlowShare& share = share_[entry.flow];
-      const double rate = in_set(entry.flow) ? share.new_rate : share.rate;
+      double rate = share.new_rate;
+      if (!in_set(entry.flow)) {
+        rate = share.rate;
+        suspect = suspect || rate > above || share.bottleneck == l;
+      }
       load += rate * entry.weight;
       fastest = std::max(fastest, rate);
     }
+    if (!suspect) continue;
     const bool full = load >= link.capacity * (1 - kRateTolerance);
     for (const LinkEntry& entry : link.flows) {
       if (in_set(entry.flow)) continue;
       const FlowShare& flow = share_[entry.flow];
-      const bool above_share = flow.rate > frozen_share * (1 + kRateTolerance);
+      const bool above_share = flow.rate > above;
       const bool lost_bottleneck =
           flow.bottleneck == l && (!full || flow.rate < fastest * (1 - kRateTolerance));
       if (above_share || lost_bottleneck) grown_.push_back(entry.flow);

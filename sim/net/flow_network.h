@@ -277,6 +277,7 @@ class FlowNetwork final : public Network {
   Routing& routing_;
   LoadBalancing balancing_;
   Routing::LinkLoad link_load_;  // active flows per link, for adaptive routing
+  Route chosen_;                 // the path of the last adaptive message, kept for its capacity
   TrafficStats stats_;
 
   std::vector<Flow> flows_;
