@@ -1,6 +1,7 @@
 #include "sim/net/flow_network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -678,9 +679,7 @@ void FlowNetwork::water_fill() {
   // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
   // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
   // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
-  const auto cmp = [](const FillEntry& a, const FillEntry& b) {
-    return a.share > b.share || (a.share == b.share && a.link > b.link);
-  };
+  const auto cmp = std::greater<FillKey>{};
   heap_.clear();
   fill_.resize(comp_links_.size());
   // Flows outside the set keep their rates and take their share of each link first.
@@ -701,20 +700,24 @@ void FlowNetwork::water_fill() {
       }
     }
     if (fill.unfrozen > 0)
-      heap_.push_back({std::max(fill.residual, 0.0) / fill.unfrozen_weight, comp_links_[i], i});
+      heap_.push_back(
+          fill_key(std::max(fill.residual, 0.0) / fill.unfrozen_weight, comp_links_[i], i));
   }
   for (uint32_t f : comp_flows_) share_[f].new_rate = -1;
   std::make_heap(heap_.begin(), heap_.end(), cmp);
 
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
-    const auto [key, l, i] = heap_.back();
+    const FillKey top = heap_.back();
     heap_.pop_back();
+    const double key = std::bit_cast<double>(static_cast<uint64_t>(top >> 64));
+    const auto l = static_cast<LinkId>(top >> 32);
+    const auto i = static_cast<uint32_t>(top);
     LinkFill& bottleneck = fill_[i];
     if (bottleneck.unfrozen == 0) continue;
     const double share = std::max(bottleneck.residual, 0.0) / bottleneck.unfrozen_weight;
     if (share > key) {
-      heap_.push_back({share, l, i});
+      heap_.push_back(fill_key(share, l, i));
       std::push_heap(heap_.begin(), heap_.end(), cmp);
       continue;
     }

@@ -1,6 +1,7 @@
 // Congestion-aware transfer model: each message is a flow whose rate is its max-min fair share.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -312,13 +313,15 @@ class FlowNetwork final : public Network {
   std::vector<LinkFill> fill_;  // by index in comp_links_
   std::vector<uint32_t> finished_;
   std::vector<uint32_t> grown_;
-  // A link's fair share in the filling's heap; ties go to the lower link id.
-  struct FillEntry {
-    double share;
-    LinkId link;
-    uint32_t slot;  // in comp_links_
-  };
-  std::vector<FillEntry> heap_;
+  // A link in the filling's heap: its fair share's bits (shares are never negative, so their
+  // bits order like their values), its id (which breaks ties) and its index in comp_links_, in
+  // one integer that compares without branches.
+  using FillKey = unsigned __int128;
+  static FillKey fill_key(double share, LinkId link, uint32_t slot) {
+    const auto bits = std::bit_cast<uint64_t>(share + 0.0);  // + 0.0: -0.0 sorts as 0.0
+    return static_cast<FillKey>(bits) << 64 | static_cast<FillKey>(link) << 32 | slot;
+  }
+  std::vector<FillKey> heap_;
   std::vector<double> unit_weights_;  // all 1, for single-path flows
   std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched
   std::unordered_map<uint64_t, std::vector<FluidPlan>> fluid_plans_;  // by hash of the edges
