@@ -246,7 +246,8 @@ class FlowNetwork final : public Network {
   // Adds the fixed flows the last filling invalidated: above a share it froze on a shared link,
   // or whose bottleneck is no longer full or no longer theirs. Returns whether the set grew.
   bool grow_set();
-  void set_rate(uint32_t f, double rate);
+  // When flow f's last byte leaves the sender at `rate` from now (Time::max() when starved).
+  Time finish_at(uint32_t f, double rate) const;
 
   // Completions: flows sit in an indexed min-heap by (finish, seq) and the simulator holds a
   // single event for the earliest, so a rate change moves the flow in place instead of leaving
@@ -271,6 +272,8 @@ class FlowNetwork final : public Network {
   // Moves flow f to `finish` (when its last byte leaves the sender; Time::max() when starved).
   void heap_update(uint32_t f, Time finish);
   void heap_remove(uint32_t f);
+  // Gives the flows of moved_ their new finish times and restores the heap in one pass.
+  void heap_rebuild_with_moved();
   void arm_timer();
   void on_timer();
 
@@ -313,6 +316,7 @@ class FlowNetwork final : public Network {
   std::vector<LinkFill> fill_;  // by index in comp_links_
   std::vector<uint32_t> finished_;
   std::vector<uint32_t> grown_;
+  std::vector<std::pair<uint32_t, Time>> moved_;  // flows whose rate changed, new finish times
   // A link in the filling's heap: its fair share's bits (shares are never negative, so their
   // bits order like their values), its id (which breaks ties) and its index in comp_links_, in
   // one integer that compares without branches.
