@@ -1,6 +1,7 @@
 #include "sim/exec/executor.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <stdexcept>
 
@@ -159,8 +160,13 @@ void Executor::init_ranks() {
   ranks_.resize(world);
   stats_.resize(world);
   done_bits_.assign(world * words_per_rank_, 0);
-  for (int32_t r = 0; r < layout_.world(); ++r)
-    ranks_[r].ops_left = static_cast<uint32_t>(program_of(r).ops.size());
+  static_assert(workload::kNumStreams <= 32, "RankState::startable holds a bit per stream");
+  for (int32_t r = 0; r < layout_.world(); ++r) {
+    const auto& program = program_of(r);
+    ranks_[r].ops_left = static_cast<uint32_t>(program.ops.size());
+    for (int s = 0; s < workload::kNumStreams; ++s)
+      if (!program.streams[s].empty()) ranks_[r].startable |= 1u << s;
+  }
 }
 
 coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
@@ -262,10 +268,12 @@ void Executor::start() {
 void Executor::try_start(int32_t rank) {
   RankState& st = ranks_[rank];
   const auto& program = program_of(rank);
+  // The streams in order, each read afresh after the one before has started.
   for (int s = 0; s < workload::kNumStreams; ++s) {
-    const auto& stream = program.streams[s];
-    if (st.busy[s] || st.head[s] >= stream.size()) continue;
-    const uint32_t op = stream[st.head[s]];
+    const uint32_t later = st.startable >> s;
+    if (later == 0) break;
+    s += std::countr_zero(later);
+    const uint32_t op = program.streams[s][st.head[s]];
     const Op& o = program.ops[op];
     bool ready = true;
     for (uint32_t d = o.deps_begin; d < o.deps_end && ready; ++d)
@@ -309,6 +317,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
   if (!is_free(program, o)) {
     const int s = static_cast<int>(o.stream);
     st.busy[s] = true;
+    st.startable &= ~(1u << s);
     st.started[s] = sim_.now();
     if (o.stream == Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
   }
@@ -437,7 +446,7 @@ void Executor::complete(int32_t rank, uint32_t op) {
   if (!free) {
     st.busy[s] = false;
     if (observer_) notify_observer(rank, op, st.started[s]);
-    ++st.head[s];
+    if (++st.head[s] < program.streams[s].size()) st.startable |= 1u << s;
   }
   ++ops_done_;
   st.last_done_class = o.op_class;

@@ -185,6 +185,8 @@ class Executor {
   struct RankState {
     std::array<uint32_t, workload::kNumStreams> head{};  // next position in each stream
     std::array<bool, workload::kNumStreams> busy{};
+    // Bit s: stream s is idle with ops left, so try_start visits only those streams.
+    uint32_t startable = 0;
     std::array<Time, workload::kNumStreams> started{};  // of the op running on each stream
     Time compute_free_since;                            // when the compute stream last went idle
     workload::OpClass last_done_class = workload::OpClass::kForward;

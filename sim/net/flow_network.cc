@@ -1,11 +1,13 @@
 #include "sim/net/flow_network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
 #include <memory>
+#include <stdexcept>
 #include <utility>
 
 #include "sim/net/analytical_network.h"
@@ -60,8 +62,8 @@ void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
   }
   const bool network = route.link_class == LinkClass::kNetwork;
   if (network && balancing_.mode == LoadBalancingMode::kAdaptive) {
-    const Route chosen = routing_.path(src, dst, 0, &link_load_);
-    start_flow(chosen.links, unit_weights_, chosen.latency, src, dst, static_cast<double>(bytes),
+    routing_.path(src, dst, 0, &link_load_, chosen_);
+    start_flow(chosen_.links, unit_weights_, chosen_.latency, src, dst, static_cast<double>(bytes),
                std::move(done));
     return;
   }
@@ -265,12 +267,11 @@ void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector
   const uint32_t f = allocate_flow();
   reserve_hops(f, links.size());
   Flow& flow = flows_[f];
-  flow.remaining = bytes;
+  clock_[f] = {bytes, sim_.now()};
   share_[f].rate = 0;
-  flow.last_update = sim_.now();
-  flow.finish = Time::max();
   flow.latency = latency;
   flow.done = std::move(done);
+  if (next_seq_ >> (64 - kSlotBits) != 0) throw std::length_error("too many flows");
   flow.seq = next_seq_++;
   flow.src = src;
   flow.dst = dst;
@@ -310,7 +311,8 @@ std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
   out.reserve(active_);
   for (std::size_t f = 0; f < flows_.size(); ++f) {
     const Flow& flow = flows_[f];
-    if (share_[f].num_hops > 0) out.push_back({flow.src, flow.dst, share_[f].rate, flow.remaining});
+    if (share_[f].num_hops > 0)
+      out.push_back({flow.src, flow.dst, share_[f].rate, clock_[f].remaining});
   }
   return out;
 }
@@ -323,8 +325,10 @@ uint32_t FlowNetwork::allocate_flow() {
     flows_[f].next_free = kNone;
     return f;
   }
+  if (flows_.size() > kSlotMask) throw std::length_error("too many flows at once");
   flows_.emplace_back();
   share_.emplace_back();
+  clock_.emplace_back();
   heap_pos_.push_back(kNone);
   return static_cast<uint32_t>(flows_.size() - 1);
 }
@@ -404,7 +408,7 @@ void FlowNetwork::finish(uint32_t f) {
 
 void FlowNetwork::heap_place(std::size_t i, const HeapEntry& entry) {
   finish_heap_[i] = entry;
-  heap_pos_[entry.flow] = static_cast<uint32_t>(i);
+  heap_pos_[entry.flow()] = static_cast<uint32_t>(i);
 }
 
 void FlowNetwork::heap_sift_up(std::size_t i) {
@@ -435,18 +439,17 @@ void FlowNetwork::heap_sift_down(std::size_t i) {
   heap_place(i, entry);
 }
 
-void FlowNetwork::heap_update(uint32_t f) {
-  const Flow& flow = flows_[f];
-  if (flow.finish == Time::max()) {
+void FlowNetwork::heap_update(uint32_t f, Time finish) {
+  if (finish == Time::max()) {
     heap_remove(f);
     return;
   }
   uint32_t pos = heap_pos_[f];
   if (pos == kNone) {
     pos = static_cast<uint32_t>(finish_heap_.size());
-    finish_heap_.push_back({flow.finish, flow.seq, f});
+    finish_heap_.push_back({finish, flows_[f].seq << kSlotBits | f});
   } else {
-    finish_heap_[pos].finish = flow.finish;
+    finish_heap_[pos].finish = finish;
   }
   // A later finish only moves down, an earlier one only up.
   if (pos > 0 && finish_heap_[pos].before(finish_heap_[(pos - 1) / kHeapArity])) {
@@ -456,16 +459,33 @@ void FlowNetwork::heap_update(uint32_t f) {
   }
 }
 
+void FlowNetwork::heap_rebuild_with_moved() {
+  // Many flows moved: one bottom-up heapify (about 1.3 comparisons an entry) costs less than
+  // sifting each. Keys are unique, so the heap still pops in the same (finish, seq) order.
+  for (const auto& [f, finish] : moved_) {
+    uint32_t& pos = heap_pos_[f];
+    if (pos == kNone) {
+      pos = static_cast<uint32_t>(finish_heap_.size());
+      finish_heap_.push_back({finish, flows_[f].seq << kSlotBits | f});
+    } else {
+      finish_heap_[pos].finish = finish;
+    }
+  }
+  const std::size_t n = finish_heap_.size();
+  if (n < 2) return;
+  for (std::size_t i = (n - 2) / kHeapArity + 1; i-- > 0;) heap_sift_down(i);  // every parent
+}
+
 void FlowNetwork::heap_remove(uint32_t f) {
   const uint32_t pos = heap_pos_[f];
   if (pos == kNone) return;
   heap_pos_[f] = kNone;
   const HeapEntry last = finish_heap_.back();
   finish_heap_.pop_back();
-  if (last.flow == f) return;
+  if (last.flow() == f) return;
   heap_place(pos, last);
   heap_sift_up(pos);
-  heap_sift_down(heap_pos_[last.flow]);
+  heap_sift_down(heap_pos_[last.flow()]);
 }
 
 void FlowNetwork::arm_timer() {
@@ -482,7 +502,7 @@ void FlowNetwork::on_timer() {
   timer_ = EventId{};
   const Time now = sim_.now();
   while (!finish_heap_.empty() && finish_heap_.front().finish <= now) {
-    const uint32_t f = finish_heap_.front().flow;
+    const uint32_t f = finish_heap_.front().flow();
     heap_remove(f);
     detach(f, /*mark=*/true);
     finish(f);
@@ -539,12 +559,22 @@ void FlowNetwork::recompute() {
   }
   recomputed_flows_ += comp_flows_.size();
 
+  moved_.clear();
+  bool starved = false;
   for (uint32_t f : comp_flows_) {
     const double old_rate = share_[f].rate;
     const double rate = share_[f].new_rate;
     // Same rate: the finish time computed earlier still holds.
     if (old_rate > 0 && std::abs(rate - old_rate) <= kRateTolerance * old_rate) continue;
-    set_rate(f, rate);
+    share_[f].rate = rate;
+    moved_.push_back({f, finish_at(f, rate)});
+    starved = starved || rate <= 0;
+  }
+  // One flow in eight or more moved: heapifying the whole heap costs less than sifting each.
+  if (!starved && moved_.size() * 8 > finish_heap_.size()) {
+    heap_rebuild_with_moved();
+  } else {
+    for (const auto& [f, finish] : moved_) heap_update(f, finish);
   }
   arm_timer();
 }
@@ -558,10 +588,10 @@ void FlowNetwork::advance_set(std::size_t& from) {
     finished_.clear();
     for (std::size_t i = from; i < comp_flows_.size(); ++i) {
       const uint32_t f = comp_flows_[i];
-      Flow& flow = flows_[f];
-      flow.remaining -= share_[f].rate * (now - flow.last_update).as_seconds();
-      flow.last_update = now;
-      if (flow.remaining < kDoneBytes) {
+      FlowClock& clock = clock_[f];
+      clock.remaining -= share_[f].rate * (now - clock.last_update).as_seconds();
+      clock.last_update = now;
+      if (clock.remaining < kDoneBytes) {
         finished_.push_back(f);
       } else {
         comp_flows_[kept++] = f;
@@ -602,8 +632,7 @@ void FlowNetwork::collect_component() {
     if (tag.slack) {
       for (const LinkEntry& entry : links_[l].flows) add_to_set(entry.flow);
     } else if (tag.mark != link_epoch_) {
-      tag.mark = link_epoch_;
-      comp_links_.push_back(l);
+      add_link(tag, l);
     }
   }
   dirty_links_.clear();
@@ -622,9 +651,14 @@ void FlowNetwork::add_binding_links(uint32_t f) {
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkTag& tag = tags_[hop[h].link];
     if (tag.mark == link_epoch_ || tag.slack) continue;
-    tag.mark = link_epoch_;
-    comp_links_.push_back(hop[h].link);
+    add_link(tag, hop[h].link);
   }
+}
+
+void FlowNetwork::add_link(LinkTag& tag, LinkId l) {
+  tag.mark = link_epoch_;
+  tag.slot = static_cast<uint32_t>(comp_links_.size());
+  comp_links_.push_back(l);
 }
 
 void FlowNetwork::collect_links() {
@@ -635,20 +669,29 @@ void FlowNetwork::collect_links() {
 
 bool FlowNetwork::grow_set() {
   grown_.clear();
-  for (LinkId l : comp_links_) {
+  for (std::size_t i = 0; i < comp_links_.size(); ++i) {
+    const LinkId l = comp_links_[i];
     const LinkState& link = links_[l];
+    const double above = fill_[i].frozen_share * (1 + kRateTolerance);
     double load = 0, fastest = 0;
+    // Whether a fixed flow may have to join: one above the share, or one this link limited.
+    bool suspect = false;
     for (const LinkEntry& entry : link.flows) {
       const FlowShare& share = share_[entry.flow];
-      const double rate = in_set(entry.flow) ? share.new_rate : share.rate;
+      double rate = share.new_rate;
+      if (!in_set(entry.flow)) {
+        rate = share.rate;
+        suspect = suspect || rate > above || share.bottleneck == l;
+      }
       load += rate * entry.weight;
       fastest = std::max(fastest, rate);
     }
+    if (!suspect) continue;
     const bool full = load >= link.capacity * (1 - kRateTolerance);
     for (const LinkEntry& entry : link.flows) {
       if (in_set(entry.flow)) continue;
       const FlowShare& flow = share_[entry.flow];
-      const bool above_share = flow.rate > link.frozen_share * (1 + kRateTolerance);
+      const bool above_share = flow.rate > above;
       const bool lost_bottleneck =
           flow.bottleneck == l && (!full || flow.rate < fastest * (1 - kRateTolerance));
       if (above_share || lost_bottleneck) grown_.push_back(entry.flow);
@@ -663,53 +706,59 @@ void FlowNetwork::water_fill() {
   // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
   // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
   // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
-  using Entry = std::pair<double, LinkId>;
-  const auto cmp = std::greater<Entry>{};
+  const auto cmp = std::greater<FillKey>{};
   heap_.clear();
+  fill_.resize(comp_links_.size());
   // Flows outside the set keep their rates and take their share of each link first.
-  for (LinkId l : comp_links_) {
-    LinkState& link = links_[l];
-    link.residual = link.capacity;
-    link.unfrozen = 0;
-    link.unfrozen_weight = 0;
-    link.frozen_share = std::numeric_limits<double>::infinity();
+  for (uint32_t i = 0; i < comp_links_.size(); ++i) {
+    const LinkState& link = links_[comp_links_[i]];
+    LinkFill& fill = fill_[i];
+    fill.residual = link.capacity;
+    fill.unfrozen = 0;
+    fill.unfrozen_weight = 0;
+    fill.frozen_share = std::numeric_limits<double>::infinity();
     for (const LinkEntry& entry : link.flows) {
       const double weight = entry.weight;
       if (in_set(entry.flow)) {
-        ++link.unfrozen;
-        link.unfrozen_weight += weight;
+        ++fill.unfrozen;
+        fill.unfrozen_weight += weight;
       } else {
-        link.residual -= share_[entry.flow].rate * weight;
+        fill.residual -= share_[entry.flow].rate * weight;
       }
     }
-    if (link.unfrozen > 0)
-      heap_.emplace_back(std::max(link.residual, 0.0) / link.unfrozen_weight, l);
+    if (fill.unfrozen > 0)
+      heap_.push_back(
+          fill_key(std::max(fill.residual, 0.0) / fill.unfrozen_weight, comp_links_[i], i));
   }
   for (uint32_t f : comp_flows_) share_[f].new_rate = -1;
   std::make_heap(heap_.begin(), heap_.end(), cmp);
 
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
-    const auto [key, l] = heap_.back();
+    const FillKey top = heap_.back();
     heap_.pop_back();
-    LinkState& bottleneck = links_[l];
+    const double key = std::bit_cast<double>(static_cast<uint64_t>(top >> 64));
+    const auto l = static_cast<LinkId>(top >> 32);
+    const auto i = static_cast<uint32_t>(top);
+    LinkFill& bottleneck = fill_[i];
     if (bottleneck.unfrozen == 0) continue;
     const double share = std::max(bottleneck.residual, 0.0) / bottleneck.unfrozen_weight;
     if (share > key) {
-      heap_.emplace_back(share, l);
+      heap_.push_back(fill_key(share, l, i));
       std::push_heap(heap_.begin(), heap_.end(), cmp);
       continue;
     }
     bottleneck.frozen_share = share;
-    for (const LinkEntry& entry : bottleneck.flows) {
+    for (const LinkEntry& entry : links_[l].flows) {
       FlowShare& frozen = share_[entry.flow];
       if (frozen.mark != epoch_ || frozen.new_rate >= 0) continue;
       frozen.new_rate = share;
       frozen.bottleneck = l;
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < frozen.num_hops; ++h) {
-        if (tags_[hop[h].link].mark != link_epoch_) continue;  // slack: not filled
-        LinkState& link = links_[hop[h].link];
+        const LinkTag& tag = tags_[hop[h].link];
+        if (tag.mark != link_epoch_) continue;  // slack: not filled
+        LinkFill& link = fill_[tag.slot];
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;
         --link.unfrozen;
@@ -718,17 +767,11 @@ void FlowNetwork::water_fill() {
   }
 }
 
-void FlowNetwork::set_rate(uint32_t f, double rate) {
-  Flow& flow = flows_[f];
-  share_[f].rate = rate;
-  if (rate <= 0) {
-    flow.finish = Time::max();  // starved: only a later recompute can move it
-  } else {
-    // Rounded up like transfer_time, so a lone flow matches it exactly.
-    const double ps = std::ceil(flow.remaining * 1e12 / rate);
-    flow.finish = sim_.now() + Time::ps(Time::checked_ps(ps));
-  }
-  heap_update(f);
+Time FlowNetwork::finish_at(uint32_t f, double rate) const {
+  if (rate <= 0) return Time::max();  // starved: only a later recompute can move it
+  // Rounded up like transfer_time, so a lone flow matches it exactly.
+  const double ps = std::ceil(clock_[f].remaining * 1e12 / rate);
+  return sim_.now() + Time::ps(Time::checked_ps(ps));
 }
 
 }  // namespace cs::net

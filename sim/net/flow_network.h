@@ -1,6 +1,7 @@
 // Congestion-aware transfer model: each message is a flow whose rate is its max-min fair share.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -47,7 +48,9 @@ class FlowNetwork final : public Network {
 
   // Memory per link of the topology, and per GPU pair that sends over `paths` hashed paths of
   // `hops` links each (the cached spread of multi-flow ECMP).
-  static std::size_t bytes_per_link() { return sizeof(LinkState) + sizeof(LinkTag) + sizeof(bool); }
+  static std::size_t bytes_per_link() {
+    return sizeof(LinkState) + sizeof(LinkTag) + sizeof(LinkFill) + sizeof(bool);
+  }
   static std::size_t bytes_per_spread_pair(std::size_t paths, std::size_t hops) {
     return sizeof(PairLinks) + 64 + paths * hops * (sizeof(LinkId) + sizeof(double));
   }
@@ -79,9 +82,6 @@ class FlowNetwork final : public Network {
   static constexpr uint32_t kNone = 0xFFFFFFFFu;
 
   struct Flow {
-    double remaining = 0;  // bytes still to leave the sender, as of `last_update`
-    Time last_update;
-    Time finish;   // when the last byte leaves the sender at the current rate
     Time latency;  // of the route: the last byte arrives this long after it leaves
     Done done;
     uint64_t seq = 0;  // start order: breaks ties between flows finishing at the same time
@@ -109,6 +109,13 @@ class FlowNetwork final : public Network {
     LinkId bottleneck = kNone;
     uint32_t num_hops = 0;   // 0 while the slot is free
     uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
+  };
+  // A flow's progress, which every recompute that revisits the flow brings up to date, apart
+  // from its record as FlowShare is: 16 bytes instead of a record spanning cache lines. Its
+  // finish time lives in the finish heap.
+  struct FlowClock {
+    double remaining = 0;  // bytes still to leave the sender, as of `last_update`
+    Time last_update;
   };
   // Hop h of flow f, kept in one pooled array at share_[f].hop_begin + h rather than read
   // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
@@ -138,22 +145,26 @@ class FlowNetwork final : public Network {
   struct LinkState {
     std::vector<LinkEntry> flows;
     double capacity = 0;  // bytes per second
-    // Scratch for water-filling: capacity left, flows not yet frozen and the sum of their weights.
-    double residual = 0;
-    uint32_t unfrozen = 0;
-    double unfrozen_weight = 0;
-    double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
     // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
     // leaving this link out). Below capacity the link can never limit any of them.
     double demand = 0;
   };
   // What a recompute checks of every link on a flow's route before it reads the link's record,
-  // 8 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
+  // 12 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
   // whenever the link's demand or capacity changes.
   struct LinkTag {
     uint32_t mark = 0;   // link epoch of the last recompute round that visited this link
+    uint32_t slot = 0;   // while marked: the link's index in comp_links_ (and fill_)
     bool slack = false;  // whether the link can limit none of its flows
     bool dirty = false;  // changed since the last recompute
+  };
+  // Water-filling scratch of one link of the round, by its index in comp_links_: freezing a flow
+  // charges each of its links here, in a small dense array, rather than in the link's record.
+  struct LinkFill {
+    double residual = 0;  // capacity left
+    double unfrozen_weight = 0;
+    double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
+    uint32_t unfrozen = 0;    // flows not yet frozen
   };
   // A link that can limit none of its flows, whatever else happens: max-min fairness does not
   // depend on it, so recomputes neither fill it nor cross it to reach other flows.
@@ -221,6 +232,8 @@ class FlowNetwork final : public Network {
   void next_link_epoch();
   // Adds flow f's links that can bind and are not yet in comp_links_.
   void add_binding_links(uint32_t f);
+  // Marks link l as the next of comp_links_.
+  void add_link(LinkTag& tag, LinkId l);
   // The whole connected component of the changed links (the non-incremental solve).
   void collect_component();
   // The incremental seed: new flows, and flows whose bottleneck is a changed link.
@@ -233,27 +246,34 @@ class FlowNetwork final : public Network {
   // Adds the fixed flows the last filling invalidated: above a share it froze on a shared link,
   // or whose bottleneck is no longer full or no longer theirs. Returns whether the set grew.
   bool grow_set();
-  void set_rate(uint32_t f, double rate);
+  // When flow f's last byte leaves the sender at `rate` from now (Time::max() when starved).
+  Time finish_at(uint32_t f, double rate) const;
 
   // Completions: flows sit in an indexed min-heap by (finish, seq) and the simulator holds a
   // single event for the earliest, so a rate change moves the flow in place instead of leaving
   // a cancelled event behind in the simulator's queue for every flow at every recompute. The
   // entries carry their keys and the heap is 4-ary, so a sift reads a few adjacent entries
-  // instead of one flow record per comparison.
+  // instead of one flow record per comparison. An entry packs the flow's seq and slot in one
+  // word (as the event queue's keys do), so four siblings fill one 64-byte line.
+  static constexpr int kSlotBits = 26;  // 67M flows at once, 2^38 flow starts
+  static constexpr uint64_t kSlotMask = (uint64_t{1} << kSlotBits) - 1;
   struct HeapEntry {
     Time finish;
-    uint64_t seq;
-    uint32_t flow;
+    uint64_t key;  // seq << kSlotBits | flow slot: comparing keys compares seqs
+    uint32_t flow() const { return static_cast<uint32_t>(key & kSlotMask); }
     bool before(const HeapEntry& o) const {
-      return finish < o.finish || (finish == o.finish && seq < o.seq);
+      return finish < o.finish || (finish == o.finish && key < o.key);
     }
   };
   static constexpr std::size_t kHeapArity = 4;
   void heap_place(std::size_t i, const HeapEntry& entry);
   void heap_sift_up(std::size_t i);
   void heap_sift_down(std::size_t i);
-  void heap_update(uint32_t f);
+  // Moves flow f to `finish` (when its last byte leaves the sender; Time::max() when starved).
+  void heap_update(uint32_t f, Time finish);
   void heap_remove(uint32_t f);
+  // Gives the flows of moved_ their new finish times and restores the heap in one pass.
+  void heap_rebuild_with_moved();
   void arm_timer();
   void on_timer();
 
@@ -261,10 +281,12 @@ class FlowNetwork final : public Network {
   Routing& routing_;
   LoadBalancing balancing_;
   Routing::LinkLoad link_load_;  // active flows per link, for adaptive routing
+  Route chosen_;                 // the path of the last adaptive message, kept for its capacity
   TrafficStats stats_;
 
   std::vector<Flow> flows_;
   std::vector<FlowShare> share_;  // by flow slot
+  std::vector<FlowClock> clock_;  // by flow slot
   uint32_t free_head_ = kNone;
   std::size_t active_ = 0;
   uint32_t last_started_ = kNone;  // the slot start_flow filled last
@@ -291,9 +313,19 @@ class FlowNetwork final : public Network {
   // Recompute scratch, kept to avoid reallocating.
   std::vector<uint32_t> comp_flows_;
   std::vector<LinkId> comp_links_;
+  std::vector<LinkFill> fill_;  // by index in comp_links_
   std::vector<uint32_t> finished_;
   std::vector<uint32_t> grown_;
-  std::vector<std::pair<double, LinkId>> heap_;
+  std::vector<std::pair<uint32_t, Time>> moved_;  // flows whose rate changed, new finish times
+  // A link in the filling's heap: its fair share's bits (shares are never negative, so their
+  // bits order like their values), its id (which breaks ties) and its index in comp_links_, in
+  // one integer that compares without branches.
+  using FillKey = unsigned __int128;
+  static FillKey fill_key(double share, LinkId link, uint32_t slot) {
+    const auto bits = std::bit_cast<uint64_t>(share + 0.0);  // + 0.0: -0.0 sorts as 0.0
+    return static_cast<FillKey>(bits) << 64 | static_cast<FillKey>(link) << 32 | slot;
+  }
+  std::vector<FillKey> heap_;
   std::vector<double> unit_weights_;  // all 1, for single-path flows
   std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched
   std::unordered_map<uint64_t, std::vector<FluidPlan>> fluid_plans_;  // by hash of the edges

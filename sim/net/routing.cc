@@ -250,9 +250,23 @@ Route Routing::path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* l
   return compute(src, dst, Choice{salt, load});
 }
 
+void Routing::path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load,
+                   Route& out) const {
+  compute(src, dst, Choice{salt, load}, out);
+}
+
 Route Routing::compute(VertexId src, VertexId dst, const Choice& choice) const {
   Route route;
-  if (src == dst) return route;
+  compute(src, dst, choice, route);
+  return route;
+}
+
+void Routing::compute(VertexId src, VertexId dst, const Choice& choice, Route& route) const {
+  route.links.clear();
+  route.latency = Time{};
+  route.bottleneck = Bandwidth{};
+  route.link_class = LinkClass::kNvlink;
+  if (src == dst) return;
   if (!compute_tiered(src, dst, choice, route)) compute_bfs(src, dst, choice, route);
   double bottleneck = std::numeric_limits<double>::infinity();
   for (LinkId id : route.links) {
@@ -262,7 +276,6 @@ Route Routing::compute(VertexId src, VertexId dst, const Choice& choice) const {
     route.link_class = std::max(route.link_class, link.link_class);
   }
   route.bottleneck = Bandwidth::bytes_per_s(bottleneck);
-  return route;
 }
 
 bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, Route& route) const {

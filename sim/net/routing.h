@@ -45,6 +45,8 @@ class Routing {
   // hashes every equal-cost choice afresh (one flow of a multi-flow connection). With `load`,
   // each choice takes the least-loaded candidate instead, ties broken by the salted hash.
   Route path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load = nullptr) const;
+  // The same into `out`, whose link list keeps its capacity: no allocation per message.
+  void path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load, Route& out) const;
   std::size_t cached_routes() const { return routes_.size(); }
   // Whether GPU-to-GPU routes take the O(path length) tiered fast path.
   bool uses_tiered_routing() const { return tiered_ != nullptr; }
@@ -56,6 +58,7 @@ class Routing {
     const LinkLoad* load = nullptr;
   };
   Route compute(VertexId src, VertexId dst, const Choice& choice) const;
+  void compute(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
   void compute_bfs(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
   bool compute_tiered(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
 
