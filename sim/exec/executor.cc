@@ -319,7 +319,12 @@ void Executor::start_op(int32_t rank, uint32_t op) {
     st.busy[s] = true;
     st.startable &= ~(1u << s);
     st.started[s] = sim_.now();
-    if (o.stream == Stream::kCompute) charge_idle(rank, st.compute_free_since, sim_.now());
+    if (o.stream == Stream::kCompute) {
+      const Time waited = stats_[rank].pipeline_wait;
+      charge_idle(rank, st.compute_free_since, sim_.now());
+      // No compute-stream op has completed: this idle was the wait for the first input.
+      if (st.head[s] == 0) stats_[rank].lead_wait = stats_[rank].pipeline_wait - waited;
+    }
   }
   const bool explicit_groups = groups_ != nullptr;
   switch (o.kind) {

@@ -41,6 +41,9 @@ struct RankStats {
   Time end_wait;    // done, waiting for the slowest rank to finish the step
   Time all_to_all;  // expert-parallel all-to-alls in flight, from their start to their end
   Time finish;      // when the rank's last op completed
+  // The part of pipeline_wait before the rank's first compute-stream op: the wait for its first
+  // input, which a stage that need not synchronise its optimizer step spends on its previous step.
+  Time lead_wait;
   Time& wait_for(workload::Dim d) { return comm_wait[static_cast<std::size_t>(d)]; }
   Time wait_for(workload::Dim d) const { return comm_wait[static_cast<std::size_t>(d)]; }
 };

@@ -21,6 +21,7 @@
 #include "sim/run/executor_setup.h"
 #include "sim/run/footprint.h"
 #include "sim/run/moe_figures.h"
+#include "sim/run/post_validation.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/variability.h"
 #include "sim/workload/layout_config.h"
@@ -329,7 +330,15 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.microbatches = m;
   r.tokens_per_step = static_cast<int64_t>(workload::tokens_per_step(config));
 
-  const double step = executor.step_end().as_seconds();
+  // With post-validation no stage waits for the others at the step's end: the steady step is the
+  // longest stage's span, and a stage's wait at the boundary is the gap to it, not to the end.
+  const auto& stats = executor.rank_stats();
+  const bool free_running = par.optimizer_post_validation();
+  const Time step_time = free_running ? post_validated_step(stats) : executor.step_end();
+  auto boundary_wait = [&](const exec::RankStats& st) {
+    return free_running ? step_time - rank_span(st) : st.end_wait;
+  };
+  const double step = step_time.as_seconds();
   const double peak = compute::peak_flops(gpu, precision_of(config.precision()));
   r.iteration_time_s = step;
   r.model_flops_per_step = workload::model_flops_per_step(config);
@@ -339,7 +348,6 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.hfu = workload::hardware_flops_per_step(config) / (step * r.gpus * peak);
 
   // Per stage: means over the stage's ranks; memory at the stage's peak of held activations.
-  const auto& stats = executor.rank_stats();
   const double analytic = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
@@ -352,9 +360,11 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     ++ranks_in_stage[static_cast<std::size_t>(layout.coord(rank, Dim::kPp))];
     // A rank that finishes early waits for the step to close. With a pipeline that is the
     // drain (stage s ends s backward passes before stage 0); without one it can only be
-    // data-parallel groups finishing their communication at different times.
-    const Time bubble = st.pipeline_wait + (p > 1 ? st.end_wait : Time{});
-    const Time dp_wait = st.wait_for(Dim::kDp) + (p > 1 ? Time{} : st.end_wait);
+    // data-parallel groups finishing their communication at different times. A free-running
+    // rank spends its wait for its first input on its previous step instead.
+    const Time own_wait = st.pipeline_wait - (free_running ? st.lead_wait : Time{});
+    const Time bubble = own_wait + (p > 1 ? boundary_wait(st) : Time{});
+    const Time dp_wait = st.wait_for(Dim::kDp) + (p > 1 ? Time{} : boundary_wait(st));
     f.bubble_fraction += bubble.as_seconds() / step;
     f.compute_s += st.compute.as_seconds();
     for (const auto& d : workload::kDims) {

@@ -13,8 +13,18 @@ namespace cs::workload {
 // kZbH1: zero-bubble ZB-H1, backward split into input-grad B and weight-grad W (Qi et al. 2023).
 // kZbV: zero-bubble ZB-V, two chunks per stage in a V, backward split (same authors).
 // kDualPipe: DeepSeek-V3's bidirectional DualPipe (DeepSeek-AI 2024, section 3.2.1).
+// kZbH2: zero-bubble ZB-H2, ZB-H1 with a warm-up twice as long and the W's moved to the tail
+// (Qi et al. 2023); zero bubble only with optimizer post-validation (ParallelConfig).
 // Each schedule's properties, order and formulas: sim/workload/schedules/registry.h.
-enum class PipelineSchedule : uint8_t { kGpipe, kOneFOneB, kInterleaved, kZbH1, kZbV, kDualPipe };
+enum class PipelineSchedule : uint8_t {
+  kGpipe,
+  kOneFOneB,
+  kInterleaved,
+  kZbH1,
+  kZbV,
+  kDualPipe,
+  kZbH2,
+};
 
 enum class Phase : uint8_t {
   kForward,
@@ -89,7 +99,8 @@ int32_t chunk_passes(PipelineSchedule schedule, int32_t virtual_stages);
 std::vector<std::vector<WorkItem>> pipeline_orders(PipelineSchedule schedule, int32_t stages,
                                                    int32_t microbatches, int32_t virtual_stages);
 // The same with the stage-uniform costs of one F, B and W (full backward = t_b + t_w for the
-// schedules that do not split it); only ZB-H1's order depends on them. Costs must be > 0.
+// schedules that do not split it); only ZB-H1's and ZB-H2's orders depend on them. Costs must be >
+// 0.
 std::vector<std::vector<WorkItem>> pipeline_orders(PipelineSchedule schedule, int32_t stages,
                                                    int32_t microbatches, int32_t virtual_stages,
                                                    double t_f, double t_b, double t_w);
@@ -97,7 +108,7 @@ std::vector<std::vector<WorkItem>> pipeline_orders(PipelineSchedule schedule, in
 // Megatron's warm-up count: the forwards (microbatch-chunks) a stage runs before its steady
 // phase, whose pairs open with a forward; so min(warm-up + 1, m*v) forwards precede the first
 // backward. Each schedule's file gives its count: m for GPipe, min(p-s-1, m) for 1F1B and ZB-H1,
-// min(2(p-s-1) + (v-1)p, m*v) for interleaved with v > 1.
+// min(2(p-s-1) + (v-1)p, m*v) for interleaved with v > 1, min(2(p-s-1), m) for ZB-H2.
 int32_t warmup_forwards(PipelineSchedule schedule, int32_t stages, int32_t microbatches,
                         int32_t virtual_stages, int32_t stage);
 
@@ -107,14 +118,15 @@ int32_t peak_in_flight(const std::vector<WorkItem>& order);
 
 // The most microbatch-chunks whose activations are still held: forward run but last backward
 // item (W where the order has one for that item, else B) not. ZB-H1 keeps this at most p on
-// every stage, stage 0's 1F1B peak; elsewhere it equals peak_in_flight.
+// every stage, stage 0's 1F1B peak, ZB-H2 at most 2p-1; elsewhere it equals peak_in_flight.
 int32_t peak_held_activations(const std::vector<WorkItem>& order);
 
 // The textbook share of a step each stage spends idle, with stage-uniform costs and free
 // communication (returns 0 for p = 1); t_b is the full backward for a schedule that does not
 // split it. Each schedule's file gives its formula and its source: (p-1)/(m+p-1) for GPipe and
 // 1F1B, (p-1)/(v*m+p-1) for interleaved, (p-1)(t_f+t_b-t_w) / (m(t_f+t_b+t_w) + (p-1)(t_f+t_b-t_w))
-// for ZB-H1 (m >= p). Same argument checks as pipeline_orders.
+// for ZB-H1 (m >= p), the same with 2t_w for ZB-H2 (m >= 2p-1, its step under optimizer
+// post-validation). Same argument checks as pipeline_orders.
 double analytic_bubble_fraction(PipelineSchedule schedule, int32_t stages, int32_t microbatches,
                                 int32_t virtual_stages, double t_f, double t_b, double t_w);
 

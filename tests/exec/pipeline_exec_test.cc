@@ -3,11 +3,14 @@
 
 #include <cstdlib>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "sim/exec/executor.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
+#include "sim/run/post_validation.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/program_builder.h"
 #include "sim/workload/schedules/registry.h"
@@ -34,6 +37,10 @@ struct PipelineRun {
   std::vector<workload::Program> programs;
 };
 
+PipelineRun execute(PipelineSchedule schedule, int32_t p,
+                    std::vector<std::vector<workload::WorkItem>> orders,
+                    const workload::StageWork& work, net::NetworkMode mode);
+
 // p stages on one 8-GPU server, uniform stages: a chunk's forward costs f/v, backward 2f/v
 // (split into equal B and W for ZB-H1, ZB-V and DualPipe).
 PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, Time f,
@@ -55,6 +62,27 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
     chunk.activation_bytes = 16 * kMiB;
     work.chunks.push_back(chunk);
   }
+  return execute(schedule, p, std::move(orders), work, mode);
+}
+
+// The same with one model chunk per stage split into F, B and W of the given costs.
+PipelineRun run_split_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, Time f, Time b,
+                               Time w) {
+  auto orders =
+      workload::pipeline_orders(schedule, p, m, 1, f.as_seconds(), b.as_seconds(), w.as_seconds());
+  workload::ChunkWork chunk;
+  chunk.forward.add(compute(f, OpClass::kForward));
+  chunk.backward.add(compute(b, OpClass::kBackward));
+  chunk.weight_grad.add(compute(w, OpClass::kWeightGrad));
+  chunk.activation_bytes = 16 * kMiB;
+  workload::StageWork work;
+  work.chunks.push_back(chunk);
+  return execute(schedule, p, std::move(orders), work, net::NetworkMode::kIdeal);
+}
+
+PipelineRun execute(PipelineSchedule schedule, int32_t p,
+                    std::vector<std::vector<workload::WorkItem>> orders,
+                    const workload::StageWork& work, net::NetworkMode mode) {
   std::vector<workload::Program> programs;
   for (int32_t s = 0; s < p; ++s)
     programs.push_back(workload::build_stage_program(work, orders[s], schedule, s, p));
@@ -68,7 +96,7 @@ PipelineRun run_pipeline(PipelineSchedule schedule, int32_t p, int32_t m, int32_
   Executor exec(sim, *network, topo, layout, programs);
   exec.start();
   sim.run();
-  return {exec.step_end(), exec.rank_stats(), orders, exec.all_finished(), programs};
+  return {exec.step_end(), exec.rank_stats(), std::move(orders), exec.all_finished(), programs};
 }
 
 double bubble(const PipelineRun& r, int32_t stage) {
@@ -207,6 +235,45 @@ TEST(PipelineExec, ZeroBubbleVIsDeterministicOnARealNetwork) {
   ASSERT_TRUE(a.finished);
   EXPECT_EQ(a.step, b.step);
   for (int32_t s = 0; s < 4; ++s) EXPECT_EQ(a.stats[s].pipeline_wait, b.stats[s].pipeline_wait);
+}
+
+// ZB-H2 through the executor on an ideal network: with optimizer post-validation the step is
+// the longest stage span, m(F+B+W) + (p-1)(F+B-2W) (Qi et al.), at equal and unequal costs; each
+// stage's bubble as the report counts it (its waits inside its span, plus its gap to the step)
+// follows the law. Without post-validation the step ends with the last stage: at equal costs
+// ZB-H1's exactly. 1F1B's step is its stage 0's span, so post-validation leaves it alone.
+TEST(PipelineExec, ZeroBubbleH2FollowsItsLawWithPostValidation) {
+  const Time u = Time::us(100);
+  for (const auto& [f, b, w] : {std::tuple{u, u, u}, std::tuple{u, u * 2, u}}) {
+    for (const int32_t p : {2, 4}) {
+      for (const int32_t m : {2 * p - 1, 3 * p}) {
+        SCOPED_TRACE(testing::Message() << "p=" << p << " m=" << m << " b=" << b.as_seconds());
+        const auto h2 = run_split_pipeline(PipelineSchedule::kZbH2, p, m, f, b, w);
+        ASSERT_TRUE(h2.finished);
+        const Time step = run::post_validated_step(h2.stats);
+        const Time law_idle = (f + b - w - w) * (p - 1);
+        EXPECT_EQ(step, (f + b + w) * m + law_idle);
+        const double law = workload::analytic_bubble_fraction(
+            PipelineSchedule::kZbH2, p, m, 1, f.as_seconds(), b.as_seconds(), w.as_seconds());
+        const auto& st0 = h2.stats[0];
+        const Time idle0 = st0.pipeline_wait - st0.lead_wait + step - run::rank_span(st0);
+        EXPECT_NEAR(idle0.as_seconds() / step.as_seconds(), law, 1e-9);
+        EXPECT_GE(h2.step, step);
+        for (int32_t s = 0; s < p; ++s) {
+          const auto& st = h2.stats[s];
+          EXPECT_EQ(st.pipeline_wait - st.lead_wait + step - run::rank_span(st), law_idle);
+        }
+      }
+    }
+  }
+  for (const int32_t p : {2, 4}) {
+    const auto h2 = run_split_pipeline(PipelineSchedule::kZbH2, p, 3 * p, u, u, u);
+    const auto h1 = run_split_pipeline(PipelineSchedule::kZbH1, p, 3 * p, u, u, u);
+    EXPECT_EQ(h2.step, h1.step);
+    EXPECT_EQ(h2.step, run::post_validated_step(h2.stats) + u * (p - 1));
+    const auto ofob = run_pipeline(PipelineSchedule::kOneFOneB, p, 3 * p, 1, u);
+    EXPECT_EQ(run::post_validated_step(ofob.stats), ofob.step);
+  }
 }
 
 TEST(PipelineExec, InFlightMicrobatches) {

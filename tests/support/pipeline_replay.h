@@ -5,7 +5,9 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "sim/workload/pipeline_schedule.h"
@@ -27,6 +29,8 @@ struct Replay {
   bool deadlocked = false;
   int64_t makespan = 0;
   std::vector<int64_t> busy;  // per stage
+  // Per stage: when its first item started and its last ended (its span).
+  std::vector<int64_t> first_start, last_end;
 };
 
 // The neighbours come from the schedule's placement (forward_source / forward_target).
@@ -47,6 +51,8 @@ inline Replay replay(PipelineSchedule sched, const Orders& orders, int32_t v, Co
   std::vector<std::vector<Key>> pending(p);
   Replay r;
   r.busy.assign(p, 0);
+  r.first_start.assign(p, 0);
+  r.last_end.assign(p, 0);
   bool progress = true;
   while (progress) {
     progress = false;
@@ -89,7 +95,9 @@ inline Replay replay(PipelineSchedule sched, const Orders& orders, int32_t v, Co
           for (const Key& key : pending[s]) finish[key] = start + cost;
           pending[s].clear();
         }
+        if (next[s] == 0) r.first_start[s] = start;
         free_at[s] = start + cost;
+        r.last_end[s] = free_at[s];
         r.busy[s] += cost;
         ++next[s];
         progress = true;
@@ -103,8 +111,40 @@ inline Replay replay(PipelineSchedule sched, const Orders& orders, int32_t v, Co
   return r;
 }
 
+// Empty when on each stage every (microbatch, chunk) runs F, then B, then W where the order has
+// one, each once; else the first item out of that order.
+inline std::string f_b_w_misorder(const Orders& orders) {
+  for (size_t s = 0; s < orders.size(); ++s) {
+    std::map<std::pair<int32_t, int32_t>, int> due;  // 0: F due, 1: B due, 2: W due
+    for (const WorkItem& it : orders[s]) {
+      int& next = due[{it.microbatch, it.chunk}];
+      if (static_cast<int>(it.phase) != next) {
+        return "stage " + std::to_string(s) + " mb " + std::to_string(it.microbatch) + " chunk " +
+               std::to_string(it.chunk) + " phase " + std::to_string(static_cast<int>(it.phase));
+      }
+      ++next;
+    }
+  }
+  return "";
+}
+
 inline double bubble(const Replay& r) {
   return 1.0 - static_cast<double>(r.busy[0]) / static_cast<double>(r.makespan);
+}
+
+// The steady step when no stage waits for the others at the step's boundary (optimizer
+// post-validation): the longest stage span.
+inline int64_t free_running_step(const Replay& r) {
+  int64_t step = 0;
+  for (size_t s = 0; s < r.busy.size(); ++s)
+    step = std::max(step, r.last_end[s] - r.first_start[s]);
+  return step;
+}
+
+// Stage s's idle share of that step.
+inline double free_running_bubble(const Replay& r, int32_t s) {
+  const auto busy = static_cast<double>(r.busy[static_cast<size_t>(s)]);
+  return 1.0 - busy / static_cast<double>(free_running_step(r));
 }
 
 }  // namespace cs::workload::test

@@ -44,6 +44,21 @@ TEST(ScheduleRegistry, TableFollowsTheEnumAndTheConfigSchema) {
   EXPECT_EQ(names_with_virtual_stages(" or "), "INTERLEAVED or ZB_V or DUALPIPE");
 }
 
+// ZB-H2 is in the table with the flags of ZB-H1, and out of the layout search.
+TEST(ScheduleRegistry, HasZbH2) {
+  const ScheduleInfo& h2 = schedule_info(ParallelConfig::ZB_H2);
+  EXPECT_EQ(h2.value, PipelineSchedule::kZbH2);
+  EXPECT_EQ(h2.display, "ZB-H2");
+  EXPECT_EQ(parse_pipeline_schedule("ZB_H2"), PipelineSchedule::kZbH2);
+  EXPECT_TRUE(h2.splits_backward);
+  EXPECT_FALSE(h2.virtual_stages);
+  EXPECT_TRUE(h2.planner_virtual_stages.empty());
+  // Its idle slots are ZB-H1's less one W each: none at equal costs.
+  EXPECT_EQ(h2.planner_idle_slots(4, 1, 1, 1), 0.0);
+  EXPECT_DOUBLE_EQ(h2.planner_idle_slots(4, 1, 2, 1), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(schedule_info(ParallelConfig::ZB_H1).planner_idle_slots(4, 1, 2, 1), 6.0 / 4);
+}
+
 TEST(ScheduleRegistry, FlagsMatchTheOrders) {
   for (const ScheduleInfo& s : schedule_table()) {
     SCOPED_TRACE(std::string(s.name));
@@ -105,7 +120,15 @@ TEST(ScheduleRegistry, ErrorMessagesNameTheSchedules) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()),
               "unknown pipeline schedule '1f1b' (expected one of: GPIPE, ONE_F_ONE_B, "
-              "INTERLEAVED, ZB_H1, ZB_V, DUALPIPE)");
+              "INTERLEAVED, ZB_H1, ZB_V, DUALPIPE, ZB_H2)");
+  }
+  try {
+    pipeline_orders(PipelineSchedule::kZbH2, 4, 8, 2);
+    FAIL() << "no throw";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "ZB_H2 pipeline: virtual stages must be 1 (got 2); only INTERLEAVED and ZB_V and "
+              "DUALPIPE use model chunks");
   }
   try {
     pipeline_orders(PipelineSchedule::kZbV, 4, 8, 3);

@@ -320,6 +320,12 @@ TEST(Validate, BatchAndSchedule) {
         c.mutable_parallel()->set_virtual_stages(2);
       },
       "parallel.virtual_stages");
+  expect_error(
+      [](auto& c) {
+        c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::ZB_H2);
+        c.mutable_parallel()->set_virtual_stages(2);
+      },
+      "needs parallel.schedule = INTERLEAVED or ZB_V or DUALPIPE");
   // 24 / 4 = 6 microbatches, not a multiple of pp = 4.
   expect_error(
       [](auto& c) {

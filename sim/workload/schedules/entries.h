@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "sim/workload/pipeline_schedule.h"
@@ -14,6 +15,7 @@ ScheduleInfo gpipe_schedule();        // gpipe.cc
 ScheduleInfo one_f_one_b_schedule();  // one_f_one_b.cc
 ScheduleInfo interleaved_schedule();  // interleaved.cc
 ScheduleInfo zb_h1_schedule();        // zb_h1.cc
+ScheduleInfo zb_h2_schedule();        // zb_h2.cc
 ScheduleInfo zb_v_schedule();         // zb_v.cc
 ScheduleInfo dualpipe_schedule();     // dualpipe.cc
 
@@ -21,6 +23,17 @@ ScheduleInfo dualpipe_schedule();     // dualpipe.cc
 // ZB-H1 keeps its order of F and B.
 int32_t one_f_one_b_warmup(int32_t p, int32_t m, int32_t s);
 std::vector<WorkItem> one_f_one_b_order(int32_t p, int32_t m, int32_t s);
+// 1F1B's shape for any warm-up (<= m): `warmup` forwards, forward/backward pairs, the backwards
+// left; ZB-H2 runs it with its longer warm-up.
+std::vector<WorkItem> warmup_then_pairs(int32_t m, int32_t warmup);
+
+// ZB-H1's W placement (zb_h1.cc), shared with ZB-H2: each stage runs its order of F and B (`fb`)
+// and, when its next one is not ready or its F would hold more than `cap` microbatches'
+// activations, its oldest pending W, under the costs of one F, B and W. `name` is for errors.
+std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vector<WorkItem>>& fb,
+                                                      int32_t m, int32_t cap, double t_f,
+                                                      double t_b, double t_w,
+                                                      std::string_view name);
 
 // For schedules that put no work in their bubble: the bubble fraction (p-1)/(m+p-1) of one
 // chunk per stage (GPipe, 1F1B) and the planner's p - 1 idle slots (also interleaved's, whose

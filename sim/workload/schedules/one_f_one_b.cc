@@ -21,7 +21,10 @@ int32_t one_f_one_b_warmup(int32_t p, int32_t m, int32_t s) {
 }
 
 std::vector<WorkItem> one_f_one_b_order(int32_t p, int32_t m, int32_t s) {
-  const int32_t warmup = one_f_one_b_warmup(p, m, s);
+  return warmup_then_pairs(m, one_f_one_b_warmup(p, m, s));
+}
+
+std::vector<WorkItem> warmup_then_pairs(int32_t m, int32_t warmup) {
   std::vector<WorkItem> order;
   order.reserve(2 * static_cast<size_t>(m));
   for (int32_t mb = 0; mb < warmup; ++mb) order.push_back({Phase::kForward, mb, 0});

@@ -10,8 +10,8 @@ const std::vector<ScheduleInfo>& schedule_table() {
   // A function-local static: built on first use, so no static initialiser elsewhere can see it
   // half-built.
   static const std::vector<ScheduleInfo> table = {
-      gpipe_schedule(), one_f_one_b_schedule(), interleaved_schedule(),
-      zb_h1_schedule(), zb_v_schedule(),        dualpipe_schedule(),
+      gpipe_schedule(), one_f_one_b_schedule(), interleaved_schedule(), zb_h1_schedule(),
+      zb_v_schedule(),  dualpipe_schedule(),    zb_h2_schedule(),
   };
   return table;
 }

@@ -5,36 +5,66 @@
 #include <limits>
 #include <queue>
 #include <stdexcept>
+#include <string>
 
 #include "sim/workload/schedules/entries.h"
 
 namespace cs::workload {
 namespace {
 
-// The 1F1B order of F and B (B = input gradient only), with the W's placed by a list-scheduling
-// simulation under the given costs. A free stage runs its next F/B if that is ready; if not,
-// rather than idle, its oldest pending W; and before an F that would hold more than p
-// microbatches' activations (F run, W not), its oldest pending W. Leftover W's run last. So W's
-// fill what would be bubbles while no stage holds more than stage 0 does in 1F1B, the paper's
-// memory claim. (Deferring W's without that cap gives the same step time at equal costs but
-// leaves the last stage holding all m microbatches.) With t_f = t_b = t_w and m >= p the bubble
-// is exactly the ZB-H1 formula (bubble_fraction below). Times only order the decisions; they are
-// not returned.
+// The 1F1B order of F and B (B = input gradient only), with the W's placed by the list
+// scheduling below under a cap of p held microbatches, stage 0's 1F1B peak: so W's fill what would
+// be bubbles while no stage holds more than stage 0 does in 1F1B, the paper's memory claim.
+// (Deferring W's without that cap gives the same step time at equal costs but leaves the last
+// stage holding all m microbatches.) With t_f = t_b = t_w and m >= p the bubble is exactly the
+// ZB-H1 formula (bubble_fraction below).
 std::vector<std::vector<WorkItem>> zb_h1_orders(int32_t p, int32_t m, int32_t, double t_f,
                                                 double t_b, double t_w) {
+  std::vector<std::vector<WorkItem>> fb(static_cast<size_t>(p));
+  for (int32_t s = 0; s < p; ++s) fb[s] = one_f_one_b_order(p, m, s);
+  return place_weight_grads(fb, m, p, t_f, t_b, t_w, "ZB_H1");
+}
+
+// (p-1)(t_f+t_b-t_w) / (m(t_f+t_b+t_w) + (p-1)(t_f+t_b-t_w)) (Qi et al. 2023, section 3.1), for
+// m >= p: each stage's fill and drain shrink from (p-1)(t_f+t_b+t_w) by the W's that run in
+// them. The idle time is clamped at 0 when t_w > t_f + t_b.
+double bubble_fraction(int32_t p, int32_t m, int32_t, double t_f, double t_b, double t_w) {
+  check_pipeline_costs(t_f, t_b, t_w);
+  const double p1 = p - 1;
+  const double md = m;
+  const double idle = p1 * std::max(0.0, t_f + t_b - t_w);
+  const double work = md * (t_f + t_b + t_w);
+  return idle / (work + idle);
+}
+
+// The same shrinking of the p - 1 idle slots, guarded against zero costs.
+double planner_idle_slots(int32_t p, double t_f, double t_b, double t_w) {
+  double slots = p - 1;
+  slots *= std::max(0.0, t_f + t_b - t_w) / std::max(t_f + t_b + t_w, 1e-12);
+  return slots;
+}
+
+}  // namespace
+
+// A list-scheduling simulation: a free stage runs its next F/B if that is ready; if not, rather
+// than idle, its oldest pending W; and before an F that would hold more than `cap` microbatches'
+// activations (F run, W not), its oldest pending W. Leftover W's run last. Times only order the
+// decisions; they are not returned.
+std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vector<WorkItem>>& fb,
+                                                      int32_t m, int32_t cap, double t_f,
+                                                      double t_b, double t_w,
+                                                      std::string_view name) {
   constexpr double kNever = std::numeric_limits<double>::infinity();
+  const auto p = static_cast<int32_t>(fb.size());
   const auto n = static_cast<size_t>(p);
-  std::vector<std::vector<WorkItem>> fb(n), orders(n);
+  std::vector<std::vector<WorkItem>> orders(n);
   std::vector<std::vector<double>> f_done(n, std::vector<double>(m, kNever));
   std::vector<std::vector<double>> b_done(n, std::vector<double>(m, kNever));
   std::vector<size_t> next(n, 0);
   std::vector<std::deque<int32_t>> pending_w(n);
   std::vector<int32_t> held(n, 0);  // forwards run whose W has not
   std::vector<double> free_at(n, 0.0);
-  for (int32_t s = 0; s < p; ++s) {
-    fb[s] = one_f_one_b_order(p, m, s);
-    orders[s].reserve(3 * static_cast<size_t>(m));
-  }
+  for (int32_t s = 0; s < p; ++s) orders[s].reserve(3 * static_cast<size_t>(m));
 
   auto ready = [&](int32_t s, const WorkItem& item, double t) {
     if (item.phase == Phase::kForward) {
@@ -55,7 +85,7 @@ std::vector<std::vector<WorkItem>> zb_h1_orders(int32_t p, int32_t m, int32_t, d
       const WorkItem* upcoming = next[s] < fb[s].size() ? &fb[s][next[s]] : nullptr;
       WorkItem pick;
       const bool memory_full = upcoming != nullptr && upcoming->phase == Phase::kForward &&
-                               held[s] >= p && !pending_w[s].empty();
+                               held[s] >= cap && !pending_w[s].empty();
       if (!memory_full && upcoming != nullptr && ready(s, *upcoming, t)) {
         pick = *upcoming;
         ++next[s];
@@ -84,32 +114,11 @@ std::vector<std::vector<WorkItem>> zb_h1_orders(int32_t p, int32_t m, int32_t, d
   }
   for (int32_t s = 0; s < p; ++s) {
     if (orders[s].size() != 3 * static_cast<size_t>(m)) {
-      throw std::logic_error("ZB_H1 list scheduling left work unscheduled");
+      throw std::logic_error(std::string(name) + " list scheduling left work unscheduled");
     }
   }
   return orders;
 }
-
-// (p-1)(t_f+t_b-t_w) / (m(t_f+t_b+t_w) + (p-1)(t_f+t_b-t_w)) (Qi et al. 2023, section 3.1), for
-// m >= p: each stage's fill and drain shrink from (p-1)(t_f+t_b+t_w) by the W's that run in
-// them. The idle time is clamped at 0 when t_w > t_f + t_b.
-double bubble_fraction(int32_t p, int32_t m, int32_t, double t_f, double t_b, double t_w) {
-  check_pipeline_costs(t_f, t_b, t_w);
-  const double p1 = p - 1;
-  const double md = m;
-  const double idle = p1 * std::max(0.0, t_f + t_b - t_w);
-  const double work = md * (t_f + t_b + t_w);
-  return idle / (work + idle);
-}
-
-// The same shrinking of the p - 1 idle slots, guarded against zero costs.
-double planner_idle_slots(int32_t p, double t_f, double t_b, double t_w) {
-  double slots = p - 1;
-  slots *= std::max(0.0, t_f + t_b - t_w) / std::max(t_f + t_b + t_w, 1e-12);
-  return slots;
-}
-
-}  // namespace
 
 // The warm-up is 1F1B's: the list scheduling keeps 1F1B's order of F and B.
 ScheduleInfo zb_h1_schedule() {
