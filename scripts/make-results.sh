@@ -63,7 +63,7 @@ out=results/pipeline
 mkdir -p "$out"
 small=(--preset llama3-8b --set model.num_layers=16 --set model.seq_length=4096
        --set model.vocab_size=1024 --set parallel.pp=4 --set parallel.dp=1)
-axes=(--vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1,ZB_V,DUALPIPE
+axes=(--vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1,ZB_H2,ZB_V,DUALPIPE
       --vary parallel.virtual_stages=1,2
       --vary parallel.global_batch_size="$(seq -s, 1 32)")
 # Pure law: 4 GPUs, communication free.
@@ -91,9 +91,14 @@ done
 # The five schedules that keep activations bounded on the llama3-70b preset at PP 8 (TP 8, DP 32,
 # 32 microbatches; v = 2 for interleaved, ZB-V and DualPipe), congestion-aware.
 "$bin" sweep --preset llama3-70b --set parallel.pp=8 \
-  --vary parallel.schedule=ONE_F_ONE_B,INTERLEAVED,ZB_H1,ZB_V,DUALPIPE \
+  --vary parallel.schedule=ONE_F_ONE_B,INTERLEAVED,ZB_H1,ZB_H2,ZB_V,DUALPIPE \
   --vary parallel.virtual_stages=1,2 --csv "$out/schedules_70b_pp8.csv" \
   >"$out/schedules_70b_pp8.txt"
+# ZB-H2 with optimizer post-validation (Qi et al. section 4): its bubble law needs the step
+# boundary free of cross-stage synchronisation.
+"$bin" run --preset llama3-70b --set parallel.pp=8 --set parallel.schedule=ZB_H2 \
+  --set parallel.optimizer_post_validation=true --json "$out/zb_h2_post_validation_70b_pp8.json" \
+  | grep -v '^  simulation ' >"$out/zb_h2_post_validation_70b_pp8.txt"
 
 # --- Llama 3 70B on 1,024 H100s: layouts, and the schedules at scale ----------------------------
 out=results/llama3

@@ -12,6 +12,7 @@ SCHEDULE_STYLE = {
     "ONE_F_ONE_B": ("1F1B", "tab:blue", "s"),
     "INTERLEAVED": ("interleaved 1F1B", "tab:green", "^"),
     "ZB_H1": ("ZB-H1", "tab:purple", "D"),
+    "ZB_H2": ("ZB-H2", "tab:orange", "v"),
 }
 
 
