@@ -201,6 +201,26 @@ TEST(KernelCost, H100WaveSpillRoughlyDoublesTime) {
             1.8 * model.time(full, Precision::kBf16).as_seconds());
 }
 
+// Achieved TFLOP/s of one GEMM through the model, launch included, as a benchmark times it.
+double tflops(const KernelCostModel& model, const Kernel& g) {
+  return g.flops / model.time(g, Precision::kBf16).as_seconds() / 1e12;
+}
+
+// The Hopper ceiling is derived from a sustained shape search (h100.textproto): the profile must
+// give that measurement back, in BLAS order (k in the middle of mamf-finder's printout), and so
+// the independent 10 s sustained run too. A100's comes from He's randn 8192^3 (257-258).
+TEST(KernelCost, GemmCeilingsGiveBackTheSustainedRunsTheyCite) {
+  const KernelCostModel h100(load_gpu_profile("h100"));
+  EXPECT_NEAR(tflops(h100, gemm("mamf_best", 6144, 2816, 17920, 2)), 792.1, 792.1 * 0.005);
+  EXPECT_NEAR(tflops(h100, gemm("he_10s", 4224, 2048, 8192, 2)), 780.2, 780.2 * 0.01);
+  for (const char* gpu : {"h200", "h800"}) {
+    const KernelCostModel same_die(load_gpu_profile(gpu));
+    EXPECT_DOUBLE_EQ(same_die.gemm_ceiling(Precision::kBf16), h100.gemm_ceiling(Precision::kBf16))
+        << gpu;
+  }
+  const KernelCostModel a100(load_gpu_profile("a100"));
+  EXPECT_NEAR(tflops(a100, gemm("he_randn", 8192, 8192, 8192, 2)), 257.5, 257.5 * 0.01);
+}
 TEST(KernelCost, MeasuredKernelsOverrideTheModelOnlyWhenTheyMatch) {
   GpuProfile p = load_gpu_profile("h100");
   auto* exact = p.add_measured_kernels();
