@@ -1,7 +1,9 @@
 #include "sim/compute/gpu_profile.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 #include "sim/config/embedded_presets.h"
@@ -16,6 +18,54 @@ constexpr std::string_view kFolder = "topologies/gpus";
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
   config_fail(source, what);
+}
+
+// A profile's text and the name its errors carry, from a preset name or a file path.
+struct ProfileSource {
+  std::string text;
+  std::string label;
+};
+
+std::optional<ProfileSource> find_profile(const std::string& name_or_path) {
+  if (const EmbeddedFile* preset = find_preset(kFolder, name_or_path)) {
+    return ProfileSource{std::string(preset->text), std::string(preset->path)};
+  }
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(name_or_path, ec)) {
+    return ProfileSource{read_text_file(name_or_path), name_or_path};
+  }
+  return std::nullopt;
+}
+
+std::string known_profiles() {
+  std::string names;
+  for (const auto& name : gpu_profile_names()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
+// Parses `text` and, while it names a base, lays it over the base's fields (gpu.proto based_on).
+// `chain` holds the labels already on the way down, to report a profile that reaches itself.
+GpuProfile parse_with_bases(std::string_view text, const std::string& label,
+                            std::vector<std::string>& chain) {
+  GpuProfile own;
+  parse_text_proto(text, label, &own);
+  if (!own.has_based_on()) return own;
+  if (!own.has_name()) fail(label, "name must be set in a profile based_on another");
+  const auto base_source = find_profile(own.based_on());
+  if (!base_source) {
+    fail(label, "based_on: unknown GPU '" + own.based_on() + "': neither a profile (" +
+                    known_profiles() + ") nor a readable file");
+  }
+  chain.push_back(label);
+  if (std::find(chain.begin(), chain.end(), base_source->label) != chain.end()) {
+    std::string cycle;
+    for (const auto& link : chain) cycle += link + " -> ";
+    fail(label, "based_on: profiles base themselves on each other: " + cycle + base_source->label);
+  }
+  GpuProfile merged = parse_with_bases(base_source->text, base_source->label, chain);
+  own.clear_based_on();
+  merged.MergeFrom(own);
+  return merged;
 }
 
 }  // namespace
@@ -79,23 +129,17 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
 }
 
 GpuProfile load_gpu_profile_text(std::string_view text, const std::string& source_name) {
-  GpuProfile profile;
-  parse_text_proto(text, source_name, &profile);
+  std::vector<std::string> chain;
+  GpuProfile profile = parse_with_bases(text, source_name, chain);
   validate_gpu_profile(profile, source_name);
   return profile;
 }
 
 GpuProfile load_gpu_profile(const std::string& name_or_path) {
-  if (const EmbeddedFile* preset = find_preset(kFolder, name_or_path)) {
-    return load_gpu_profile_text(preset->text, std::string(preset->path));
+  if (const auto source = find_profile(name_or_path)) {
+    return load_gpu_profile_text(source->text, source->label);
   }
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec)) {
-    return load_gpu_profile_text(read_text_file(name_or_path), name_or_path);
-  }
-  std::string names;
-  for (const auto& name : gpu_profile_names()) names += (names.empty() ? "" : ", ") + name;
-  throw ConfigError("unknown GPU '" + name_or_path + "': neither a profile (" + names +
+  throw ConfigError("unknown GPU '" + name_or_path + "': neither a profile (" + known_profiles() +
                     ") nor a readable file");
 }
 

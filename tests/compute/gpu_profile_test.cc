@@ -102,6 +102,57 @@ TEST(GpuProfile, MalformedFileOnDiskIsLocatedByPath) {
   EXPECT_TRUE(std::regex_search(msg, std::regex(R"(:3:\d+: .*not_a_field)"))) << msg;
 }
 
+TEST(GpuProfile, BasedOnLaysTheFileOverItsBase) {
+  const GpuProfile base = load_gpu_profile("h100");
+  const GpuProfile p = load_gpu_profile_text(
+      "name: \"fast_hbm\" based_on: \"h100\" hbm_bandwidth_tbps: 9 gemm { k_half: 32 } "
+      "sources: \"mine\"",
+      "fast_hbm.textproto");
+  EXPECT_EQ(p.name(), "fast_hbm");
+  EXPECT_FALSE(p.has_based_on());
+  EXPECT_EQ(p.hbm_bandwidth_tbps(), 9);
+  EXPECT_EQ(p.peak_bf16_tflops(), base.peak_bf16_tflops());
+  // Sub-messages merge field by field; repeated fields add to the base's.
+  EXPECT_EQ(p.gemm().k_half(), 32);
+  EXPECT_EQ(p.gemm().efficiency_bf16(), base.gemm().efficiency_bf16());
+  ASSERT_EQ(p.sources_size(), base.sources_size() + 1);
+  EXPECT_EQ(p.sources(p.sources_size() - 1), "mine");
+}
+
+TEST(GpuProfile, VariantsOfOneChipShareItsKernelFigures) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  for (const char* name : {"h200", "h800"}) {
+    const GpuProfile p = load_gpu_profile(name);
+    EXPECT_EQ(p.name(), name);
+    EXPECT_EQ(p.gemm().SerializeAsString(), h100.gemm().SerializeAsString()) << name;
+    EXPECT_EQ(p.attention_bf16().SerializeAsString(), h100.attention_bf16().SerializeAsString());
+    EXPECT_EQ(p.clocks().SerializeAsString(), h100.clocks().SerializeAsString()) << name;
+  }
+}
+
+TEST(GpuProfile, BadBasesNameTheFileAndField) {
+  EXPECT_NE(error_of([] {
+              load_gpu_profile_text("name: \"x\" based_on: \"h999\"", "x.tp");
+            }).find("x.tp: based_on: unknown GPU 'h999'"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              load_gpu_profile_text("based_on: \"h100\"", "x.tp");
+            }).find("x.tp: name must be set"),
+            std::string::npos);
+  // Two files based on each other: the loader reports the loop instead of recursing forever.
+  const std::string a = testing_support::temp_path("gpu_loop_a.textproto");
+  const std::string b = testing_support::temp_path("gpu_loop_b.textproto");
+  std::ofstream(a) << "name: \"a\" based_on: \"" << b << "\"\n";
+  std::ofstream(b) << "name: \"b\" based_on: \"" << a << "\"\n";
+  const std::string msg = error_of([&] { load_gpu_profile(a); });
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+  EXPECT_NE(
+      msg.find("based_on: profiles base themselves on each other: " + a + " -> " + b + " -> " + a),
+      std::string::npos)
+      << msg;
+}
+
 TEST(GpuProfile, NonsenseValuesNameTheField) {
   const GpuProfile ok = load_gpu_profile_text(kMinimal, "ok");
   EXPECT_EQ(ok.name(), "tiny");
