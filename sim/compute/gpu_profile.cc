@@ -37,10 +37,11 @@ std::optional<ProfileSource> find_profile(const std::string& name_or_path) {
   return std::nullopt;
 }
 
-std::string known_profiles() {
+std::string unknown_gpu(const std::string& name_or_path) {
   std::string names;
   for (const auto& name : gpu_profile_names()) names += (names.empty() ? "" : ", ") + name;
-  return names;
+  return "unknown GPU '" + name_or_path + "': neither a profile (" + names +
+         ") nor a readable file";
 }
 
 // Parses `text` and, while it names a base, lays it over the base's fields (gpu.proto based_on).
@@ -52,10 +53,7 @@ GpuProfile parse_with_bases(std::string_view text, const std::string& label,
   if (!own.has_based_on()) return own;
   if (!own.has_name()) fail(label, "name must be set in a profile based_on another");
   const auto base_source = find_profile(own.based_on());
-  if (!base_source) {
-    fail(label, "based_on: unknown GPU '" + own.based_on() + "': neither a profile (" +
-                    known_profiles() + ") nor a readable file");
-  }
+  if (!base_source) fail(label, "based_on: " + unknown_gpu(own.based_on()));
   chain.push_back(label);
   if (std::find(chain.begin(), chain.end(), base_source->label) != chain.end()) {
     std::string cycle;
@@ -139,8 +137,7 @@ GpuProfile load_gpu_profile(const std::string& name_or_path) {
   if (const auto source = find_profile(name_or_path)) {
     return load_gpu_profile_text(source->text, source->label);
   }
-  throw ConfigError("unknown GPU '" + name_or_path + "': neither a profile (" + known_profiles() +
-                    ") nor a readable file");
+  throw ConfigError(unknown_gpu(name_or_path));
 }
 
 double sustained_clock_ratio(const GpuProfile& profile) {
