@@ -164,7 +164,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
       ("no-nvls-efficiency", po::bool_switch(&req.no_nvls_efficiency),
        "effect off: NVLS reduces through the NVSwitch at full link rate")
       ("no-network-overhead", po::bool_switch(&req.no_network_overhead),
-       "effect off: the network carries its data rate of payload (no packet headers)")
+       "effect off: NICs carry their full data rate of payload (NCCL reaches 96%)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
       ("topology", po::value(&req.topology)->default_value(req.topology),
        "preset name (dgx-a100, dgx-h100, llama3-24k) or a .textproto file")

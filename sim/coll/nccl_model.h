@@ -50,9 +50,10 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
 // direction (NVLink 3 and 4): the share of line rate that carries NCCL payload.
 double nvlink_payload_efficiency(GpuArch arch);
 
-// The share of an InfiniBand link's data rate that carries RDMA payload: a 4096-byte MTU packet
-// pays 26 bytes of headers and CRCs (LRH 8, BTH 12, ICRC 4, VCRC 2), 4096 / 4122.
-double ib_payload_efficiency();
+// The share of a NIC's data rate that NCCL's network transport carries as payload: 0.96, from
+// NCCL's maintainers' per-NIC figures and its search's inter-node speeds (packet headers, PCIe,
+// proxy handshakes together).
+double net_transport_efficiency();
 
 // The share of the link bandwidth that NVLink SHARP (NVLS) reductions sustain through the NVSwitch,
 // from NCCL's nvlsEfficiency table (Hopper 0.85); 0 where NCCL has no NVLS (before Hopper).

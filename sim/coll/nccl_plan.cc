@@ -125,7 +125,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   if (settings_.nvls_efficiency && info.nccl == NcclAlgo::kNvls && switch_efficiency > 0)
     key.wire.byte_factor /= switch_efficiency;
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
-  if (settings_.network_overhead) key.wire.net_efficiency = ib_payload_efficiency();
+  if (settings_.network_overhead) key.wire.net_efficiency = net_transport_efficiency();
   if (settings_.step_latency && collective && n > 1) {
     const NcclAlgo m = info.nccl;
     // NVLS's hwLat is the whole call's (two phases here, so half each).

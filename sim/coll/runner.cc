@@ -59,7 +59,7 @@ class Run {
   }
 
   // Bytes on the wire for `payload`: protocol flags and NVLS traffic scale every message, NVLink
-  // packet overhead those inside a server, network packet headers those between servers.
+  // packet overhead those inside a server, the network transport's overhead those between servers.
   Bytes wire_bytes(const Message& msg, Bytes payload) const {
     const WireModel& wire = schedule_.key().wire;
     double scale = wire.byte_factor;

@@ -16,7 +16,7 @@ namespace cs::coll {
 // How a schedule's messages meet the wire, as NCCL's protocols and NVLink make them (the runner
 // applies it; the defaults are an ideal wire). A message's bytes are scaled by byte_factor
 // (protocol flags, NVLS traffic) and, between ranks of one server, divided by nvlink_efficiency,
-// between servers by net_efficiency (packet headers per MTU);
+// between servers by net_efficiency (NCCL's share of the NIC rate);
 // its receiver forwards it step_latency later (NCCL's per-hop hwLat: flag polling, fences);
 // the collective starts after launch_latency (baseLat).
 struct WireModel {

@@ -66,7 +66,8 @@ void expect_same(const net::Topology& topo, const ScheduleKey& key,
   const double t_msg = (msg.end - msg.start).as_seconds();
   const double t_fluid = (fluid.end - fluid.start).as_seconds();
   // The runner rounds each message's wire bytes to whole bytes where fluid keeps them exact: half
-  // a byte on the ~1 KB messages of the small cases (InfiniBand headers scale bytes by 4122/4096).
+  // a byte on the ~1 KB messages of the small cases (the network transport scales bytes by 1 /
+  // 0.96).
   EXPECT_NEAR(t_fluid / t_msg, 1.0, 1e-5) << to_string(key.op) << " " << size << " bytes";
   EXPECT_EQ(fluid.bytes_sent, msg.bytes_sent);
 }
