@@ -38,6 +38,19 @@ std::string cell(const std::string& text) {
   return out;
 }
 
+// A heading and one "- name: text" line per result that `selected` picks; nothing when none does.
+template <typename Select>
+void list(std::ostream& out, const std::vector<CaseResult>& results, const char* heading,
+          Select selected, std::string CaseResult::*text) {
+  bool any = false;
+  for (const auto& r : results) {
+    if (!selected(r)) continue;
+    if (!any) out << '\n' << heading << '\n';
+    any = true;
+    out << "- " << r.name << ": " << r.*text << '\n';
+  }
+}
+
 }  // namespace
 
 void write_table(std::ostream& out, const std::vector<CaseResult>& results) {
@@ -53,11 +66,17 @@ void write_table(std::ostream& out, const std::vector<CaseResult>& results) {
         << (skipped ? "-" : signed_pct(r.error_pct)) << " | " << tolerance(r.tolerance_pct) << " | "
         << to_string(r.verdict) << " | " << cell(r.source) << " |\n";
   }
-  if (s.skipped == 0) return;
-  out << "\nSkipped (counted neither as passed nor as failed):\n";
-  for (const auto& r : results) {
-    if (r.verdict == Verdict::kSkip) out << "- " << r.name << ": " << r.note << '\n';
-  }
+  list(
+      out, results, "Failing for a known gap (the case file's known_gap):",
+      [](const CaseResult& r) { return r.verdict == Verdict::kFail && !r.known_gap.empty(); },
+      &CaseResult::known_gap);
+  list(
+      out, results, "Passing, but still marked with a known gap (remove it from the case file):",
+      [](const CaseResult& r) { return r.verdict == Verdict::kPass && !r.known_gap.empty(); },
+      &CaseResult::known_gap);
+  list(
+      out, results, "Skipped (counted neither as passed nor as failed):",
+      [](const CaseResult& r) { return r.verdict == Verdict::kSkip; }, &CaseResult::note);
 }
 
 void write_json(std::ostream& out, const std::vector<CaseResult>& results) {
@@ -76,6 +95,7 @@ void write_json(std::ostream& out, const std::vector<CaseResult>& results) {
       c["error_pct"] = r.error_pct;
     }
     c["note"] = r.note;
+    if (!r.known_gap.empty()) c["known_gap"] = r.known_gap;
     c["source"] = r.source;
     c["file"] = r.file;
     j["results"].push_back(std::move(c));

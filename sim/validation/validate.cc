@@ -35,6 +35,7 @@ CaseResult run_case(const LoadedCase& c) {
   r.tolerance_pct = c.spec.tolerance().percent();
   r.source = c.spec.published().source() + ", " + c.spec.published().where();
   r.file = c.file;
+  r.known_gap = c.spec.known_gap();
   ModelValue m;
   try {
     m = kind->model(c.spec);

@@ -22,9 +22,10 @@ struct CaseResult {
   double error_pct = 0;  // (model − published) / published × 100
   double tolerance_pct = 0;
   Verdict verdict = Verdict::kSkip;
-  std::string note;    // why skipped, or what the model ran (e.g. the chosen algorithm)
-  std::string source;  // published.source, published.where
-  std::string file;    // the case file
+  std::string note;       // why skipped, or what the model ran (e.g. the chosen algorithm)
+  std::string source;     // published.source, published.where
+  std::string file;       // the case file
+  std::string known_gap;  // the case's known_gap: why the model misses it today
 };
 
 // PASS when |error| <= tolerance: the boundary passes, since tolerances are stated inclusively.
