@@ -147,7 +147,8 @@ double net_transport_efficiency() {
   // 100 Gb/s NIC (nccl-tests issue 119, sjeaugey, 2022-11-17; again in nccl issue 412), 96% of
   // the data rate, and NCCL's graph search aims its rings at the same share of every NIC speed:
   // speedArrayInter / sm90SpeedArrayInter top out at 48 GB/s, 96% of a 400 Gb/s NIC's 50, and
-  // sm100SpeedArrayInter at 96, 96% of an 800 Gb/s NIC's 100 (src/graph/search.cc). The quoted
+  // sm100SpeedArrayInter at 96, 96% of an 800 Gb/s NIC's 100 (src/graph/search.cc); for NDR
+  // they say "up to 48-49GB/s per NIC" (nccl-tests issue 267, AddyLaddy, 2025-01-23). The quoted
   // data rate (NDR 400 Gb/s, HDR 200 Gb/s) is already after FEC and line encoding. Of the 4%,
   // InfiniBand's headers and CRCs per 4096-byte MTU take 0.6% (IBTA vol. 1 packet format:
   // LRH 8, BTH 12, ICRC 4, VCRC 2 bytes, the NCCL_IB_MTU default 4096); the rest, GPUDirect
