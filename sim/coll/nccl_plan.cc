@@ -72,6 +72,11 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
   return g;
 }
 
+bool NcclTuning::lacks_nvls_tree(Op op, int32_t n, int32_t members_per_node) const {
+  return hw_ && hw_->arch == GpuArch::kHopper && settings_.nvls && op == Op::kAllReduce &&
+         members_per_node > 2 && members_per_node < n && uniform(n, members_per_node);
+}
+
 NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                                     Algorithm requested) const {
   NcclRestrict only;

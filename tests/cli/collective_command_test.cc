@@ -97,6 +97,27 @@ TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
             nvls);
 }
 
+TEST(Cli, CollectiveSaysWhereNcclWouldWeighNvlsTree) {
+  // All-reduce over two H100 servers: NCCL would weigh NVLS-tree, which is not modelled. One
+  // server, another op, A100s, NVLS off or a fixed algorithm: nothing to say.
+  const auto noted = [](std::vector<std::string> args) {
+    const auto r = testing_support::run_cli(args);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.out.find("NVLS-tree") != std::string::npos;
+  };
+  const std::vector<std::string> two{"collective", "--gpus",  "16", "--topology",
+                                     "dgx-h100",   "--sizes", "1G"};
+  EXPECT_TRUE(noted(two));
+  EXPECT_FALSE(noted({"collective", "--gpus", "8", "--topology", "dgx-h100", "--sizes", "1G"}));
+  EXPECT_FALSE(noted({"collective", "--gpus", "16", "--topology", "dgx-a100", "--sizes", "1G"}));
+  for (const std::vector<std::string>& extra :
+       {std::vector<std::string>{"--op", "all_gather"}, {"--nvls", "off"}, {"--algo", "ring"}}) {
+    std::vector<std::string> args = two;
+    args.insert(args.end(), extra.begin(), extra.end());
+    EXPECT_FALSE(noted(args)) << extra[0];
+  }
+}
+
 TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   // Usage errors: exit 2 with the reason.
   const auto proto = run_cli({"collective", "--gpus", "8", "--protocol", "fast"});
