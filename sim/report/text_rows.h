@@ -13,6 +13,13 @@ inline std::string fmt(const char* format, double v) {
   return buf;
 }
 
+// `v` with `digits` digits after the point ("%.*f").
+inline std::string fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
 // "  label" padded to 32 columns, then the value.
 inline void row(std::ostream& out, const std::string& label, const std::string& value) {
   out << "  " << label << std::string(label.size() < 30 ? 30 - label.size() : 1, ' ') << value

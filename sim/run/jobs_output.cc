@@ -4,16 +4,13 @@
 #include <string>
 
 #include "sim/report/json.h"
+#include "sim/report/text_rows.h"
 
 namespace cs::run {
 
 namespace {
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+using report::fixed;
 
 std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + ' ' : s + std::string(width - s.size(), ' ');

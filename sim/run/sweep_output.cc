@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "sim/report/json.h"
+#include "sim/report/text_rows.h"
 
 namespace cs::run {
 
@@ -27,11 +28,7 @@ std::string csv_field(const std::string& s) {
   return out + '"';
 }
 
-std::string fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
+using report::fixed;
 
 constexpr const char* kFigureColumns[] = {"layout",
                                           "schedule",

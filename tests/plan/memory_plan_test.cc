@@ -9,18 +9,20 @@
 #include "sim/plan/memory_report.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::plan {
 namespace {
 
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(), {"model.num_layers=8", "model.seq_length=2048"});
-  return load_run_config("", "llama3-8b", overrides).config;
+// The small Llama on 8 layers.
+clustersim::RunConfig eight_layers(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), "model.num_layers=8");
+  return testing_support::small_llama(std::move(overrides));
 }
 
 TEST(CheckpointEveryK, KOneKeepsExactlyWhatFullRecomputeKeeps) {
-  const auto none = small({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=8",
-                           "parallel.checkpoint_every_k_layers=1"});
+  const auto none = eight_layers({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=8",
+                                  "parallel.checkpoint_every_k_layers=1"});
   auto full = none;
   full.mutable_parallel()->set_recompute(clustersim::ParallelConfig::FULL);
   full.mutable_parallel()->set_checkpoint_every_k_layers(0);
@@ -31,8 +33,8 @@ TEST(CheckpointEveryK, KOneKeepsExactlyWhatFullRecomputeKeeps) {
 }
 
 TEST(CheckpointEveryK, KeepsOneInputPerRunOfKLayersAndHoldsKLayersWhileRecomputing) {
-  const auto base = small({"parallel.tp=2", "parallel.sequence_parallel=true", "parallel.dp=4",
-                           "parallel.global_batch_size=8"});
+  const auto base = eight_layers({"parallel.tp=2", "parallel.sequence_parallel=true",
+                                  "parallel.dp=4", "parallel.global_batch_size=8"});
   const int32_t layers = 8, held = 2;
   const double input = 2.0 * 2048 * 4096 / 2;  // 2·s·b·h / t under SP
   const auto plain = workload::estimate_stage_memory(base, 0, held);
@@ -67,7 +69,7 @@ TEST(StatePrecision, SixteenBytesPerParameterAndTheOptimizerDominates) {
 }
 
 TEST(Offload, OptimizerStatesMoveToTheHostBytewise) {
-  auto c = small(
+  auto c = eight_layers(
       {"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=8", "parallel.zero_stage=1"});
   const auto on_gpu = workload::estimate_stage_memory(c, 0, 1);
   c.mutable_offload()->set_optimizer(clustersim::OffloadConfig::CPU);
@@ -80,7 +82,7 @@ TEST(Offload, OptimizerStatesMoveToTheHostBytewise) {
 }
 
 TEST(Offload, HostCapacityIsALimit) {
-  auto c = small({"parallel.tp=2", "parallel.dp=1", "parallel.global_batch_size=2"});
+  auto c = eight_layers({"parallel.tp=2", "parallel.dp=1", "parallel.global_batch_size=2"});
   c.mutable_offload()->set_optimizer(clustersim::OffloadConfig::CPU);
   EXPECT_TRUE(check_fit(c, 1e12).fits);
   c.mutable_offload()->set_host_memory_gb(1);  // 1 GB per node: the states cannot fit
@@ -88,7 +90,7 @@ TEST(Offload, HostCapacityIsALimit) {
 }
 
 TEST(MemoryReport, InFlightFollowsTheSchedule) {
-  auto c = small({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=8"});
+  auto c = eight_layers({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=8"});
   const auto onefoneb = held_per_stage(c);
   for (int32_t s = 0; s < 4; ++s) EXPECT_EQ(onefoneb[s], 4 - s);  // min(p - s, m)
   c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::GPIPE);
@@ -96,8 +98,8 @@ TEST(MemoryReport, InFlightFollowsTheSchedule) {
 }
 
 TEST(MemoryReport, TotalsPeakAndOptimizerSplit) {
-  const auto c = small({"parallel.tp=2", "parallel.pp=2", "parallel.dp=2",
-                        "parallel.global_batch_size=8", "cluster.gpu=h100"});
+  const auto c = eight_layers({"parallel.tp=2", "parallel.pp=2", "parallel.dp=2",
+                               "parallel.global_batch_size=8", "cluster.gpu=h100"});
   const MemoryReport r = build_memory_report(c, "test");
   ASSERT_EQ(r.stages.size(), 2u);
   double total = 0, peak = 0;
@@ -120,9 +122,9 @@ TEST(MemoryReport, TotalsPeakAndOptimizerSplit) {
 
 TEST(MemoryReport, ThePlannersFilterSeesTheSamePeakAsTheReport) {
   // Interleaved, with the head on the last stage's last chunk: both take the exact order's peak.
-  const auto c = small({"parallel.tp=2", "parallel.pp=4", "parallel.virtual_stages=2",
-                        "parallel.schedule=INTERLEAVED", "parallel.dp=1",
-                        "parallel.global_batch_size=8", "cluster.gpu=h100"});
+  const auto c = eight_layers({"parallel.tp=2", "parallel.pp=4", "parallel.virtual_stages=2",
+                               "parallel.schedule=INTERLEAVED", "parallel.dp=1",
+                               "parallel.global_batch_size=8", "cluster.gpu=h100"});
   const MemoryReport r = build_memory_report(c, "test");
   EXPECT_DOUBLE_EQ(check_fit(c, r.capacity).peak, r.peak);
   // The last stage holds several chunk passes but the logits of one.
@@ -146,8 +148,8 @@ TEST(MemoryReport, Llama3_405bFitsAsMetaRanItWithShardedGradientsReducedOncePerS
 }
 
 TEST(MemoryReport, ParameterOffloadNeedsZero3) {
-  auto c = small({"parallel.dp=2", "parallel.global_batch_size=2", "cluster.gpu=h100",
-                  "offload.parameters=CPU"});
+  auto c = eight_layers({"parallel.dp=2", "parallel.global_batch_size=2", "cluster.gpu=h100",
+                         "offload.parameters=CPU"});
   EXPECT_THROW(build_memory_report(c, "test"), ConfigError);
 }
 

@@ -8,17 +8,15 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
 #include "sim/workload/schedules/registry.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::plan {
 namespace {
 
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
-  return load_run_config("", "llama3-8b", overrides).config;
-}
+using testing_support::small_llama;
 
 TEST(Planner, EveryLayoutUsesAllGpusAndKeepsTpInANode) {
-  const auto base = small({"parallel.global_batch_size=64"});
+  const auto base = small_llama({"parallel.global_batch_size=64"});
   const auto layouts = enumerate_layouts(base, 32, 8);
   ASSERT_FALSE(layouts.empty());
   for (const auto& c : layouts) {
@@ -35,7 +33,7 @@ TEST(Planner, EveryLayoutUsesAllGpusAndKeepsTpInANode) {
 // The schedules' display names, and the order in which the search tries them: 1F1B alone without
 // a pipeline; with one, the schedules of one virtual stage (1F1B, ZB-H1) before interleaving.
 TEST(Planner, TriesTheSchedulesEntriesAskForInOrder) {
-  const auto base = small({"parallel.global_batch_size=64"});
+  const auto base = small_llama({"parallel.global_batch_size=64"});
   auto names = [&](int64_t gpus) {
     std::vector<std::string> out;
     for (const auto& c : enumerate_layouts(base, gpus, 8)) {
@@ -58,8 +56,8 @@ TEST(Planner, TriesTheSchedulesEntriesAskForInOrder) {
 
 TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
   // Frequent interruptions, slow storage: goodput differs between layouts of 8 and 16 GPUs.
-  auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100",
-                     "reliability.interruptions_per_gpu_day=2", "reliability.restart_s=600"});
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100",
+                           "reliability.interruptions_per_gpu_day=2", "reliability.restart_s=600"});
   PlanOptions o;
   o.gpus = 16;
   o.simulate = 4;
@@ -82,7 +80,7 @@ TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
 }
 
 TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
-  auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   PlanOptions o;
   o.gpus = 16;
   o.simulate = 3;
@@ -109,7 +107,7 @@ TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
 }
 
 TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
-  auto base = small({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   PlanOptions o;
   o.gpus = 16;
   o.simulate = 4;
@@ -133,7 +131,8 @@ TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
 
 TEST(Planner, MinGpusIsMinimal) {
   // A model that cannot fit on one 80 GB GPU: 8B parameters need 128 GB of states alone.
-  auto base = small({"model.num_layers=32", "parallel.global_batch_size=64", "cluster.gpu=h100"});
+  auto base =
+      small_llama({"model.num_layers=32", "parallel.global_batch_size=64", "cluster.gpu=h100"});
   const MinGpus m = find_min_gpus(base, 64, 8);
   ASSERT_GT(m.gpus, 1);
   EXPECT_TRUE(m.layout.fit.fits);
@@ -146,8 +145,8 @@ TEST(Planner, MinGpusIsMinimal) {
 
 TEST(Planner, EstimateAmortisesTheBubbleOverMoreMicrobatches) {
   // (v·m + p − 1) slots: per microbatch the estimate falls as m grows, towards one slot.
-  const auto a = small({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=4"});
-  const auto b = small({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=16"});
+  const auto a = small_llama({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=4"});
+  const auto b = small_llama({"parallel.pp=4", "parallel.dp=1", "parallel.global_batch_size=16"});
   const double est_a = estimate_step_seconds(a, 8), est_b = estimate_step_seconds(b, 8);
   // 12 more pipeline slots; what remains of est_a after its 7 slots is the fixed optimizer step.
   const double slot = (est_b - est_a) / 12;

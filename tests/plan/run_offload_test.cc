@@ -5,19 +5,20 @@
 #include "sim/config/run_config.h"
 #include "sim/cost/host.h"
 #include "sim/run/step_simulation.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::run {
 namespace {
 
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(),
-                   {"model.num_layers=4", "model.seq_length=2048", "network=ANALYTICAL"});
-  return load_run_config("", "llama3-8b", overrides).config;
+// The small Llama on the analytical network.
+clustersim::RunConfig analytical(std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), "network=ANALYTICAL");
+  return testing_support::small_llama(std::move(overrides));
 }
 
 TEST(GradientAccumulation, KTimesLessDataParallelTrafficPerSample) {
-  const auto one = small({"parallel.tp=2", "parallel.dp=4", "parallel.zero_stage=0",
-                          "parallel.gradient_accumulation_steps=1"});
+  const auto one = analytical({"parallel.tp=2", "parallel.dp=4", "parallel.zero_stage=0",
+                               "parallel.gradient_accumulation_steps=1"});
   const auto r1 = simulate_step(one, "K=1");
   EXPECT_EQ(r1.accumulation_steps, 1);
   for (int k : {2, 4}) {
@@ -31,15 +32,15 @@ TEST(GradientAccumulation, KTimesLessDataParallelTrafficPerSample) {
 }
 
 TEST(GradientAccumulation, StepsSetTheGlobalBatch) {
-  auto c = small({"parallel.tp=2", "parallel.dp=4", "parallel.microbatch_size=2",
-                  "parallel.gradient_accumulation_steps=3"});
+  auto c = analytical({"parallel.tp=2", "parallel.dp=4", "parallel.microbatch_size=2",
+                       "parallel.gradient_accumulation_steps=3"});
   apply_gradient_accumulation(c);
   EXPECT_EQ(c.parallel().global_batch_size(), 3 * 4 * 2);
 }
 
 TEST(Offload, OptimizerOffloadOpsAreTimedFromTheirBytesAndSlowTheStep) {
-  const auto base = small({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4",
-                           "parallel.zero_stage=1", "cluster.gpu=h100"});
+  const auto base = analytical({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4",
+                                "parallel.zero_stage=1", "cluster.gpu=h100"});
   auto off = base;
   off.mutable_offload()->set_optimizer(clustersim::OffloadConfig::CPU);
   PreparedStep prepared = prepare_step(off, "offload");
@@ -73,7 +74,8 @@ TEST(Offload, OptimizerOffloadOpsAreTimedFromTheirBytesAndSlowTheStep) {
 }
 
 TEST(Offload, ParameterOffloadFetchesEveryLayerShard) {
-  auto c = small({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4",
+  auto c =
+      analytical({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4",
                   "parallel.zero_stage=3", "offload.optimizer=CPU", "offload.parameters=NVME"});
   const auto r = simulate_step(c, "infinity");
   EXPECT_GT(r.offload.h2d_s, 0);
@@ -82,7 +84,7 @@ TEST(Offload, ParameterOffloadFetchesEveryLayerShard) {
 }
 
 TEST(CheckpointEveryK, RecomputeAppearsInHardwareWork) {
-  const auto base = small({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
+  const auto base = analytical({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
   auto k2 = base;
   k2.mutable_parallel()->set_checkpoint_every_k_layers(2);
   auto full = base;
@@ -97,7 +99,7 @@ TEST(CheckpointEveryK, RecomputeAppearsInHardwareWork) {
 }
 
 TEST(Cost, ReportTurnsStepTimeIntoARun) {
-  auto c = small(
+  auto c = analytical(
       {"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4", "cost.train_tokens=1e9"});
   const auto r = simulate_step(c, "cost");
   EXPECT_DOUBLE_EQ(r.cost.price_per_gpu_hour, 3.5);

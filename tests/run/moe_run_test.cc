@@ -10,26 +10,23 @@
 #include "sim/config/run_config.h"
 #include "sim/run/step_simulation.h"
 #include "tests/support/moe_fixtures.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::run {
 namespace {
 
-clustersim::RunConfig small(std::vector<std::string> more = {}) {
+using testing_support::report_json;
+
+clustersim::RunConfig mixtral(std::vector<std::string> more = {}) {
   return testing_support::small_mixtral(std::move(more));
 }
 
-report::StepReport run(std::vector<std::string> more = {}) {
-  return simulate_step(small(std::move(more)), "test");
-}
-
-std::string json_of(const report::StepReport& r) {
-  std::ostringstream out;
-  report::write_json(out, r, /*include_host=*/false);
-  return out.str();
+report::StepReport run_mixtral(std::vector<std::string> more = {}) {
+  return simulate_step(mixtral(std::move(more)), "test");
 }
 
 TEST(MoeRun, AllToAllsAreExposedExpertParallelTime) {
-  const auto r = run();
+  const auto r = run_mixtral();
   ASSERT_TRUE(r.moe.enabled);
   EXPECT_GT(r.moe.all_to_all_s, 0);
   // Dispatch and combine block the compute stream: all of their time is exposed.
@@ -37,13 +34,13 @@ TEST(MoeRun, AllToAllsAreExposedExpertParallelTime) {
   EXPECT_DOUBLE_EQ(r.exposed(workload::Dim::kEp), r.moe.all_to_all_exposed_s);
   EXPECT_GT(r.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)], 0);
   EXPECT_GT(r.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEdp)], 0);
-  EXPECT_EQ(json_of(r), json_of(run()));  // bit for bit
+  EXPECT_EQ(report_json(r), report_json(run_mixtral()));  // bit for bit
 }
 
 TEST(MoeRun, AMultiTokenPredictionModuleAddsOneMoeBlockOfTraffic) {
   // 4 MoE layers plus the module's MoE block, routed alike: 5/4 of the all-to-all bytes.
-  const auto base = run();
-  const auto mtp = run({"model.mtp_layers=1"});
+  const auto base = run_mixtral();
+  const auto mtp = run_mixtral({"model.mtp_layers=1"});
   const auto ep = static_cast<int>(workload::Dim::kEp);
   EXPECT_NEAR(mtp.comm_bytes_by_dim[ep] / base.comm_bytes_by_dim[ep], 5.0 / 4.0, 1e-9);
   EXPECT_GT(mtp.iteration_time_s, base.iteration_time_s);
@@ -53,27 +50,27 @@ TEST(MoeRun, AMultiTokenPredictionModuleAddsOneMoeBlockOfTraffic) {
 TEST(MoeRun, Fp8DispatchSendsAboutHalfTheDispatchBytes) {
   // FP8 dispatch (1 byte + a 4-byte scale per 128) and its gradient's twin; combine stays BF16:
   // the EP bytes go from 2 + 2 to 1.03125 + 2 per element each way.
-  const auto bf16 = run({"precision=FP8"});
-  const auto fp8 = run({"precision=FP8", "model.moe.fp8_dispatch=true"});
+  const auto bf16 = run_mixtral({"precision=FP8"});
+  const auto fp8 = run_mixtral({"precision=FP8", "model.moe.fp8_dispatch=true"});
   const auto ep = static_cast<int>(workload::Dim::kEp);
   EXPECT_NEAR(fp8.comm_bytes_by_dim[ep] / bf16.comm_bytes_by_dim[ep], (1.03125 + 2.0) / 4.0, 1e-6);
   EXPECT_LT(fp8.moe.all_to_all_s, bf16.moe.all_to_all_s);
 }
 
 TEST(MoeRun, SkewedRoutingSlowsTheStepAndCapacityDropsTokens) {
-  const auto even = run();
-  const auto skewed = run({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"});
+  const auto even = run_mixtral();
+  const auto skewed = run_mixtral({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1"});
   EXPECT_GT(skewed.moe.tokens_max_over_mean, 2.0);
   EXPECT_GT(skewed.iteration_time_s, 1.2 * even.iteration_time_s);
-  const auto capped = run({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1",
-                           "model.moe.capacity_factor=1.25"});
+  const auto capped = run_mixtral({"model.moe.routing.kind=SKEWED", "model.moe.routing.skew=1",
+                                   "model.moe.capacity_factor=1.25"});
   EXPECT_GT(capped.moe.dropped_share, 0.1);
   EXPECT_LT(capped.iteration_time_s, skewed.iteration_time_s);
 }
 
 TEST(MoeRun, FoldingExpertDataParallelReplicasKeepsTheStep) {
-  const auto folded = run();
-  const auto unfolded = run({"simulation.fold_data_parallel=false"});
+  const auto folded = run_mixtral();
+  const auto unfolded = run_mixtral({"simulation.fold_data_parallel=false"});
   EXPECT_NEAR(folded.iteration_time_s, unfolded.iteration_time_s, 1e-3 * unfolded.iteration_time_s);
   EXPECT_LT(folded.events, unfolded.events);
   EXPECT_DOUBLE_EQ(folded.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)],
@@ -88,8 +85,8 @@ TEST(MoeRun, NodeLimitedRoutingCutsNetworkBytes) {
                                               "parallel.rank_order=TP_CP_PP_DP"};
   auto with_limit = spread_ep;
   with_limit.push_back("model.moe.max_nodes_per_token=1");
-  const auto spread = run(spread_ep);
-  const auto limited = run(with_limit);
+  const auto spread = run_mixtral(spread_ep);
+  const auto limited = run_mixtral(with_limit);
   EXPECT_LT(limited.comm_bytes_network, 0.6 * spread.comm_bytes_network);
   EXPECT_GT(limited.comm_bytes_network, 0);
 }
@@ -99,8 +96,8 @@ TEST(MoeRun, DualPipePairsHideAllToAllsBehindTheOtherHalfsCompute) {
                                              "parallel.virtual_stages=2"};
   auto sequential = dualpipe;
   sequential.push_back("parallel.dualpipe_overlap=false");
-  const auto overlapped = run(dualpipe);
-  const auto alone = run(sequential);
+  const auto overlapped = run_mixtral(dualpipe);
+  const auto alone = run_mixtral(sequential);
   ASSERT_GT(alone.moe.all_to_all_s, 0);
   // In sequence every all-to-all blocks the compute stream; in pairs part of it is hidden.
   EXPECT_DOUBLE_EQ(alone.moe.all_to_all_exposed_s, alone.moe.all_to_all_s);
@@ -109,7 +106,7 @@ TEST(MoeRun, DualPipePairsHideAllToAllsBehindTheOtherHalfsCompute) {
   EXPECT_LT(overlapped.iteration_time_s, alone.iteration_time_s);
   // What runs beside the all-to-alls is slowed: a cost of its own in the breakdown.
   EXPECT_GT(overlapped.interference_s, alone.interference_s);
-  EXPECT_EQ(json_of(overlapped), json_of(run(dualpipe)));  // bit for bit
+  EXPECT_EQ(report_json(overlapped), report_json(run_mixtral(dualpipe)));  // bit for bit
 }
 
 }  // namespace

@@ -7,23 +7,21 @@
 #include "sim/config/run_config.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::run {
 namespace {
 
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
-  return load_run_config("", "llama3-8b", overrides).config;
-}
+using testing_support::small_llama;
 
 TEST(Overlap, GradientReductionAfterTheBackwardIsExposed) {
   // Without overlap_grad_reduce every bucket waits for the whole backward: the reduction no
   // longer hides under it, so exposed DP time and the step grow.
   auto run = [](bool overlap) {
     return simulate_step(
-        small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=8",
-               "parallel.zero_stage=0", "parallel.dp_bucket_params=20000000",
-               std::string("parallel.overlap_grad_reduce=") + (overlap ? "true" : "false")}),
+        small_llama({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=8",
+                     "parallel.zero_stage=0", "parallel.dp_bucket_params=20000000",
+                     std::string("parallel.overlap_grad_reduce=") + (overlap ? "true" : "false")}),
         "test");
   };
   const auto on = run(true), off = run(false);
@@ -38,9 +36,9 @@ TEST(Overlap, ParameterGatherUnderTheForwardRemovesTheTail) {
   // the forward, and only the first bucket is waited for.
   auto run = [](bool overlap) {
     return simulate_step(
-        small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=32",
-               "parallel.zero_stage=1", "parallel.dp_bucket_params=20000000",
-               std::string("parallel.overlap_param_gather=") + (overlap ? "true" : "false")}),
+        small_llama({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=32",
+                     "parallel.zero_stage=1", "parallel.dp_bucket_params=20000000",
+                     std::string("parallel.overlap_param_gather=") + (overlap ? "true" : "false")}),
         "test");
   };
   const auto on = run(true), off = run(false);
@@ -52,10 +50,10 @@ TEST(Overlap, ParameterGatherUnderTheForwardRemovesTheTail) {
 
 TEST(Overlap, InterferenceIsItsOwnLineAndCanBeSwitchedOff) {
   auto run = [](bool interference) {
-    return simulate_step(small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=8",
-                                "parallel.zero_stage=0",
-                                std::string("effects.comm_compute_interference=") +
-                                    (interference ? "true" : "false")}),
+    return simulate_step(small_llama({"parallel.tp=2", "parallel.dp=8",
+                                      "parallel.global_batch_size=8", "parallel.zero_stage=0",
+                                      std::string("effects.comm_compute_interference=") +
+                                          (interference ? "true" : "false")}),
                          "test");
   };
   const auto on = run(true), off = run(false);
@@ -74,10 +72,10 @@ TEST(Overlap, TrainingStepsCountGemmWavesUnderInterference) {
   // The executor hands each GEMM's tile count to the interference law: its waves over the SMs
   // NCCL leaves set the slowdown, not the share of SMs lost, so the interference line moves.
   auto run = [](bool waves) {
-    return simulate_step(small({"parallel.tp=2", "parallel.dp=8", "parallel.global_batch_size=8",
-                                "parallel.zero_stage=0",
-                                std::string("effects.interference_wave_quantization=") +
-                                    (waves ? "true" : "false")}),
+    return simulate_step(small_llama({"parallel.tp=2", "parallel.dp=8",
+                                      "parallel.global_batch_size=8", "parallel.zero_stage=0",
+                                      std::string("effects.interference_wave_quantization=") +
+                                          (waves ? "true" : "false")}),
                          "test");
   };
   const auto on = run(true), off = run(false);
@@ -91,9 +89,9 @@ TEST(Overlap, TensorParallelCommOverlapHidesTpCommunicationAndKeepsItsVolume) {
   // pieces cannot cover, and the bytes moved stay those of the collectives they replace.
   auto run = [](bool overlap) {
     return simulate_step(
-        small({"parallel.tp=8", "parallel.dp=1", "parallel.global_batch_size=2",
-               "parallel.sequence_parallel=true", "effects.comm_compute_interference=false",
-               std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")}),
+        small_llama({"parallel.tp=8", "parallel.dp=1", "parallel.global_batch_size=2",
+                     "parallel.sequence_parallel=true", "effects.comm_compute_interference=false",
+                     std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")}),
         "test");
   };
   const auto on = run(true), off = run(false);
@@ -112,9 +110,9 @@ TEST(Overlap, TensorParallelChunksBesideGemmsAreSlowedByInterference) {
   // blocking TP collectives had none to cause.
   auto run = [](bool overlap) {
     return simulate_step(
-        small({"parallel.tp=8", "parallel.dp=1", "parallel.global_batch_size=2",
-               "parallel.sequence_parallel=true",
-               std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")}),
+        small_llama({"parallel.tp=8", "parallel.dp=1", "parallel.global_batch_size=2",
+                     "parallel.sequence_parallel=true",
+                     std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")}),
         "test");
   };
   EXPECT_EQ(run(false).interference_s, 0.0);
@@ -128,10 +126,11 @@ TEST(Overlap, RingAttentionHidesTheKeyValueExchangeAndKeepsItsVolume) {
   // all-gather CP: K and V much smaller than Q); they are switched off to test the hiding alone.
   auto run = [](bool overlap) {
     return simulate_step(
-        small({"parallel.tp=1", "parallel.cp=4", "parallel.dp=1", "parallel.global_batch_size=2",
-               "model.seq_length=16384", "effects.comm_compute_interference=false",
-               "effects.attention_tile_io=false", "effects.attention_backward_helpers=false",
-               std::string("parallel.cp_comm_overlap=") + (overlap ? "true" : "false")}),
+        small_llama({"parallel.tp=1", "parallel.cp=4", "parallel.dp=1",
+                     "parallel.global_batch_size=2", "model.seq_length=16384",
+                     "effects.comm_compute_interference=false", "effects.attention_tile_io=false",
+                     "effects.attention_backward_helpers=false",
+                     std::string("parallel.cp_comm_overlap=") + (overlap ? "true" : "false")}),
         "test");
   };
   const auto on = run(true), off = run(false);
@@ -149,9 +148,9 @@ TEST(Overlap, TpRingExchangeHasTpMinusOneHopsAndTpGemmPiecesOfTheWholeGemm) {
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
   auto forward = [&](bool overlap) {
     const auto config =
-        small({"model.num_layers=1", "parallel.tp=8", "parallel.dp=1",
-               "parallel.global_batch_size=1", "parallel.sequence_parallel=true",
-               std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")});
+        small_llama({"model.num_layers=1", "parallel.tp=8", "parallel.dp=1",
+                     "parallel.global_batch_size=1", "parallel.sequence_parallel=true",
+                     std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")});
     return build_stage_work(config, 0, cost, false);
   };
   const auto plain = forward(false), piped = forward(true);

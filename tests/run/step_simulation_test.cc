@@ -8,27 +8,19 @@
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/workload/model_math.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::run {
 namespace {
 
-// Llama 3 8B's layer shapes, cut to a few layers so a step takes milliseconds to simulate.
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
-  return load_run_config("", "llama3-8b", overrides).config;
-}
-
-std::string json_of(const report::StepReport& r) {
-  std::ostringstream out;
-  report::write_json(out, r, /*include_host=*/false);
-  return out.str();
-}
+using testing_support::report_json;
+using testing_support::small_llama;
 
 TEST(StepSimulation, SameConfigSameJsonBitForBit) {
-  const auto config =
-      small({"parallel.tp=4", "parallel.pp=2", "parallel.dp=4", "parallel.global_batch_size=16"});
-  const std::string a = json_of(simulate_step(config, "test"));
-  const std::string b = json_of(simulate_step(config, "test"));
+  const auto config = small_llama(
+      {"parallel.tp=4", "parallel.pp=2", "parallel.dp=4", "parallel.global_batch_size=16"});
+  const std::string a = report_json(simulate_step(config, "test"));
+  const std::string b = report_json(simulate_step(config, "test"));
   EXPECT_EQ(a, b);
   EXPECT_NE(a.find("\"iteration_time_s\""), std::string::npos);
 }
@@ -36,9 +28,9 @@ TEST(StepSimulation, SameConfigSameJsonBitForBit) {
 TEST(StepSimulation, ReusingIsolatedCollectivesChangesNothingButSpeed) {
   // TP 8 fills each server and no other dimension shares one: TP collectives own their NVLink
   // ports, so timing one and reusing it must give exactly what simulating every message gives.
-  const auto config =
-      small({"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8",
-             "simulation.fold_tensor_parallel=false", "simulation.fluid_collectives=false"});
+  const auto config = small_llama(
+      {"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8",
+       "simulation.fold_tensor_parallel=false", "simulation.fluid_collectives=false"});
   SimulationOptions every_message;
   every_message.reuse_isolated_collectives = false;
   const auto fast = simulate_step(config, "test");
@@ -54,10 +46,11 @@ TEST(StepSimulation, DataParallelAllReduceMovesTwoNMinusOneOverNOfTheGradients) 
   // gradient buffers: 4 bytes per element in fp32 (the default), 2 in bf16.
   for (const auto& [dtype, element] : {std::pair{"GRAD_FP32", 4.0}, std::pair{"GRAD_BF16", 2.0}}) {
     for (const int dp : {2, 4, 8}) {
-      const auto config = small({"parallel.tp=2", "parallel.dp=" + std::to_string(dp),
-                                 "parallel.global_batch_size=" + std::to_string(dp),
-                                 "parallel.zero_stage=0", "parallel.dp_bucket_params=100000000",
-                                 std::string("parallel.grad_reduce_dtype=") + dtype});
+      const auto config =
+          small_llama({"parallel.tp=2", "parallel.dp=" + std::to_string(dp),
+                       "parallel.global_batch_size=" + std::to_string(dp), "parallel.zero_stage=0",
+                       "parallel.dp_bucket_params=100000000",
+                       std::string("parallel.grad_reduce_dtype=") + dtype});
       const auto r = simulate_step(config, "test");
       const double grad_bytes = element * static_cast<double>(workload::stage_params(config, 0));
       const double per_rank = r.comm_bytes_by_dim[3] / r.gpus;
@@ -69,8 +62,8 @@ TEST(StepSimulation, DataParallelAllReduceMovesTwoNMinusOneOverNOfTheGradients) 
 TEST(StepSimulation, Fp32GradientReductionMovesTwiceTheBf16Bytes) {
   auto dp_bytes = [](const char* dtype) {
     const auto config =
-        small({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=4",
-               "parallel.zero_stage=0", std::string("parallel.grad_reduce_dtype=") + dtype});
+        small_llama({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=4",
+                     "parallel.zero_stage=0", std::string("parallel.grad_reduce_dtype=") + dtype});
     return simulate_step(config, "test").comm_bytes_by_dim[3];
   };
   EXPECT_DOUBLE_EQ(dp_bytes("GRAD_FP32"), 2.0 * dp_bytes("GRAD_BF16"));
@@ -82,13 +75,13 @@ TEST(StepSimulation, ZeroTwoReduceScattersEveryMicrobatchWhereZeroOneReducesOnce
   // accumulates the full gradients and reduce-scatters them once. The rest of the DP traffic
   // (the bf16 parameter all-gather) is the same in both.
   auto dp_bytes_per_rank = [](int zero) {
-    const auto config = small({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=16",
-                               "parallel.zero_stage=" + std::to_string(zero),
-                               "parallel.dp_bucket_params=100000000"});
+    const auto config = small_llama(
+        {"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=16",
+         "parallel.zero_stage=" + std::to_string(zero), "parallel.dp_bucket_params=100000000"});
     const auto r = simulate_step(config, "test");
     return r.comm_bytes_by_dim[3] / r.gpus;
   };
-  const auto config = small({"parallel.tp=2"});
+  const auto config = small_llama({"parallel.tp=2"});
   const double grad_bytes = 4.0 * static_cast<double>(workload::stage_params(config, 0));
   const double reduce_scatter = grad_bytes * 3.0 / 4.0;
   EXPECT_NEAR((dp_bytes_per_rank(2) - dp_bytes_per_rank(1)) / reduce_scatter, 3.0, 1e-6);
@@ -101,7 +94,7 @@ TEST(StepSimulation, ZeroTwoReducingOncePerStepTimesLikeZeroOne) {
     std::vector<std::string> o = {"parallel.tp=2", "parallel.pp=2", "parallel.dp=4",
                                   "parallel.global_batch_size=16"};
     o.insert(o.end(), zero.begin(), zero.end());
-    return simulate_step(small(o), "test");
+    return simulate_step(small_llama(o), "test");
   };
   const auto once = run({"parallel.zero_stage=2", "parallel.sharded_grad_reduce=ONCE_PER_STEP"});
   const auto one = run({"parallel.zero_stage=1"});
@@ -115,15 +108,16 @@ TEST(StepSimulation, ZeroTwoReducingOncePerStepTimesLikeZeroOne) {
 TEST(StepSimulation, ContextParallelRanksSumTheirGradients) {
   // CP ranks saw different tokens of the same sequences: their gradients must be all-reduced,
   // 2(cp-1)/cp of the gradient bytes per rank at least (K/V gathers come on top).
-  const auto config = small({"parallel.tp=1", "parallel.cp=2", "parallel.dp=1",
-                             "parallel.global_batch_size=2", "parallel.zero_stage=0"});
+  const auto config = small_llama({"parallel.tp=1", "parallel.cp=2", "parallel.dp=1",
+                                   "parallel.global_batch_size=2", "parallel.zero_stage=0"});
   const auto r = simulate_step(config, "test");
   const double grad_bytes = 2.0 * static_cast<double>(workload::stage_params(config, 0));
   EXPECT_GE(r.comm_bytes_by_dim[1] / r.gpus, grad_bytes * 2.0 * (2 - 1) / 2);
 }
 
 TEST(StepSimulation, ModelFlopsAndMfuAreConsistent) {
-  const auto config = small({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
+  const auto config =
+      small_llama({"parallel.tp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
   const auto r = simulate_step(config, "test");
   EXPECT_DOUBLE_EQ(r.model_flops_per_step, workload::model_flops_per_step(config));
   EXPECT_NEAR(r.mfu, r.model_flops_per_step / (r.iteration_time_s * r.gpus * 989.4e12), 1e-12);
@@ -136,8 +130,8 @@ TEST(StepSimulation, IdealNetworkPipelineBubbleIsNearItsFormula) {
   // With a small vocabulary the embedding and the head are a sliver of the first and last
   // stages, so the stages are close to uniform and the bubble close to (p-1)/(m+p-1).
   const auto config =
-      small({"model.num_layers=16", "model.vocab_size=1024", "parallel.pp=4", "parallel.tp=1",
-             "parallel.dp=1", "parallel.global_batch_size=8", "network=IDEAL"});
+      small_llama({"model.num_layers=16", "model.vocab_size=1024", "parallel.pp=4", "parallel.tp=1",
+                   "parallel.dp=1", "parallel.global_batch_size=8", "network=IDEAL"});
   const auto r = simulate_step(config, "test");
   EXPECT_DOUBLE_EQ(r.analytic_bubble_fraction, 3.0 / 11.0);
   EXPECT_NEAR(r.bubble_fraction, r.analytic_bubble_fraction, 0.02);
@@ -155,22 +149,22 @@ TEST(StepSimulation, InvalidLayoutsNameTheField) {
       EXPECT_NE(std::string(e.what()).find("cfg.textproto"), std::string::npos) << e.what();
     }
   };
-  expect_error(small({"parallel.tp=3"}), "tp");
-  expect_error(small({"parallel.pp=3"}), "pp");
-  expect_error(small({"parallel.global_batch_size=33"}), "global_batch_size");
-  expect_error(small({"parallel.dp=2", "parallel.global_batch_size=2", "parallel.zero_stage=1",
-                      "parallel.sharded_grad_reduce=ONCE_PER_STEP"}),
+  expect_error(small_llama({"parallel.tp=3"}), "tp");
+  expect_error(small_llama({"parallel.pp=3"}), "pp");
+  expect_error(small_llama({"parallel.global_batch_size=33"}), "global_batch_size");
+  expect_error(small_llama({"parallel.dp=2", "parallel.global_batch_size=2",
+                            "parallel.zero_stage=1", "parallel.sharded_grad_reduce=ONCE_PER_STEP"}),
                "sharded_grad_reduce");
-  expect_error(small({"parallel.dp=3000000", "parallel.global_batch_size=3000000"}), "GPU");
+  expect_error(small_llama({"parallel.dp=3000000", "parallel.global_batch_size=3000000"}), "GPU");
   // Absurd sizes fail at once instead of exhausting memory or overflowing the clock.
-  expect_error(small({"model.num_layers=2000000000"}), "model.num_layers");
-  expect_error(small({"parallel.global_batch_size=2000000000"}), "microbatches per step");
-  expect_error(small({"simulation.memory_limit_gb=-1"}), "simulation.memory_limit_gb");
-  expect_error(small({"reliability.storage_gb_per_s=0"}), "reliability.storage_gb_per_s");
+  expect_error(small_llama({"model.num_layers=2000000000"}), "model.num_layers");
+  expect_error(small_llama({"parallel.global_batch_size=2000000000"}), "microbatches per step");
+  expect_error(small_llama({"simulation.memory_limit_gb=-1"}), "simulation.memory_limit_gb");
+  expect_error(small_llama({"reliability.storage_gb_per_s=0"}), "reliability.storage_gb_per_s");
 }
 
 TEST(StepSimulation, TheRunCostCountsFailuresThroughTheGoodput) {
-  const auto r = simulate_step(small({}), "test");
+  const auto r = simulate_step(small_llama({}), "test");
   EXPECT_GT(r.cost.goodput, 0.9);
   EXPECT_LT(r.cost.goodput, 1.0);
   // Llama 3's Table 5 over 54 days: 331 interruptions of GPU causes on 16,384 GPUs, 42 of
@@ -186,7 +180,7 @@ TEST(StepSimulation, TheRunCostCountsFailuresThroughTheGoodput) {
   EXPECT_DOUBLE_EQ(r.cost.effective_wall_days, r.cost.wall_days / r.cost.goodput);
   // Ten times the interruptions: a lower goodput and a dearer run.
   const auto worse =
-      simulate_step(small({"reliability.interruptions_per_gpu_day=4.736e-3"}), "test");
+      simulate_step(small_llama({"reliability.interruptions_per_gpu_day=4.736e-3"}), "test");
   EXPECT_LT(worse.cost.goodput, r.cost.goodput);
   EXPECT_GT(worse.cost.effective_dollars, r.cost.effective_dollars);
   EXPECT_EQ(worse.iteration_time_s, r.iteration_time_s);
@@ -194,7 +188,7 @@ TEST(StepSimulation, TheRunCostCountsFailuresThroughTheGoodput) {
 
 TEST(StepSimulation, ARunNeedingMoreMemoryThanAllowedIsRefusedWithTheEstimate) {
   try {
-    simulate_step(small({"simulation.memory_limit_gb=0.001"}), "cfg.textproto");
+    simulate_step(small_llama({"simulation.memory_limit_gb=0.001"}), "cfg.textproto");
     ADD_FAILURE() << "expected a refusal";
   } catch (const ConfigError& e) {
     const std::string what = e.what();
@@ -203,8 +197,9 @@ TEST(StepSimulation, ARunNeedingMoreMemoryThanAllowedIsRefusedWithTheEstimate) {
     EXPECT_NE(what.find("simulation.memory_limit_gb"), std::string::npos) << what;
   }
   // Within its limit the same run goes ahead.
-  EXPECT_GT(
-      simulate_step(small({"simulation.memory_limit_gb=64"}), "cfg.textproto").iteration_time_s, 0);
+  EXPECT_GT(simulate_step(small_llama({"simulation.memory_limit_gb=64"}), "cfg.textproto")
+                .iteration_time_s,
+            0);
 }
 
 TEST(RunConfig, OverridesGoThroughReflection) {

@@ -10,18 +10,15 @@
 
 #include "sim/config/run_config.h"
 #include "sim/run/step_simulation.h"
+#include "tests/support/run_fixtures.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::run {
 namespace {
 
 using testing_support::error_of;
-
-// Llama 3 8B's layer shapes, cut to a few layers so a step takes milliseconds to simulate.
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
-  return load_run_config("", "llama3-8b", overrides).config;
-}
+using testing_support::report_json;
+using testing_support::small_llama;
 
 // The ideal network moves bytes in no time (only NCCL's latencies remain), and without
 // interference a kernel's time is its own: step times follow compute.
@@ -31,13 +28,7 @@ std::vector<std::string> compute_only(std::vector<std::string> more) {
 }
 
 report::StepReport run(std::vector<std::string> overrides) {
-  return simulate_step(small(std::move(overrides)), "test");
-}
-
-std::string json_of(const report::StepReport& r) {
-  std::ostringstream out;
-  report::write_json(out, r, /*include_host=*/false);
-  return out.str();
+  return simulate_step(small_llama(std::move(overrides)), "test");
 }
 
 std::string error_for(std::vector<std::string> overrides) {
@@ -49,18 +40,18 @@ const std::vector<std::string> kOneGpu = {"parallel.tp=1", "parallel.dp=1",
 
 TEST(Variability, IsOffByDefaultAndWhenDisabled) {
   const std::vector<std::string> layout = {"parallel.dp=4", "parallel.global_batch_size=8"};
-  const std::string base = json_of(run(layout));
+  const std::string base = report_json(run(layout));
   EXPECT_EQ(base.find("\"variability\""), std::string::npos);
   auto disabled = layout;
   disabled.insert(disabled.end(),
                   {"variability.enabled=false", "variability.gpu_speed.slow_ranks=1",
                    "variability.gpu_speed.slow_speeds=0.5", "variability.kernel_jitter.cv=0.2",
                    "variability.links.random_fraction=0.5"});
-  EXPECT_EQ(json_of(run(disabled)), base);
+  EXPECT_EQ(report_json(run(disabled)), base);
   auto at_speed_one = layout;  // a named rank at full speed changes nothing
   at_speed_one.insert(at_speed_one.end(), {"variability.gpu_speed.slow_ranks=1",
                                            "variability.gpu_speed.slow_speeds=1"});
-  EXPECT_EQ(json_of(run(at_speed_one)), base);
+  EXPECT_EQ(report_json(run(at_speed_one)), base);
 }
 
 TEST(Variability, AHalfSpeedGpuDoublesAOneGpuStep) {
@@ -90,7 +81,7 @@ TEST(Variability, ASlowReplicaPacesAFoldedDataParallelStep) {
   const auto base = run(layout);
   const auto r = run(slow);
   EXPECT_NEAR(r.iteration_time_s, 2 * base.iteration_time_s, 1e-3 * base.iteration_time_s);
-  EXPECT_EQ(json_of(r), json_of(run(unfolded)));
+  EXPECT_EQ(report_json(r), report_json(run(unfolded)));
   EXPECT_EQ(r.variability.busy_max_rank, 1);
   EXPECT_EQ(r.variability.busy_min_rank, 0);
   EXPECT_EQ(r.variability.busy_max_s, 2 * r.variability.busy_min_s);
@@ -111,7 +102,7 @@ TEST(Variability, ASlowTensorParallelRankGivesWhatTheUnfoldedRunGives) {
   const auto base = run(layout);
   const auto r = run(slow);
   EXPECT_GT(r.iteration_time_s, 1.05 * base.iteration_time_s);
-  EXPECT_EQ(json_of(r), json_of(run(unfolded)));
+  EXPECT_EQ(report_json(r), report_json(run(unfolded)));
   EXPECT_EQ(r.variability.busy_max_rank, 11);
   ASSERT_EQ(r.variability.stage_busiest.size(), 1u);
   EXPECT_EQ(r.variability.stage_busiest[0].first, 11);
@@ -149,7 +140,7 @@ TEST(Variability, ASpeedSpreadIsDrawnWithinItsClipBySeed) {
   EXPECT_GT(a.variability.speed_max, 1);
   EXPECT_LE(a.variability.speed_max, 1.05);
   EXPECT_GT(a.variability.slow_gpus, 0);
-  EXPECT_EQ(json_of(a), json_of(run(spread)));
+  EXPECT_EQ(report_json(a), report_json(run(spread)));
 }
 
 TEST(Variability, JitterIsReproducibleAndMovesWithTheSeed) {
@@ -159,7 +150,7 @@ TEST(Variability, JitterIsReproducibleAndMovesWithTheSeed) {
   auto other = layout;
   other.push_back("variability.seed=2");
   const auto a = run(layout);
-  EXPECT_EQ(json_of(a), json_of(run(layout)));
+  EXPECT_EQ(report_json(a), report_json(run(layout)));
   const auto b = run(other);
   EXPECT_NE(a.iteration_time_s, b.iteration_time_s);
   EXPECT_GT(a.variability.busy_max_s, a.variability.busy_min_s);
@@ -193,7 +184,7 @@ TEST(Variability, RandomLinkDegradationIsSeeded) {
                                            "variability.links.random_factor=0.1"};
   const auto a = run(layout);
   EXPECT_GT(a.variability.degraded_links, 0);
-  EXPECT_EQ(json_of(a), json_of(run(layout)));
+  EXPECT_EQ(report_json(a), report_json(run(layout)));
 }
 
 TEST(Variability, NamedLinksAreDegraded) {

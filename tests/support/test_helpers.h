@@ -52,6 +52,14 @@ inline std::string temp_file(const std::string& name, const std::string& text) {
   return path;
 }
 
+// The whole content of the file at `path` ("" if it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
 // Runs `fn` and returns the ConfigError message it throws ("" if none).
 template <typename Fn>
 std::string error_of(Fn fn) {

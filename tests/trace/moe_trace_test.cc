@@ -16,10 +16,16 @@
 #include "sim/workload/layout_config.h"
 #include "tests/support/chakra_nodes.h"
 #include "tests/support/moe_fixtures.h"
+#include "tests/support/run_fixtures.h"
 #include "tests/support/test_helpers.h"
+#include "tests/support/trace_fixtures.h"
 
 namespace cs::trace {
 namespace {
+
+using testing_support::read_file;
+using testing_support::report_json;
+using testing_support::round_trip;
 
 namespace pb = clustersim::trace;
 using ChakraProtoMsg::Node;
@@ -48,18 +54,6 @@ clustersim::RunConfig deepseek(std::vector<std::string> more = {}) {
                                 "cluster.num_gpus=16"};
   o.insert(o.end(), more.begin(), more.end());
   return load_run_config("", "deepseek-v3", o).config;
-}
-
-std::string json_of(const report::StepReport& r) {
-  std::ostringstream out;
-  report::write_json(out, r, /*include_host=*/false);
-  return out.str();
-}
-
-LoadedTrace round_trip(const pb::Trace& t) {
-  std::string bytes;
-  EXPECT_TRUE(t.SerializeToString(&bytes));
-  return from_trace(parse_trace(bytes, "mem.pb"), "mem.pb");
 }
 
 std::string load_error(const pb::Trace& t) {
@@ -118,7 +112,7 @@ TEST(MoeTrace, GenerateThenReplayEqualsRunBitForBit) {
     for (std::size_t s = 0; s < step.programs.size(); ++s)
       EXPECT_EQ(loaded.step->programs[s].streams, step.programs[s].streams);
     const auto replayed = run::simulate_prepared(*loaded.step, "test");
-    EXPECT_EQ(json_of(replayed), json_of(run::simulate_step(config, "test")));
+    EXPECT_EQ(report_json(replayed), report_json(run::simulate_step(config, "test")));
     EXPECT_GT(replayed.moe.all_to_all_s, 0);
   }
 }
@@ -326,7 +320,8 @@ TEST(MoeTrace, ChakraAllToAllVConvertedToOurFormatReplaysTheSame) {
   for (std::size_t p = 0; p < w.programs.size(); ++p)
     EXPECT_EQ(loaded.workload->programs[p].all_to_alls, w.programs[p].all_to_alls);
   const auto direct = simulate_workload(w, kTarget, "t", "x");
-  EXPECT_EQ(json_of(simulate_workload(*loaded.workload, kTarget, "t", "x")), json_of(direct));
+  EXPECT_EQ(report_json(simulate_workload(*loaded.workload, kTarget, "t", "x")),
+            report_json(direct));
   // Uneven shares are not equal blocks: with equal ones the step takes another time.
   auto flat = w;
   for (auto& p : flat.programs)
@@ -367,19 +362,12 @@ TEST(MoeTraceErrors, ExplicitShareListMustMatchItsCommunicator) {
 
 // --- Chakra export ------------------------------------------------------------------------------
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 exec::ExplicitWorkload export_and_import(const exec::ExplicitWorkload& w, const std::string& name,
                                          ChakraFiles* files = nullptr) {
   const std::string prefix = testing_support::temp_path(name);
   write_chakra(w, prefix);
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
-  const auto groups = parse_comm_groups(read_bytes(prefix + ".comm_groups.json"), "g");
+  const auto groups = parse_comm_groups(read_file(prefix + ".comm_groups.json"), "g");
   if (files) *files = read_chakra_files(prefix);
   return read_chakra(prefix, cost, groups);
 }
@@ -479,7 +467,7 @@ TEST(MoeChakraExport, SplitSizesAloneReplayCloseToTheExactEntries) {
         if (attrs->Get(i).name().starts_with("all_to_all_v_")) attrs->DeleteSubrange(i, 1);
     }
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
-  const auto groups = parse_comm_groups(read_bytes(prefix + ".comm_groups.json"), "g");
+  const auto groups = parse_comm_groups(read_file(prefix + ".comm_groups.json"), "g");
   const auto plain = chakra_to_workload(files.ranks, files.files, cost, groups);
   const double exact = simulate_workload(expanded, kTarget, "t", "x").iteration_time_s;
   EXPECT_NEAR(simulate_workload(plain, kTarget, "t", "x").iteration_time_s, exact, 1e-6 * exact);
@@ -490,8 +478,8 @@ TEST(MoeChakraExport, ImportedAllToAllVExportsAndReadsBackExactly) {
   const auto back = export_and_import(w, "uneven_export");
   for (std::size_t p = 0; p < w.programs.size(); ++p)
     EXPECT_EQ(back.programs[p].all_to_alls, w.programs[p].all_to_alls);
-  EXPECT_EQ(json_of(simulate_workload(back, kTarget, "t", "x")),
-            json_of(simulate_workload(w, kTarget, "t", "x")));
+  EXPECT_EQ(report_json(simulate_workload(back, kTarget, "t", "x")),
+            report_json(simulate_workload(w, kTarget, "t", "x")));
 }
 
 TEST(MoeChakraExport, MalformedExactAttributesNameTheNode) {
@@ -503,7 +491,7 @@ TEST(MoeChakraExport, MalformedExactAttributesNameTheNode) {
     for (auto& a : *n.mutable_attr())
       if (a.name() == "all_to_all_v_share") a.mutable_double_list()->add_values(0.0);
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
-  const auto groups = parse_comm_groups(read_bytes(prefix + ".comm_groups.json"), "g");
+  const auto groups = parse_comm_groups(read_file(prefix + ".comm_groups.json"), "g");
   try {
     chakra_to_workload(files.ranks, files.files, cost, groups);
     ADD_FAILURE() << "accepted";

@@ -16,30 +16,20 @@
 #include "sim/trace/replay.h"
 #include "sim/trace/trace_format.h"
 #include "tests/support/chakra_nodes.h"
+#include "tests/support/run_fixtures.h"
+#include "tests/support/test_helpers.h"
+#include "tests/support/trace_fixtures.h"
 
 namespace cs::trace {
 namespace {
 
+using testing_support::read_file;
+using testing_support::report_json;
+using testing_support::round_trip;
+using testing_support::small_llama;
+
 namespace fs = std::filesystem;
 using ChakraProtoMsg::Node;
-
-clustersim::RunConfig small(std::vector<std::string> overrides) {
-  overrides.insert(overrides.begin(), {"model.num_layers=4", "model.seq_length=2048"});
-  return load_run_config("", "llama3-8b", overrides).config;
-}
-
-std::string json_of(const report::StepReport& r) {
-  std::ostringstream out;
-  report::write_json(out, r, /*include_host=*/false);
-  return out.str();
-}
-
-// Through bytes, as a file would carry it.
-LoadedTrace round_trip(const clustersim::trace::Trace& t) {
-  std::string bytes;
-  EXPECT_TRUE(t.SerializeToString(&bytes));
-  return from_trace(parse_trace(bytes, "mem.pb"), "mem.pb");
-}
 
 TEST(TraceRoundTrip, ReplayEqualsRunBitForBit) {
   const std::vector<std::vector<std::string>> configs = {
@@ -65,17 +55,17 @@ TEST(TraceRoundTrip, ReplayEqualsRunBitForBit) {
        "parallel.tp_comm_overlap=true"},
   };
   for (const auto& overrides : configs) {
-    const auto config = small(overrides);
-    const std::string run = json_of(run::simulate_step(config, "test"));
+    const auto config = small_llama(overrides);
+    const std::string run = report_json(run::simulate_step(config, "test"));
     auto loaded = round_trip(to_trace(run::prepare_step(config, "test")));
     ASSERT_TRUE(loaded.step.has_value());
-    EXPECT_EQ(json_of(run::simulate_prepared(*loaded.step, "test")), run) << overrides.back();
+    EXPECT_EQ(report_json(run::simulate_prepared(*loaded.step, "test")), run) << overrides.back();
   }
 }
 
 TEST(TraceRoundTrip, KernelsSurviveSoRetargetingMatchesARunOnTheOtherGpu) {
-  const auto config =
-      small({"parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8"});
+  const auto config = small_llama(
+      {"parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=8"});
   auto loaded = round_trip(to_trace(run::prepare_step(config, "test")));
   loaded.step->config.mutable_cluster()->set_gpu("a100");
   const auto replayed = run::simulate_prepared(*loaded.step, "test");
@@ -88,8 +78,8 @@ TEST(TraceRoundTrip, KernelsSurviveSoRetargetingMatchesARunOnTheOtherGpu) {
 }
 
 TEST(TraceRoundTrip, RetargetedTopologyMustStillFit) {
-  const auto config =
-      small({"parallel.tp=8", "parallel.pp=1", "parallel.dp=2", "parallel.global_batch_size=2"});
+  const auto config = small_llama(
+      {"parallel.tp=8", "parallel.pp=1", "parallel.dp=2", "parallel.global_batch_size=2"});
   auto loaded = round_trip(to_trace(run::prepare_step(config, "test")));
   loaded.step->config.mutable_cluster()->set_topology("dgx-a100");
   EXPECT_GT(run::simulate_prepared(*loaded.step, "test").iteration_time_s, 0);
@@ -104,8 +94,8 @@ TEST(TraceRoundTrip, RetargetedTopologyMustStillFit) {
 }
 
 TEST(TraceFormat, LayoutTraceSharesOneProgramPerStage) {
-  const auto config =
-      small({"parallel.tp=2", "parallel.pp=2", "parallel.dp=4", "parallel.global_batch_size=8"});
+  const auto config = small_llama(
+      {"parallel.tp=2", "parallel.pp=2", "parallel.dp=4", "parallel.global_batch_size=8"});
   const auto t = to_trace(run::prepare_step(config, "test"));
   EXPECT_EQ(t.programs_size(), 2);
   EXPECT_EQ(t.rank_program_size(), 16);
@@ -115,7 +105,8 @@ TEST(TraceFormat, LayoutTraceSharesOneProgramPerStage) {
 }
 
 TEST(TraceFormat, CorruptOrForeignBytesAreErrorsNamingTheFile) {
-  const auto config = small({"parallel.tp=2", "parallel.dp=1", "parallel.global_batch_size=2"});
+  const auto config =
+      small_llama({"parallel.tp=2", "parallel.dp=1", "parallel.global_batch_size=2"});
   std::string bytes;
   to_trace(run::prepare_step(config, "test")).SerializeToString(&bytes);
   for (const std::size_t cut : {bytes.size() / 2, bytes.size() - 1, std::size_t{3}}) {
@@ -131,7 +122,8 @@ TEST(TraceFormat, CorruptOrForeignBytesAreErrorsNamingTheFile) {
 }
 
 TEST(TraceFormat, CycleThroughDependenciesAndStreamOrderIsNamed) {
-  const auto config = small({"parallel.tp=2", "parallel.dp=1", "parallel.global_batch_size=2"});
+  const auto config =
+      small_llama({"parallel.tp=2", "parallel.dp=1", "parallel.global_batch_size=2"});
   auto t = to_trace(run::prepare_step(config, "test"));
   // Op 0 now waits for op 2, which runs after it on the compute stream.
   auto* program = t.mutable_programs(0);
@@ -217,18 +209,10 @@ std::string gzip(const std::string& raw) {
   return out;
 }
 
-std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 TEST(ChakraImport, GzipFilesReadTheSame) {
   const std::string dir = chakra_dir();
   if (dir.empty()) GTEST_SKIP() << "shared/chakra-traces not found";
-  const std::string raw =
-      read_bytes(dir + "/custom_ring_allreduce_8npus_1MB/custom_allreduce.3.et");
+  const std::string raw = read_file(dir + "/custom_ring_allreduce_8npus_1MB/custom_allreduce.3.et");
   const auto plain = parse_chakra_rank(raw, "a.et", 3);
   const auto zipped = parse_chakra_rank(gzip(raw), "a.et.gz", 3);
   ASSERT_EQ(plain.nodes.size(), 35u);
@@ -247,8 +231,8 @@ TEST(ChakraImport, ConvertedToOurFormatReplaysTheSame) {
   const auto w = read_chakra(prefix, cost, {});
   auto loaded = round_trip(to_trace(w, prefix));
   ASSERT_TRUE(loaded.workload.has_value());
-  EXPECT_EQ(json_of(simulate_workload(*loaded.workload, target, "t", "x")),
-            json_of(simulate_workload(w, target, "t", "x")));
+  EXPECT_EQ(report_json(simulate_workload(*loaded.workload, target, "t", "x")),
+            report_json(simulate_workload(w, target, "t", "x")));
 }
 
 // Synthetic ranks.
@@ -400,8 +384,8 @@ TEST(ChakraStream, TruncatedCorruptAndWrongTypeAreErrors) {
 }
 
 TEST(ChakraExport, LayoutTraceWrittenAsChakraReadsBackToTheSameExplicitRun) {
-  const auto config =
-      small({"parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
+  const auto config = small_llama(
+      {"parallel.tp=2", "parallel.pp=2", "parallel.dp=2", "parallel.global_batch_size=4"});
   const auto step = run::prepare_step(config, "test");
   const auto expanded = expand_layout(step);
   const fs::path dir = fs::temp_directory_path() / ("cs_chakra_" + std::to_string(::getpid()));
@@ -410,7 +394,7 @@ TEST(ChakraExport, LayoutTraceWrittenAsChakraReadsBackToTheSameExplicitRun) {
   write_chakra(expanded, prefix);
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
   const auto back =
-      read_chakra(prefix, cost, parse_comm_groups(read_bytes(prefix + ".comm_groups.json"), "g"));
+      read_chakra(prefix, cost, parse_comm_groups(read_file(prefix + ".comm_groups.json"), "g"));
   fs::remove_all(dir);
   ReplayTarget target{"dgx-h100", "", clustersim::CONGESTION_AWARE};
   const auto a = simulate_workload(expanded, target, "t", "x");

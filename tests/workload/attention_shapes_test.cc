@@ -8,13 +8,17 @@
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
+#include "tests/support/layer_op_lookup.h"
 
 namespace cs::workload {
 namespace {
 
-using compute::KernelKind;
+using testing_support::has_op;
+using testing_support::kAllPhases;
+using testing_support::op_named;
+using testing_support::sum_flops;
 
-constexpr Phase kPhases[] = {Phase::kForward, Phase::kBackward, Phase::kWeightGrad};
+using compute::KernelKind;
 
 // DeepSeek-V3's attention (HF config.json: hidden 7168, 128 heads, q_lora_rank 1536,
 // kv_lora_rank 512, qk_nope_head_dim 128, qk_rope_head_dim 64, v_head_dim 128) over its dense
@@ -65,30 +69,6 @@ clustersim::RunConfig qwen3_30b_attention(int32_t tp) {
   return c;
 }
 
-const LayerOp& find(const std::vector<LayerOp>& ops, std::string_view name) {
-  for (const LayerOp& op : ops) {
-    if (op.name() == name) return op;
-  }
-  ADD_FAILURE() << "no op " << name;
-  static const LayerOp none;
-  return none;
-}
-
-bool has(const std::vector<LayerOp>& ops, std::string_view name) {
-  for (const LayerOp& op : ops) {
-    if (op.name() == name) return true;
-  }
-  return false;
-}
-
-double sum_flops(const std::vector<LayerOp>& ops, KernelKind kind) {
-  double f = 0;
-  for (const LayerOp& op : ops) {
-    if (!op.is_comm && op.kernel.kind == kind) f += op.kernel.flops;
-  }
-  return f;
-}
-
 void expect_gemm(const LayerOp& op, int64_t m, int64_t n, int64_t k) {
   EXPECT_EQ(op.kernel.kind, KernelKind::kGemm) << op.name();
   EXPECT_EQ(op.kernel.m, m) << op.name();
@@ -131,7 +111,7 @@ TEST(Mla, AttentionFlopsUseTheQueryKeyAndValueWidths) {
   // QKᵀ over 192 and PV over 128 per head: 6·L·s·a·(192 + 128).
   EXPECT_DOUBLE_EQ(attention_flops_per_token(m), 6.0 * 61 * 4096 * 128 * (192 + 128));
   const auto ops = layer_ops(deepseek_v3_attention(1, false), Phase::kForward);
-  const LayerOp& attn = find(ops, "attn_fwd");
+  const LayerOp& attn = op_named(ops, "attn_fwd");
   EXPECT_EQ(attn.kernel.head_dim, 192);
   EXPECT_EQ(attn.kernel.heads, 128);
   EXPECT_DOUBLE_EQ(attn.kernel.flops, attention_flops_per_token(m) / 61 / 3 * 4096);
@@ -140,21 +120,21 @@ TEST(Mla, AttentionFlopsUseTheQueryKeyAndValueWidths) {
 TEST(Mla, GemmShapesUnderTensorAndSequenceParallelism) {
   const int64_t T = 4096, local = T / 8, a = 128 / 8;
   const auto f = layer_ops(deepseek_v3_attention(8, true), Phase::kForward);
-  expect_gemm(find(f, "q_down_fwd"), local, 1536, 7168);  // replicated, on the SP shard
-  expect_gemm(find(f, "kv_down_fwd"), local, 512 + 64, 7168);
-  expect_gemm(find(f, "q_up_fwd"), T, a * 192, 1536);
-  expect_gemm(find(f, "kv_up_fwd"), T, a * (128 + 128), 512);
-  expect_gemm(find(f, "proj_fwd"), T, 7168, a * 128);
-  EXPECT_FALSE(has(f, "qkv_fwd"));
+  expect_gemm(op_named(f, "q_down_fwd"), local, 1536, 7168);  // replicated, on the SP shard
+  expect_gemm(op_named(f, "kv_down_fwd"), local, 512 + 64, 7168);
+  expect_gemm(op_named(f, "q_up_fwd"), T, a * 192, 1536);
+  expect_gemm(op_named(f, "kv_up_fwd"), T, a * (128 + 128), 512);
+  expect_gemm(op_named(f, "proj_fwd"), T, 7168, a * 128);
+  EXPECT_FALSE(has_op(f, "qkv_fwd"));
   const auto b = layer_ops(deepseek_v3_attention(8, true), Phase::kBackward);
-  expect_gemm(find(b, "kv_up_dgrad"), T, 512, a * 256);
-  expect_gemm(find(b, "q_down_dgrad"), local, 7168, 1536);
+  expect_gemm(op_named(b, "kv_up_dgrad"), T, 512, a * 256);
+  expect_gemm(op_named(b, "q_down_dgrad"), local, 7168, 1536);
   const auto w = layer_ops(deepseek_v3_attention(8, true), Phase::kWeightGrad);
-  expect_gemm(find(w, "kv_down_wgrad"), 7168, 512 + 64, local);
-  expect_gemm(find(w, "q_up_wgrad"), 1536, a * 192, T);
+  expect_gemm(op_named(w, "kv_down_wgrad"), 7168, 512 + 64, local);
+  expect_gemm(op_named(w, "q_up_wgrad"), 1536, a * 192, T);
   // The latent norms run on the SP shard: RMSNorm reads and writes q_lora (kv_lora) columns.
-  EXPECT_DOUBLE_EQ(find(f, "q_norm_fwd").kernel.bytes, 4.0 * local * 1536);
-  EXPECT_DOUBLE_EQ(find(b, "kv_norm_bwd").kernel.bytes, 6.0 * local * 512);
+  EXPECT_DOUBLE_EQ(op_named(f, "q_norm_fwd").kernel.bytes, 4.0 * local * 1536);
+  EXPECT_DOUBLE_EQ(op_named(b, "kv_norm_bwd").kernel.bytes, 6.0 * local * 512);
 }
 
 TEST(Mla, EachWeightHasOneGemmPerPhase) {
@@ -177,28 +157,28 @@ TEST(Mla, TensorParallelTrafficIsAtLatentWidth) {
   // SP: the latents and k_pe are all-gathered forward and reduce-scattered backward; only the
   // output projection's reduce-scatter (and its backward all-gather) is h wide.
   const auto f = layer_ops(deepseek_v3_attention(8, true), Phase::kForward);
-  EXPECT_EQ(find(f, "mla_q_sp_ag").bytes, static_cast<Bytes>(T * 1536 * e));
-  EXPECT_EQ(find(f, "mla_kv_sp_ag").bytes, static_cast<Bytes>(T * 512 * e));
-  EXPECT_EQ(find(f, "mla_kpe_sp_ag").bytes, static_cast<Bytes>(T * 64 * e));
-  EXPECT_EQ(find(f, "attn_sp_rs").bytes, static_cast<Bytes>(T * 7168 * e));
-  EXPECT_FALSE(has(f, "attn_sp_ag"));
+  EXPECT_EQ(op_named(f, "mla_q_sp_ag").bytes, static_cast<Bytes>(T * 1536 * e));
+  EXPECT_EQ(op_named(f, "mla_kv_sp_ag").bytes, static_cast<Bytes>(T * 512 * e));
+  EXPECT_EQ(op_named(f, "mla_kpe_sp_ag").bytes, static_cast<Bytes>(T * 64 * e));
+  EXPECT_EQ(op_named(f, "attn_sp_rs").bytes, static_cast<Bytes>(T * 7168 * e));
+  EXPECT_FALSE(has_op(f, "attn_sp_ag"));
   const auto b = layer_ops(deepseek_v3_attention(8, true), Phase::kBackward);
-  EXPECT_EQ(find(b, "mla_kv_sp_rs_bwd").comm.op, coll::Op::kReduceScatter);
-  EXPECT_EQ(find(b, "mla_kpe_sp_rs_bwd").bytes, static_cast<Bytes>(T * 64 * e));
-  EXPECT_EQ(find(b, "mla_q_sp_rs_bwd").bytes, static_cast<Bytes>(T * 1536 * e));
-  EXPECT_FALSE(has(b, "attn_sp_rs_bwd"));
+  EXPECT_EQ(op_named(b, "mla_kv_sp_rs_bwd").comm.op, coll::Op::kReduceScatter);
+  EXPECT_EQ(op_named(b, "mla_kpe_sp_rs_bwd").bytes, static_cast<Bytes>(T * 64 * e));
+  EXPECT_EQ(op_named(b, "mla_q_sp_rs_bwd").bytes, static_cast<Bytes>(T * 1536 * e));
+  EXPECT_FALSE(has_op(b, "attn_sp_rs_bwd"));
   const auto w = layer_ops(deepseek_v3_attention(8, true), Phase::kWeightGrad);
-  EXPECT_EQ(find(w, "mla_kv_sp_ag_wgrad").bytes, static_cast<Bytes>(T * 512 * e));
+  EXPECT_EQ(op_named(w, "mla_kv_sp_ag_wgrad").bytes, static_cast<Bytes>(T * 512 * e));
   // No SP: one all-reduce forward (h), and the latent gradients' all-reduces backward.
   const auto fp = layer_ops(deepseek_v3_attention(8, false), Phase::kForward);
-  EXPECT_EQ(find(fp, "attn_ar").bytes, static_cast<Bytes>(T * 7168 * e));
-  EXPECT_FALSE(has(fp, "mla_q_sp_ag"));
+  EXPECT_EQ(op_named(fp, "attn_ar").bytes, static_cast<Bytes>(T * 7168 * e));
+  EXPECT_FALSE(has_op(fp, "mla_q_sp_ag"));
   const auto bp = layer_ops(deepseek_v3_attention(8, false), Phase::kBackward);
-  EXPECT_EQ(find(bp, "mla_kv_ar_bwd").bytes, static_cast<Bytes>(T * (512 + 64) * e));
-  EXPECT_EQ(find(bp, "mla_q_ar_bwd").comm.op, coll::Op::kAllReduce);
-  EXPECT_FALSE(has(bp, "attn_ar_bwd"));
+  EXPECT_EQ(op_named(bp, "mla_kv_ar_bwd").bytes, static_cast<Bytes>(T * (512 + 64) * e));
+  EXPECT_EQ(op_named(bp, "mla_q_ar_bwd").comm.op, coll::Op::kAllReduce);
+  EXPECT_FALSE(has_op(bp, "attn_ar_bwd"));
   // No TP, no TP traffic.
-  for (Phase ph : kPhases) {
+  for (Phase ph : kAllPhases) {
     for (const LayerOp& op : layer_ops(deepseek_v3_attention(1, true), ph))
       EXPECT_FALSE(op.is_comm) << op.name();
   }
@@ -222,13 +202,13 @@ TEST(HeadDim, Qwen3ThirtyBHeadsAreWiderThanHiddenOverHeads) {
   EXPECT_EQ(p.tp_replicated_per_layer, 0);
   EXPECT_DOUBLE_EQ(attention_flops_per_token(c.model()), 12.0 * 48 * (32 * 128) * 4096);
   const auto f = layer_ops(c, Phase::kForward);
-  expect_gemm(find(f, "qkv_fwd"), 4096, (4096 + 2 * 512) / 4, 2048);
-  expect_gemm(find(f, "proj_fwd"), 4096, 2048, 4096 / 4);
-  const LayerOp& attn = find(f, "attn_fwd");
+  expect_gemm(op_named(f, "qkv_fwd"), 4096, (4096 + 2 * 512) / 4, 2048);
+  expect_gemm(op_named(f, "proj_fwd"), 4096, 2048, 4096 / 4);
+  const LayerOp& attn = op_named(f, "attn_fwd");
   EXPECT_EQ(attn.kernel.head_dim, 128);
   EXPECT_EQ(attn.kernel.heads, 32 / 4);
   // RoPE on this GPU's 8 query and 1 key heads of 128.
-  EXPECT_DOUBLE_EQ(find(f, "rope_fwd").kernel.bytes, 2.0 * 2.0 * 4096 * (8 + 1) * 128);
+  EXPECT_DOUBLE_EQ(op_named(f, "rope_fwd").kernel.bytes, 2.0 * 2.0 * 4096 * (8 + 1) * 128);
 }
 
 TEST(HeadDim, ActivationsKeepQAndTheProjectionInputAtHeadsTimesHeadDim) {

@@ -6,11 +6,14 @@
 
 #include "sim/coll/collective.h"
 #include "sim/workload/model_math.h"
+#include "tests/support/layer_op_lookup.h"
 
 namespace cs::workload {
 namespace {
 
-constexpr Phase kPhases[] = {Phase::kForward, Phase::kBackward, Phase::kWeightGrad};
+using testing_support::find_op;
+using testing_support::kAllPhases;
+using testing_support::sum_flops;
 
 // A small Llama-like model: GQA (16 heads, 4 kv heads), SwiGLU.
 clustersim::RunConfig llama_like(int32_t tp, int32_t cp, bool sp) {
@@ -34,14 +37,6 @@ clustersim::RunConfig llama_like(int32_t tp, int32_t cp, bool sp) {
   return c;
 }
 
-double sum_flops(const std::vector<LayerOp>& ops, compute::KernelKind kind) {
-  double f = 0;
-  for (const LayerOp& op : ops) {
-    if (!op.is_comm && op.kernel.kind == kind) f += op.kernel.flops;
-  }
-  return f;
-}
-
 std::vector<LayerOp> comms(const std::vector<LayerOp>& ops) {
   std::vector<LayerOp> out;
   for (const LayerOp& op : ops) {
@@ -62,7 +57,7 @@ TEST(LayerOps, GemmFlopsOverAllGpusAreSixNTokens) {
     for (int32_t cp : {1, 2}) {
       const clustersim::RunConfig c = llama_like(tp, cp, tp > 1);
       double gemm = 0, attention_fwd = 0, attention_bwd = 0;
-      for (Phase ph : kPhases) {
+      for (Phase ph : kAllPhases) {
         gemm += c.model().num_layers() * sum_flops(layer_ops(c, ph), compute::KernelKind::kGemm);
         gemm += sum_flops(head_ops(c, ph), compute::KernelKind::kGemm);
         gemm += sum_flops(embedding_ops(c, ph), compute::KernelKind::kGemm);
@@ -133,7 +128,7 @@ TEST(LayerOps, TensorParallelTrafficIsMegatrons) {
   ASSERT_EQ(w.size(), 2u);
   for (const LayerOp& op : w) EXPECT_EQ(op.comm, (LayerComm{Dim::kTp, coll::Op::kAllGather}));
   // No TP, no TP traffic.
-  for (Phase ph : kPhases) EXPECT_TRUE(comms(layer_ops(llama_like(1, 1, true), ph)).empty());
+  for (Phase ph : kAllPhases) EXPECT_TRUE(comms(layer_ops(llama_like(1, 1, true), ph)).empty());
 }
 
 TEST(LayerOps, ComputeScalesAsOneOverTp) {
@@ -207,7 +202,7 @@ TEST(LayerOps, ContextParallelMovesKeysAndValues) {
     }
   }
   EXPECT_EQ(found, 2);
-  for (Phase ph : kPhases) {
+  for (Phase ph : kAllPhases) {
     for (const LayerOp& op : comms(layer_ops(llama_like(2, 1, false), ph))) {
       EXPECT_NE(op.comm, (LayerComm{Dim::kCp, coll::Op::kAllGather}));
       EXPECT_NE(op.comm, (LayerComm{Dim::kCp, coll::Op::kReduceScatter}));
@@ -275,15 +270,9 @@ TEST(LayerOps, Fp8HalvesGemmInputsNotFlops) {
 
 }  // namespace
 
-const LayerOp* find(const std::vector<LayerOp>& ops, std::string_view name) {
-  for (const LayerOp& op : ops)
-    if (op.name() == name) return &op;
-  return nullptr;
-}
-
 std::vector<LayerOp> all_ops(const clustersim::RunConfig& c) {
   std::vector<LayerOp> out;
-  for (Phase ph : kPhases) {
+  for (Phase ph : kAllPhases) {
     for (const auto& list : {layer_ops(c, ph), embedding_ops(c, ph), head_ops(c, ph)})
       out.insert(out.end(), list.begin(), list.end());
   }
@@ -327,9 +316,9 @@ TEST(LayerKernels, NormBytesAreOneReadOneWriteForwardTwoReadsOneWriteBackward) {
   for (bool sp : {false, true}) {
     const clustersim::RunConfig c = llama_like(4, 1, sp);
     const double n = 2.0 * 2048 / (sp ? 4 : 1) * 1024;  // T (/ tp under SP) x h
-    EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 2 * 2 * n);
-    EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kBackward), "ln2_bwd")->kernel.bytes, 3 * 2 * n);
-    EXPECT_EQ(find(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.group,
+    EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 2 * 2 * n);
+    EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kBackward), "ln2_bwd")->kernel.bytes, 3 * 2 * n);
+    EXPECT_EQ(find_op(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.group,
               compute::KernelGroup::kNorm);
   }
   // LayerNorm moves the same bytes and does more arithmetic (the mean).
@@ -337,8 +326,8 @@ TEST(LayerKernels, NormBytesAreOneReadOneWriteForwardTwoReadsOneWriteBackward) {
   ln.mutable_model()->set_norm(clustersim::ModelConfig::LAYERNORM);
   const auto rms_ops = layer_ops(llama_like(1, 1, false), Phase::kForward);
   const auto ln_ops = layer_ops(ln, Phase::kForward);
-  const auto& rms = find(rms_ops, "ln1_fwd")->kernel;
-  const auto& layer = find(ln_ops, "ln1_fwd")->kernel;
+  const auto& rms = find_op(rms_ops, "ln1_fwd")->kernel;
+  const auto& layer = find_op(ln_ops, "ln1_fwd")->kernel;
   EXPECT_DOUBLE_EQ(layer.bytes, rms.bytes);
   EXPECT_GT(layer.flops, rms.flops);
 }
@@ -347,17 +336,18 @@ TEST(LayerKernels, RopeOnQueryAndKeyHeadsOnlyWithRotaryPositions) {
   const clustersim::RunConfig c = llama_like(2, 1, true);
   // Q and K of this GPU's heads: T x (16 + 4) / 2 heads x 64, read and written in bf16.
   const double n = 2.0 * 2048 * (16 + 4) / 2 * 64;
-  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "rope_fwd")->kernel.bytes, 2 * 2 * n);
-  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kBackward), "rope_bwd")->kernel.bytes, 2 * 2 * n);
-  EXPECT_EQ(find(embedding_ops(c, Phase::kForward), "position_embedding_fwd"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kForward), "rope_fwd")->kernel.bytes, 2 * 2 * n);
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kBackward), "rope_bwd")->kernel.bytes, 2 * 2 * n);
+  EXPECT_EQ(find_op(embedding_ops(c, Phase::kForward), "position_embedding_fwd"), nullptr);
   clustersim::RunConfig learned = c;
   learned.mutable_model()->set_position_embedding(clustersim::ModelConfig::LEARNED);
-  for (Phase ph : kPhases) EXPECT_FALSE(has_name_part(layer_ops(learned, ph), "rope"));
+  for (Phase ph : kAllPhases) EXPECT_FALSE(has_name_part(layer_ops(learned, ph), "rope"));
   // Learned positions: added once, on the first stage (embedding_ops), over T x h.
   EXPECT_DOUBLE_EQ(
-      find(embedding_ops(learned, Phase::kForward), "position_embedding_fwd")->kernel.bytes,
+      find_op(embedding_ops(learned, Phase::kForward), "position_embedding_fwd")->kernel.bytes,
       3 * 2 * 2.0 * 2048 * 1024);
-  EXPECT_NE(find(embedding_ops(learned, Phase::kWeightGrad), "position_embedding_wgrad"), nullptr);
+  EXPECT_NE(find_op(embedding_ops(learned, Phase::kWeightGrad), "position_embedding_wgrad"),
+            nullptr);
 }
 
 TEST(LayerKernels, DropoutKernelsAndMasksOnlyWhereTheModelHasDropout) {
@@ -365,15 +355,15 @@ TEST(LayerKernels, DropoutKernelsAndMasksOnlyWhereTheModelHasDropout) {
   EXPECT_FALSE(has_name_part(all_ops(none), "dropout"));
   const double n = 2.0 * 2048 * 1024;
   // Bias-dropout-add without dropout: read x and the residual, write the sum.
-  EXPECT_DOUBLE_EQ(find(layer_ops(none, Phase::kForward), "attn_residual_fwd")->kernel.bytes,
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(none, Phase::kForward), "attn_residual_fwd")->kernel.bytes,
                    3 * 2 * n);
   clustersim::RunConfig hidden = none;
   hidden.mutable_model()->set_hidden_dropout(0.1);
-  EXPECT_DOUBLE_EQ(find(layer_ops(hidden, Phase::kForward), "attn_residual_fwd")->kernel.bytes,
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(hidden, Phase::kForward), "attn_residual_fwd")->kernel.bytes,
                    3 * 2 * n + n);  // + the 1-byte mask
-  EXPECT_DOUBLE_EQ(find(layer_ops(hidden, Phase::kBackward), "mlp_dropout_bwd")->kernel.bytes,
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(hidden, Phase::kBackward), "mlp_dropout_bwd")->kernel.bytes,
                    (2 * 2 + 1) * n);
-  EXPECT_NE(find(embedding_ops(hidden, Phase::kForward), "embedding_dropout_fwd"), nullptr);
+  EXPECT_NE(find_op(embedding_ops(hidden, Phase::kForward), "embedding_dropout_fwd"), nullptr);
   // Attention dropout runs as its own kernel only on the unfused path (FlashAttention applies it
   // inside the kernel from its RNG state).
   clustersim::RunConfig attn = none;
@@ -381,22 +371,22 @@ TEST(LayerKernels, DropoutKernelsAndMasksOnlyWhereTheModelHasDropout) {
   EXPECT_FALSE(has_name_part(all_ops(attn), "dropout"));
   attn.mutable_model()->set_attention(clustersim::ModelConfig::UNFUSED);
   const double scores = 2.0 * 16 / 2 * 2048 * 2048;  // b x heads/tp x s x s
-  EXPECT_DOUBLE_EQ(find(layer_ops(attn, Phase::kForward), "attn_dropout_fwd")->kernel.bytes,
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(attn, Phase::kForward), "attn_dropout_fwd")->kernel.bytes,
                    (2 * 2 + 1) * scores);
-  EXPECT_NE(find(layer_ops(attn, Phase::kBackward), "attn_dropout_bwd"), nullptr);
+  EXPECT_NE(find_op(layer_ops(attn, Phase::kBackward), "attn_dropout_bwd"), nullptr);
 }
 
 TEST(LayerKernels, BiasAddsAndGradientsOnlyWithBiases) {
   const clustersim::RunConfig c = gpt_like(2, false);
   const int64_t qkv_n = 3 * 1024 / 2;
   const double T = 2.0 * 2048;
-  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "qkv_bias_fwd")->kernel.bytes,
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kForward), "qkv_bias_fwd")->kernel.bytes,
                    2 * 2 * T * qkv_n);
   const auto w = layer_ops(c, Phase::kWeightGrad);
-  EXPECT_DOUBLE_EQ(find(w, "qkv_bias_grad")->kernel.bytes, 2 * T * qkv_n);
-  EXPECT_DOUBLE_EQ(find(w, "mlp_up_bias_grad")->kernel.bytes, 2 * T * 4096 / 2);
-  EXPECT_NE(find(w, "proj_bias_grad"), nullptr);
-  EXPECT_NE(find(w, "mlp_down_bias_grad"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(w, "qkv_bias_grad")->kernel.bytes, 2 * T * qkv_n);
+  EXPECT_DOUBLE_EQ(find_op(w, "mlp_up_bias_grad")->kernel.bytes, 2 * T * 4096 / 2);
+  EXPECT_NE(find_op(w, "proj_bias_grad"), nullptr);
+  EXPECT_NE(find_op(w, "mlp_down_bias_grad"), nullptr);
   clustersim::RunConfig no_bias = c;
   no_bias.mutable_model()->set_add_bias(false);
   EXPECT_FALSE(has_name_part(all_ops(no_bias), "bias"));
@@ -406,14 +396,14 @@ TEST(LayerKernels, UnfusedAttentionHasTheScoreGemmsAndSoftmaxInHbm) {
   const clustersim::RunConfig c = gpt_like(2, false);
   const int64_t bh = 2 * 16 / 2, s = 2048, d = 64;
   const auto fwd = layer_ops(c, Phase::kForward);
-  const compute::Kernel& scores = find(fwd, "attn_scores_fwd")->kernel;
+  const compute::Kernel& scores = find_op(fwd, "attn_scores_fwd")->kernel;
   EXPECT_EQ(scores.kind, compute::KernelKind::kGemm);
   EXPECT_EQ(scores.batch, bh);
   // Q·Kᵀ per head: 2·s·s·d FLOPs, the whole square (the causal mask is applied in the softmax).
   EXPECT_DOUBLE_EQ(scores.flops, 2.0 * bh * s * s * d);
-  EXPECT_DOUBLE_EQ(find(fwd, "attn_context_fwd")->kernel.flops, 2.0 * bh * s * s * d);
-  EXPECT_DOUBLE_EQ(find(fwd, "attn_softmax_fwd")->kernel.bytes, 2 * 2.0 * bh * s * s);
-  EXPECT_EQ(find(fwd, "attn_fwd"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(fwd, "attn_context_fwd")->kernel.flops, 2.0 * bh * s * s * d);
+  EXPECT_DOUBLE_EQ(find_op(fwd, "attn_softmax_fwd")->kernel.bytes, 2 * 2.0 * bh * s * s);
+  EXPECT_EQ(find_op(fwd, "attn_fwd"), nullptr);
   // Backward: four GEMMs of the forward's shape (dV, dP, dQ, dK).
   double bwd_gemm = 0;
   for (const LayerOp& op : layer_ops(c, Phase::kBackward))
@@ -421,16 +411,16 @@ TEST(LayerKernels, UnfusedAttentionHasTheScoreGemmsAndSoftmaxInHbm) {
         op.kernel.kind == compute::KernelKind::kGemm)
       bwd_gemm += op.kernel.flops;
   EXPECT_DOUBLE_EQ(bwd_gemm, 2 * 2 * 2.0 * bh * s * s * d);
-  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kBackward), "attn_softmax_bwd")->kernel.bytes,
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kBackward), "attn_softmax_bwd")->kernel.bytes,
                    3 * 2.0 * bh * s * s);
   // Selective recompute re-runs the unfused core.
   clustersim::RunConfig sel = c;
   sel.mutable_parallel()->set_recompute(clustersim::ParallelConfig::SELECTIVE);
-  EXPECT_NE(find(layer_recompute_ops(sel), "attn_scores_fwd"), nullptr);
+  EXPECT_NE(find_op(layer_recompute_ops(sel), "attn_scores_fwd"), nullptr);
   // GQA repeats K and V to every query head first.
   clustersim::RunConfig gqa = llama_like(2, 1, false);
   gqa.mutable_model()->set_attention(clustersim::ModelConfig::UNFUSED);
-  EXPECT_NE(find(layer_ops(gqa, Phase::kForward), "attn_kv_repeat_fwd"), nullptr);
+  EXPECT_NE(find_op(layer_ops(gqa, Phase::kForward), "attn_kv_repeat_fwd"), nullptr);
 }
 
 TEST(LayerKernels, ModelFlopsDoNotChangeWithKernelsAroundTheGemms) {
@@ -472,12 +462,13 @@ TEST(LayerKernels, Fp8CastsEveryTensorEnteringALayerGemmOnlyUnderFp8) {
   EXPECT_DOUBLE_EQ(group_bytes(layer_ops(c, Phase::kWeightGrad), compute::KernelGroup::kFp8Cast),
                    2 * 2 * T * h);
   // The norms write FP8 themselves: 2 + 1 bytes per element.
-  EXPECT_DOUBLE_EQ(find(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 3 * T * h);
+  EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 3 * T * h);
   // Weights once per step: cast + transpose, 4 bytes per weight.
-  EXPECT_DOUBLE_EQ(find(optimizer_ops(c, 100, 5000), "fp8_weight_cast")->kernel.bytes, 4 * 5000);
-  EXPECT_NE(find(optimizer_ops(c, 100, 5000), "fp8_scale_update"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 100, 5000), "fp8_weight_cast")->kernel.bytes, 4 * 5000);
+  EXPECT_NE(find_op(optimizer_ops(c, 100, 5000), "fp8_scale_update"), nullptr);
   // The output layer stays BF16.
-  EXPECT_EQ(find(head_ops(c, Phase::kForward), "logits_fwd")->precision, compute::Precision::kBf16);
+  EXPECT_EQ(find_op(head_ops(c, Phase::kForward), "logits_fwd")->precision,
+            compute::Precision::kBf16);
 }
 
 TEST(LayerKernels, OptimizerStepAndGradNormOverTheShard) {
@@ -488,8 +479,8 @@ TEST(LayerKernels, OptimizerStepAndGradNormOverTheShard) {
   EXPECT_DOUBLE_EQ(ops[0].kernel.bytes, 4 * 1000);  // fp32 main gradients
   EXPECT_DOUBLE_EQ(ops[1].kernel.bytes, 30 * 1000);
   c.mutable_parallel()->set_grad_reduce_dtype(clustersim::ParallelConfig::GRAD_BF16);
-  EXPECT_DOUBLE_EQ(find(optimizer_ops(c, 1000, 0), "grad_norm")->kernel.bytes, 2 * 1000);
-  EXPECT_DOUBLE_EQ(find(optimizer_ops(c, 1000, 0), "adam_step")->kernel.bytes, 28 * 1000);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0), "grad_norm")->kernel.bytes, 2 * 1000);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0), "adam_step")->kernel.bytes, 28 * 1000);
 }
 
 TEST(LayerKernels, EachEffectSwitchRemovesExactlyItsGroup) {

@@ -11,9 +11,13 @@
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/validate.h"
+#include "tests/support/layer_op_lookup.h"
 
 namespace cs::workload {
 namespace {
+
+using testing_support::has_op;
+using testing_support::op_named;
 
 using clustersim::ParallelConfig;
 
@@ -82,15 +86,6 @@ TEST(RecomputeModules, Fp8KeptInputsHalveWhatTheyCover) {
   EXPECT_DOUBLE_EQ(layer_activation_bytes(plain), layer_activation_bytes(plain_off));
 }
 
-bool has(const std::vector<LayerOp>& ops, const std::string& name) {
-  return std::any_of(ops.begin(), ops.end(),
-                     [&](const LayerOp& op) { return op.kernel.name == name; });
-}
-const LayerOp& find(const std::vector<LayerOp>& ops, const std::string& name) {
-  return *std::find_if(ops.begin(), ops.end(),
-                       [&](const LayerOp& op) { return op.kernel.name == name; });
-}
-
 TEST(RecomputeModules, TheDroppedOutputsAreComputedAgainBeforeTheBackward) {
   const auto none = deepseek();
   const ExpertLoad load = RoutingTable(none).load(5);
@@ -99,14 +94,14 @@ TEST(RecomputeModules, TheDroppedOutputsAreComputedAgainBeforeTheBackward) {
   const auto again = layer_recompute_ops(all, &load);
   const auto fwd = layer_ops(all, Phase::kForward, &load);
   for (const char* name : {"ln1", "ln2", "q_norm", "kv_norm", "mla_rope_q", "mla_rope_kv"}) {
-    ASSERT_TRUE(has(again, std::string(name) + "_recompute")) << name;
-    EXPECT_EQ(find(again, std::string(name) + "_recompute").kernel.bytes,
-              find(fwd, std::string(name) + "_fwd").kernel.bytes)
+    ASSERT_TRUE(has_op(again, std::string(name) + "_recompute")) << name;
+    EXPECT_EQ(op_named(again, std::string(name) + "_recompute").kernel.bytes,
+              op_named(fwd, std::string(name) + "_fwd").kernel.bytes)
         << name;
   }
   for (const char* name : {"q_up", "kv_up"})
-    EXPECT_EQ(find(again, std::string(name) + "_recompute").kernel.flops,
-              find(fwd, std::string(name) + "_fwd").kernel.flops)
+    EXPECT_EQ(op_named(again, std::string(name) + "_recompute").kernel.flops,
+              op_named(fwd, std::string(name) + "_fwd").kernel.flops)
         << name;
   // HFU counts the up projections' GEMMs again, for every layer.
   double gemm_flops = 0;
@@ -115,8 +110,8 @@ TEST(RecomputeModules, TheDroppedOutputsAreComputedAgainBeforeTheBackward) {
   EXPECT_NEAR((hardware_flops_per_step(all) - model_flops_per_step(all)) / tokens_per_step(all),
               gemm_flops / tokens(all) * all.model().num_layers(), 1e-9 * gemm_flops);
   // The experts' activation, each EP rank its own experts' part, as in the forward.
-  const LayerOp& act = find(again, "moe_act_recompute");
-  const LayerOp& act_fwd = find(fwd, "moe_act_fwd");
+  const LayerOp& act = op_named(again, "moe_act_recompute");
+  const LayerOp& act_fwd = op_named(fwd, "moe_act_fwd");
   ASSERT_EQ(act.rank_parts.size(), act_fwd.rank_parts.size());
   for (size_t r = 0; r < act.rank_parts.size(); ++r)
     ASSERT_EQ(act.rank_parts[r].size(), act_fwd.rank_parts[r].size());
