@@ -1,6 +1,5 @@
 #include "sim/run/jobs_output.h"
 
-#include <cstdio>
 #include <string>
 
 #include "sim/report/json.h"

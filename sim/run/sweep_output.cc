@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdio>
 
 #include "sim/report/json.h"
 #include "sim/report/text_rows.h"

@@ -2,7 +2,6 @@
 // move the step the way they should, and folding expert-data-parallel replicas changes nothing.
 #include <gtest/gtest.h>
 
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>

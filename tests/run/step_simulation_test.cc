@@ -3,8 +3,6 @@
 
 #include <gtest/gtest.h>
 
-#include <sstream>
-
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/workload/model_math.h"

@@ -5,7 +5,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "sim/coll/nccl_test_case.h"
 #include "sim/config/config_error.h"
