@@ -29,6 +29,9 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
       routing_(routing),
       balancing_(topology.load_balancing),
       link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
+      plan_load_([this](LinkId l) {
+        return static_cast<uint32_t>(links_[l].flows.size() + std::ceil(link_share_[l]));
+      }),
       links_(topology.num_links()),
       tags_(topology.num_links()) {
   private_link_.resize(links_.size());
@@ -182,7 +185,7 @@ const FlowNetwork::FluidPlan& FlowNetwork::with_adaptive_paths(const FluidPlan& 
   out.links = base.links;
   for (std::size_t i = 0; i < base.links.size(); ++i) link_share_[base.links[i]] = base.weights[i];
   for (const FluidPlan::AdaptiveEdge& e : base.adaptive) {
-    for (LinkId l : routing_.path(e.src, e.dst, 0, &link_load_).links) {
+    for (LinkId l : routing_.path(e.src, e.dst, 0, &plan_load_).links) {
       if (e.image && private_link_[l]) continue;
       if (link_share_[l] == 0) out.links.push_back(l);
       link_share_[l] += e.scale;

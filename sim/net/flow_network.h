@@ -281,7 +281,10 @@ class FlowNetwork final : public Network {
   Routing& routing_;
   LoadBalancing balancing_;
   Routing::LinkLoad link_load_;  // active flows per link, for adaptive routing
-  Route chosen_;                 // the path of the last adaptive message, kept for its capacity
+  // The same plus the edges of the fluid plan being routed (link_share_), so that a ring's own
+  // connections avoid each other as they avoid other flows.
+  Routing::LinkLoad plan_load_;
+  Route chosen_;  // the path of the last adaptive message, kept for its capacity
   TrafficStats stats_;
 
   std::vector<Flow> flows_;

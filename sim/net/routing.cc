@@ -23,17 +23,17 @@ uint64_t hop_hash(VertexId src, VertexId dst, VertexId hop, uint64_t salt) {
   return salt == 0 ? h : mix_hash(h ^ mix_hash(salt));
 }
 
-// Index of the chosen one among `n` candidates: the hashed one, or with a load function the
-// least-loaded one, scanning from the hashed one so that ties spread like the hash does.
-template <typename LinkOf>
-std::size_t choose(std::size_t n, uint64_t hash, const Routing::LinkLoad* load, LinkOf link_of) {
+// Index of the chosen one among `n` candidates: the hashed one, or with a load function the one
+// whose `load_of` is least, scanning from the hashed one so that ties spread like the hash does.
+template <typename LoadOf>
+std::size_t choose(std::size_t n, uint64_t hash, const Routing::LinkLoad* load, LoadOf load_of) {
   const std::size_t start = hash % n;
   if (load == nullptr) return start;
   std::size_t best = start;
-  uint32_t best_load = (*load)(link_of(start));
+  uint32_t best_load = load_of(start);
   for (std::size_t i = 1; i < n && best_load > 0; ++i) {
     const std::size_t c = (start + i) % n;
-    const uint32_t l = (*load)(link_of(c));
+    const uint32_t l = load_of(c);
     if (l < best_load) {
       best = c;
       best_load = l;
@@ -181,19 +181,38 @@ std::shared_ptr<const Index> build_index(const Topology& topology) {
     }
     std::sort(s.down.begin(), s.down.end());
   }
-  // Up/down routing is only shortest and complete if each switch reaches every switch of its
-  // parent group, and back.
+  // Up/down routing is only shortest and complete if every up-link has its down-link back, every
+  // leaf reaches every switch of its parent group and every switch above reaches each child group
+  // below its own group: then any switch a path climbs to can descend to the destination. Above
+  // the leaves a switch may reach only some switches of its parent group (a plane of a grown fat
+  // tree's core).
+  std::vector<std::vector<int32_t>> children(idx->members.size());  // [tier][group] -> count
+  for (std::size_t t = 0; t + 1 < idx->members.size(); ++t) {
+    children[t + 1].assign(idx->members[t + 1].size(), 0);
+    for (const int32_t parent : idx->parent_group[t])
+      if (parent >= 0) ++children[t + 1][static_cast<std::size_t>(parent)];
+  }
+  std::vector<int32_t> reached;
   for (VertexId v = 0; v < n; ++v) {
     if (kind(v) != VertexKind::kSwitch) continue;
     const Index::Switch& s = idx->sw(v);
-    if (s.up.empty()) continue;
-    const auto parent = static_cast<std::size_t>(idx->parent_group[s.tier][s.group]);
-    if (s.up.size() != idx->members[s.tier + 1][parent].size()) return nullptr;
     for (LinkId up : s.up) {
       const auto& down = idx->sw(topology.link_target(up)).down;
       const auto it = std::lower_bound(down.begin(), down.end(), std::make_pair(v, LinkId{0}));
       if (it == down.end() || it->first != v) return nullptr;
     }
+    if (s.tier == 0) {
+      const auto parent = idx->parent_group[0][static_cast<std::size_t>(s.group)];
+      if (!s.up.empty() && s.up.size() != idx->members[1][static_cast<std::size_t>(parent)].size())
+        return nullptr;
+      continue;
+    }
+    reached.clear();
+    for (const auto& [w, link] : s.down) reached.push_back(g[w].group);
+    std::sort(reached.begin(), reached.end());
+    const auto distinct = std::unique(reached.begin(), reached.end()) - reached.begin();
+    if (distinct != children[static_cast<std::size_t>(s.tier)][static_cast<std::size_t>(s.group)])
+      return nullptr;
   }
   return idx;
 }
@@ -214,6 +233,148 @@ int common_tier(const Index& idx, VertexId src_leaf, VertexId dst_leaf,
   }
   return -1;
 }
+
+// The hashed (ECMP) path from `src_leaf` up `top` tiers and down to `dst_leaf`: at each switch
+// the candidate its hash picks.
+template <typename Hash>
+void hashed_path(const Index& idx, const Topology& topology, VertexId src_leaf, VertexId dst_leaf,
+                 const std::array<int32_t, kMaxTiers>& groups, int top, Hash hash, Route& route) {
+  VertexId v = src_leaf;
+  for (int t = 0; t < top; ++t) {
+    const auto& up = idx.sw(v).up;
+    const LinkId chosen = up[hash(v) % up.size()];
+    route.links.push_back(chosen);
+    v = topology.link_target(chosen);
+  }
+  for (int t = top - 1; t >= 0; --t) {
+    const auto& down = idx.sw(v).down;
+    if (t == 0) {
+      const auto it =
+          std::lower_bound(down.begin(), down.end(), std::make_pair(dst_leaf, LinkId{0}));
+      route.links.push_back(it->second);
+      v = dst_leaf;
+      continue;
+    }
+    // The switches of the destination's tier-t group that this one has a cable to; with every
+    // switch of a group cabled to every one of its parent group, as many as the group holds.
+    std::size_t n = 0;
+    for (const auto& entry : down) n += idx.sw(entry.first).group == groups[t];
+    std::size_t pick = hash(v) % n;
+    for (const auto& entry : down) {
+      if (idx.sw(entry.first).group != groups[t] || pick-- > 0) continue;
+      route.links.push_back(entry.second);
+      v = entry.first;
+      break;
+    }
+  }
+}
+
+// Adaptive routing's path through a tiered fabric: the shortest path whose busiest link carries
+// the fewest flows (ties to the hashed candidate, as the hash alone would spread them). Real
+// adaptive routing (InfiniBand's, per packet) sprays a connection over every up-port, so that a
+// permutation on a full-bisection fat tree meets no congestion; one fluid path per connection
+// stands in for that only if it avoids the links that others already hold, all the way down to
+// the destination's leaf, not only at the next hop. Searched depth-first from the source's leaf,
+// each switch's best continuation remembered for the search, cut short by a path no flow touches:
+// alone on the fabric it costs the path's length.
+class LeastLoadedPath {
+ public:
+  LeastLoadedPath(const Index& idx, const Topology& topology, const Routing::LinkLoad& load,
+                  const std::array<int32_t, kMaxTiers>& groups, int top, VertexId dst_leaf,
+                  std::function<uint64_t(VertexId)> hash)
+      : idx_(idx),
+        topology_(topology),
+        load_(load),
+        groups_(groups),
+        top_(top),
+        dst_leaf_(dst_leaf),
+        hash_(std::move(hash)) {
+    Memo& m = memo();
+    if (m.stamp.size() < topology.num_vertices()) {
+      m.stamp.resize(topology.num_vertices(), 0);
+      m.cost.resize(topology.num_vertices());
+      m.next.resize(topology.num_vertices());
+    }
+    if (++m.epoch == 0) {  // the stamps wrapped: forget them all
+      std::fill(m.stamp.begin(), m.stamp.end(), 0);
+      m.epoch = 1;
+    }
+  }
+
+  // Appends the links from `leaf` (the source's, at tier 0) up to the top tier and down to the
+  // destination's leaf.
+  void append(VertexId leaf, Route& route) {
+    climb(leaf, 0);
+    VertexId v = leaf;
+    for (int t = 0; t < 2 * top_; ++t) {
+      const LinkId l = memo().next[v];
+      route.links.push_back(l);
+      v = topology_.link_target(l);
+    }
+  }
+
+ private:
+  struct Memo {
+    std::vector<uint32_t> stamp, cost;
+    std::vector<LinkId> next;
+    uint32_t epoch = 0;
+  };
+  static Memo& memo() {
+    thread_local Memo m;
+    return m;
+  }
+
+  // Busiest link of the best path on from switch `v` at tier `t`, climbing while below the top.
+  uint32_t climb(VertexId v, int t) {
+    return t == top_ ? descend(v, t) : best_of(v, idx_.sw(v).up, t + 1, true);
+  }
+  // The same on the way down, `v` at tier t in the destination's tier-t group.
+  uint32_t descend(VertexId v, int t) {
+    if (t == 0) return 0;
+    return best_of(v, idx_.sw(v).down, t - 1, false);
+  }
+
+  template <typename Links>
+  uint32_t best_of(VertexId v, const Links& links, int next_tier, bool up) {
+    Memo& m = memo();
+    if (m.stamp[v] == m.epoch) return m.cost[v];
+    const std::size_t n = links.size();
+    const std::size_t start = n == 0 ? 0 : hash_(v) % n;
+    uint32_t best = std::numeric_limits<uint32_t>::max();
+    for (std::size_t i = 0; i < n && best > 0; ++i) {
+      const auto& entry = links[(start + i) % n];
+      const auto [to, link] = target_of(entry);
+      if (!up && !leads_down(to, next_tier)) continue;
+      const uint32_t here = load_(link);
+      if (here >= best) continue;
+      const uint32_t cost = std::max(here, up ? climb(to, next_tier) : descend(to, next_tier));
+      if (cost < best) {
+        best = cost;
+        m.next[v] = link;
+      }
+    }
+    m.stamp[v] = m.epoch;
+    m.cost[v] = best;
+    return best;
+  }
+
+  std::pair<VertexId, LinkId> target_of(LinkId up) const { return {topology_.link_target(up), up}; }
+  static std::pair<VertexId, LinkId> target_of(const std::pair<VertexId, LinkId>& down) {
+    return down;
+  }
+  // Whether a switch at `tier` on the way down is the destination's: its leaf, or in its group.
+  bool leads_down(VertexId w, int tier) const {
+    return tier == 0 ? w == dst_leaf_ : idx_.sw(w).group == groups_[static_cast<std::size_t>(tier)];
+  }
+
+  const Index& idx_;
+  const Topology& topology_;
+  const Routing::LinkLoad& load_;
+  const std::array<int32_t, kMaxTiers>& groups_;
+  int top_;
+  VertexId dst_leaf_;
+  std::function<uint64_t(VertexId)> hash_;
+};
 
 }  // namespace
 
@@ -323,27 +484,14 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, R
   route.links.reserve(4 + 2 * static_cast<std::size_t>(best));
   route.links.push_back(out.gpu_to_nic);
   route.links.push_back(out.nic_to_leaf);
-  VertexId v = out.leaf;
-  for (int t = 0; t < best; ++t) {
-    const auto& up = idx.sw(v).up;
-    const LinkId chosen = up[choose(up.size(), hop_hash(src, dst, v, choice.salt), choice.load,
-                                    [&](std::size_t c) { return up[c]; })];
-    route.links.push_back(chosen);
-    v = topology_.link_target(chosen);
-  }
-  for (int t = best - 1; t >= 0; --t) {
-    const auto& down = idx.sw(v).down;
-    const auto link_to = [&](VertexId w) {
-      return std::lower_bound(down.begin(), down.end(), std::make_pair(w, LinkId{0}))->second;
-    };
-    VertexId next = in.leaf;
-    if (t > 0) {
-      const auto& candidates = idx.members[static_cast<std::size_t>(t)][groups[t]];
-      next = candidates[choose(candidates.size(), hop_hash(src, dst, v, choice.salt), choice.load,
-                               [&](std::size_t c) { return link_to(candidates[c]); })];
-    }
-    route.links.push_back(link_to(next));
-    v = next;
+  if (choice.load != nullptr) {
+    LeastLoadedPath(idx, topology_, *choice.load, groups, best, in.leaf, [&](VertexId v) {
+      return hop_hash(src, dst, v, choice.salt);
+    }).append(out.leaf, route);
+  } else {
+    hashed_path(
+        idx, topology_, out.leaf, in.leaf, groups, best,
+        [&](VertexId v) { return hop_hash(src, dst, v, choice.salt); }, route);
   }
   route.links.push_back(in.leaf_to_nic);
   route.links.push_back(in.nic_to_gpu);
@@ -384,7 +532,7 @@ void Routing::compute_bfs(VertexId src, VertexId dst, const Choice& choice, Rout
     }
     const LinkId chosen =
         candidates[choose(candidates.size(), hop_hash(src, dst, v, choice.salt), choice.load,
-                          [&](std::size_t c) { return candidates[c]; })];
+                          [&](std::size_t c) { return (*choice.load)(candidates[c]); })];
     route.links.push_back(chosen);
     v = topology_.link_target(chosen);
   }

@@ -196,6 +196,21 @@ void validate_explicit(const clustersim::ExplicitTopology& e, const std::string&
   }
 }
 
+// How many switches of its parent group each child switch cables to. A cable carries one port
+// of the NIC's speed, so a switch with `child_up` of uplink bandwidth has that many uplink ports
+// (at least one). With as many parent switches as ports or fewer, every child switch reaches
+// every parent switch over a bundle of ports. With more, as in the core tier of a grown fat tree
+// (DGX SuperPOD H100 RA, 16+ SUs: each spine's 32 uplinks spread over 64-256 core switches),
+// each child switch cables one port to each of `ports` parent switches (a plane), not a sliver
+// of a port to all of them: a link no flow could fill at its NIC's rate is not a cable anywhere.
+// The group's switches take consecutive planes, so together they reach every parent switch.
+// Only above the spines: leaves cable to every switch of their parent group (build_tiered).
+int32_t uplink_fan_out(double child_up, double port, int32_t child_switches, int32_t per_group) {
+  const auto ports = static_cast<int64_t>(std::floor(child_up / port * (1 + 1e-9)));
+  const int64_t cover = (per_group + child_switches - 1) / child_switches;
+  return static_cast<int32_t>(std::clamp<int64_t>(std::max(ports, cover), 1, per_group));
+}
+
 // Expands the parametric description. Vertex order: per server its GPUs (so GPU index = rank),
 // its NVSwitch, its NICs; then the switches tier by tier, group by group.
 Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
@@ -290,19 +305,26 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
     const int32_t per_group = tier.switches_per_group();
     std::vector<VertexId> above = add_switches(k, groups, per_group);
     const double over = child.oversubscription() > 0 ? child.oversubscription() : 1.0;
-    const Bandwidth up = Bandwidth::bytes_per_s(down / over / per_group);
+    const double child_up = down / over;  // each child switch's uplink bandwidth
+    // Leaves cable to every switch above them: two leaves of a group meet only through a switch
+    // both reach.
+    const int32_t fan = k == 1 ? per_group
+                               : uplink_fan_out(child_up, nic.in_bytes_per_s(),
+                                                child.switches_per_group(), per_group);
+    const Bandwidth up = Bandwidth::bytes_per_s(child_up / fan);
     for (int64_t c = 0; c < child_groups; ++c) {
       const int64_t parent = c / tier.group_size();
       for (int32_t i = 0; i < child.switches_per_group(); ++i) {
         const VertexId from = below[static_cast<std::size_t>(c * child.switches_per_group() + i)];
-        for (int32_t j = 0; j < per_group; ++j) {
-          topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + j)], up,
+        for (int32_t j = 0; j < fan; ++j) {
+          const int64_t to = (int64_t{i} * fan + j) % per_group;
+          topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + to)], up,
                                from_ns(tier.link_latency_ns()), LinkClass::kNetwork);
         }
       }
     }
     down =
-        static_cast<double>(tier.group_size()) * child.switches_per_group() * up.in_bytes_per_s();
+        static_cast<double>(tier.group_size()) * child.switches_per_group() * child_up / per_group;
     below = std::move(above);
   }
   return topo;

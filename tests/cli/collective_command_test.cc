@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -95,6 +96,34 @@ TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
                       "--nvls", "off"},
                      json),
             nvls);
+}
+
+// Issue 25's table: 128-rank (and 336-rank) reduce-scatter rings, one member per server, spread
+// over more and more scalable units of a grown full-bisection fat tree with adaptive routing.
+// Where a server sits must not cost bandwidth: every row within 10% of the 4,096-GPU stride-8
+// case (31 GB/s, its own NCCL latency term: 127 network steps at 14 us). Before the core tier was
+// cabled in whole ports and adaptive routing looked past the next hop they read 16.0, 5.6 and
+// 5.3 GB/s.
+TEST(Cli, RingsOnAGrownFabricKeepTheirBandwidthWhereverTheirServersSit) {
+  const std::string json = testing_support::temp_path("grown.json");
+  const auto rs = [&](const std::string& gpus, const std::string& group, const std::string& stride,
+                      const std::string& network = "congestion_aware") {
+    return busbw_of({"collective", "--op", "reduce_scatter", "--topology", "dgx-h100", "--sizes",
+                     "160M", "--fluid", "--gpus", gpus, "--group-size", group, "--group-stride",
+                     stride, "--network", network},
+                    json);
+  };
+  const double reference = rs("4096", "128", "8");
+  EXPECT_GT(reference, 25);
+  for (const auto& [gpus, group, stride] :
+       std::vector<std::array<std::string, 3>>{{"2048", "128", "16"},
+                                               {"4096", "128", "32"},
+                                               {"16384", "128", "128"},
+                                               {"10752", "336", "32"}}) {
+    SCOPED_TRACE(gpus + " GPUs, stride " + stride);
+    EXPECT_NEAR(rs(gpus, group, stride), reference, 0.1 * reference);
+  }
+  EXPECT_NEAR(rs("4096", "128", "32", "analytical"), reference, 0.1 * reference);
 }
 
 TEST(Cli, CollectiveSaysWhereNcclWouldWeighNvlsTree) {

@@ -97,6 +97,60 @@ TEST(LoadBalancing, AdaptiveRoutingTakesTheFreeSpine) {
   for (Time done : run_pair(t, dst)) EXPECT_NEAR(done.as_seconds(), alone, 1e-6 * alone);
 }
 
+// Two flows from two leaves into one leaf whose hashed routes come down through the same spine:
+// each source leaf's uplinks are idle, so a choice that looks only at the next hop keeps the
+// collision on that spine's one link down to the destination leaf.
+std::pair<int32_t, int32_t> colliding_sources() {
+  const Topology t = build_with(clustersim::LoadBalancing::STATIC_ECMP);
+  Routing routing(t);
+  for (int32_t a = 2; a < 8; ++a) {
+    for (int32_t b = 2; b < 8; ++b) {
+      if (a / 2 != b / 2 && spine_of(t, routing, a, 0) == spine_of(t, routing, b, 1)) {
+        return {a, b};
+      }
+    }
+  }
+  ADD_FAILURE() << "no static ECMP collision into leaf 0 among these pairs";
+  return {2, 4};
+}
+
+TEST(LoadBalancing, AdaptiveRoutingLooksDownToTheDestinationLeaf) {
+  const auto [a, b] = colliding_sources();
+  for (const auto mode :
+       {clustersim::LoadBalancing::STATIC_ECMP, clustersim::LoadBalancing::ADAPTIVE}) {
+    const Topology t = build_with(mode);
+    Simulator sim;
+    Routing routing(t);
+    FlowNetwork net(sim, t, routing);
+    std::vector<Time> done(2, Time::max());
+    net.send(t.gpu(a), t.gpu(0), kSize, [&] { done[0] = sim.now(); });
+    net.send(t.gpu(b), t.gpu(1), kSize, [&] { done[1] = sim.now(); });
+    sim.run();
+    const Route& r = routing.route(t.gpu(a), t.gpu(0));
+    const double alone = (r.latency + transfer_time(kSize, r.bottleneck)).as_seconds();
+    const double factor = mode == clustersim::LoadBalancing::ADAPTIVE ? 1 : 2;
+    for (Time d : done) EXPECT_NEAR(d.as_seconds(), factor * alone, 0.01 * alone) << mode;
+  }
+}
+
+// A fluid transfer's own connections avoid each other too: the two colliding flows of leaf 0 as
+// the coupled edges of one fluid transfer move at the NIC's rate under adaptive routing.
+TEST(LoadBalancing, AdaptiveFluidEdgesAvoidEachOther) {
+  const auto [a, b] = colliding_destinations();
+  const Topology t = build_with(clustersim::LoadBalancing::ADAPTIVE);
+  Simulator sim;
+  Routing routing(t);
+  FlowNetwork net(sim, t, routing);
+  const std::vector<FluidEdge> edges{{t.gpu(0), t.gpu(a), static_cast<double>(kSize)},
+                                     {t.gpu(1), t.gpu(b), static_cast<double>(kSize)}};
+  Time done = Time::max();
+  net.send_fluid(edges, 1, Time{}, [&] { done = sim.now(); });
+  sim.run();
+  const double alone =
+      transfer_time(kSize, routing.route(t.gpu(0), t.gpu(a)).bottleneck).as_seconds();
+  EXPECT_NEAR(done.as_seconds(), alone, 1e-6 * alone);
+}
+
 TEST(LoadBalancing, SixteenFlowsSpreadTheCollisionOverBothSpines) {
   const auto dst = colliding_destinations();
   const Topology t = build_with(clustersim::LoadBalancing::MULTI_FLOW_ECMP, 16);

@@ -85,6 +85,26 @@ TEST(TopologyGrowth, GrownFabricsRouteUpAndDownThroughTheCore) {
   EXPECT_EQ(routing.route(t.gpu(0), t.gpu(8 * 32 * 3)).links.size(), 6u);
 }
 
+// A cable carries one NDR port: past 8 SUs each spine's 32 uplinks go to 32 core switches at
+// 50 GB/s each, not a sliver of 1,600 GB/s to each of 64-256 core switches, which capped one flow
+// through the core at 25 GB/s (16 SUs) or 6.25 GB/s (64 SUs).
+TEST(TopologyGrowth, GrownCoreIsCabledInWholePorts) {
+  for (const int32_t gpus : {4096, 16384}) {
+    SCOPED_TRACE(gpus);
+    const Topology t = build_topology(resolve_topology("dgx-h100"), gpus, "dgx-h100");
+    for (LinkId id = 0; id < t.num_links(); ++id) {
+      if (t.link(id).link_class != LinkClass::kNetwork) continue;
+      EXPECT_GE(t.link(id).bandwidth.in_bytes_per_s(), 400e9 / 8 * (1 - 1e-12)) << id;
+    }
+    Routing routing(t);
+    ASSERT_TRUE(routing.uses_tiered_routing());
+    // Same rail, farthest server: up through a core and down again, at the NIC's bandwidth.
+    const Route& far = routing.route(t.gpu(0), t.gpu(gpus - 8));
+    EXPECT_EQ(far.links.size(), 8u);
+    EXPECT_NEAR(far.bottleneck.in_bytes_per_s(), 400e9 / 8, 1);
+  }
+}
+
 TEST(TopologyGrowth, DgxA100GrowsTo3072GpusWithFullBisection) {
   const Topology t = build_topology(resolve_topology("dgx-a100"), 3072, "dgx-a100");
   EXPECT_EQ(t.num_gpus(), 3072u);
