@@ -1,0 +1,38 @@
+// Step times at the largest scales: a layout's step must not depend on how many replicas share
+// the fabric when the fabric has full bisection (issue 25: 405B on 98,304 GPUs of dgx-h100 took
+// 29.7 s against 6.9 s on 16,384 because every ring through the grown core crawled).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/config/run_config.h"
+#include "sim/run/step_simulation.h"
+
+namespace cs::run {
+namespace {
+
+// Llama 3 405B's layer shapes, one layer per model chunk (32 of them over PP 16 x 2 virtual
+// stages), 16 microbatches per replica, on DGX H100 SuperPOD fabric grown to `dp` replicas.
+report::StepReport llama_405b_layers(int32_t dp) {
+  std::string one_each;
+  for (int i = 0; i < 32; ++i) one_each += i == 0 ? "1" : ",1";
+  return simulate_step(
+      load_run_config(
+          "", "llama3-405b",
+          {"model.num_layers=32", "parallel.layers_per_stage=" + one_each,
+           "parallel.dp=" + std::to_string(dp),
+           "parallel.global_batch_size=" + std::to_string(16 * dp), "cluster.topology=dgx-h100"})
+          .config,
+      "test");
+}
+
+TEST(Scale, A98304GpuStepIsWithinTenPercentOfThe16384GpuStep) {
+  const report::StepReport base = llama_405b_layers(128);  // 16,384 GPUs: 64 SUs
+  const report::StepReport big = llama_405b_layers(768);   // 98,304 GPUs: 384 SUs
+  EXPECT_NEAR(big.iteration_time_s / base.iteration_time_s, 1.0, 0.1);
+  EXPECT_LT(big.exposed(workload::Dim::kDp), 0.05 * big.iteration_time_s);
+}
+
+}  // namespace
+}  // namespace cs::run
