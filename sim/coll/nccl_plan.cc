@@ -24,19 +24,17 @@ bool uniform(int32_t n, int32_t local) {
   return local > 1 && n % local == 0;
 }
 
-// What NCCL's ring is, in our schedules: on one server, or one GPU per server, the ring itself.
-// Across servers with several members each, all-reduce runs as the hierarchical schedule (the
-// same NVLink and NIC load as NCCL's node-ordered rings, one channel per NIC, with far fewer
-// messages); all-gather and reduce-scatter, which that cannot do, as rail-aligned rings. NCCL's
-// tree is a chain inside each server and a double binary tree between servers, one per channel
-// over every NIC: with one member per server that is our double binary tree; with several, its
-// bandwidth is the hierarchical schedule's (ours over all ranks would push everything through
-// one NIC per GPU), which therefore stands in for it there.
+// What NCCL's algorithms are, in our schedules. NCCL's ring is our ring: on one server, with one
+// GPU per server, or across servers as rail-aligned channels (channel_ring), each node-ordered
+// through every GPU of a server and out on one NIC. NCCL's tree is a chain inside each server and
+// a double binary tree between servers, one per channel over every NIC: with one member per
+// server that is our double binary tree; with several, its bandwidth is the hierarchical
+// schedule's (ours over all ranks would push everything through one NIC per GPU), which
+// therefore stands in for it there.
 Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
   const bool servers = local > 1 && local < n && uniform(n, local);
   if (algo == NcclAlgo::kTree) return servers ? Algorithm::kHierarchical : Algorithm::kTree;
-  if (op == Op::kAllReduce && servers) return Algorithm::kHierarchical;
   return resolve(Algorithm::kAuto, op);
 }
 

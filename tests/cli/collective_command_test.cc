@@ -126,6 +126,20 @@ TEST(Cli, RingsOnAGrownFabricKeepTheirBandwidthWhereverTheirServersSit) {
   EXPECT_NEAR(rs("4096", "128", "32", "analytical"), reference, 0.1 * reference);
 }
 
+// NCCL's ring across servers is rail-aligned channels through every GPU, as --algo ring runs it:
+// 8 NICs x 48 GB/s on 8 DGX H100 servers at 4 GiB. The hierarchical schedule that used to stand
+// in for it runs its three phases one after another (319 GB/s).
+TEST(Cli, NcclsChoiceOfRingAcrossServersRunsAsTheRing) {
+  const std::string json = testing_support::temp_path("auto_ring.json");
+  const std::vector<std::string> args{"collective", "--op",    "all_reduce", "--gpus",
+                                      "64",         "--sizes", "4G"};
+  std::vector<std::string> ring = args;
+  ring.insert(ring.end(), {"--algo", "ring"});
+  const double chosen = busbw_of(args, json);
+  EXPECT_DOUBLE_EQ(chosen, busbw_of(ring, json));
+  EXPECT_GT(chosen, 370);
+}
+
 TEST(Cli, CollectiveSaysWhereNcclWouldWeighNvlsTree) {
   // All-reduce over two H100 servers: NCCL would weigh NVLS-tree, which is not modelled. One
   // server, another op, A100s, NVLS off or a fixed algorithm: nothing to say.
