@@ -167,6 +167,70 @@ std::string short_layout(const RunConfig& c) {
 }
 
 namespace {
+
+// Counts a valid layout that does not fit under its reason, keeping the smallest HBM overflow.
+void count_misfit(const RunConfig& c, const FitCheck& fit, Refusals& r) {
+  if (fit.peak <= fit.capacity) {
+    ++r.over_host;
+    return;
+  }
+  if (r.over_hbm++ == 0 || fit.peak < r.least_peak) {
+    r.least_peak = fit.peak;
+    r.least_layout = short_layout(c);
+  }
+}
+
+// "parallel.global_batch_size 96, parallel.pp 12": the validation refusals, most first.
+std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
+  std::vector<std::pair<std::string, int64_t>> v(invalid.begin(), invalid.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string s;
+  for (const auto& [reason, n] : v) s += (s.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  return s;
+}
+
+// Why the ranking is empty: no valid layout, none that fits (with the smallest that does not),
+// or none simulated.
+void print_refusals(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
+  const Refusals& r = result.refused;
+  int64_t invalid = 0;
+  for (const auto& [reason, n] : r.invalid) invalid += n;
+  char buf[512];
+  if (result.enumerated == 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  no valid layout on %lld GPUs%s: all %lld variants tried fail validation on ",
+                  static_cast<long long>(options.gpus),
+                  options.objective == Objective::kCost ? " or the fewer tried" : "",
+                  static_cast<long long>(invalid));
+    out << buf << invalid_text(r.invalid) << "\n";
+    return;
+  }
+  if (result.fitting > 0) {
+    std::snprintf(buf, sizeof buf, "  %lld layouts fit but none was simulated (--simulate %d)\n",
+                  static_cast<long long>(result.fitting), options.simulate);
+    out << buf;
+    return;
+  }
+  if (r.over_hbm > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  none fits: %lld layouts need more than the %.1f GB of HBM per GPU; the least, "
+                  "%.1f GB: %s\n",
+                  static_cast<long long>(r.over_hbm), r.capacity / 1e9, r.least_peak / 1e9,
+                  r.least_layout.c_str());
+    out << buf;
+  }
+  if (r.over_host > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  %lld layouts fit in HBM but their offloaded states overflow host memory or "
+                  "NVMe\n",
+                  static_cast<long long>(r.over_host));
+    out << buf;
+  }
+  if (invalid > 0)
+    out << "  refused as invalid: " << invalid << " variants (" << invalid_text(r.invalid) << ")\n";
+}
+
 // Runs body(0..n-1) on up to `jobs` threads; the first exception is rethrown after all end.
 void run_parallel(std::size_t n, int32_t jobs, const std::function<void(std::size_t)>& body) {
   std::atomic<std::size_t> next{0};
@@ -201,12 +265,18 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
     for (int64_t g = options.gpus / 2; g >= options.gpus_per_node && counts.size() < 3; g /= 2)
       counts.push_back(g);
   std::vector<Candidate> fitting;
+  result.refused.capacity = capacity;
   for (int64_t g : counts) {
-    for (auto& c : enumerate_layouts(base, g, options.gpus_per_node, options.rank_order)) {
+    LayoutSearch search = search_layouts(base, g, options.gpus_per_node, options.rank_order);
+    for (const auto& [reason, n] : search.invalid) result.refused.invalid[reason] += n;
+    for (auto& c : search.layouts) {
       ++result.enumerated;
       Candidate cand;
       cand.fit = check_fit(c, capacity);
-      if (!cand.fit.fits) continue;
+      if (!cand.fit.fits) {
+        count_misfit(c, cand.fit, result.refused);
+        continue;
+      }
       cand.config = std::move(c);
       cand.estimate_s = estimate_step_seconds(cand.config, options.gpus_per_node);
       fitting.push_back(std::move(cand));
@@ -348,6 +418,7 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
            "congestion\n";
   out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";
   out << "\nwhy:\n";
+  if (result.ranked.empty()) print_refusals(out, result, options);
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
     out << "  #" << i + 1 << ": " << why(c, result.ranked.front()) << '\n';
@@ -415,6 +486,15 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
                     {"refined", result.refined},
                     {"ranked", report::Json::array()}};
   for (const Candidate& c : result.ranked) j["ranked"].push_back(candidate_json(c));
+  const Refusals& r = result.refused;
+  report::Json refused = {
+      {"invalid", report::Json::object()}, {"over_hbm", r.over_hbm}, {"over_host", r.over_host}};
+  for (const auto& [reason, n] : r.invalid) refused["invalid"][reason] = n;
+  if (r.over_hbm > 0) {
+    refused["least_memory_gb"] = r.least_peak / 1e9;
+    refused["least_memory_layout"] = r.least_layout;
+  }
+  j["refused"] = refused;
   report::write_document(out, j);
 }
 

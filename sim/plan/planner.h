@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -52,9 +53,19 @@ struct Candidate {
   double dollars = 0;  // the whole run (cost.train_tokens) at the simulated step time
 };
 
+// Why layouts were left out: what an empty ranking prints.
+struct Refusals {
+  std::map<std::string, int64_t> invalid;  // LayoutSearch::invalid, over every GPU count tried
+  int64_t over_hbm = 0, over_host = 0;     // valid layouts whose GPU or host memory overflows
+  double least_peak = 0;                   // bytes per GPU of the smallest that overflows HBM
+  std::string least_layout;                // and its short_layout
+  double capacity = 0;                     // HBM bytes per GPU
+};
+
 struct PlanResult {
   int64_t enumerated = 0, fitting = 0, simulated = 0, refined = 0;
   std::vector<Candidate> ranked;  // simulated candidates, best first by the objective
+  Refusals refused;
   double wall_s = 0;
 };
 
