@@ -126,10 +126,13 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
       "--gpus N [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
       "Enumerates the parallel layouts of the model on N GPUs (TP, CP, PP, DP, virtual stages,\n"
       "schedule, ZeRO stage, microbatch size, recompute; EP and expert TP for a mixture of\n"
-      "experts), drops those that do not fit in HBM, ranks the rest by an analytical estimate,\n"
+      "experts; the config's own choices too, and its own layout with DP scaled to N), drops\n"
+      "those that do not fit in HBM, ranks the rest by an analytical estimate,\n"
       "simulates the best --simulate of them in parallel threads on the congestion-free\n"
       "analytical network, runs the best --refine of those again on the congestion-aware\n"
-      "network and ranks them by it, and prints the top ones with why they win or lose.\n\n"
+      "network and ranks them by it, and prints the top ones with why they win or lose.\n"
+      "When none is left it says why (the fields invalid layouts fail on, the smallest\n"
+      "memory among those that do not fit) and exits 3.\n\n"
       "options");
   config.add_to(opts, "override a field (repeatable)");
   // clang-format off

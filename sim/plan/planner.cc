@@ -14,14 +14,12 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
-#include "sim/config/config_error.h"
 #include "sim/report/json.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
-#include "sim/workload/validate.h"
 
 namespace cs::plan {
 
@@ -93,23 +91,6 @@ std::size_t parse_figures(const std::string& line, std::vector<Candidate>& candi
 
 using clustersim::ParallelConfig;
 using clustersim::RunConfig;
-
-std::vector<int32_t> divisors(int64_t n, int64_t limit) {
-  std::vector<int32_t> out;
-  for (int64_t d = 1; d <= std::min(n, limit); ++d)
-    if (n % d == 0) out.push_back(static_cast<int32_t>(d));
-  return out;
-}
-
-bool valid(const RunConfig& c) {
-  try {
-    workload::validate_run_config(c, 0, "plan");
-    run::validate_plan_fields(c, "plan");
-    return true;
-  } catch (const ConfigError&) {
-    return false;
-  }
-}
 
 std::string gpu_of(const RunConfig& c) {
   return c.cluster().gpu().empty() ? "h100" : c.cluster().gpu();
@@ -187,122 +168,69 @@ std::string short_layout(const RunConfig& c) {
 
 namespace {
 
-// The (schedule, virtual stages) pairs the search tries, as the schedules' entries ask: fewest
-// virtual stages first, then in table order.
-struct ScheduleChoice {
-  ParallelConfig::Schedule schedule;
-  int32_t v;
-};
-std::vector<ScheduleChoice> schedule_choices(int32_t pp) {
-  std::vector<ScheduleChoice> out;
-  for (const workload::ScheduleInfo& s : workload::schedule_table()) {
-    if (s.planner_needs_pipeline && pp < 2) continue;
-    for (int32_t v : s.planner_virtual_stages) out.push_back({s.config, v});
+// Counts a valid layout that does not fit under its reason, keeping the smallest HBM overflow.
+void count_misfit(const RunConfig& c, const FitCheck& fit, Refusals& r) {
+  if (fit.peak <= fit.capacity) {
+    ++r.over_host;
+    return;
   }
-  std::stable_sort(out.begin(), out.end(),
-                   [](const ScheduleChoice& a, const ScheduleChoice& b) { return a.v < b.v; });
-  return out;
-}
-
-}  // namespace
-
-namespace {
-
-// A layout's sizes before the schedule, ZeRO, microbatch and recompute choices.
-struct Shape {
-  int32_t tp, cp, pp, dp;
-  int32_t ep = 1, etp = 0;  // etp 0: the experts' TP is tp
-};
-
-// The (ep, etp) pairs to try on a shape: for a mixture of experts, every ep dividing the experts
-// and the stage's tp·cp·dp ranks over expert TP, with expert TP tp first, then 1 (Megatron-Core's
-// two choices); a dense model has only (1, tp). validate_moe rejects what remains invalid.
-std::vector<Shape> expert_choices(const clustersim::ModelConfig& m, const Shape& s) {
-  if (!m.has_moe()) return {s};
-  std::vector<Shape> out;
-  const int64_t stage_ranks = int64_t{s.tp} * s.cp * s.dp;
-  for (const int32_t etp : {s.tp, 1}) {
-    if (etp == 1 && s.tp == 1) break;
-    for (const int32_t ep : divisors(m.moe().num_experts(), m.moe().num_experts())) {
-      if (stage_ranks % (int64_t{etp} * ep)) continue;
-      Shape e = s;
-      e.ep = ep;
-      e.etp = etp == s.tp ? 0 : 1;
-      out.push_back(e);
-    }
-  }
-  return out;
-}
-
-// Megatron-Core numbers ranks tp-cp-ep-dp-pp: pipeline stages outermost, so that an EP group,
-// carved from a stage's TP x CP x DP ranks, lies on consecutive GPUs (one server where it fits)
-// and its per-layer all-to-alls ride NVLink; with TP_CP_PP_DP it would stride across servers.
-void set_rank_order(const Shape& s, std::optional<ParallelConfig::RankOrder> pinned,
-                    ParallelConfig& p) {
-  if (pinned) {
-    p.set_rank_order(*pinned);
-  } else if (s.ep > 1) {
-    p.set_rank_order(ParallelConfig::TP_CP_DP_PP);
+  if (r.over_hbm++ == 0 || fit.peak < r.least_peak) {
+    r.least_peak = fit.peak;
+    r.least_layout = short_layout(c);
   }
 }
 
-// Every schedule, ZeRO stage, microbatch size and recompute choice of `s` that validates.
-void add_variants(const RunConfig& base, const Shape& s,
-                  std::optional<ParallelConfig::RankOrder> rank_order,
-                  std::vector<RunConfig>& out) {
-  for (const ScheduleChoice& sc : schedule_choices(s.pp)) {
-    for (int32_t zero : {1, 3}) {
-      for (int32_t mbs : {1, 2}) {
-        for (auto rc : {ParallelConfig::NONE, ParallelConfig::SELECTIVE, ParallelConfig::FULL}) {
-          RunConfig c = base;
-          auto& p = *c.mutable_parallel();
-          p.clear_layers_per_stage();
-          p.set_tp(s.tp);
-          p.set_cp(s.cp);
-          p.set_pp(s.pp);
-          p.set_dp(s.dp);
-          if (base.model().has_moe()) {
-            p.set_ep(s.ep);
-            p.set_etp(s.etp);
-          }
-          set_rank_order(s, rank_order, p);
-          p.set_virtual_stages(sc.v);
-          p.set_schedule(sc.schedule);
-          p.set_sequence_parallel(s.tp > 1);
-          p.set_zero_stage(zero);
-          p.set_microbatch_size(mbs);
-          p.set_recompute(rc);
-          p.set_checkpoint_every_k_layers(0);
-          p.set_gradient_accumulation_steps(0);
-          if (valid(c)) out.push_back(std::move(c));
-        }
-      }
-    }
-  }
+// "parallel.global_batch_size 96, parallel.pp 12": the validation refusals, most first.
+std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
+  std::vector<std::pair<std::string, int64_t>> v(invalid.begin(), invalid.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string s;
+  for (const auto& [reason, n] : v) s += (s.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  return s;
 }
 
-}  // namespace
-
-std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
-                                         std::optional<ParallelConfig::RankOrder> rank_order) {
-  std::vector<RunConfig> out;
-  const auto& m = base.model();
-  for (int32_t tp : divisors(gpus_per_node, gpus_per_node)) {
-    if (gpus % tp) continue;
-    for (int32_t cp : {1, 2, 4}) {
-      if (gpus % (int64_t{tp} * cp)) continue;
-      for (int32_t pp : divisors(m.num_layers(), 128)) {
-        const int64_t tcp = int64_t{tp} * cp * pp;
-        if (gpus % tcp) continue;
-        const Shape shape{tp, cp, pp, static_cast<int32_t>(gpus / tcp)};
-        for (const Shape& s : expert_choices(m, shape)) add_variants(base, s, rank_order, out);
-      }
-    }
+// Why the ranking is empty: no valid layout, none that fits (with the smallest that does not),
+// or none simulated.
+void print_refusals(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
+  const Refusals& r = result.refused;
+  int64_t invalid = 0;
+  for (const auto& [reason, n] : r.invalid) invalid += n;
+  char buf[512];
+  if (result.enumerated == 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  no valid layout on %lld GPUs%s: all %lld variants tried fail validation on ",
+                  static_cast<long long>(options.gpus),
+                  options.objective == Objective::kCost ? " or the fewer tried" : "",
+                  static_cast<long long>(invalid));
+    out << buf << invalid_text(r.invalid) << "\n";
+    return;
   }
-  return out;
+  if (result.fitting > 0) {
+    std::snprintf(buf, sizeof buf, "  %lld layouts fit but none was simulated (--simulate %d)\n",
+                  static_cast<long long>(result.fitting), options.simulate);
+    out << buf;
+    return;
+  }
+  if (r.over_hbm > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  none fits: %lld layouts need more than the %.1f GB of HBM per GPU; the least, "
+                  "%.1f GB: %s\n",
+                  static_cast<long long>(r.over_hbm), r.capacity / 1e9, r.least_peak / 1e9,
+                  r.least_layout.c_str());
+    out << buf;
+  }
+  if (r.over_host > 0) {
+    std::snprintf(buf, sizeof buf,
+                  "  %lld layouts fit in HBM but their offloaded states overflow host memory or "
+                  "NVMe\n",
+                  static_cast<long long>(r.over_host));
+    out << buf;
+  }
+  if (invalid > 0)
+    out << "  refused as invalid: " << invalid << " variants (" << invalid_text(r.invalid) << ")\n";
 }
 
-namespace {
 // Runs body(0..n-1) on up to `jobs` threads; the first exception is rethrown after all end.
 void run_parallel(std::size_t n, int32_t jobs, const std::function<void(std::size_t)>& body) {
   std::atomic<std::size_t> next{0};
@@ -337,12 +265,18 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
     for (int64_t g = options.gpus / 2; g >= options.gpus_per_node && counts.size() < 3; g /= 2)
       counts.push_back(g);
   std::vector<Candidate> fitting;
+  result.refused.capacity = capacity;
   for (int64_t g : counts) {
-    for (auto& c : enumerate_layouts(base, g, options.gpus_per_node, options.rank_order)) {
+    LayoutSearch search = search_layouts(base, g, options.gpus_per_node, options.rank_order);
+    for (const auto& [reason, n] : search.invalid) result.refused.invalid[reason] += n;
+    for (auto& c : search.layouts) {
       ++result.enumerated;
       Candidate cand;
       cand.fit = check_fit(c, capacity);
-      if (!cand.fit.fits) continue;
+      if (!cand.fit.fits) {
+        count_misfit(c, cand.fit, result.refused);
+        continue;
+      }
       cand.config = std::move(c);
       cand.estimate_s = estimate_step_seconds(cand.config, options.gpus_per_node);
       fitting.push_back(std::move(cand));
@@ -484,6 +418,7 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
            "congestion\n";
   out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";
   out << "\nwhy:\n";
+  if (result.ranked.empty()) print_refusals(out, result, options);
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
     out << "  #" << i + 1 << ": " << why(c, result.ranked.front()) << '\n';
@@ -551,6 +486,15 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
                     {"refined", result.refined},
                     {"ranked", report::Json::array()}};
   for (const Candidate& c : result.ranked) j["ranked"].push_back(candidate_json(c));
+  const Refusals& r = result.refused;
+  report::Json refused = {
+      {"invalid", report::Json::object()}, {"over_hbm", r.over_hbm}, {"over_host", r.over_host}};
+  for (const auto& [reason, n] : r.invalid) refused["invalid"][reason] = n;
+  if (r.over_hbm > 0) {
+    refused["least_memory_gb"] = r.least_peak / 1e9;
+    refused["least_memory_layout"] = r.least_layout;
+  }
+  j["refused"] = refused;
   report::write_document(out, j);
 }
 

@@ -4,12 +4,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/plan/layout_search.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/step_estimate.h"
 #include "sim/report/step_report.h"
@@ -40,19 +42,6 @@ struct PlanOptions {
   std::function<std::vector<std::string>(const std::string&)> gather;
 };
 
-// Every valid layout of `base`'s model on `gpus` GPUs (tp·cp·pp·dp = gpus): tp dividing
-// gpus_per_node, cp in {1, 2, 4}, pp dividing the layers, interleaving with 2 or 4 virtual
-// stages, schedules 1F1B / interleaved / ZB-H1 (GPipe is left out: the same bubble as 1F1B and
-// m instead of p microbatches of activations), ZeRO 1 or 3, microbatch size 1 or 2, recompute
-// none / selective / full, sequence parallelism whenever tp > 1. For a mixture of experts, also
-// every expert-parallel size ep dividing model.moe.num_experts and tp·cp·dp / etp, with expert
-// TP etp = tp or 1. The batch, precision, offload and cluster of `base` are kept;
-// layers_per_stage is cleared (an even split). `rank_order`, when given, is every layout's;
-// otherwise layouts with ep > 1 take TP_CP_DP_PP and the others keep the base config's.
-std::vector<clustersim::RunConfig> enumerate_layouts(
-    const clustersim::RunConfig& base, int64_t gpus, int32_t gpus_per_node,
-    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt);
-
 struct Candidate {
   clustersim::RunConfig config;
   FitCheck fit;
@@ -64,9 +53,19 @@ struct Candidate {
   double dollars = 0;  // the whole run (cost.train_tokens) at the simulated step time
 };
 
+// Why layouts were left out: what an empty ranking prints.
+struct Refusals {
+  std::map<std::string, int64_t> invalid;  // LayoutSearch::invalid, over every GPU count tried
+  int64_t over_hbm = 0, over_host = 0;     // valid layouts whose GPU or host memory overflows
+  double least_peak = 0;                   // bytes per GPU of the smallest that overflows HBM
+  std::string least_layout;                // and its short_layout
+  double capacity = 0;                     // HBM bytes per GPU
+};
+
 struct PlanResult {
   int64_t enumerated = 0, fitting = 0, simulated = 0, refined = 0;
   std::vector<Candidate> ranked;  // simulated candidates, best first by the objective
+  Refusals refused;
   double wall_s = 0;
 };
 

@@ -275,6 +275,23 @@ Op offload_op(OpMaker& make, Stream stream, double seconds, std::string_view nam
   return op;
 }
 
+// Parameters per all-gather bucket of the distributed optimizer's overlapped gather on model
+// chunk `chunk` of pipeline stage `stage`. Megatron-Core buckets by bucket_size on the first
+// stage's first chunk only: DistributedDataParallel.__init__ (megatron/core/distributed/
+// distributed_data_parallel.py) sets bucket_size = None, one bucket, "if disable_bucketing or
+// pp_rank > 0" ("data-parallel communication on these stages is not on the critical path"), and
+// megatron/training/training.py wraps chunks after the first with disable_bucketing=
+// (model_chunk_idx > 0); NeMo's "the granularity of DP communication becomes the Transformer
+// layers per virtual pipeline stage" describes those others. The gathers are queued back to back
+// on the DP stream at the step's start: the forward pre-hook's finish_param_sync
+// (param_and_grad_buffer.py) waits for its bucket and dispatches next_param_gather_bucket_group,
+// and that wait (torch.distributed Work.wait() on NCCL) holds the compute stream, not the CPU,
+// which runs ahead through the next pre-hooks. So stage 0's first forward waits for its first
+// bucket alone, and a later stage's single gather runs while the pipeline fills.
+int64_t param_gather_bucket(const clustersim::ParallelConfig& par, int32_t stage, int32_t chunk) {
+  return stage == 0 && chunk == 0 ? par.dp_bucket_params() : std::numeric_limits<int64_t>::max();
+}
+
 }  // namespace
 
 workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_t stage,
@@ -349,16 +366,11 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   work.grad_sync_after_backward = !par.overlap_grad_reduce();
   work.grad_sync_every_microbatch = workload::reduces_grads_every_microbatch(par);
   work.overlap_pairs = config.parallel().dualpipe_overlap();
-  // Distributed optimizer: updated bf16 parameters are all-gathered in buckets (without a
-  // pipeline: of dp_bucket_params), each before the first forward op that uses them, as
-  // Megatron's overlap_param_gather does under the next step's forward.
+  // Distributed optimizer: updated bf16 parameters are all-gathered in buckets (see
+  // param_gather_bucket), each before the first forward op that uses them, as Megatron's
+  // overlap_param_gather does under the next step's forward.
   const bool overlap_param_gather =
       (zero == 1 || zero == 2) && dp > 1 && par.overlap_param_gather();
-  // NeMo docs ("Communication Overlap"): the DP communication is chunked by transformer layer;
-  // "when training with pipeline-parallelism, the granularity of DP communication becomes the
-  // Transformer layers per virtual pipeline stage": then one gather per model chunk.
-  const int64_t gather_bucket_params =
-      p > 1 ? std::numeric_limits<int64_t>::max() : par.dp_bucket_params();
 
   // ZeRO-3 / FSDP: a layer's weights are all-gathered on the DP stream before the layer runs.
   // The gather may start once the layer two places back has finished, so at most two layers'
@@ -407,6 +419,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
         2 * tokens * config.model().hidden_size() / (par.sequence_parallel() ? par.tp() : 1);
 
     std::vector<int32_t> ends;
+    const int64_t gather_bucket_params = param_gather_bucket(par, stage, c);
     int64_t gather_params = 0;
     uint32_t gather_before = 0;
     // `params` are used from forward op `first_op` on; a full bucket (or the last) is gathered.

@@ -1,4 +1,5 @@
-// `clustersim plan` on a mixture of experts: EP in the table and JSON; --rank-order pins or fails.
+// `clustersim plan` on a mixture of experts: EP in the table and JSON; --rank-order pins or fails;
+// an empty plan says why and exits 3.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -68,6 +69,13 @@ TEST(CliPlan, AnUnknownRankOrderFailsWithOneLineNamingTheOption) {
       << r.err;
   EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
   EXPECT_TRUE(r.out.empty()) << r.out;
+}
+
+TEST(CliPlan, AModelThatFitsNowhereSaysWhyAndExitsThree) {
+  const auto r = run_cli({"plan", "--preset", "llama3-405b", "--gpus", "8"});
+  EXPECT_EQ(r.code, 3) << r.err;
+  EXPECT_NE(r.out.find("none fits: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GB of HBM per GPU; the least, "), std::string::npos) << r.out;
 }
 
 }  // namespace
