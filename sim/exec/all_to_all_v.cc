@@ -84,4 +84,16 @@ std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Byt
   return edges();
 }
 
+double apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel& wire,
+                        const net::Topology& topology) {
+  double payload = 0, on_wire = 0;
+  for (auto& e : edges) {
+    const bool same_server = topology.vertex(e.src).node == topology.vertex(e.dst).node;
+    payload += e.wire_bytes;
+    e.wire_bytes *= wire.byte_factor / (same_server ? wire.nvlink_efficiency : wire.net_efficiency);
+    on_wire += e.wire_bytes;
+  }
+  return on_wire > 0 ? payload / on_wire : 1.0;
+}
+
 }  // namespace cs::exec

@@ -5,8 +5,10 @@
 #include <span>
 #include <vector>
 
+#include "sim/coll/schedule.h"
 #include "sim/core/units.h"
 #include "sim/net/network.h"
+#include "sim/net/topology.h"
 #include "sim/workload/program.h"
 
 namespace cs::exec {
@@ -28,5 +30,13 @@ struct EpMember {
 // servers. Reversed (combine), every edge runs the other way.
 std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Bytes bytes,
                                                std::span<const EpMember> members);
+
+// Puts `edges` on the wire as NCCL's point-to-point traffic meets it (`wire`, the plan NCCL's
+// model gives the op): every edge's bytes times the protocol's byte_factor, and divided by the
+// NVLink payload efficiency between GPUs of one server (H100: 20.6 of 25 GB/s per link) or by the
+// network transport's share of the NIC rate between servers (96%). Returns the payload's share of
+// the wire bytes (1 when the wire adds nothing), for the report's attribution.
+double apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel& wire,
+                        const net::Topology& topology);
 
 }  // namespace cs::exec
