@@ -8,6 +8,8 @@
 #include <map>
 #include <vector>
 
+#include "sim/net/topology_builder.h"
+
 namespace cs::exec {
 namespace {
 
@@ -73,6 +75,24 @@ TEST(AllToAllV, NodeLimitedRoutingCrossesTheNetworkOncePerServer) {
   for (const auto& [pair, b] : by_pair(all_to_all_v_edges(balanced(8, 4, 0), bytes, gpus)))
     if (pair.first == 0 && pair.second / 2 != 0) unlimited += b;
   EXPECT_DOUBLE_EQ(unlimited, 3000.0);
+}
+
+// Between GPUs of one server bytes pay NVLink's payload efficiency, between servers the
+// network transport's share, and both the protocol's byte factor.
+TEST(AllToAllV, TheWireModelScalesEachEdgeByItsPath) {
+  const net::Topology topo = net::build_topology(net::resolve_topology("dgx-h100"), 16, "dgx-h100");
+  std::vector<net::FluidEdge> edges = {{topo.gpu(0), topo.gpu(1), 1000},
+                                       {topo.gpu(0), topo.gpu(8), 1000}};
+  coll::WireModel wire;
+  wire.byte_factor = 1.25;
+  wire.nvlink_efficiency = 0.8;
+  wire.net_efficiency = 0.96;
+  const double share = apply_wire_model(edges, wire, topo);
+  EXPECT_DOUBLE_EQ(edges[0].wire_bytes, 1000 * 1.25 / 0.8);
+  EXPECT_DOUBLE_EQ(edges[1].wire_bytes, 1000 * 1.25 / 0.96);
+  EXPECT_DOUBLE_EQ(share, 2000 / (edges[0].wire_bytes + edges[1].wire_bytes));
+  // An ideal wire changes nothing.
+  EXPECT_DOUBLE_EQ(apply_wire_model(edges, coll::WireModel{}, topo), 1.0);
 }
 
 }  // namespace
