@@ -17,6 +17,7 @@
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
+#include "sim/exec/all_to_all_v.h"
 #include "sim/exec/interference.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network.h"
@@ -40,8 +41,9 @@ struct RankStats {
   std::array<Time, workload::kNumDims> comm_wait{};
   Time end_wait;    // done, waiting for the slowest rank to finish the step
   Time all_to_all;  // expert-parallel all-to-alls in flight, from their start to their end
-  // The part of `all_to_all` their wire overhead accounts for (set_all_to_all_wire): each
-  // all-to-all's time in flight times the overhead's share of its wire bytes.
+  // The part of `all_to_all` their wire costs account for (set_all_to_all_wire): each
+  // all-to-all's time in flight times the share its busiest endpoint's time grows by with them
+  // (exec::endpoint_seconds).
   Time all_to_all_wire;
   Time finish;  // when the rank's last op completed
   // The part of pipeline_wait before the rank's first compute-stream op: the wait for its first
@@ -318,6 +320,7 @@ class Executor {
   IsolatedCollectiveTimer isolated_timer_;
   bool fluid_ = false;
   bool all_to_all_wire_ = false;
+  std::vector<EndpointBandwidth> endpoint_bw_;  // built with the first all-to-all plan
   bool fold_tp_requested_ = false, fold_dp_requested_ = false;
   std::array<int32_t, workload::kNumDims> fold_{};       // members per simulated rank, by dim
   std::array<int32_t, workload::kNumDims> fold_step_{};  // rank offset between folded copies
@@ -333,7 +336,8 @@ class Executor {
         std::make_shared<std::vector<net::FluidEdge>>();
     Time latency;
     Bytes sent = 0;
-    double payload_share = 1;  // of the wire bytes (apply_wire_model)
+    // Busiest endpoint's time at line rate over its time with the wire costs (all_to_all_v.h).
+    double line_rate_share = 1;
   };
   static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
   std::unordered_map<uint64_t, CachedAllToAll> all_to_all_cache_;

@@ -42,14 +42,16 @@ MoeKernelEffects moe_kernel_effects(const clustersim::RunConfig& config,
   MoeKernelEffects e;
   if (!config.model().has_moe()) return e;
   const workload::RoutingTable routing(config);
-  const int32_t pp = config.parallel().pp();
-  for (int32_t s = 0; s < pp; ++s)
-    for (const int32_t l : workload::stage_layers(config, s)) {
-      if (!workload::is_moe_layer(config.model(), l)) continue;
-      for (const LayerOp& op : moe_layer_ops(config, routing.load(l)))
-        e.grouped_gemm_s += grouped_delta(op, cost);
-    }
-  const double per_gpu = workload::num_microbatches(config.parallel()) / static_cast<double>(pp);
+  // Every microbatch passes every layer once, on whichever stage holds it (DualPipe holds each
+  // layer twice, each copy for half the microbatches): per GPU, layer passes x m / pp.
+  const int32_t layers = config.model().num_layers() + config.model().mtp_layers();
+  for (int32_t l = 0; l < layers; ++l) {
+    if (!workload::is_moe_layer(config.model(), l)) continue;
+    for (const LayerOp& op : moe_layer_ops(config, routing.load(l)))
+      e.grouped_gemm_s += grouped_delta(op, cost);
+  }
+  const double per_gpu = workload::num_microbatches(config.parallel()) /
+                         static_cast<double>(config.parallel().pp());
   e.grouped_gemm_s *= per_gpu;
   return e;
 }

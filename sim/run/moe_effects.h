@@ -9,8 +9,8 @@ namespace cs::run {
 
 // Seconds per GPU per step (negative: saved), the mean over pipeline stages as the kernel-group
 // breakdown takes it, counted over the forward, backward, weight-gradient and recompute ops of
-// every MoE layer each stage holds (multi-token prediction blocks included), every microbatch.
-// An expert op's time is the mean over its EP ranks, as the breakdown counts it.
+// every MoE layer (multi-token prediction blocks included), every microbatch. An expert op's time
+// is the mean over its EP ranks, as the breakdown counts it.
 struct MoeKernelEffects {
   // effects.moe_grouped_gemm: the grouped kernels against one kernel per expert (0 when off).
   double grouped_gemm_s = 0;

@@ -87,12 +87,30 @@ TEST(AllToAllV, TheWireModelScalesEachEdgeByItsPath) {
   wire.byte_factor = 1.25;
   wire.nvlink_efficiency = 0.8;
   wire.net_efficiency = 0.96;
-  const double share = apply_wire_model(edges, wire, topo);
+  apply_wire_model(edges, wire, topo);
   EXPECT_DOUBLE_EQ(edges[0].wire_bytes, 1000 * 1.25 / 0.8);
   EXPECT_DOUBLE_EQ(edges[1].wire_bytes, 1000 * 1.25 / 0.96);
-  EXPECT_DOUBLE_EQ(share, 2000 / (edges[0].wire_bytes + edges[1].wire_bytes));
   // An ideal wire changes nothing.
-  EXPECT_DOUBLE_EQ(apply_wire_model(edges, coll::WireModel{}, topo), 1.0);
+  const auto before = edges;
+  apply_wire_model(edges, coll::WireModel{}, topo);
+  EXPECT_DOUBLE_EQ(edges[0].wire_bytes, before[0].wire_bytes);
+  EXPECT_DOUBLE_EQ(edges[1].wire_bytes, before[1].wire_bytes);
+}
+
+// A DGX H100 GPU pushes 450 GB/s into NVLink and 50 GB/s (its 400 Gb/s NIC) into the network;
+// the busiest endpoint's time is the larger of its bytes over those.
+TEST(AllToAllV, EndpointTimeIsTheBusiestGpusFabric) {
+  const net::Topology topo = net::build_topology(net::resolve_topology("dgx-h100"), 16, "dgx-h100");
+  const auto bw = endpoint_bandwidth(topo);
+  EXPECT_DOUBLE_EQ(bw[topo.gpu(0)].nvlink, 450e9);
+  EXPECT_DOUBLE_EQ(bw[topo.gpu(0)].network, 50e9);
+  // GPU 0 sends 900 MB to its server-mate (2 ms of NVLink) and 50 MB across (1 ms of NIC); GPU 1
+  // receives the 900 MB: 2 ms is the busiest endpoint.
+  std::vector<net::FluidEdge> edges = {{topo.gpu(0), topo.gpu(1), 900e6},
+                                       {topo.gpu(0), topo.gpu(8), 50e6}};
+  EXPECT_DOUBLE_EQ(endpoint_seconds(edges, topo, bw), 2e-3);
+  edges[1].wire_bytes = 150e6;  // now the NIC: 3 ms
+  EXPECT_DOUBLE_EQ(endpoint_seconds(edges, topo, bw), 3e-3);
 }
 
 }  // namespace

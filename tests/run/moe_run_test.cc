@@ -124,6 +124,16 @@ TEST(MoeRun, GroupedGemmsHaveTheirLineAndSwitchOff) {
   EXPECT_NEAR(on.moe.grouped_gemm_s, moved, 1e-6 * std::abs(moved));
   EXPECT_EQ(group_seconds(on, "attention"), group_seconds(off, "attention"));
   EXPECT_NE(on.iteration_time_s, off.iteration_time_s);
+  // DualPipe holds every layer twice, each copy for half the microbatches: the same count.
+  const std::vector<std::string> dualpipe = {"parallel.schedule=DUALPIPE",
+                                             "parallel.virtual_stages=2"};
+  auto dualpipe_off = dualpipe;
+  dualpipe_off.push_back("effects.moe_grouped_gemm=false");
+  const auto pairs_on = run_mixtral(dualpipe), pairs_off = run_mixtral(dualpipe_off);
+  const double pairs_moved =
+      group_seconds(pairs_on, "gemm") + group_seconds(pairs_on, "elementwise") -
+      group_seconds(pairs_off, "gemm") - group_seconds(pairs_off, "elementwise");
+  EXPECT_NEAR(pairs_on.moe.grouped_gemm_s, pairs_moved, 1e-6 * std::abs(pairs_moved));
   // Its own line in the JSON report and in the table.
   EXPECT_NE(report_json(on).find("\"moe_grouped_gemm\": "), std::string::npos);
   std::ostringstream table;
