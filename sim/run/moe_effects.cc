@@ -50,8 +50,8 @@ MoeKernelEffects moe_kernel_effects(const clustersim::RunConfig& config,
     for (const LayerOp& op : moe_layer_ops(config, routing.load(l)))
       e.grouped_gemm_s += grouped_delta(op, cost);
   }
-  const double per_gpu = workload::num_microbatches(config.parallel()) /
-                         static_cast<double>(config.parallel().pp());
+  const double per_gpu =
+      workload::num_microbatches(config.parallel()) / static_cast<double>(config.parallel().pp());
   e.grouped_gemm_s *= per_gpu;
   return e;
 }
