@@ -97,6 +97,7 @@ class KernelCostModel {
   const clustersim::MeasuredKernel* measured(const Kernel& kernel, Precision precision) const;
 
   Time launch_overhead() const { return launch_; }
+  const KernelCostOptions& options() const { return options_; }
 
   // A GEMM's thread blocks on this profile (gemm_ctas below).
   int64_t gemm_ctas(const Kernel& gemm) const;

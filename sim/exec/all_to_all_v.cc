@@ -1,5 +1,7 @@
 #include "sim/exec/all_to_all_v.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 
@@ -82,6 +84,55 @@ std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Byt
     }
   }
   return edges();
+}
+
+void apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel& wire,
+                      const net::Topology& topology) {
+  for (auto& e : edges) {
+    const bool same_server = topology.vertex(e.src).node == topology.vertex(e.dst).node;
+    e.wire_bytes *= wire.byte_factor / (same_server ? wire.nvlink_efficiency : wire.net_efficiency);
+  }
+}
+
+std::vector<EndpointBandwidth> endpoint_bandwidth(const net::Topology& topology) {
+  std::vector<EndpointBandwidth> bw(topology.num_vertices());
+  std::vector<double> nic_out(topology.num_vertices(), 0.0);
+  for (net::LinkId l = 0; l < topology.num_links(); ++l) {
+    const auto from = topology.link_source(l);
+    const auto& link = topology.link(l);
+    const bool gpu = topology.vertex(from).kind == net::VertexKind::kGpu;
+    if (gpu && link.link_class == net::LinkClass::kNvlink)
+      bw[from].nvlink += link.bandwidth.in_bytes_per_s();
+    if (topology.vertex(from).kind == net::VertexKind::kNic &&
+        link.link_class == net::LinkClass::kNetwork)
+      nic_out[from] += link.bandwidth.in_bytes_per_s();
+  }
+  for (net::LinkId l = 0; l < topology.num_links(); ++l) {
+    const auto from = topology.link_source(l), to = topology.link_target(l);
+    if (topology.vertex(from).kind == net::VertexKind::kGpu &&
+        topology.vertex(to).kind == net::VertexKind::kNic)
+      bw[from].network += std::min(nic_out[to], topology.link(l).bandwidth.in_bytes_per_s());
+  }
+  return bw;
+}
+
+double endpoint_seconds(std::span<const net::FluidEdge> edges, const net::Topology& topology,
+                        std::span<const EndpointBandwidth> bandwidth) {
+  // Bytes by vertex: sent and received within the server, sent and received across servers.
+  std::vector<std::array<double, 4>> bytes(bandwidth.size(), {0, 0, 0, 0});
+  for (const auto& e : edges) {
+    const int across = topology.vertex(e.src).node == topology.vertex(e.dst).node ? 0 : 2;
+    bytes[e.src][across] += e.wire_bytes;
+    bytes[e.dst][across + 1] += e.wire_bytes;
+  }
+  double seconds = 0;
+  for (std::size_t v = 0; v < bytes.size(); ++v) {
+    const auto& b = bytes[v];
+    const auto& c = bandwidth[v];
+    if (c.nvlink > 0) seconds = std::max(seconds, std::max(b[0], b[1]) / c.nvlink);
+    if (c.network > 0) seconds = std::max(seconds, std::max(b[2], b[3]) / c.network);
+  }
+  return seconds;
 }
 
 }  // namespace cs::exec

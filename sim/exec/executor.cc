@@ -787,6 +787,14 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
       made.sent += static_cast<Bytes>(std::llround(e.wire_bytes));
       made.latency = std::max(made.latency, network_.path_latency(e.src, e.dst));
     }
+    if (all_to_all_wire_) {
+      // The share of the time the busiest endpoint needs at line rate, for the report's line.
+      if (endpoint_bw_.empty()) endpoint_bw_ = endpoint_bandwidth(topology_);
+      const double line_rate = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
+      apply_wire_model(*made.edges, schedule_key(o.coll_op, o.dim, o.bytes).wire, topology_);
+      const double on_wire = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
+      if (on_wire > 0) made.line_rate_share = line_rate / on_wire;
+    }
     // Kept while the cache stays small (about 24 bytes an edge); larger runs rebuild.
     if (all_to_all_cached_edges_ + made.edges->size() > kMaxCachedAllToAllEdges) {
       all_to_all_scratch_ = std::move(made);
@@ -800,6 +808,7 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
       cached == all_to_all_cache_.end() ? all_to_all_scratch_ : cached->second;
   const Bytes sent = plan.sent;
   const Time latency = plan.latency;
+  const double overhead = 1.0 - plan.line_rate_share;
   comm_.collectives += copy_offsets.size();
   comm_.by_op[static_cast<int>(o.coll_op)] += sent;
   comm_.by_dim[static_cast<int>(o.dim)] += sent;
@@ -807,11 +816,14 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
   std::erase_if(members, [this](int32_t m) { return !is_simulated(m); });
   for (const int32_t m : members) change_load(m, path, +1);
   const Time launch = schedule_key(o.coll_op, o.dim, o.bytes).wire.launch_latency;
-  auto done = [this, members, op, path, started = sim_.now(),
+  auto done = [this, members, op, path, started = sim_.now(), overhead,
                blocking = o.stream == Stream::kCompute, dim = o.dim] {
     for (const int32_t m : members) change_load(m, path, -1);
+    const Time in_flight = sim_.now() - started;
+    const Time wire = Time::ps(std::llround(static_cast<double>(in_flight.count_ps()) * overhead));
     for (const int32_t m : members) {
-      stats_[m].all_to_all += sim_.now() - started;
+      stats_[m].all_to_all += in_flight;
+      stats_[m].all_to_all_wire += wire;
       if (blocking) stats_[m].wait_for(dim) += sim_.now() - started;
       complete(m, op);
     }

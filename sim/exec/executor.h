@@ -17,6 +17,7 @@
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
+#include "sim/exec/all_to_all_v.h"
 #include "sim/exec/interference.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network.h"
@@ -40,7 +41,11 @@ struct RankStats {
   std::array<Time, workload::kNumDims> comm_wait{};
   Time end_wait;    // done, waiting for the slowest rank to finish the step
   Time all_to_all;  // expert-parallel all-to-alls in flight, from their start to their end
-  Time finish;      // when the rank's last op completed
+  // The part of `all_to_all` their wire costs account for (set_all_to_all_wire): each
+  // all-to-all's time in flight times the share its busiest endpoint's time grows by with them
+  // (exec::endpoint_seconds).
+  Time all_to_all_wire;
+  Time finish;  // when the rank's last op completed
   // The part of pipeline_wait before the rank's first compute-stream op: the wait for its first
   // input, which a stage that need not synchronise its optimizer step spends on its previous step.
   Time lead_wait;
@@ -128,6 +133,10 @@ class Executor {
   // Runs the collectives that have a fluid form (coll/fluid.h) as fluid transfers instead of
   // message by message. Off by default.
   void set_fluid_collectives(bool on) { fluid_ = on; }
+  // Expert-parallel all-to-alls of layout programs pay the wire costs NCCL's plan gives their op
+  // (apply_wire_model in all_to_all_v.h); off (the default, and imported traces' all-to-alls):
+  // their payload moves at the links' line rate.
+  void set_all_to_all_wire(bool on) { all_to_all_wire_ = on; }
 
   // How collectives become schedules (NCCL's algorithm / protocol choice and wire costs); the
   // default is NCCL's model for the topology's GPU type with every effect on.
@@ -310,6 +319,8 @@ class Executor {
   std::array<bool, workload::kNumDims> owns_nvlink_{};
   IsolatedCollectiveTimer isolated_timer_;
   bool fluid_ = false;
+  bool all_to_all_wire_ = false;
+  std::vector<EndpointBandwidth> endpoint_bw_;  // built with the first all-to-all plan
   bool fold_tp_requested_ = false, fold_dp_requested_ = false;
   std::array<int32_t, workload::kNumDims> fold_{};       // members per simulated rank, by dim
   std::array<int32_t, workload::kNumDims> fold_step_{};  // rank offset between folded copies
@@ -325,6 +336,8 @@ class Executor {
         std::make_shared<std::vector<net::FluidEdge>>();
     Time latency;
     Bytes sent = 0;
+    // Busiest endpoint's time at line rate over its time with the wire costs (all_to_all_v.h).
+    double line_rate_share = 1;
   };
   static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
   std::unordered_map<uint64_t, CachedAllToAll> all_to_all_cache_;

@@ -16,7 +16,9 @@ Json moe_json(const MoeFigures& m) {
           {"tokens_per_expert_max_over_mean_worst_layer", m.tokens_max_over_mean_worst},
           {"dropped_share", m.dropped_share},
           {"expert_params_per_gpu", static_cast<double>(m.expert_params_per_gpu)},
-          {"expert_memory_gb", m.expert_memory_gb}};
+          {"expert_memory_gb", m.expert_memory_gb},
+          {"effects_s",
+           {{"moe_grouped_gemm", m.grouped_gemm_s}, {"moe_all_to_all_wire", m.all_to_all_wire_s}}}};
 }
 
 void print_moe(std::ostream& out, const MoeFigures& m) {
@@ -32,6 +34,10 @@ void print_moe(std::ostream& out, const MoeFigures& m) {
       fmt("%.2f", m.tokens_max_over_mean) + " (worst layer " +
           fmt("%.2f", m.tokens_max_over_mean_worst) + "), " + fmt("%.1f%%", 100 * m.dropped_share) +
           " dropped");
+  row(out, "  effect moe_grouped_gemm",
+      fmt("%+.4f s", m.grouped_gemm_s) + " compute (grouped kernels vs one per expert)");
+  row(out, "  effect moe_all_to_all_wire",
+      fmt("%+.4f s", m.all_to_all_wire_s) + " all-to-all in flight (NVLink and NIC overheads)");
   row(out, "  expert memory per GPU",
       fmt("%.1f GB", m.expert_memory_gb) + " (" +
           fmt("%.2f", static_cast<double>(m.expert_params_per_gpu) / 1e9) + " B params)");

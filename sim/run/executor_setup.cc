@@ -40,6 +40,7 @@ void configure_executor(exec::Executor& executor, const clustersim::RunConfig& c
       config.cluster().gpu().empty() ? setup.topology.gpu_type : config.cluster().gpu(),
       nccl_settings(config)));
   executor.set_fluid_collectives(config.simulation().fluid_collectives());
+  executor.set_all_to_all_wire(config.effects().moe_all_to_all_wire());
   if (setup.compute_variability) executor.set_compute_variability(*setup.compute_variability);
   executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() &&
                                     setup.reuse_isolated && !setup.ranks_differ);

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
+#include "sim/run/moe_effects.h"
 #include "sim/workload/moe.h"
 
 namespace cs::run {
 
 report::MoeFigures moe_figures(const clustersim::RunConfig& config,
                                const std::vector<exec::RankStats>& stats,
-                               const workload::MemoryBreakdown& peak) {
+                               const workload::MemoryBreakdown& peak,
+                               const compute::KernelCostModel& cost) {
   report::MoeFigures f;
   const auto& model = config.model();
   if (!model.has_moe()) return f;
@@ -20,7 +22,9 @@ report::MoeFigures moe_figures(const clustersim::RunConfig& config,
     f.all_to_all_s += st.all_to_all.as_seconds() / static_cast<double>(stats.size());
     f.all_to_all_exposed_s +=
         st.wait_for(workload::Dim::kEp).as_seconds() / static_cast<double>(stats.size());
+    f.all_to_all_wire_s += st.all_to_all_wire.as_seconds() / static_cast<double>(stats.size());
   }
+  f.grouped_gemm_s = moe_kernel_effects(config, cost).grouped_gemm_s;
   const workload::RoutingTable routing(config);
   double sum = 0, dropped = 0, worst = 0;
   int32_t layers = 0;

@@ -4,6 +4,7 @@
 #include <limits>
 #include <unordered_map>
 
+#include "sim/compute/grouped_gemm.h"
 #include "sim/cost/host.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/layout_config.h"
@@ -119,8 +120,7 @@ class OpMaker {
       std::vector<Time> times;
       Time sum;
       for (const auto& parts : lop.rank_parts) {
-        Time t;
-        for (const auto& k : parts) t += cost_.time(k, lop.precision);
+        const Time t = compute::expert_part_time(cost_, parts, lop.precision, lop.grouped);
         times.push_back(t);
         sum += t;
       }

@@ -407,7 +407,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       r.memory.in_flight_microbatches = f.peak_in_flight;
     }
   }
-  r.moe = moe_figures(config, stats, peak_memory);
+  r.moe = moe_figures(config, stats, peak_memory,
+                      compute::KernelCostModel(gpu, compute::cost_options(config.effects())));
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
   fill_offload(r, config, programs);

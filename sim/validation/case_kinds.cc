@@ -8,6 +8,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/validation/collective_case.h"
 #include "sim/validation/kernel_cases.h"
+#include "sim/validation/moe_cases.h"
 
 namespace cs::validation {
 
@@ -77,6 +78,20 @@ ModelValue model_interference(const ValidationCase& c) {
           std::to_string(load.sms) + " SMs held by NCCL, " + std::to_string(ctas) + " GEMM CTAs"};
 }
 
+void check_grouped_gemm_case(const ValidationCase& c, const std::string& where) {
+  check_grouped_gemm(c.grouped_gemm(), where);
+}
+ModelValue model_grouped_gemm(const ValidationCase& c) {
+  return {true, grouped_gemm_tflops(c.grouped_gemm()), ""};
+}
+
+void check_all_to_all_case(const ValidationCase& c, const std::string& where) {
+  check_all_to_all(c.all_to_all(), where);
+}
+ModelValue model_all_to_all(const ValidationCase& c) {
+  return {true, all_to_all_gbps(c.all_to_all()), ""};
+}
+
 constexpr std::array kKinds = {
     CaseKind{ValidationCase::kGemm, "gemm", "TFLOP/s", &check_gemm_case, &model_gemm},
     CaseKind{ValidationCase::kAttention, "attention", "TFLOP/s", &check_attention_case,
@@ -85,6 +100,10 @@ constexpr std::array kKinds = {
              &model_collective},
     CaseKind{ValidationCase::kInterference, "interference", "x", &check_interference_case,
              &model_interference},
+    CaseKind{ValidationCase::kGroupedGemm, "grouped_gemm", "TFLOP/s", &check_grouped_gemm_case,
+             &model_grouped_gemm},
+    CaseKind{ValidationCase::kAllToAll, "all_to_all", "GB/s", &check_all_to_all_case,
+             &model_all_to_all},
 };
 
 }  // namespace

@@ -43,6 +43,8 @@ struct LayerOp {
   // EP coordinate runs instead (their times add up; `kernel` is their mean, for FLOP counts).
   // An all-to-all over EP: how its bytes spread over the members (`bytes` is what each sends).
   std::vector<std::vector<compute::Kernel>> rank_parts;
+  // Each EP rank's parts run as one grouped kernel (compute::expert_part_time), not one by one.
+  bool grouped = false;
   AllToAllV all_to_all;  // when comm is {kEp, kAllToAll}
 
   std::string_view name() const { return is_comm ? comm_name : kernel.name; }

@@ -8,7 +8,7 @@
 namespace cs::workload {
 namespace {
 
-constexpr double kActBytes = 2.0;  // bf16 activations and gradients
+constexpr double kBf16Bytes = 2.0;  // bf16 activations and gradients
 using compute::KernelGroup;
 
 // One GPU's share of a MoE block and the op list being built.
@@ -32,6 +32,7 @@ class MoeBuilder {
     routing_kernels_ = config.effects().moe_routing_kernels();
     fp8_dispatch_ = moe_.fp8_dispatch() && config.precision() == clustersim::FP8;
     fp8_casts_ = config.effects().fp8_casts();
+    grouped_gemm_ = config.effects().moe_grouped_gemm();
   }
 
   std::vector<LayerOp> take() { return std::move(ops_); }
@@ -100,33 +101,33 @@ class MoeBuilder {
     if (!backward) add(gemm_op("moe_router_fwd", t_in_, e, h_, clustersim::BF16));
     if (routing_kernels_)
       memory(backward ? "moe_router_scores_bwd" : "moe_router_scores_fwd",
-             logits * (kActBytes + 4.0) + picks * 8.0, 5.0 * logits, KernelGroup::kMoeRouting);
+             logits * (kBf16Bytes + 4.0) + picks * 8.0, 5.0 * logits, KernelGroup::kMoeRouting);
     if (backward) add(gemm_op("moe_router_dgrad", t_in_, h_, e, clustersim::BF16));
   }
   // Gathering each token's copies in expert order: read T_in rows of h, write the copies.
   void permute(std::string_view name) {
     if (!routing_kernels_) return;
     const double rows = static_cast<double>(t_in_) + copies();
-    memory(name, rows * static_cast<double>(h_) * kActBytes, 0, KernelGroup::kMoeRouting);
+    memory(name, rows * static_cast<double>(h_) * kBf16Bytes, 0, KernelGroup::kMoeRouting);
   }
   // The weighted sum of a token's copies back into its row.
   void unpermute(std::string_view name) {
     if (!routing_kernels_) return;
     const double rows = static_cast<double>(t_in_) + copies();
-    memory(name, rows * static_cast<double>(h_) * kActBytes, 2.0 * copies() * h_,
+    memory(name, rows * static_cast<double>(h_) * kBf16Bytes, 2.0 * copies() * h_,
            KernelGroup::kMoeRouting);
   }
   // FP8 tokens with a 4-byte scale per 128 elements (DeepSeek-V3's 1x128 activation tiles).
   static constexpr double kFp8TokenBytes = 1.0 + 4.0 / 128.0;
   void quantize(std::string_view name) {
     if (!fp8_dispatch_ || !fp8_casts_ || ep_ == 1) return;
-    memory(name, copies() * h_ * (kActBytes + kFp8TokenBytes), copies() * h_,
+    memory(name, copies() * h_ * (kBf16Bytes + kFp8TokenBytes), copies() * h_,
            KernelGroup::kFp8Cast);
   }
   void dispatch(std::string_view name, bool reverse, bool fp8 = false) {
     if (ep_ == 1) return;
     comm(LayerComm{Dim::kEp, coll::Op::kAllToAll}, name,
-         copies() * h_ * (fp8 ? kFp8TokenBytes : kActBytes));
+         copies() * h_ * (fp8 ? kFp8TokenBytes : kBf16Bytes));
     AllToAllV& v = ops_.back().all_to_all;
     v.share = load_.rank_share;
     const double kept = std::accumulate(v.share.begin(), v.share.end(), 0.0);
@@ -140,7 +141,7 @@ class MoeBuilder {
   // and their output reduce-scattered (sizes: their mean over EP ranks).
   void etp_comm(coll::Op op, std::string_view name) {
     if (gather_ == 1) return;
-    comm(LayerComm{Dim::kTp, op}, name, static_cast<double>(gather_) * copies() * h_ * kActBytes);
+    comm(LayerComm{Dim::kTp, op}, name, static_cast<double>(gather_) * copies() * h_ * kBf16Bytes);
   }
 
   // Tokens expert x gets: every EP rank's (and, under ETP, every TP rank's) copies routed to it.
@@ -152,14 +153,16 @@ class MoeBuilder {
   compute::Kernel activation(std::string_view name, int64_t m, bool backward) const {
     const double n = static_cast<double>(m) * static_cast<double>(ffn_shard_);
     const double tensors = swiglu_ ? (backward ? 5.0 : 3.0) : (backward ? 3.0 : 2.0);
-    return compute::memory_bound(name, tensors * kActBytes * n, (backward ? 12.0 : 8.0) * n,
+    return compute::memory_bound(name, tensors * kBf16Bytes * n, (backward ? 12.0 : 8.0) * n,
                                  KernelGroup::kElementwise);
   }
 
-  // One op of every local expert's kernel `make(tokens)`, each EP rank's experts its parts.
+  // One op of every local expert's kernel `make(tokens)`, each EP rank's experts its parts, run
+  // as one grouped kernel per rank under effects.moe_grouped_gemm.
   template <typename Make>
   void grouped(Make make) {
     LayerOp op;
+    op.grouped = grouped_gemm_;
     const std::size_t per_rank = load_.kept.size() / static_cast<std::size_t>(ep_);
     op.rank_parts.resize(static_cast<std::size_t>(ep_));
     int64_t tokens = 0;
@@ -220,7 +223,7 @@ class MoeBuilder {
     const int64_t ffn = moe_.shared_expert_ffn_hidden_size() / tp_;
     if (ffn == 0) return;
     const int64_t up_n = (swiglu_ ? 2 : 1) * ffn;
-    const double hidden = static_cast<double>(tokens_) * h_ * kActBytes;
+    const double hidden = static_cast<double>(tokens_) * h_ * kBf16Bytes;
     auto tp = [&](coll::Op op, std::string_view name) {
       if (tp_ > 1) comm(LayerComm{Dim::kTp, sp_ ? op : coll::Op::kAllReduce}, name, hidden);
     };
@@ -230,18 +233,18 @@ class MoeBuilder {
       case Phase::kForward:
         if (sp_) tp(coll::Op::kAllGather, "shared_sp_ag");
         add(gemm_op("shared_up_fwd", tokens_, up_n, h_, p));
-        memory("shared_act_fwd", (swiglu_ ? 3.0 : 2.0) * kActBytes * act, 8.0 * act,
+        memory("shared_act_fwd", (swiglu_ ? 3.0 : 2.0) * kBf16Bytes * act, 8.0 * act,
                KernelGroup::kElementwise);
         add(gemm_op("shared_down_fwd", tokens_, h_, ffn, p));
         tp(coll::Op::kReduceScatter, "shared_sp_rs");
         // The routed and shared outputs are summed.
-        memory("shared_add_fwd", 3.0 * kActBytes * static_cast<double>(t_in_) * h_, 0,
+        memory("shared_add_fwd", 3.0 * kBf16Bytes * static_cast<double>(t_in_) * h_, 0,
                KernelGroup::kElementwise);
         break;
       case Phase::kBackward:
         if (sp_) tp(coll::Op::kAllGather, "shared_sp_ag_bwd");
         add(gemm_op("shared_down_dgrad", tokens_, ffn, h_, p));
-        memory("shared_act_bwd", (swiglu_ ? 5.0 : 3.0) * kActBytes * act, 12.0 * act,
+        memory("shared_act_bwd", (swiglu_ ? 5.0 : 3.0) * kBf16Bytes * act, 12.0 * act,
                KernelGroup::kElementwise);
         add(gemm_op("shared_up_dgrad", tokens_, h_, up_n, p));
         tp(coll::Op::kReduceScatter, "shared_sp_rs_bwd");
@@ -260,7 +263,7 @@ class MoeBuilder {
   int64_t tp_ = 1, ep_ = 1, etp_ = 1, h_ = 0, tokens_ = 0, t_in_ = 0, gather_ = 1, ffn_shard_ = 0;
   double kept_ = 1;
   bool sp_ = false, swiglu_ = false, routing_kernels_ = true;
-  bool fp8_dispatch_ = false, fp8_casts_ = true;
+  bool fp8_dispatch_ = false, fp8_casts_ = true, grouped_gemm_ = true;
   std::vector<LayerOp> ops_;
 };
 

@@ -8,6 +8,8 @@
 #include <map>
 #include <vector>
 
+#include "sim/net/topology_builder.h"
+
 namespace cs::exec {
 namespace {
 
@@ -73,6 +75,42 @@ TEST(AllToAllV, NodeLimitedRoutingCrossesTheNetworkOncePerServer) {
   for (const auto& [pair, b] : by_pair(all_to_all_v_edges(balanced(8, 4, 0), bytes, gpus)))
     if (pair.first == 0 && pair.second / 2 != 0) unlimited += b;
   EXPECT_DOUBLE_EQ(unlimited, 3000.0);
+}
+
+// Between GPUs of one server bytes pay NVLink's payload efficiency, between servers the
+// network transport's share, and both the protocol's byte factor.
+TEST(AllToAllV, TheWireModelScalesEachEdgeByItsPath) {
+  const net::Topology topo = net::build_topology(net::resolve_topology("dgx-h100"), 16, "dgx-h100");
+  std::vector<net::FluidEdge> edges = {{topo.gpu(0), topo.gpu(1), 1000},
+                                       {topo.gpu(0), topo.gpu(8), 1000}};
+  coll::WireModel wire;
+  wire.byte_factor = 1.25;
+  wire.nvlink_efficiency = 0.8;
+  wire.net_efficiency = 0.96;
+  apply_wire_model(edges, wire, topo);
+  EXPECT_DOUBLE_EQ(edges[0].wire_bytes, 1000 * 1.25 / 0.8);
+  EXPECT_DOUBLE_EQ(edges[1].wire_bytes, 1000 * 1.25 / 0.96);
+  // An ideal wire changes nothing.
+  const auto before = edges;
+  apply_wire_model(edges, coll::WireModel{}, topo);
+  EXPECT_DOUBLE_EQ(edges[0].wire_bytes, before[0].wire_bytes);
+  EXPECT_DOUBLE_EQ(edges[1].wire_bytes, before[1].wire_bytes);
+}
+
+// A DGX H100 GPU pushes 450 GB/s into NVLink and 50 GB/s (its 400 Gb/s NIC) into the network;
+// the busiest endpoint's time is the larger of its bytes over those.
+TEST(AllToAllV, EndpointTimeIsTheBusiestGpusFabric) {
+  const net::Topology topo = net::build_topology(net::resolve_topology("dgx-h100"), 16, "dgx-h100");
+  const auto bw = endpoint_bandwidth(topo);
+  EXPECT_DOUBLE_EQ(bw[topo.gpu(0)].nvlink, 450e9);
+  EXPECT_DOUBLE_EQ(bw[topo.gpu(0)].network, 50e9);
+  // GPU 0 sends 900 MB to its server-mate (2 ms of NVLink) and 50 MB across (1 ms of NIC); GPU 1
+  // receives the 900 MB: 2 ms is the busiest endpoint.
+  std::vector<net::FluidEdge> edges = {{topo.gpu(0), topo.gpu(1), 900e6},
+                                       {topo.gpu(0), topo.gpu(8), 50e6}};
+  EXPECT_DOUBLE_EQ(endpoint_seconds(edges, topo, bw), 2e-3);
+  edges[1].wire_bytes = 150e6;  // now the NIC: 3 ms
+  EXPECT_DOUBLE_EQ(endpoint_seconds(edges, topo, bw), 3e-3);
 }
 
 }  // namespace

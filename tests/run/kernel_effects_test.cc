@@ -7,6 +7,7 @@
 
 #include "sim/config/run_config.h"
 #include "sim/run/step_simulation.h"
+#include "tests/support/run_fixtures.h"
 
 namespace cs::run {
 namespace {
@@ -18,11 +19,7 @@ clustersim::RunConfig small_gpt3(std::vector<std::string> overrides) {
   return load_run_config("", "gpt3-175b", overrides).config;
 }
 
-double group_seconds(const report::StepReport& r, const std::string& group) {
-  for (const auto& [name, seconds] : r.compute_by_kernel_group_s)
-    if (name == group) return seconds;
-  return 0;
-}
+using testing_support::group_seconds;
 
 TEST(KernelEffects, BreakdownSumsToComputeAndEachSwitchRemovesItsLine) {
   const auto on = simulate_step(small_gpt3({}), "test");

@@ -2,6 +2,8 @@
 // move the step the way they should, and folding expert-data-parallel replicas changes nothing.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 namespace cs::run {
 namespace {
 
+using testing_support::group_seconds;
 using testing_support::report_json;
 
 clustersim::RunConfig mixtral(std::vector<std::string> more = {}) {
@@ -106,6 +109,53 @@ TEST(MoeRun, DualPipePairsHideAllToAllsBehindTheOtherHalfsCompute) {
   // What runs beside the all-to-alls is slowed: a cost of its own in the breakdown.
   EXPECT_GT(overlapped.interference_s, alone.interference_s);
   EXPECT_EQ(report_json(overlapped), report_json(run_mixtral(dualpipe)));  // bit for bit
+}
+
+// 2 experts per EP rank of 1024 tokens each: the grouped kernel packs their tiles into shared
+// waves and launches once. Its line is exactly what it changes in the expert GEMMs and
+// activations, and switched off it is gone.
+TEST(MoeRun, GroupedGemmsHaveTheirLineAndSwitchOff) {
+  const auto on = run_mixtral();
+  const auto off = run_mixtral({"effects.moe_grouped_gemm=false"});
+  EXPECT_EQ(off.moe.grouped_gemm_s, 0);
+  EXPECT_NE(on.moe.grouped_gemm_s, 0);
+  const double moved = group_seconds(on, "gemm") + group_seconds(on, "elementwise") -
+                       group_seconds(off, "gemm") - group_seconds(off, "elementwise");
+  EXPECT_NEAR(on.moe.grouped_gemm_s, moved, 1e-6 * std::abs(moved));
+  EXPECT_EQ(group_seconds(on, "attention"), group_seconds(off, "attention"));
+  EXPECT_NE(on.iteration_time_s, off.iteration_time_s);
+  // DualPipe holds every layer twice, each copy for half the microbatches: the same count.
+  const std::vector<std::string> dualpipe = {"parallel.schedule=DUALPIPE",
+                                             "parallel.virtual_stages=2"};
+  auto dualpipe_off = dualpipe;
+  dualpipe_off.push_back("effects.moe_grouped_gemm=false");
+  const auto pairs_on = run_mixtral(dualpipe), pairs_off = run_mixtral(dualpipe_off);
+  const double pairs_moved =
+      group_seconds(pairs_on, "gemm") + group_seconds(pairs_on, "elementwise") -
+      group_seconds(pairs_off, "gemm") - group_seconds(pairs_off, "elementwise");
+  EXPECT_NEAR(pairs_on.moe.grouped_gemm_s, pairs_moved, 1e-6 * std::abs(pairs_moved));
+  // Its own line in the JSON report and in the table.
+  EXPECT_NE(report_json(on).find("\"moe_grouped_gemm\": "), std::string::npos);
+  std::ostringstream table;
+  report::print_table(table, on);
+  EXPECT_NE(table.str().find("effect moe_grouped_gemm"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("effect moe_all_to_all_wire"), std::string::npos);
+}
+
+// EP 4 on one server: every all-to-all byte crosses NVLink, which NCCL's Hopper plan runs at 20.6
+// of 25 GB/s per link. The line is the in-flight time that overhead's share accounts for.
+TEST(MoeRun, AllToAllWireCostsSlowNvlinkAllToAllsAndSwitchOff) {
+  const auto on = run_mixtral();
+  const auto off = run_mixtral({"effects.moe_all_to_all_wire=false"});
+  EXPECT_EQ(off.moe.all_to_all_wire_s, 0);
+  EXPECT_NEAR(on.moe.all_to_all_wire_s, on.moe.all_to_all_s * (1 - 20.6 / 25), 1e-9);
+  // The payload part of the time in flight is what runs at line rate without the effect; the
+  // rest is launch and path latency, the same either way.
+  EXPECT_GT(on.moe.all_to_all_s, 1.15 * off.moe.all_to_all_s);
+  EXPECT_LT(on.moe.all_to_all_s, 25 / 20.6 * off.moe.all_to_all_s);
+  EXPECT_GT(on.iteration_time_s, off.iteration_time_s);
+  EXPECT_EQ(on.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)],
+            off.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)]);  // payload counted
 }
 
 }  // namespace

@@ -19,6 +19,13 @@ inline clustersim::RunConfig small_llama(std::vector<std::string> overrides = {}
   return load_run_config("", "llama3-8b", overrides).config;
 }
 
+// Seconds per GPU of kernel group `group` in the report's breakdown (0 when it has no line).
+inline double group_seconds(const report::StepReport& r, const std::string& group) {
+  for (const auto& [name, seconds] : r.compute_by_kernel_group_s)
+    if (name == group) return seconds;
+  return 0;
+}
+
 // The report as `run --json` writes it, less the host block (wall time differs run to run).
 inline std::string report_json(const report::StepReport& r) {
   std::ostringstream out;

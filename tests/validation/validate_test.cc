@@ -12,11 +12,13 @@
 
 #include "sim/cli/commands.h"
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/grouped_gemm.h"
 #include "sim/compute/kernel.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/exec/interference.h"
 #include "sim/validation/case_file.h"
 #include "sim/validation/case_kinds.h"
+#include "sim/validation/moe_cases.h"
 #include "sim/validation/validate.h"
 #include "tests/support/test_helpers.h"
 
@@ -163,6 +165,51 @@ TEST(ValidationModel, InterferenceCountsWavesOverTheGemmCtasTheSourceReports) {
       "\"all_gather\" topology: \"dgx-h100\" gpus: 8 size_bytes: 1048576 } comm_ctas: 24";
   EXPECT_DOUBLE_EQ(run_case(one_case(body + " gemm_ctas: 132 }", 1.7, "x")).model, 2.0);
   EXPECT_DOUBLE_EQ(run_case(one_case(body + " gemm_ctas: 100 }", 1.7, "x")).model, 1.0);
+}
+
+TEST(ValidationModel, GroupedGemmIsTheGroupedKernelModel) {
+  const auto r = run_case(
+      one_case("grouped_gemm { gpu: \"h100\" groups: 16 m: 2048 n: 768 k: 2048 }", 1, "TFLOP/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  const std::vector<compute::Kernel> experts(16, compute::gemm("g", 2048, 768, 2048, 2.0));
+  const double flops = 16 * 2.0 * 2048 * 768 * 2048;
+  EXPECT_DOUBLE_EQ(
+      r.model,
+      flops / compute::grouped_gemm_time(model, experts, compute::Precision::kBf16).as_seconds() *
+          1e-12);
+  EXPECT_EQ(r.kind, "grouped_gemm");
+}
+
+clustersim::AllToAllCase all_to_all_case(const std::string& body) {
+  return one_case("all_to_all { " + body + " }", 1, "GB/s").spec.all_to_all();
+}
+
+// 1 GB over 8 H100s: 7/8 of it crosses NVLink, at 20.6 of 25 GB/s per link with the wire costs
+// (nccl_plan's Hopper payload efficiency), at 450 GB/s line rate without.
+TEST(ValidationModel, NcclAllToAllRunsNvlinkAtItsPayloadEfficiency) {
+  const auto a = all_to_all_case(
+      "topology: \"dgx-h100\" gpus: 8 metric: NCCL_TESTS_BUSBW size_bytes: 1073741824");
+  EXPECT_NEAR(all_to_all_gbps(a), 450 * 20.6 / 25, 0.005 * 450);
+  EXPECT_NEAR(all_to_all_gbps(a, false), 450, 0.005 * 450);
+  EXPECT_EQ(run_case(one_case("all_to_all { topology: \"dgx-h100\" gpus: 8 metric: "
+                              "NCCL_TESTS_BUSBW size_bytes: 1073741824 }",
+                              1, "GB/s"))
+                .model,
+            all_to_all_gbps(a));
+}
+
+// DeepSeek-V3's EP 64 over 8 H800 servers is NIC-bound: the wire costs take the NIC from 50 to
+// NCCL's 48 GB/s, and DeepEP's RDMA metric follows.
+TEST(ValidationModel, DeepEpRdmaMetricFollowsTheNic) {
+  const std::string ep64 =
+      "topology: \"h800-cluster\" gpus: 64 metric: DEEPEP_RDMA tokens: 4096 hidden: 7168 "
+      "top_k: 8 max_nodes: 4 fp8: true";
+  const double on = all_to_all_gbps(all_to_all_case(ep64));
+  const double off = all_to_all_gbps(all_to_all_case(ep64), false);
+  EXPECT_NEAR(off / on, 50.0 / 48.0, 0.01);
+  // Each token crosses to 4 servers of 8, its own among them half the time: 3.5 of its 4
+  // counted servers go over the NIC, so the metric reads 4 / 3.5 of the NIC rate.
+  EXPECT_NEAR(on, 48 * 4 / 3.5, 0.02 * 48 * 4 / 3.5);
 }
 
 // --- verdicts
@@ -324,6 +371,17 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
                                 "size_bytes: 1024 }",
                                 10, "GB/s"))
                 .find("collective.op"),
+            std::string::npos);
+  EXPECT_NE(error_for("groups.textproto",
+                      case_file("grouped_gemm { gpu: \"h100\" groups: 0 m: 64 n: 64 k: 64 }", 10,
+                                "TFLOP/s"))
+                .find("grouped_gemm.groups must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(error_for("a2a.textproto",
+                      case_file("all_to_all { topology: \"dgx-h100\" gpus: 8 metric: DEEPEP_RDMA "
+                                "tokens: 64 hidden: 0 top_k: 2 }",
+                                10, "GB/s"))
+                .find("all_to_all.hidden must be >= 1"),
             std::string::npos);
   EXPECT_NE(error_for("empty.textproto", "").find("at least one case"), std::string::npos);
 }

@@ -110,5 +110,21 @@ TEST(MoeOps, GroupedGemmsFollowEachRanksTokens) {
   EXPECT_EQ(dispatch->comm.dim, Dim::kEp);
 }
 
+TEST(MoeOps, ExpertOpsRunGroupedUnlessTheEffectIsOff) {
+  for (const bool on : {true, false}) {
+    auto config = mixtral({std::string("effects.moe_grouped_gemm=") + (on ? "true" : "false")});
+    const ExpertLoad load = RoutingTable(config).load(0);
+    int expert_ops = 0;
+    for (const Phase phase : {Phase::kForward, Phase::kBackward, Phase::kWeightGrad})
+      for (const auto& op : moe_block_ops(config, phase, load)) {
+        if (op.rank_parts.empty()) continue;
+        ++expert_ops;
+        EXPECT_EQ(op.grouped, on) << op.kernel.name;
+      }
+    // fc1, activation, fc2 forward and backward; fc1, fc2 weight gradients.
+    EXPECT_EQ(expert_ops, 8);
+  }
+}
+
 }  // namespace
 }  // namespace cs::workload

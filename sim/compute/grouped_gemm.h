@@ -1,0 +1,38 @@
+// Times the expert GEMMs of one EP rank as one grouped kernel, the way Megatron-Core's grouped
+// GEMM (Transformer Engine's CUTLASS grouped GEMM) and DeepGEMM's contiguous layout run them.
+#pragma once
+
+#include <span>
+
+#include "sim/compute/kernel.h"
+#include "sim/compute/kernel_cost.h"
+#include "sim/core/units.h"
+
+namespace cs::compute {
+
+// Bytes of one output element of a grouped GEMM: bf16, in BF16 and in FP8 (DeepGEMM and
+// Transformer Engine write bf16 results from FP8 inputs).
+inline constexpr double kGroupedGemmOutputBytes = 2.0;
+
+// One kernel launch for every GEMM in `gemms` (each expert's, with its own m, n and k). Its
+// output tiles (tile_m x tile_n, in the orientation that finishes first) from every GEMM share
+// the SMs in whole waves of one tile per SM, so a few tokens per expert no longer leave most SMs
+// idle as a GEMM per expert does; each expert's rows are still padded to whole tiles. A tile runs
+// its mainloop over k, with the per-tile fixed cost k_half as the dense model counts it, then
+// stores its output tile before its next mainloop starts (CUTLASS's cooperative grouped schedule
+// and DeepGEMM keep the tensor cores idle while the epilogue stores; all SMs store at once, so the
+// store takes tile bytes x SMs / HBM bandwidth). The HBM roofline, one pipeline fill (when
+// KernelCostOptions::gemm_pipeline_fill) and one launch overhead complete it. Empty GEMMs (m, n
+// or k 0) are skipped; with none left the kernel still launches. Precisions as the dense model:
+// the peak and ceiling of `precision` at the clock GEMMs run at.
+Time grouped_gemm_time(const KernelCostModel& cost, std::span<const Kernel> gemms,
+                       Precision precision);
+
+// One EP rank's share of an expert op: its kernels back to back (a GEMM or an activation per
+// local expert), or, when `grouped`, its GEMMs as one grouped kernel (grouped_gemm_time) and
+// anything else as one kernel over all of their bytes and FLOPs, as Megatron-Core applies the
+// experts' activation once to the whole permuted tensor.
+Time expert_part_time(const KernelCostModel& cost, std::span<const Kernel> parts,
+                      Precision precision, bool grouped);
+
+}  // namespace cs::compute
