@@ -29,6 +29,13 @@ ModelValue model_attention(const ValidationCase& c) {
   return {true, attention_tflops(c.attention()), ""};
 }
 
+void check_memory_case(const ValidationCase& c, const std::string& where) {
+  check_memory(c.memory(), where);
+}
+ModelValue model_memory(const ValidationCase& c) {
+  return {true, memory_tbps(c.memory()), ""};
+}
+
 void check_collective_case(const ValidationCase& c, const std::string& where) {
   check_collective(c.collective(), where, "collective.");
 }
@@ -85,6 +92,7 @@ constexpr std::array kKinds = {
              &model_collective},
     CaseKind{ValidationCase::kInterference, "interference", "x", &check_interference_case,
              &model_interference},
+    CaseKind{ValidationCase::kMemory, "memory", "TB/s", &check_memory_case, &model_memory},
 };
 
 }  // namespace

@@ -34,7 +34,7 @@ std::span<const CaseKind> case_kinds();
 const CaseKind* find_kind(std::string_view name);
 // The kind of `c`, or nullptr when it has none set.
 const CaseKind* kind_of(const clustersim::ValidationCase& c);
-// "gemm, attention, collective, interference", for messages.
+// "gemm, attention, collective, interference, memory", for messages.
 std::string kind_names();
 
 }  // namespace cs::validation
