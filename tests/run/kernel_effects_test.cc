@@ -60,7 +60,9 @@ TEST(KernelEffects, SmallModelEffectsHaveTheirOwnLines) {
   const struct {
     const char* effect;
     const char* line;
-  } effects[] = {{"attention_softmax_exp", "attention_softmax_exp"}};
+  } effects[] = {{"attention_softmax_exp", "attention_softmax_exp"},
+                 {"embedding_dense_grad", "embedding_grad"},
+                 {"grad_buffer_kernels", "grad_buffer"}};
   for (const auto& e : effects) {
     const double line = group_seconds(on, e.line);
     EXPECT_GT(line, 0) << e.line;
