@@ -3,7 +3,8 @@
 one switched off in turn. The effects are read from proto/config.proto's EffectsConfig, so a new
 effect appears here without touching this script.
 
-Usage: effects_table.py BIN OUT.md [PRESET ...]   (default: every workload preset but 405B)
+Usage: effects_table.py BIN OUT.md [PRESET ...]   (default: llama3.2-1b, llama3-8b, llama3-70b,
+gpt3-175b)
 """
 import json
 import re
@@ -34,7 +35,7 @@ def step_time(binary, preset, overrides):
 def main():
     binary, out_path, presets = sys.argv[1], sys.argv[2], sys.argv[3:]
     if not presets:
-        presets = ["llama3-8b", "llama3-70b", "gpt3-175b"]
+        presets = ["llama3.2-1b", "llama3-8b", "llama3-70b", "gpt3-175b"]
     fields = effect_fields()
     lines = ["# What each effect costs", "",
              "Step time (s) of each preset with every effect on (MFU and peak memory per GPU in",

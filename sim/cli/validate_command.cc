@@ -34,10 +34,10 @@ int validate_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string json;
   po::options_description opts(
       "usage: clustersim validate [options]\n\n"
-      "Runs each validation case (GEMM, grouped-GEMM and attention kernels through the kernel\n"
-      "cost model, collectives over a topology as `clustersim collective` does, expert-parallel\n"
-      "all-to-alls as a step sends them) against the published\n"
-      "measurement it cites, and prints model, published value, error and tolerance per case.\n"
+      "Runs each validation case (GEMM, grouped-GEMM, attention and memory-bound kernels through\n"
+      "the kernel cost model, collectives over a topology as `clustersim collective` does,\n"
+      "expert-parallel all-to-alls as a step sends them) against the published measurement it\n"
+      "cites, and prints model, published value, error and tolerance per case.\n"
       "Cases whose effect has no model yet are skipped, with the reason. Exits 1 if any case\n"
       "fails. The built-in cases are in workloads/validation/ (schema: proto/validation.proto).\n\n"
       "options");

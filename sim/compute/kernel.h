@@ -18,21 +18,24 @@ enum class KernelKind : uint8_t {
 // What a kernel is for, so that reports can say where the time goes and effects can be switched
 // off by group. Order and names are the report's; kNumGroups must stay last.
 enum class KernelGroup : uint8_t {
-  kGemm,         // the linear layers' GEMMs
-  kAttention,    // FlashAttention, or the unfused path's score GEMMs and softmax
-  kNorm,         // RMSNorm / LayerNorm, forward and backward
-  kElementwise,  // RoPE, activations, residual adds, bias adds and gradients, dropout
-  kLoss,         // embedding gather / scatter-add, position embedding, cross-entropy
-  kFp8Cast,      // Transformer Engine FP8 cast / transpose / amax and scale update
-  kOptimizer,    // the optimizer step over the local shard
-  kGradNorm,     // gradient norm for clipping
-  kOther,        // anything else (imported traces)
-  kMoeRouting,   // MoE router scores and top-k, token permutation and unpermutation
+  kGemm,           // the linear layers' GEMMs
+  kAttention,      // FlashAttention, or the unfused path's score GEMMs and softmax
+  kNorm,           // RMSNorm / LayerNorm, forward and backward
+  kElementwise,    // RoPE, activations, residual adds, bias adds and gradients, dropout
+  kLoss,           // embedding gather / scatter-add, position embedding, cross-entropy
+  kFp8Cast,        // Transformer Engine FP8 cast / transpose / amax and scale update
+  kOptimizer,      // the optimizer step over the local shard
+  kGradNorm,       // gradient norm for clipping
+  kOther,          // anything else (imported traces)
+  kMoeRouting,     // MoE router scores and top-k, token permutation and unpermutation
+  kEmbeddingGrad,  // the embedding's dense weight gradient: zero fill and main_grad add
+  kGradBuffer,     // Megatron DDP's gradient buffer: per-step zeroing and NaN-check norm
   kNumGroups
 };
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(KernelGroup::kNumGroups)>
-    kKernelGroupNames = {"gemm",     "attention", "norm",      "elementwise", "loss",
-                         "fp8_cast", "optimizer", "grad_norm", "other",       "moe_routing"};
+    kKernelGroupNames = {"gemm",  "attention",   "norm",           "elementwise",
+                         "loss",  "fp8_cast",    "optimizer",      "grad_norm",
+                         "other", "moe_routing", "embedding_grad", "grad_buffer"};
 inline std::string_view to_string(KernelGroup g) {
   return kKernelGroupNames[static_cast<std::size_t>(g)];
 }

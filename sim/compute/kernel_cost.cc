@@ -89,16 +89,28 @@ struct AttentionTraffic {
   double helpers = 0;  // the backward's preprocess and postprocess kernels
 };
 
-// From the shape and the FLOPs alone, so that kernels read back from traces or cut into ring
-// pieces (a slice of seq_kv with its share of the FLOPs) get the same terms. `e` is the bytes
-// of one input or output element. head_dim + v_head_dim comes back from kernel.h's FLOP count.
+// Scores an attention kernel's FLOPs count: batch x heads x s_q x s_kv, halved when causal.
+double counted_scores(const Kernel& a) {
+  return static_cast<double>(a.heads) * static_cast<double>(a.seq_q) *
+         static_cast<double>(a.seq_kv) * (a.causal ? 0.5 : 1.0);
+}
+
+// head_dim + v_head_dim, back from kernel.h's FLOP count (2 x width FLOPs per score forward,
+// 2.5 x that backward), so that kernels read back from traces or cut into ring pieces (a slice
+// of seq_kv with its share of the FLOPs) get the same terms. 0 for a degenerate shape.
+double score_width(const Kernel& a) {
+  const double scores = counted_scores(a);
+  if (!(scores > 0)) return 0;
+  return (a.backward ? a.flops / 2.5 : a.flops) / (2.0 * scores);
+}
+
+// `e` is the bytes of one input or output element.
 AttentionTraffic attention_traffic(const Kernel& a, double e) {
   const double bh = static_cast<double>(a.heads);
   const double sq = static_cast<double>(a.seq_q);
   const double skv = static_cast<double>(a.seq_kv);
   if (!(bh > 0 && sq > 0 && skv > 0)) return {};
-  const double fwd_flops = a.backward ? a.flops / 2.5 : a.flops;
-  const double widths = fwd_flops / (2.0 * bh * sq * skv * (a.causal ? 0.5 : 1.0));
+  const double widths = score_width(a);
   const double d = static_cast<double>(a.head_dim);
   const double dv = std::max(widths - d, 0.0);
   const double rows = bh * sq;
@@ -125,6 +137,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   o.attention_tile_io = effects.attention_tile_io();
   o.attention_causal_diagonal = effects.attention_causal_diagonal();
   o.attention_backward_helpers = effects.attention_backward_helpers();
+  o.attention_softmax_exp = effects.attention_softmax_exp();
   return o;
 }
 
@@ -167,15 +180,40 @@ bool KernelCostModel::attention_in_fp8(const Kernel& kernel, Precision precision
          !kernel.backward && profile_.attention_fp8().has_forward();
 }
 
+const clustersim::AttentionEfficiency& KernelCostModel::attention_figures(
+    const Kernel& a, Precision precision) const {
+  return attention_in_fp8(a, precision) ? profile_.attention_fp8() : profile_.attention_bf16();
+}
+
+double KernelCostModel::attention_wave_use(const Kernel& a) const {
+  const int64_t blocks = std::max<int64_t>(a.heads, 1) *
+                         ceil_div(std::max<int64_t>(a.seq_q, 1), profile_.gemm().tile_m());
+  return wave_use(blocks, profile_.sm_count());
+}
+
 double KernelCostModel::attention_efficiency(const Kernel& a, Precision precision) const {
-  const auto& eff =
-      attention_in_fp8(a, precision) ? profile_.attention_fp8() : profile_.attention_bf16();
+  const auto& eff = attention_figures(a, precision);
   const double clock = clock_factor(sustained_clock_ratio(profile_), options_.sustained_clocks,
                                     eff.measured_at_sustained_clock());
   const double base = (a.backward ? eff.backward() : eff.forward()) * clock;
-  const int64_t blocks = std::max<int64_t>(a.heads, 1) *
-                         ceil_div(std::max<int64_t>(a.seq_q, 1), profile_.gemm().tile_m());
-  return base * wave_use(blocks, profile_.sm_count());
+  return base * attention_wave_use(a);
+}
+
+double KernelCostModel::attention_softmax_seconds(const Kernel& a, Precision precision) const {
+  if (!options_.attention_softmax_exp || a.kind != KernelKind::kAttention) return 0;
+  if (measured(a, precision)) return 0;
+  const double measured_width = 2.0 * attention_figures(a, precision).head_dim();
+  const double width = score_width(a);
+  if (!(measured_width > 0) || !(width > 0) || width >= measured_width) return 0;
+  // Exponentials per second: the SFU rate of every SM at the clock tensor work runs at.
+  const double clock_hz = profile_.clocks().peak_clock_mhz() * 1e6 *
+                          (options_.sustained_clocks ? sustained_clock_ratio(profile_) : 1.0);
+  const double rate =
+      profile_.sfu_ops_per_clock_per_sm() * static_cast<double>(profile_.sm_count()) * clock_hz;
+  if (!(rate > 0)) return 0;
+  // One exponential per computed score, forward and backward (which recomputes P = exp(S - L)).
+  const double scores = counted_scores(a) * causal_diagonal_factor(a);
+  return scores * (1.0 - width / measured_width) / (rate * attention_wave_use(a));
 }
 
 double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
@@ -195,7 +233,8 @@ double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) 
   // 16-bit inputs and outputs (kernel.h's attention callers), 8-bit when it runs in FP8.
   const AttentionTraffic traffic = attention_traffic(a, attention_in_fp8(a, precision) ? 1.0 : 2.0);
   const double io = options_.attention_tile_io ? traffic.tile_io / bw_ : 0.0;
-  double seconds = std::max(loop + io, a.bytes / bw_);
+  const double softmax = attention_softmax_seconds(a, precision);
+  double seconds = std::max(loop + softmax + io, a.bytes / bw_);
   if (options_.attention_backward_helpers && traffic.helpers > 0) {
     seconds += traffic.helpers / bw_ + 2.0 * launch_.as_seconds();
   }

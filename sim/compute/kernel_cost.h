@@ -24,8 +24,10 @@ struct KernelCostOptions {
   bool attention_tile_io = true;
   // causal attention computes its diagonal blocks in full;
   bool attention_causal_diagonal = true;
-  // attention backward runs its preprocess and postprocess kernels.
+  // attention backward runs its preprocess and postprocess kernels;
   bool attention_backward_helpers = true;
+  // heads narrower than the profile's attention figures pay for more softmax exponentials per FLOP.
+  bool attention_softmax_exp = true;
 };
 
 // A GEMM's thread blocks: its output tiles of tile_m x tile_n (times batch) in the orientation the
@@ -65,6 +67,16 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
 //               helpers    backward only: preprocess (read O and dO, zero an fp32 dQ
 //                          accumulator) and postprocess (accumulator to dQ) kernels, memory-bound,
 //                          each with its own launch overhead.
+//               softmax    one exponential per computed score, forward and backward, on the
+//                          special-function units (gpu.proto sfu_ops_per_clock_per_sm). The
+//                          efficiencies hold those of the head dim they were measured at
+//                          (AttentionEfficiency.head_dim); a score costs 2 x (qk + v width)
+//                          FLOPs forward, so a narrower head does more exponentials per FLOP and
+//                          adds scores x (1 - width / measured width) / SFU rate, over the same
+//                          wave use. Wider heads are left at the measured efficiency: FA3 runs
+//                          them with other tiles, and its head dim 256 bars follow no one rule
+//                          (non-causal 740 TFLOP/s, near the 775 fewer exponentials would give;
+//                          causal 642, level with head dim 128), so no gain is claimed.
 //  Memory     max(bytes / achievable_bw, flops / bf16 peak).
 // GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
 // (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
@@ -99,12 +111,22 @@ class KernelCostModel {
   Time launch_overhead() const { return launch_; }
   const KernelCostOptions& options() const { return options_; }
 
+  // Seconds an attention kernel spends on the exponentials of a head narrower than the profile's
+  // attention figures (the softmax term above); 0 for other kernels, wider heads, a measured
+  // kernel, or when the switch or the profile's figures are missing.
+  double attention_softmax_seconds(const Kernel& kernel, Precision precision) const;
+
   // A GEMM's thread blocks on this profile (gemm_ctas below).
   int64_t gemm_ctas(const Kernel& gemm) const;
   const GpuProfile& profile() const { return profile_; }
 
  private:
   bool attention_in_fp8(const Kernel& kernel, Precision precision) const;
+  // The efficiency figures the kernel runs by (BF16, or FP8 under fp8_attention).
+  const clustersim::AttentionEfficiency& attention_figures(const Kernel& kernel,
+                                                           Precision precision) const;
+  // Busy share of SM slots over the kernel's blocks of tile_m query rows per (batch x head).
+  double attention_wave_use(const Kernel& kernel) const;
   double attention_efficiency(const Kernel& kernel, Precision precision) const;
   // Seconds of the attention kernel(s) (without the main kernel's launch overhead).
   double attention_seconds(const Kernel& kernel, Precision precision) const;

@@ -609,7 +609,10 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
     for (const int32_t l : workload::stage_layers(config, stage))
       layer_weights +=
           workload::layer_dense_params(config, l) + workload::layer_expert_params(config, l);
-    for (const LayerOp& lop : workload::optimizer_ops(config, shard, layer_weights))
+    // Gradient buffers are whole on each GPU unless ZeRO 2 or 3 reduce-scatters every
+    // microbatch into a shard (reducing once per step accumulates them whole first).
+    const int64_t grad_buffer = work.grad_sync_every_microbatch ? shard : params;
+    for (const LayerOp& lop : workload::optimizer_ops(config, shard, layer_weights, grad_buffer))
       work.optimizer.push_back(make.kernel(lop, OpClass::kOptimizer));
   }
   if ((zero == 1 || zero == 2) && dp > 1 && !overlap_param_gather) {

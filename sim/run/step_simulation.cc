@@ -351,7 +351,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const double analytic = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
-  r.compute_by_kernel_group_s = report::kernel_time_by_group(programs);
+  const compute::KernelCostModel timing(gpu, compute::cost_options(config.effects()));
+  r.compute_by_kernel_group_s = report::kernel_time_by_group(programs, &timing);
   r.stages.resize(static_cast<std::size_t>(p));
   std::vector<int32_t> ranks_in_stage(static_cast<std::size_t>(p), 0);
   for (int32_t rank = 0; rank < layout.world(); ++rank) {

@@ -30,6 +30,13 @@ ModelValue model_attention(const ValidationCase& c) {
   return {true, attention_tflops(c.attention()), ""};
 }
 
+void check_memory_case(const ValidationCase& c, const std::string& where) {
+  check_memory(c.memory(), where);
+}
+ModelValue model_memory(const ValidationCase& c) {
+  return {true, memory_tbps(c.memory()), ""};
+}
+
 void check_collective_case(const ValidationCase& c, const std::string& where) {
   check_collective(c.collective(), where, "collective.");
 }
@@ -104,6 +111,7 @@ constexpr std::array kKinds = {
              &model_grouped_gemm},
     CaseKind{ValidationCase::kAllToAll, "all_to_all", "GB/s", &check_all_to_all_case,
              &model_all_to_all},
+    CaseKind{ValidationCase::kMemory, "memory", "TB/s", &check_memory_case, &model_memory},
 };
 
 }  // namespace

@@ -83,6 +83,12 @@ double attention_tflops(const clustersim::AttentionCase& a) {
   return tflops(attention_kernel(a), to_precision(a.precision()), a.gpu(), attention_options(a));
 }
 
+double memory_tbps(const clustersim::MemoryBoundCase& m) {
+  const compute::KernelCostModel model(compute::load_gpu_profile(m.gpu()));
+  const compute::Kernel k = compute::memory_bound("validate_memory", m.bytes());
+  return m.bytes() / model.time(k, compute::Precision::kBf16).as_seconds() * 1e-12;
+}
+
 void check_gemm(const clustersim::GemmCase& g, const std::string& where,
                 const std::string& prefix) {
   require_set(g.gpu(), where, prefix + "gpu", "gpu: \"h100\"");
@@ -100,6 +106,13 @@ void check_attention(const clustersim::AttentionCase& a, const std::string& wher
   require_at_least_one(a.head_dim(), where, "attention.head_dim");
   if (a.precision() == clustersim::VALIDATION_FP32) {
     config_fail(where, "attention.precision must be VALIDATION_BF16 or VALIDATION_FP8");
+  }
+}
+
+void check_memory(const clustersim::MemoryBoundCase& m, const std::string& where) {
+  require_set(m.gpu(), where, "memory.gpu", "gpu: \"h100\"");
+  if (!(m.bytes() > 0)) {
+    config_fail(where, "memory.bytes must be > 0 (is " + std::to_string(m.bytes()) + ")");
   }
 }
 

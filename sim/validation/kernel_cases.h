@@ -1,4 +1,5 @@
-// Model values of the single-kernel cases (GEMM, attention): the kernel cost model's own answer.
+// Model values of the single-kernel cases (GEMM, attention, memory-bound): the kernel cost
+// model's own answer.
 #pragma once
 
 #include <string>
@@ -21,9 +22,12 @@ compute::KernelCostOptions attention_options(const clustersim::AttentionCase& a)
 // simulator charges it). Throws ConfigError for an unknown GPU profile.
 double gemm_tflops(const clustersim::GemmCase& g);
 double attention_tflops(const clustersim::AttentionCase& a);
+// Achieved TB/s = bytes / KernelCostModel::time of a memory-bound kernel of those bytes.
+double memory_tbps(const clustersim::MemoryBoundCase& m);
 
 // Field checks, throwing ConfigError "<where>: <prefix><field> ...".
 void check_gemm(const clustersim::GemmCase& g, const std::string& where, const std::string& prefix);
 void check_attention(const clustersim::AttentionCase& a, const std::string& where);
+void check_memory(const clustersim::MemoryBoundCase& m, const std::string& where);
 
 }  // namespace cs::validation

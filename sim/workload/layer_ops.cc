@@ -58,6 +58,10 @@ class Builder {
         return fp8_casts_;
       case KernelGroup::kGradNorm:
         return effects_.grad_norm();
+      case KernelGroup::kEmbeddingGrad:
+        return effects_.embedding_dense_grad();
+      case KernelGroup::kGradBuffer:
+        return effects_.grad_buffer_kernels();
       default:
         return true;
     }
@@ -519,6 +523,11 @@ void attention_block(Builder& b, Phase phase) {
 
 }  // namespace
 
+double main_grad_bytes(const clustersim::RunConfig& config) {
+  return config.parallel().grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_FP32 ? kFp32Bytes
+                                                                                        : kActBytes;
+}
+
 double gemm_input_bytes(clustersim::Precision precision) {
   return precision == clustersim::FP8 ? 1.0 : 2.0;
 }
@@ -644,11 +653,21 @@ std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase ph
       b.dropout_bwd("embedding_dropout_bwd", b.norm_elements());
       b.leave_tp_backward("embedding_sp_ag_bwd");
       break;
-    case Phase::kWeightGrad:
+    case Phase::kWeightGrad: {
+      // PyTorch's embedding backward returns a dense gradient of the whole vocabulary shard
+      // (embedding_backward_cuda_kernel: at::zeros({num_weights, dim}) in the gradient's bf16,
+      // then the tokens' rows); Megatron's DDP hook then adds it into the main_grad buffer
+      // (param.main_grad.add_(param.grad.data)): every row, each microbatch.
+      const double rows = static_cast<double>(b.vocab_shard_) * static_cast<double>(b.h_);
+      b.memory("embedding_grad_zero", kActBytes * rows, 0, KernelGroup::kEmbeddingGrad);
       // Read the gradient rows, read-modify-write the embedding gradient rows.
       b.memory("embedding_wgrad", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
       if (learned) b.memory("position_embedding_wgrad", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
+      const double main_grad = main_grad_bytes(config);
+      b.memory("embedding_main_grad_add", (kActBytes + 2.0 * main_grad) * rows, rows,
+               KernelGroup::kEmbeddingGrad);
       break;
+    }
   }
   return b.take();
 }
@@ -735,12 +754,17 @@ std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase ph
 }
 
 std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
-                                   int64_t fp8_weight_params) {
+                                   int64_t fp8_weight_params, int64_t grad_buffer_params) {
   Builder b(config);
   const double n = static_cast<double>(shard_params);
-  const bool fp32_grads =
-      config.parallel().grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_FP32;
-  const double grad_bytes = fp32_grads ? kFp32Bytes : kActBytes;
+  const double grad_bytes = main_grad_bytes(config);
+  // Megatron DDP (megatron/core/distributed/param_and_grad_buffer.py): before the data-parallel
+  // reduction each bucket's grad_data.norm(p=2) is checked for NaN (check_grads, under the
+  // default --check-for-nan-in-loss-and-grad), and before the next step's first microbatch
+  // zero_grad_buffer() zeroes the whole buffer (reset: grad_data.zero_()).
+  const double buffer = static_cast<double>(grad_buffer_params);
+  b.memory("grad_buffer_nan_check", grad_bytes * buffer, 2.0 * buffer, KernelGroup::kGradBuffer);
+  b.memory("grad_buffer_zero", grad_bytes * buffer, 0, KernelGroup::kGradBuffer);
   // Megatron's clip_grad_norm_fp32: a multi-tensor L2 norm over this GPU's gradient shard. (The
   // scalar's all-reduce over the model-parallel and data-parallel groups is a few bytes and not
   // simulated; the scaling by the clip coefficient runs only on steps whose norm exceeds the

@@ -110,7 +110,9 @@ std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config,
 
 // First stage: the vocab-parallel embedding lookup and the TP all-reduce (SP: reduce-scatter)
 // that combines the vocabulary shards; B: with SP the gradient all-gather, else nothing; W: the
-// scatter-add of gradients into the embedding rows.
+// scatter-add of gradients into the embedding rows, and (effects.embedding_dense_grad) the dense
+// bf16 gradient of the vocabulary shard it lands in, zero-filled first and then added into the
+// main_grad buffer: (2 + 2 x main_grad bytes + 2) bytes per element of [vocab / tp, hidden].
 std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase phase);
 
 // Last stage: final norm, [SP all-gather], vocab-parallel logits GEMM (n = padded vocab / tp),
@@ -129,6 +131,10 @@ std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase);
 std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase phase);
 
 // The once-per-step kernels after the backward, in order, on one GPU:
+// - grad_buffer_nan_check, grad_buffer_zero (effects.grad_buffer_kernels): Megatron DDP reads
+//   its `grad_buffer_params` gradient buffer once for the NaN check before the data-parallel
+//   reduction and zeroes it for the next step (the whole buffer: ZeRO-1 shards only the
+//   optimizer states);
 // - grad_norm: the L2 norm of this GPU's `shard_params` gradients for clipping (read once);
 // - adam_step: mixed-precision Adam over the shard: reads fp32 master, m, v (12 bytes) and the
 //   gradient (4 bytes in fp32, parallel.grad_reduce_dtype GRAD_FP32; 2 in bf16), writes master,
@@ -137,6 +143,9 @@ std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase ph
 // - FP8 runs: fp8_weight_cast of the stage's `fp8_weight_params` transformer-layer weights on
 //   this TP rank (cast + transpose) and the delayed-scaling amax / scale update.
 std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
-                                   int64_t fp8_weight_params);
+                                   int64_t fp8_weight_params, int64_t grad_buffer_params);
+
+// Bytes of one main_grad element: 4 when gradients reduce in fp32 (GRAD_FP32), else 2.
+double main_grad_bytes(const clustersim::RunConfig& config);
 
 }  // namespace cs::workload

@@ -424,18 +424,58 @@ TEST_P(EveryGpu, BackwardHelpersAddTheirBytesAndTwoLaunches) {
   EXPECT_EQ(model.time(fwd, Precision::kBf16), no_helpers.time(fwd, Precision::kBf16));
 }
 
+// Head dim 64 does half the matmul FLOPs per score of the head dim 128 the H100 efficiencies
+// were measured at, but the same one exponential per score on the special-function units (16
+// per clock per SM at 1830 MHz): half a score's exponential more per score, at the kernel's wave
+// use, forward and backward alike. Head dims of 128 and wider keep the measured efficiency.
+TEST(KernelCost, NarrowHeadsPayForTheirSoftmaxExponentials) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  const KernelCostModel on(h100);
+  const KernelCostModel off(h100, with(&KernelCostOptions::attention_softmax_exp, false));
+  const double rate = 16.0 * 132 * 1830e6;
+  // 32 heads x 16 blocks of 128 query rows: 512 CTAs in 4 waves of 132 SMs.
+  const double wave_use = 512.0 / (4 * 132);
+  for (const bool causal : {false, true}) {
+    for (const bool backward : {false, true}) {
+      const Kernel d64 = attention("a", 32, 2048, 2048, 64, causal, backward, 2);
+      // Causal: half the scores, and the 16 diagonal blocks of each row of blocks in full.
+      const double scores = 32.0 * 2048 * 2048 * (causal ? 0.5 * 17.0 / 16.0 : 1.0);
+      const double expected = scores * (1.0 - 64.0 / 128.0) / (rate * wave_use);
+      EXPECT_NEAR(on.attention_softmax_seconds(d64, Precision::kBf16), expected, 1e-12);
+      EXPECT_NEAR((on.time(d64, Precision::kBf16) - off.time(d64, Precision::kBf16)).as_seconds(),
+                  expected, 1e-11);
+      EXPECT_EQ(off.attention_softmax_seconds(d64, Precision::kBf16), 0);
+      for (const int64_t d : {128, 256}) {
+        const Kernel wide = attention("w", 32, 2048, 2048, d, causal, backward, 2);
+        EXPECT_EQ(on.time(wide, Precision::kBf16), off.time(wide, Precision::kBf16)) << d;
+        EXPECT_EQ(on.attention_softmax_seconds(wide, Precision::kBf16), 0) << d;
+      }
+    }
+  }
+  EXPECT_EQ(on.attention_softmax_seconds(gemm("g", 4096, 4096, 4096, 2), Precision::kBf16), 0);
+}
+
+// The term needs both figures: an SFU rate and the head dim the efficiencies were measured at.
+TEST_P(EveryGpu, SoftmaxTermOnlyWhereTheProfileGivesItsFigures) {
+  const Kernel d64 = attention("a", 32, 2048, 2048, 64, false, false, 2);
+  const bool figures =
+      profile.sfu_ops_per_clock_per_sm() > 0 && profile.attention_bf16().head_dim() > 0;
+  EXPECT_EQ(model.attention_softmax_seconds(d64, Precision::kBf16) > 0, figures);
+}
+
 TEST(KernelCost, EffectSwitchesReachTheOptions) {
   clustersim::EffectsConfig effects;
   const KernelCostOptions on = cost_options(effects);
   EXPECT_TRUE(on.gemm_pipeline_fill && on.attention_tile_io && on.attention_causal_diagonal &&
-              on.attention_backward_helpers);
+              on.attention_backward_helpers && on.attention_softmax_exp);
   effects.set_gemm_pipeline_fill(false);
   effects.set_attention_tile_io(false);
   effects.set_attention_causal_diagonal(false);
   effects.set_attention_backward_helpers(false);
+  effects.set_attention_softmax_exp(false);
   const KernelCostOptions off = cost_options(effects);
   EXPECT_FALSE(off.gemm_pipeline_fill || off.attention_tile_io || off.attention_causal_diagonal ||
-               off.attention_backward_helpers);
+               off.attention_backward_helpers || off.attention_softmax_exp);
 }
 
 }  // namespace

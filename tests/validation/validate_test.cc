@@ -116,6 +116,17 @@ double cli_busbw(const clustersim::CollectiveCase& c) {
   return json_number(read(json), "busbw_gbps");
 }
 
+// Bytes over the memory-bound kernel's time, launch included: 1 GB on an H100 streams at its
+// achievable bandwidth (0.9 x 3.35 TB/s) less a hair for the 2 us launch.
+TEST(ValidationModel, MemoryIsTheKernelCostModelsAnswer) {
+  const auto r = run_case(one_case("memory { gpu: \"h100\" bytes: 1e9 }", 1, "TB/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  const compute::Kernel k = compute::memory_bound("m", 1e9);
+  EXPECT_DOUBLE_EQ(r.model, 1e9 / model.time(k, compute::Precision::kBf16).as_seconds() * 1e-12);
+  EXPECT_NEAR(r.model, 1e9 / (1e9 / (0.9 * 3.35e12) + 2e-6) * 1e-12, 1e-8);  // ps rounding
+  EXPECT_EQ(r.kind, "memory");
+}
+
 TEST(ValidationModel, CollectiveIsWhatTheCollectiveCommandMeasures) {
   const auto r = run_case(
       one_case("collective { op: \"all_reduce\" algo: \"auto\" topology: \"dgx-h100\" gpus: 16 "
@@ -382,6 +393,9 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
                                 "tokens: 64 hidden: 0 top_k: 2 }",
                                 10, "GB/s"))
                 .find("all_to_all.hidden must be >= 1"),
+            std::string::npos);
+  EXPECT_NE(error_for("bytes.textproto", case_file("memory { gpu: \"h100\" bytes: 0 }", 3, "TB/s"))
+                .find("cases[0] \"c\": memory.bytes must be > 0"),
             std::string::npos);
   EXPECT_NE(error_for("empty.textproto", "").find("at least one case"), std::string::npos);
 }

@@ -278,7 +278,7 @@ std::vector<LayerOp> all_ops(const clustersim::RunConfig& c) {
   }
   const auto rec = layer_recompute_ops(c);
   out.insert(out.end(), rec.begin(), rec.end());
-  const auto opt = optimizer_ops(c, 1000, 1000);
+  const auto opt = optimizer_ops(c, 1000, 1000, 4000);
   out.insert(out.end(), opt.begin(), opt.end());
   return out;
 }
@@ -464,8 +464,9 @@ TEST(LayerKernels, Fp8CastsEveryTensorEnteringALayerGemmOnlyUnderFp8) {
   // The norms write FP8 themselves: 2 + 1 bytes per element.
   EXPECT_DOUBLE_EQ(find_op(layer_ops(c, Phase::kForward), "ln1_fwd")->kernel.bytes, 3 * T * h);
   // Weights once per step: cast + transpose, 4 bytes per weight.
-  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 100, 5000), "fp8_weight_cast")->kernel.bytes, 4 * 5000);
-  EXPECT_NE(find_op(optimizer_ops(c, 100, 5000), "fp8_scale_update"), nullptr);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 100, 5000, 800), "fp8_weight_cast")->kernel.bytes,
+                   4 * 5000);
+  EXPECT_NE(find_op(optimizer_ops(c, 100, 5000, 800), "fp8_scale_update"), nullptr);
   // The output layer stays BF16.
   EXPECT_EQ(find_op(head_ops(c, Phase::kForward), "logits_fwd")->precision,
             compute::Precision::kBf16);
@@ -473,14 +474,45 @@ TEST(LayerKernels, Fp8CastsEveryTensorEnteringALayerGemmOnlyUnderFp8) {
 
 TEST(LayerKernels, OptimizerStepAndGradNormOverTheShard) {
   clustersim::RunConfig c = llama_like(2, 1, false);
-  const auto ops = optimizer_ops(c, 1000, 0);
+  c.mutable_effects()->set_grad_buffer_kernels(false);
+  const auto ops = optimizer_ops(c, 1000, 0, 8000);
   ASSERT_EQ(ops.size(), 2u);
   EXPECT_EQ(ops[0].name(), "grad_norm");            // clipping needs the norm before the step
   EXPECT_DOUBLE_EQ(ops[0].kernel.bytes, 4 * 1000);  // fp32 main gradients
   EXPECT_DOUBLE_EQ(ops[1].kernel.bytes, 30 * 1000);
   c.mutable_parallel()->set_grad_reduce_dtype(clustersim::ParallelConfig::GRAD_BF16);
-  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0), "grad_norm")->kernel.bytes, 2 * 1000);
-  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0), "adam_step")->kernel.bytes, 28 * 1000);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0, 8000), "grad_norm")->kernel.bytes, 2 * 1000);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0, 8000), "adam_step")->kernel.bytes, 28 * 1000);
+}
+
+// Megatron DDP's buffer holds every local gradient (ZeRO-1 shards only the optimizer states):
+// one read for the NaN check and one zeroing write per step, at the buffer's element size.
+TEST(LayerKernels, GradBufferIsCheckedAndZeroedWholeOncePerStep) {
+  clustersim::RunConfig c = llama_like(2, 1, false);
+  const auto ops = optimizer_ops(c, 1000, 0, 8000);
+  ASSERT_EQ(ops.size(), 4u);
+  EXPECT_EQ(ops[0].name(), "grad_buffer_nan_check");
+  EXPECT_EQ(ops[1].name(), "grad_buffer_zero");
+  EXPECT_DOUBLE_EQ(ops[0].kernel.bytes, 4 * 8000);
+  EXPECT_DOUBLE_EQ(ops[1].kernel.bytes, 4 * 8000);
+  EXPECT_EQ(ops[1].kernel.group, compute::KernelGroup::kGradBuffer);
+  c.mutable_parallel()->set_grad_reduce_dtype(clustersim::ParallelConfig::GRAD_BF16);
+  EXPECT_DOUBLE_EQ(find_op(optimizer_ops(c, 1000, 0, 8000), "grad_buffer_zero")->kernel.bytes,
+                   2 * 8000);
+}
+
+// The embedding's weight gradient is dense over the vocabulary shard: zero-filled (bf16), then
+// added into the fp32 main_grad (read 2 + 4, write 4), every microbatch, whatever the tokens.
+TEST(LayerKernels, EmbeddingGradientIsDenseOverTheVocabularyShard) {
+  for (const int32_t tp : {1, 2}) {
+    const clustersim::RunConfig c = llama_like(tp, 1, false);
+    const double rows = 32000.0 / tp * 1024;  // 32000 is a multiple of 128 x tp: no padding
+    const auto w = embedding_ops(c, Phase::kWeightGrad);
+    ASSERT_NE(find_op(w, "embedding_grad_zero"), nullptr);
+    EXPECT_DOUBLE_EQ(find_op(w, "embedding_grad_zero")->kernel.bytes, 2 * rows);
+    EXPECT_DOUBLE_EQ(find_op(w, "embedding_main_grad_add")->kernel.bytes, 10 * rows);
+    EXPECT_DOUBLE_EQ(group_bytes(w, compute::KernelGroup::kEmbeddingGrad), 12 * rows);
+  }
 }
 
 TEST(LayerKernels, EachEffectSwitchRemovesExactlyItsGroup) {
@@ -493,7 +525,9 @@ TEST(LayerKernels, EachEffectSwitchRemovesExactlyItsGroup) {
       {&clustersim::EffectsConfig::set_elementwise_kernels, compute::KernelGroup::kElementwise},
       {&clustersim::EffectsConfig::set_loss_kernels, compute::KernelGroup::kLoss},
       {&clustersim::EffectsConfig::set_fp8_casts, compute::KernelGroup::kFp8Cast},
-      {&clustersim::EffectsConfig::set_grad_norm, compute::KernelGroup::kGradNorm}};
+      {&clustersim::EffectsConfig::set_grad_norm, compute::KernelGroup::kGradNorm},
+      {&clustersim::EffectsConfig::set_embedding_dense_grad, compute::KernelGroup::kEmbeddingGrad},
+      {&clustersim::EffectsConfig::set_grad_buffer_kernels, compute::KernelGroup::kGradBuffer}};
   clustersim::RunConfig on = gpt_like(2, true);
   on.set_precision(clustersim::FP8);
   const auto all = all_ops(on);
