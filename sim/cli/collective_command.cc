@@ -272,10 +272,6 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
          << " group(s) of " << key.n << " GPUs on " << topo.name << " (" << topo.gpu_type << ", "
          << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, " << topo.num_links()
          << " links), " << req.network << " network\n";
-  if (requested == coll::Algorithm::kAuto && tuning.lacks_nvls_tree(key.op, key.n, auto_local))
-    io.out << "# note: NCCL would also weigh NVLS-tree here (NVLink SHARP inside each server, a "
-              "tree across them), which clustersim does not model; sizes it would win run the "
-              "algorithm NCCL's model picks without it\n";
   io.out << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
          << std::setw(8) << "window" << std::setw(8) << "proto" << std::setw(5) << "ch"
          << std::setw(16) << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14)

@@ -36,8 +36,10 @@ constexpr int kNumOps = 6;
 // kTree: NCCL's double binary tree (all-reduce). kHierarchical: intra-node reduce-scatter,
 // inter-node ring all-reduce, intra-node all-gather (all-reduce). kDirect: every pair talks
 // directly (all-to-all, send/recv). kNvls: NVLink SHARP all-reduce inside one server (the NVSwitch
-// reduces and multicasts). kAuto: what NCCL would usually pick for the op, see resolve().
-enum class Algorithm : uint8_t { kRing, kTree, kHierarchical, kDirect, kNvls, kAuto };
+// reduces and multicasts). kNvlsTree: NVLS inside each of several servers, a double binary tree
+// per rail between them (all-reduce). kAuto: what NCCL would usually pick for the op, see
+// resolve().
+enum class Algorithm : uint8_t { kRing, kTree, kHierarchical, kDirect, kNvls, kNvlsTree, kAuto };
 
 // Accept exactly the names that to_string returns; throw std::invalid_argument otherwise.
 Op parse_op(std::string_view text);

@@ -28,15 +28,16 @@ int proto_index(Protocol p) {
   return 2;
 }
 
-// baseLat [algo][LL, LL128, Simple] in µs: tree, ring, NVLS (NVLS starts from 0 and takes its
-// latency from hwLat alone).
-constexpr std::array<std::array<double, kProtos>, 3> kBaseLat{
-    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}}};
+// baseLat [algo][LL, LL128, Simple] in µs: tree, ring, NVLS, NVLS-tree (NVLS and NVLS-tree
+// start from 0 and take their latency from hwLat alone).
+constexpr int kAlgos = 4;
+constexpr std::array<std::array<double, kProtos>, kAlgos> kBaseLat{
+    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
 // hwLat [NVLink | network][algo][LL, LL128, Simple] in µs (tuning.cc hwLat, NCCL_HW_NVLINK and
-// NCCL_HW_NET rows; NVLS is Simple only).
-constexpr std::array<std::array<std::array<double, kProtos>, 3>, 2> kHwLat{{
-    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}}},
-    {{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}}},
+// NCCL_HW_NET rows; NVLS and NVLS-tree are Simple only).
+constexpr std::array<std::array<std::array<double, kProtos>, kAlgos>, 2> kHwLat{{
+    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}}},
+    {{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
 }};
 // [arch][nodes 1 | 2 | >2] tables (llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
 // perChMaxTreeBws), GB/s. llMaxBws rows past one node are by CPU vendor in NCCL; Intel's row
@@ -58,7 +59,7 @@ constexpr std::array<std::array<double, 23>, kProtos> kTreeCorrection{{
 constexpr double kNetOverheadUs = 1.0;
 
 int algo_index(NcclAlgo a) {
-  return a == NcclAlgo::kTree ? 0 : a == NcclAlgo::kRing ? 1 : 2;
+  return static_cast<int>(a);
 }
 int nodes_index(int32_t nodes) {
   return nodes <= 2 ? nodes - 1 : 2;
@@ -82,10 +83,15 @@ std::pair<int32_t, int32_t> ring_steps(Op op, const NcclGraph& g) {
 bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   if (g.ranks <= 1) return algo == NcclAlgo::kRing;
   if (algo == NcclAlgo::kNvls) {
-    // NVLS: Simple only, Hopper NVSwitch, one server (multi-node NVLS needs CollNet; NVLS-tree
-    // is not modelled), all-reduce (NCCL 2.20 also offers it for all-gather / reduce-scatter,
-    // where it does not beat the ring on bandwidth: nccl issue 1506).
+    // NVLS: Simple only, Hopper NVSwitch, one server (multi-node NVLS needs CollNet), all-reduce
+    // (NCCL 2.20 also offers it for all-gather / reduce-scatter, where it does not beat the ring
+    // on bandwidth: nccl issue 1506).
     return g.nvls && g.nodes == 1 && p == Protocol::kSimple && op == Op::kAllReduce;
+  }
+  if (algo == NcclAlgo::kNvlsTree) {
+    // NVLS-tree: Simple only, all-reduce, NVLS in every server and more than one server
+    // (ncclTopoTuneModel disables it when nNodes == 1).
+    return g.nvls && g.nodes > 1 && p == Protocol::kSimple && op == Op::kAllReduce;
   }
   if (algo == NcclAlgo::kTree) return op == Op::kAllReduce;
   return true;
@@ -174,7 +180,7 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
   g.ranks = ranks;
   g.nodes = nodes;
   g.arch = arch;
-  g.nvls = nvls && arch == GpuArch::kHopper && nodes == 1 && ranks > 2;
+  g.nvls = nvls && arch == GpuArch::kHopper && ranks / nodes > 2;
   // Total NVLink bandwidth per GPU as NCCL's topology sees it: links x SMxx_NVLINK_BW.
   const double per_link = arch == GpuArch::kHopper ? 20.6 : 20.0;
   const double total = nvlinks * per_link;
@@ -219,6 +225,9 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
   const double ppn = static_cast<double>(g.ranks) / g.nodes;
   double bw = g.nodes <= 2 ? g.bw_intra_gbps : g.bw_inter_gbps;
   if (algo == NcclAlgo::kNvls) bw = std::min(g.bw_intra_gbps, g.nodes > 1 ? g.bw_inter_gbps : bw);
+  // Between servers each tree's inner nodes receive from two children: half the NIC's rate.
+  if (algo == NcclAlgo::kNvlsTree)
+    bw = std::min(g.bw_intra_gbps, g.nodes <= 2 ? g.bw_inter_gbps : g.bw_inter_gbps / 2);
   double bus = g.channels * bw;
   const double ll_max = kLlMaxBw[g.nodes == 1 ? a : 0][ni];
   if (algo == NcclAlgo::kRing && p == Protocol::kLl) {
@@ -235,7 +244,7 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
   // Bus to algorithm bandwidth: a ring moves nsteps/ranks of the buffer per rank, NVLS 6/5 of
   // it, a tree twice.
   if (algo == NcclAlgo::kRing) return bus * g.ranks / ring_steps(op, g).first;
-  if (algo == NcclAlgo::kNvls) return bus * 5.0 / 6.0;
+  if (algo == NcclAlgo::kNvls || algo == NcclAlgo::kNvlsTree) return bus * 5.0 / 6.0;
   return bus * 0.5;
 }
 
@@ -246,6 +255,7 @@ double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   const double inter = step_latency_us(algo, p, true);
   const int32_t ppn = g.ranks / g.nodes;
   if (algo == NcclAlgo::kNvls) return intra + (g.nodes > 1 ? inter : 0);
+  if (algo == NcclAlgo::kNvlsTree) return intra + 2 * log2i(g.nodes) * inter;
   double lat = base_latency_us(algo, p);
   if (algo == NcclAlgo::kTree) return lat + 2 * ((ppn - 1) * intra + log2i(g.nodes) * inter);
   if (op == Op::kBroadcast)
@@ -274,7 +284,7 @@ double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes
 NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only) {
   NcclChoice best;
   best.time_us = std::numeric_limits<double>::infinity();
-  for (NcclAlgo algo : {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls}) {
+  for (NcclAlgo algo : {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree}) {
     if (only.fix_algo && algo != only.algo) continue;
     for (Protocol p : {Protocol::kLl, Protocol::kLl128, Protocol::kSimple}) {
       if (only.protocol != Protocol::kAuto && p != only.protocol) continue;

@@ -21,8 +21,9 @@ std::string_view to_string(Protocol p);
 double protocol_wire_factor(Protocol p);
 
 // NCCL's algorithms as its model knows them. kNvls: NVLink SHARP, the reduction done by the
-// NVSwitch (multimem loads and multicast stores), one server of Hopper GPUs.
-enum class NcclAlgo : uint8_t { kTree, kRing, kNvls };
+// NVSwitch (multimem loads and multicast stores), one server of Hopper GPUs. kNvlsTree: NVLS
+// inside each of several servers and a tree between them (all-reduce).
+enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree };
 
 // GPU generation, the row index of NCCL's per-architecture tables.
 enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper };
@@ -37,7 +38,7 @@ struct NcclGraph {
   double bw_intra_gbps = 0;  // per channel, GB/s
   double bw_inter_gbps = 0;  // per channel, GB/s (NIC)
   GpuArch arch = GpuArch::kHopper;
-  bool nvls = false;  // NVLink SHARP available (Hopper NVSwitch, one server)
+  bool nvls = false;  // NVLink SHARP in each server (Hopper NVSwitch, more than 2 GPUs of it)
 };
 
 // The graph NCCL's search finds on a DGX-like server: per GPU `nvlinks` links of NCCL's per-link

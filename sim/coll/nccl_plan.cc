@@ -33,6 +33,7 @@ bool uniform(int32_t n, int32_t local) {
 // therefore stands in for it there.
 Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
+  if (algo == NcclAlgo::kNvlsTree) return Algorithm::kNvlsTree;
   const bool servers = local > 1 && local < n && uniform(n, local);
   if (algo == NcclAlgo::kTree) return servers ? Algorithm::kHierarchical : Algorithm::kTree;
   return resolve(Algorithm::kAuto, op);
@@ -68,11 +69,6 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
     g.bw_inter_gbps = inter / g.channels;
   }
   return g;
-}
-
-bool NcclTuning::lacks_nvls_tree(Op op, int32_t n, int32_t members_per_node) const {
-  return hw_ && hw_->arch == GpuArch::kHopper && settings_.nvls && op == Op::kAllReduce &&
-         members_per_node > 2 && members_per_node < n && uniform(n, members_per_node);
 }
 
 NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
@@ -122,19 +118,28 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   key.protocol = collective && n > 1 ? choice.protocol : Protocol::kSimple;
   if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
   const AlgorithmInfo& info = algorithm_info(key.algo);
-  if (info.nccl_wire_factor != nullptr) key.wire.byte_factor *= info.nccl_wire_factor(n);
-  // The switch's reductions stream below link rate: as if each byte took 1/efficiency of a byte.
-  const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
-  if (settings_.nvls_efficiency && info.nccl == NcclAlgo::kNvls && switch_efficiency > 0)
-    key.wire.byte_factor /= switch_efficiency;
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
+  // What an NVLink hop really carries for this algorithm (the NVSwitch's reduction and multicast
+  // traffic) lowers what its messages get of the link, as does the switch streaming its
+  // reductions below link rate: as if each byte took 1/efficiency of a byte.
+  if (info.nvlink_wire_factor != nullptr)
+    key.wire.nvlink_efficiency /= info.nvlink_wire_factor(std::min(local, n));
+  const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
+  const bool nvls = info.nccl == NcclAlgo::kNvls || info.nccl == NcclAlgo::kNvlsTree;
+  if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
+    key.wire.nvlink_efficiency *= switch_efficiency;
   if (settings_.network_overhead) key.wire.net_efficiency = net_transport_efficiency();
   if (settings_.step_latency && collective && n > 1) {
     const NcclAlgo m = info.nccl;
-    // NVLS's hwLat is the whole call's (two phases here, so half each).
-    const double share = m == NcclAlgo::kNvls ? 0.5 : 1.0;
-    key.wire.intra_step_latency = Time::from_us(share * step_latency_us(m, key.protocol, false));
-    key.wire.inter_step_latency = Time::from_us(share * step_latency_us(m, key.protocol, true));
+    // NVLS's NVLink hwLat is the whole call's (two phases here, so half each); NVLS-tree's
+    // network hwLat is per tree hop, up and down.
+    const bool nvls = m == NcclAlgo::kNvls || m == NcclAlgo::kNvlsTree;
+    const double intra_share = nvls ? 0.5 : 1.0;
+    const double inter_share = m == NcclAlgo::kNvls ? 0.5 : 1.0;
+    key.wire.intra_step_latency =
+        Time::from_us(intra_share * step_latency_us(m, key.protocol, false));
+    key.wire.inter_step_latency =
+        Time::from_us(inter_share * step_latency_us(m, key.protocol, true));
     key.wire.launch_latency = Time::from_us(base_latency_us(m, key.protocol));
   }
   return key;

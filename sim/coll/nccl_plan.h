@@ -61,10 +61,6 @@ class NcclTuning {
   NcclChoice model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                           Algorithm requested = Algorithm::kAuto) const;
   NcclGraph graph(int32_t n, int32_t members_per_node) const;
-  // Whether NCCL would weigh NVLS-tree for this call, an algorithm the model does not have: an
-  // all-reduce with NVLS on, over whole Hopper servers of more than two GPUs each (NCCL 2.20
-  // src/graph/tuning.cc enables NVLS_TREE for Simple all-reduce on more than one NVLS node).
-  bool lacks_nvls_tree(Op op, int32_t n, int32_t members_per_node) const;
   const NcclSettings& settings() const { return settings_; }
   bool has_hardware() const { return hw_.has_value(); }
 

@@ -2,7 +2,9 @@
 // collectives it plans on DGX H100 servers, with each effect switched off in turn.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "sim/coll/algorithms.h"
 #include "sim/coll/nccl_model.h"
@@ -79,8 +81,40 @@ TEST(NcclModel, NvlsOnlyWhereNcclRunsIt) {
   EXPECT_NE(choose_nccl(Op::kAllGather, g, Bytes{1} << 30).algo, NcclAlgo::kNvls);
   const NcclGraph a100 = nccl_graph(GpuArch::kAmpere, 8, 1, 12, 25, true);
   EXPECT_FALSE(a100.nvls);
+  // Several servers: NVLS inside each, NVLS-tree between them (all-reduce only); none with two
+  // GPUs or fewer per server, nor with one GPU per server.
   const NcclGraph two = nccl_graph(GpuArch::kHopper, 16, 2, 18, 50, true);
-  EXPECT_FALSE(two.nvls);
+  EXPECT_TRUE(two.nvls);
+  EXPECT_EQ(model_time_us(Op::kAllReduce, NcclAlgo::kNvls, Protocol::kSimple, two, 1 << 30),
+            std::numeric_limits<double>::infinity());
+  EXPECT_LT(model_time_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, two, 1 << 30),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(model_time_us(Op::kAllGather, NcclAlgo::kNvlsTree, Protocol::kSimple, two, 1 << 30),
+            std::numeric_limits<double>::infinity());
+  EXPECT_EQ(model_time_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, g, 1 << 30),
+            std::numeric_limits<double>::infinity());
+  EXPECT_FALSE(nccl_graph(GpuArch::kHopper, 16, 8, 18, 50, true).nvls);
+  EXPECT_FALSE(nccl_graph(GpuArch::kHopper, 16, 16, 18, 50, true).nvls);
+}
+
+TEST(NcclModel, NvlsTreeTermsAreNcclsOwn) {
+  // ncclTopoTuneModel (NCCL 2.20.3): latency hwLat[NVLink][NVLSTree] + 2 log2(nodes) x
+  // hwLat[NET][NVLSTree] = 23 + 2 x 3 x 14 us on 8 servers; bandwidth min(intra, inter / 2) per
+  // channel past two servers (inter alone on two), times 5/6.
+  const NcclGraph eight = nccl_graph(GpuArch::kHopper, 64, 8, 18, 50, true);
+  EXPECT_DOUBLE_EQ(model_latency_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, eight),
+                   23 + 2 * 3 * 14);
+  EXPECT_DOUBLE_EQ(
+      model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, eight),
+      eight.channels * std::min(eight.bw_intra_gbps, eight.bw_inter_gbps / 2) * 5 / 6);
+  const NcclGraph two = nccl_graph(GpuArch::kHopper, 16, 2, 18, 50, true);
+  EXPECT_DOUBLE_EQ(
+      model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, two),
+      two.channels * std::min(two.bw_intra_gbps, two.bw_inter_gbps) * 5 / 6);
+  // Log-depth latency: over 128 servers a fraction of the ring's 2 x 1023 steps.
+  const NcclGraph many = nccl_graph(GpuArch::kHopper, 1024, 128, 18, 50, true);
+  EXPECT_LT(model_latency_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, many),
+            0.05 * model_latency_us(Op::kAllReduce, NcclAlgo::kRing, Protocol::kSimple, many));
 }
 
 TEST(NcclModel, WireFactors) {
@@ -137,17 +171,24 @@ TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
   // Per GPU link and direction NVLS moves (n+1)/n of the buffer (multimem.ld_reduce reads every
   // shard from every GPU, multimem.st multicasts every sum to all), where the schedule's messages
   // carry 2(n-1)/n; the switch sustains nvls_switch_efficiency of the link rate.
+  // Both only on NVLink hops: NVLS-tree's network hops carry their messages' bytes.
   const NcclTuning tuning = NcclTuning::for_gpu("h100");
+  const double link = 20.6 / 25;
   for (int32_t n : {4, 8}) {
     const ScheduleKey key = tuning.plan(Op::kAllReduce, n, n, kGiB);
     ASSERT_EQ(key.algo, Algorithm::kNvls);
-    EXPECT_DOUBLE_EQ(key.wire.byte_factor, (n + 1.0) / (2.0 * (n - 1)) / 0.85) << n;
+    EXPECT_DOUBLE_EQ(key.wire.byte_factor, 1.0);
+    EXPECT_DOUBLE_EQ(key.wire.nvlink_efficiency, link * 0.85 / ((n + 1.0) / (2.0 * (n - 1)))) << n;
   }
+  const ScheduleKey tree = tuning.plan(Op::kAllReduce, 16, 8, kGiB, Algorithm::kNvlsTree);
+  EXPECT_DOUBLE_EQ(tree.wire.nvlink_efficiency, link * 0.85 / (9.0 / 14.0));
+  EXPECT_DOUBLE_EQ(tree.wire.net_efficiency, 0.96);
+  EXPECT_DOUBLE_EQ(tree.wire.byte_factor, 1.0);
   NcclSettings off;
   off.nvls_efficiency = false;
   EXPECT_DOUBLE_EQ(
-      NcclTuning::for_gpu("h100", off).plan(Op::kAllReduce, 8, 8, kGiB).wire.byte_factor,
-      9.0 / 14.0);
+      NcclTuning::for_gpu("h100", off).plan(Op::kAllReduce, 8, 8, kGiB).wire.nvlink_efficiency,
+      link / (9.0 / 14.0));
 }
 
 TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {

@@ -87,6 +87,20 @@ TEST(VerifyOnData, HierarchicalAllReduce) {
   }
 }
 
+// NVLS inside each server, a double binary tree per rail between them: one and several servers
+// (an odd count too), one GPU and several per server.
+TEST(VerifyOnData, NvlsTreeAllReduce) {
+  const std::vector<std::pair<int32_t, int32_t>> shapes = {{1, 1}, {4, 4},  {2, 1},  {6, 2},
+                                                           {6, 3}, {15, 5}, {16, 8}, {40, 8}};
+  for (const auto& [n, local] : shapes) {
+    for (int32_t chunks : {1, 3}) {
+      ScheduleKey key{Op::kAllReduce, Algorithm::kNvlsTree, n, chunks};
+      key.local_size = local;
+      expect_correct(key);
+    }
+  }
+}
+
 TEST(VerifyOnData, BroadcastFromEveryKindOfRoot) {
   for (int32_t n : kSizes) {
     for (int32_t root : {0, n / 2, n - 1}) {

@@ -20,6 +20,12 @@ AlgorithmInfo tree_algorithm();          // tree.cc
 AlgorithmInfo hierarchical_algorithm();  // hierarchical.cc
 AlgorithmInfo direct_algorithm();        // direct.cc
 AlgorithmInfo nvls_algorithm();          // nvls.cc
+AlgorithmInfo nvls_tree_algorithm();     // nvls_tree.cc
+
+// What the NVSwitch puts on each GPU's NVLinks in an NVLS reduction and multicast over `local`
+// GPUs, over what the schedule's messages between GPUs carry: (local + 1) / (2 (local - 1)).
+// (nvls.cc)
+double nvls_wire_factor(int32_t local);
 
 // NCCL's pipeline slot, NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8, and the ALLREDUCE_CHUNKSTEPS = 4
 // slots of one NCCL ring step: the pieces auto_chunks aims for.

@@ -45,6 +45,8 @@ Pipelining nvls_pipelining(int32_t n, Bytes size) {
   return {size / n, kRingChunk};
 }
 
+}  // namespace
+
 // What the NVSwitch really puts on each GPU's links, over what the schedule's messages carry.
 // Per shard r: multimem.ld_reduce reads shard r from all n GPUs (every GPU's uplink sends S/n,
 // r's downlink gets the S/n sum), and multimem.st sends r's S/n up once for the switch to
@@ -56,14 +58,12 @@ double nvls_wire_factor(int32_t n) {
   return (n + 1.0) / (2.0 * (n - 1));
 }
 
-}  // namespace
-
 AlgorithmInfo nvls_algorithm() {
   AlgorithmInfo a;
   a.value = Algorithm::kNvls;
   a.name = "nvls";
   a.nccl = NcclAlgo::kNvls;
-  a.nccl_wire_factor = nvls_wire_factor;
+  a.nvlink_wire_factor = nvls_wire_factor;
   OpForm all_reduce;
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_nvls;

@@ -58,9 +58,9 @@ struct AlgorithmInfo {
   // request for this algorithm fixes (as NCCL_ALGO does), and whose per-hop and per-call
   // latencies its messages pay. Only read for the ops NCCL's model covers (nccl_tuned).
   NcclAlgo nccl = NcclAlgo::kRing;
-  // Under NCCL's wire model (NcclTuning::plan with GPU data), the factor on its messages' wire
-  // bytes beyond the protocol's, for n ranks; nullptr: 1.
-  double (*nccl_wire_factor)(int32_t n) = nullptr;
+  // Under NCCL's wire model (NcclTuning::plan with GPU data), the factor on its NVLink messages'
+  // wire bytes beyond the protocol's, for `local` GPUs of a server in the group; nullptr: 1.
+  double (*nvlink_wire_factor)(int32_t local) = nullptr;
 
   // The form for `op`, or nullptr where the algorithm does not implement it.
   const OpForm* form(Op op) const;
