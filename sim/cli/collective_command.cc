@@ -41,6 +41,7 @@ struct Request {
   std::string protocol = "auto";
   int32_t channels = 0;  // 0: one ring per NIC across servers
   std::string nvls = "on";
+  std::string pat = "on";
   bool no_protocol_overhead = false;
   bool no_nvlink_overhead = false;
   bool no_step_latency = false;
@@ -152,7 +153,9 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
       ("channels", po::value(&req.channels)->default_value(req.channels),
        "rings across servers (0: one per NIC, rail-aligned)")
       ("nvls", po::value(&req.nvls)->default_value(req.nvls),
-       "on | off: NVLink SHARP all-reduce on one Hopper NVSwitch server")
+       "on | off: NVLink SHARP all-reduce on Hopper NVSwitch servers (NVLS, NVLS-tree)")
+      ("pat", po::value(&req.pat)->default_value(req.pat),
+       "on | off: NCCL 2.23's PAT all-gather / reduce-scatter over one GPU per server")
       ("no-protocol-overhead", po::bool_switch(&req.no_protocol_overhead),
        "effect off: LL / LL128 flag bytes")
       ("no-nvlink-overhead", po::bool_switch(&req.no_nvlink_overhead),
@@ -207,10 +210,12 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
     throw UsageError("--gpus, --group-size and --group-stride must be positive");
   if (req.chunks < 0 || req.window < 0 || req.channels < 0)
     throw UsageError("--chunks, --window and --channels must not be negative (0: by size)");
-  if (req.nvls != "on" && req.nvls != "off")
-    throw UsageError("--nvls must be on or off, not '" + req.nvls + "'");
+  for (const auto& [name, value] : {std::pair{"--nvls", req.nvls}, std::pair{"--pat", req.pat}})
+    if (value != "on" && value != "off")
+      throw UsageError(std::string(name) + " must be on or off, not '" + value + "'");
   settings.channels = req.channels;
   settings.nvls = req.nvls == "on";
+  settings.pat = req.pat == "on";
   settings.protocol_overhead = !req.no_protocol_overhead;
   settings.nvlink_overhead = !req.no_nvlink_overhead;
   settings.step_latency = !req.no_step_latency;

@@ -37,9 +37,19 @@ constexpr int kNumOps = 6;
 // inter-node ring all-reduce, intra-node all-gather (all-reduce). kDirect: every pair talks
 // directly (all-to-all, send/recv). kNvls: NVLink SHARP all-reduce inside one server (the NVSwitch
 // reduces and multicasts). kNvlsTree: NVLS inside each of several servers, a double binary tree
-// per rail between them (all-reduce). kAuto: what NCCL would usually pick for the op, see
+// per rail between them (all-reduce). kPat: NCCL 2.23's log-depth all-gather / reduce-scatter
+// for one GPU per server. kAuto: what NCCL would usually pick for the op, see
 // resolve().
-enum class Algorithm : uint8_t { kRing, kTree, kHierarchical, kDirect, kNvls, kNvlsTree, kAuto };
+enum class Algorithm : uint8_t {
+  kRing,
+  kTree,
+  kHierarchical,
+  kDirect,
+  kNvls,
+  kNvlsTree,
+  kPat,
+  kAuto
+};
 
 // Accept exactly the names that to_string returns; throw std::invalid_argument otherwise.
 Op parse_op(std::string_view text);

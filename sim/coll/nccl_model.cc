@@ -8,8 +8,11 @@
 #include <string>
 
 // Every number below is NCCL 2.20.3's (github.com/NVIDIA/nccl, commit b6475625,
-// makefiles/version.mk 2.20.3): src/graph/tuning.cc unless said otherwise. Values are read from
-// there and re-expressed as data; the formulas are re-derived, not copied.
+// makefiles/version.mk 2.20.3): src/graph/tuning.cc unless said otherwise. PAT came in NCCL 2.23;
+// its terms are from tuning.cc of the releases that have it (ncclTunerConstantsDefaults: baseLat
+// 8.0, hwLat 4.0 NVLink / 14 network, Simple only; ncclTopoTuneModel: busBw x .75, latency
+// log2(nNodes) x interLat / 3.5 + nRanks x 2.8, enabled only with one GPU per node). Values are
+// read from there and re-expressed as data; the formulas are re-derived, not copied.
 
 namespace cs::coll {
 namespace {
@@ -30,14 +33,14 @@ int proto_index(Protocol p) {
 
 // baseLat [algo][LL, LL128, Simple] in µs: tree, ring, NVLS, NVLS-tree (NVLS and NVLS-tree
 // start from 0 and take their latency from hwLat alone).
-constexpr int kAlgos = 4;
+constexpr int kAlgos = 5;
 constexpr std::array<std::array<double, kProtos>, kAlgos> kBaseLat{
-    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}}};
+    {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 8.0}}};
 // hwLat [NVLink | network][algo][LL, LL128, Simple] in µs (tuning.cc hwLat, NCCL_HW_NVLINK and
 // NCCL_HW_NET rows; NVLS and NVLS-tree are Simple only).
 constexpr std::array<std::array<std::array<double, kProtos>, kAlgos>, 2> kHwLat{{
-    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}}},
-    {{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}}},
+    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}, {0, 0, 4.0}}},
+    {{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}, {0, 0, 14}}},
 }};
 // [arch][nodes 1 | 2 | >2] tables (llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
 // perChMaxTreeBws), GB/s. llMaxBws rows past one node are by CPU vendor in NCCL; Intel's row
@@ -55,6 +58,9 @@ constexpr std::array<std::array<double, 23>, kProtos> kTreeCorrection{{
      .6,  .6,  .6,  .6,  .8,  .9, .9, .9, .9, 1.0, 1.0},
     {.9, .9, .9, .9, .9, .9, .9, .8, .7, .6, .6, .5, .5, .5, .5, .6, .7, .8, .7, .7, .8, .9, .9},
 }};
+// PAT: its share of the channels' bandwidth, the divisor of its per-step network latency.
+constexpr double kPatBandwidthShare = 0.75;
+constexpr double kPatStepDivisor = 3.5;
 // Network post overhead, µs per ring step (getNetOverhead: 1.0 on Intel CPUs; Simple pays it 3x).
 constexpr double kNetOverheadUs = 1.0;
 
@@ -93,6 +99,8 @@ bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
     // (ncclTopoTuneModel disables it when nNodes == 1).
     return g.nvls && g.nodes > 1 && p == Protocol::kSimple && op == Op::kAllReduce;
   }
+  if (algo == NcclAlgo::kPat)
+    return g.pat && p == Protocol::kSimple && (op == Op::kAllGather || op == Op::kReduceScatter);
   if (algo == NcclAlgo::kTree) return op == Op::kAllReduce;
   return true;
 }
@@ -212,11 +220,20 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
 }
 
 double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node) {
-  return kHwLat[inter_node ? 1 : 0][algo_index(algo)][proto_index(p)];
+  const double hw = kHwLat[inter_node ? 1 : 0][algo_index(algo)][proto_index(p)];
+  return algo == NcclAlgo::kPat ? hw / kPatStepDivisor : hw;
 }
 
 double base_latency_us(NcclAlgo algo, Protocol p) {
   return kBaseLat[algo_index(algo)][proto_index(p)];
+}
+
+double pat_bandwidth_share() {
+  return kPatBandwidthShare;
+}
+
+double pat_rank_latency_us() {
+  return 2.8;  // "Still a linear part; hopefully we'll manage to remove it at some point."
 }
 
 double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
@@ -245,6 +262,8 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
   // it, a tree twice.
   if (algo == NcclAlgo::kRing) return bus * g.ranks / ring_steps(op, g).first;
   if (algo == NcclAlgo::kNvls || algo == NcclAlgo::kNvlsTree) return bus * 5.0 / 6.0;
+  // PAT's bus bandwidth is taken as its algorithm bandwidth, at .75 of the channels'.
+  if (algo == NcclAlgo::kPat) return bus * kPatBandwidthShare;
   return bus * 0.5;
 }
 
@@ -256,6 +275,8 @@ double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   const int32_t ppn = g.ranks / g.nodes;
   if (algo == NcclAlgo::kNvls) return intra + (g.nodes > 1 ? inter : 0);
   if (algo == NcclAlgo::kNvlsTree) return intra + 2 * log2i(g.nodes) * inter;
+  if (algo == NcclAlgo::kPat)
+    return base_latency_us(algo, p) + log2i(g.nodes) * inter + g.ranks * pat_rank_latency_us();
   double lat = base_latency_us(algo, p);
   if (algo == NcclAlgo::kTree) return lat + 2 * ((ppn - 1) * intra + log2i(g.nodes) * inter);
   if (op == Op::kBroadcast)
@@ -284,7 +305,8 @@ double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes
 NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only) {
   NcclChoice best;
   best.time_us = std::numeric_limits<double>::infinity();
-  for (NcclAlgo algo : {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree}) {
+  for (NcclAlgo algo :
+       {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree, NcclAlgo::kPat}) {
     if (only.fix_algo && algo != only.algo) continue;
     for (Protocol p : {Protocol::kLl, Protocol::kLl128, Protocol::kSimple}) {
       if (only.protocol != Protocol::kAuto && p != only.protocol) continue;

@@ -22,8 +22,9 @@ double protocol_wire_factor(Protocol p);
 
 // NCCL's algorithms as its model knows them. kNvls: NVLink SHARP, the reduction done by the
 // NVSwitch (multimem loads and multicast stores), one server of Hopper GPUs. kNvlsTree: NVLS
-// inside each of several servers and a tree between them (all-reduce).
-enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree };
+// inside each of several servers and a tree between them (all-reduce). kPat: NCCL 2.23's
+// parallel aggregated trees, all-gather and reduce-scatter over one GPU per server.
+enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree, kPat };
 
 // GPU generation, the row index of NCCL's per-architecture tables.
 enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper };
@@ -39,6 +40,7 @@ struct NcclGraph {
   double bw_inter_gbps = 0;  // per channel, GB/s (NIC)
   GpuArch arch = GpuArch::kHopper;
   bool nvls = false;  // NVLink SHARP in each server (Hopper NVSwitch, more than 2 GPUs of it)
+  bool pat = false;   // PAT enabled (NCCL_PAT_ENABLE, NCCL 2.23+) and one GPU per server
 };
 
 // The graph NCCL's search finds on a DGX-like server: per GPU `nvlinks` links of NCCL's per-link
@@ -67,9 +69,13 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
 double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes bytes);
 
 // NCCL's per-step latency (hwLat) of one hop inside a server (NVLink) or across servers, µs, and
-// its fixed per-collective latency (baseLat).
+// its fixed per-collective latency (baseLat). PAT's step is hwLat / 3.5 and its call pays 2.8 µs
+// per rank on top of baseLat (pat_rank_latency_us).
 double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node);
 double base_latency_us(NcclAlgo algo, Protocol p);
+double pat_rank_latency_us();
+// PAT's share of its channels' bandwidth in NCCL's model (busBw x .75).
+double pat_bandwidth_share();
 
 struct NcclChoice {
   NcclAlgo algo = NcclAlgo::kRing;

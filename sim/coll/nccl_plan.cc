@@ -34,6 +34,7 @@ bool uniform(int32_t n, int32_t local) {
 Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
   if (algo == NcclAlgo::kNvlsTree) return Algorithm::kNvlsTree;
+  if (algo == NcclAlgo::kPat) return Algorithm::kPat;
   const bool servers = local > 1 && local < n && uniform(n, local);
   if (algo == NcclAlgo::kTree) return servers ? Algorithm::kHierarchical : Algorithm::kTree;
   return resolve(Algorithm::kAuto, op);
@@ -68,6 +69,8 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
     g.bw_intra_gbps = intra / g.channels;
     g.bw_inter_gbps = inter / g.channels;
   }
+  // NCCL enables PAT only with one GPU per node (ncclPatEnable).
+  g.pat = settings_.pat && g.nodes == g.ranks && g.ranks > 1;
   return g;
 }
 
@@ -119,6 +122,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
   const AlgorithmInfo& info = algorithm_info(key.algo);
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
+  if (settings_.network_overhead) key.wire.net_efficiency = net_transport_efficiency();
   // What an NVLink hop really carries for this algorithm (the NVSwitch's reduction and multicast
   // traffic) lowers what its messages get of the link, as does the switch streaming its
   // reductions below link rate: as if each byte took 1/efficiency of a byte.
@@ -128,7 +132,11 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const bool nvls = info.nccl == NcclAlgo::kNvls || info.nccl == NcclAlgo::kNvlsTree;
   if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
     key.wire.nvlink_efficiency *= switch_efficiency;
-  if (settings_.network_overhead) key.wire.net_efficiency = net_transport_efficiency();
+  // PAT moves its data at NCCL's model's .75 of the channels' bandwidth (tuning.cc: busBw *= .75).
+  if (info.nccl == NcclAlgo::kPat) {
+    key.wire.nvlink_efficiency *= pat_bandwidth_share();
+    key.wire.net_efficiency *= pat_bandwidth_share();
+  }
   if (settings_.step_latency && collective && n > 1) {
     const NcclAlgo m = info.nccl;
     // NVLS's NVLink hwLat is the whole call's (two phases here, so half each); NVLS-tree's
@@ -141,6 +149,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.wire.inter_step_latency =
         Time::from_us(inter_share * step_latency_us(m, key.protocol, true));
     key.wire.launch_latency = Time::from_us(base_latency_us(m, key.protocol));
+    if (m == NcclAlgo::kPat) key.wire.launch_latency += Time::from_us(n * pat_rank_latency_us());
   }
   return key;
 }

@@ -18,6 +18,7 @@ struct NcclSettings {
   Protocol protocol = Protocol::kAuto;  // NCCL_PROTO: kAuto lets the model choose
   int32_t channels = 0;                 // rings per collective across servers; 0: one per NIC
   bool nvls = true;                     // NCCL_NVLS_ENABLE
+  bool pat = true;                      // NCCL_PAT_ENABLE (NCCL 2.23+; off: NCCL 2.20's choices)
   // Effects (all on by default, as a real run pays them):
   bool protocol_overhead = true;  // LL / LL128 flag bytes on the wire
   bool nvlink_overhead = true;    // NCCL's NVLink payload efficiency (20.6 of 25 GB/s per link)

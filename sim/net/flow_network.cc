@@ -6,8 +6,10 @@
 #include <cstring>
 #include <functional>
 #include <limits>
+#include <map>
 #include <memory>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include "sim/net/analytical_network.h"
@@ -44,6 +46,41 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
     private_link_[l] = own(topology.link_source(l)) || own(topology.link_target(l));
     tags_[l].slack = slack(links_[l]);
   }
+  if (balancing_.mode == LoadBalancingMode::kAdaptive && routing.uses_tiered_routing())
+    build_trunks(topology);
+}
+
+void FlowNetwork::build_trunks(const Topology& topology) {
+  // A trunk per (direction, tier, switch at the leaves or group above them), keyed in one integer.
+  std::map<std::tuple<bool, int32_t, int64_t>, LinkId> trunks;
+  trunk_of_.resize(topology.num_links());
+  for (LinkId l = 0; l < topology.num_links(); ++l) {
+    trunk_of_[l] = l;
+    const VertexId a = topology.link_source(l), b = topology.link_target(l);
+    const VertexInfo& from = topology.vertex(a);
+    const VertexInfo& to = topology.vertex(b);
+    if (from.kind != VertexKind::kSwitch || to.kind != VertexKind::kSwitch) continue;
+    const bool up = to.tier > from.tier;
+    const VertexId low = up ? a : b;
+    const VertexInfo& lower = up ? from : to;
+    const auto key = std::make_tuple(up, lower.tier, lower.tier == 0 ? int64_t{low} : lower.group);
+    auto [it, fresh] = trunks.try_emplace(key, kNone);
+    if (fresh) {
+      it->second = static_cast<LinkId>(links_.size());
+      links_.emplace_back();
+      tags_.emplace_back();
+      private_link_.push_back(false);
+    }
+    links_[it->second].capacity += links_[l].capacity;
+    trunk_of_[l] = it->second;
+  }
+  for (const auto& [key, trunk] : trunks) tags_[trunk].slack = slack(links_[trunk]);
+}
+
+const std::vector<LinkId>& FlowNetwork::through_trunks(const std::vector<LinkId>& links) {
+  trunk_route_.clear();
+  for (LinkId l : links) trunk_route_.push_back(trunk_of_[l]);
+  return trunk_route_;
 }
 
 bool FlowNetwork::spreads(const Route& route) const {
@@ -64,6 +101,11 @@ void FlowNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done) {
     return;
   }
   const bool network = route.link_class == LinkClass::kNetwork;
+  if (network && !trunk_of_.empty()) {
+    start_flow(through_trunks(route.links), unit_weights_, route.latency, src, dst,
+               static_cast<double>(bytes), std::move(done));
+    return;
+  }
   if (network && balancing_.mode == LoadBalancingMode::kAdaptive) {
     routing_.path(src, dst, 0, &link_load_, chosen_);
     start_flow(chosen_.links, unit_weights_, chosen_.latency, src, dst, static_cast<double>(bytes),
@@ -237,6 +279,8 @@ FlowNetwork::FluidPlan FlowNetwork::build_fluid_plan(std::span<const FluidEdge> 
       const PairLinks& spread = spread_links(e.src, e.dst);
       for (std::size_t h = 0; h < spread.links.size(); ++h)
         share(spread.links[h], spread.weights[h]);
+    } else if (route.link_class == LinkClass::kNetwork && !trunk_of_.empty()) {
+      for (LinkId l : route.links) share(trunk_of_[l], 1);
     } else if (route.link_class == LinkClass::kNetwork &&
                balancing_.mode == LoadBalancingMode::kAdaptive) {
       plan.adaptive.push_back({e.src, e.dst, scale, image});

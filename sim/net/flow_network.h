@@ -31,9 +31,10 @@ namespace cs::net {
 // ECMP), the message split evenly over several hashed paths (multi-flow ECMP, network messages
 // only, as NCCL opens its queue pairs per network connection: modelled as one flow whose links
 // carry the fraction of its paths that cross them, since NCCL stripes a message evenly over its
-// queue pairs, so they advance together), or one flow sent down the least-loaded equal-cost hops
-// at its start (adaptive). A fluid transfer (send_fluid) is one flow as well, whose links carry
-// each edge's share of its bytes.
+// queue pairs, so they advance together), or, adaptive, sprayed: on a tiered fabric one flow
+// through the trunks of the switch tiers it crosses (see build_trunks), elsewhere one flow down
+// the least-loaded equal-cost hops at its start. A fluid transfer (send_fluid) is one flow as
+// well, whose links carry each edge's share of its bytes.
 class FlowNetwork final : public Network {
  public:
   // `sim` and `routing` must outlive the network.
@@ -208,6 +209,17 @@ class FlowNetwork final : public Network {
                   Time latency, VertexId src, VertexId dst, double bytes, Done done);
   void set_alone_rates(uint32_t f);
   LinkId allocate_pace_link(double capacity);
+  // Adaptive routing on a tiered fabric, as InfiniBand's adaptive routing does it: packet by packet
+  // over every up-port, so that a connection's bytes spread evenly over all its equal-cost paths.
+  // Evenly spread, the links from one switch (or, above the leaves, one switch group) up to its
+  // parent group all carry the same share, and so do the links down into one leaf (or group):
+  // each such bundle binds as one link of their summed capacity, its trunk. A path then crosses
+  // one trunk per tier up and one per tier down instead of the links of a single path, which
+  // would collide with other flows' paths that spraying never lets meet, and a full-bisection
+  // fabric binds nowhere above the NICs. Fills trunk_of_ (empty: no trunks).
+  void build_trunks(const Topology& topology);
+  // `links` with every switch-to-switch link replaced by its trunk, into trunk_route_.
+  const std::vector<LinkId>& through_trunks(const std::vector<LinkId>& links);
   // A message spread evenly over the topology's `flows_per_message` hashed paths (cached).
   const PairLinks& spread_links(VertexId src, VertexId dst);
   bool spreads(const Route& route) const;
@@ -303,8 +315,10 @@ class FlowNetwork final : public Network {
   uint64_t next_seq_ = 0;
 
   std::vector<LinkState> links_;
-  std::vector<LinkTag> tags_;       // by link
-  std::vector<bool> private_link_;  // by link: touches a GPU or a NIC, or is a pace link
+  std::vector<LinkTag> tags_;        // by link
+  std::vector<bool> private_link_;   // by link: touches a GPU or a NIC, or is a pace link
+  std::vector<LinkId> trunk_of_;     // by topology link: its trunk, or itself (adaptive, tiered)
+  std::vector<LinkId> trunk_route_;  // scratch: the last route through_trunks mapped
   // Pace links: one per paced fluid flow, after the topology's links, reused once it ends.
   std::vector<LinkId> free_pace_links_;
   std::vector<LinkId> dirty_links_;

@@ -4,6 +4,7 @@
 #include <array>
 #include <deque>
 #include <limits>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -64,6 +65,9 @@ struct TieredIndex {
     int32_t group = 0;
     std::vector<LinkId> up;
     std::vector<std::pair<VertexId, LinkId>> down;  // to switches only, sorted by vertex
+    // The same sorted by the target's group, and where each group's run starts.
+    std::vector<std::pair<VertexId, LinkId>> by_group;
+    std::vector<std::pair<int32_t, uint32_t>> group_begin;
   };
 
   std::vector<int32_t> slot;  // vertex -> index into gpus or switches (by kind), or kNoSlot
@@ -73,6 +77,15 @@ struct TieredIndex {
   std::vector<std::vector<std::vector<VertexId>>> members;  // [tier][group] -> switches, sorted
 
   const Switch& sw(VertexId v) const { return switches[static_cast<std::size_t>(slot[v])]; }
+  // The down-links of `s` into the switches of `group` (one tier below), in vertex order.
+  std::span<const std::pair<VertexId, LinkId>> down_into(const Switch& s, int32_t group) const {
+    const auto it = std::lower_bound(s.group_begin.begin(), s.group_begin.end(),
+                                     std::make_pair(group, uint32_t{0}));
+    if (it == s.group_begin.end() || it->first != group) return {};
+    const uint32_t end =
+        it + 1 == s.group_begin.end() ? static_cast<uint32_t>(s.by_group.size()) : (it + 1)->second;
+    return std::span(s.by_group).subspan(it->second, end - it->second);
+  }
 };
 
 }  // namespace detail
@@ -180,6 +193,14 @@ std::shared_ptr<const Index> build_index(const Topology& topology) {
       }
     }
     std::sort(s.down.begin(), s.down.end());
+    s.by_group = s.down;
+    const auto group_of = [&](const std::pair<VertexId, LinkId>& e) { return g[e.first].group; };
+    std::stable_sort(s.by_group.begin(), s.by_group.end(),
+                     [&](const auto& a, const auto& b) { return group_of(a) < group_of(b); });
+    for (uint32_t i = 0; i < s.by_group.size(); ++i) {
+      if (i == 0 || group_of(s.by_group[i]) != group_of(s.by_group[i - 1]))
+        s.group_begin.emplace_back(group_of(s.by_group[i]), i);
+    }
   }
   // Up/down routing is only shortest and complete if every up-link has its down-link back, every
   // leaf reaches every switch of its parent group and every switch above reaches each child group
@@ -234,15 +255,17 @@ int common_tier(const Index& idx, VertexId src_leaf, VertexId dst_leaf,
   return -1;
 }
 
-// The hashed (ECMP) path from `src_leaf` up `top` tiers and down to `dst_leaf`: at each switch
-// the candidate its hash picks.
+// The path from `src_leaf` up `top` tiers and down to `dst_leaf`: at each switch the candidate
+// the hash picks or, with a load function, the least-loaded one (choose).
 template <typename Hash>
-void hashed_path(const Index& idx, const Topology& topology, VertexId src_leaf, VertexId dst_leaf,
-                 const std::array<int32_t, kMaxTiers>& groups, int top, Hash hash, Route& route) {
+void tiered_path(const Index& idx, const Topology& topology, VertexId src_leaf, VertexId dst_leaf,
+                 const std::array<int32_t, kMaxTiers>& groups, int top, Hash hash,
+                 const Routing::LinkLoad* load, Route& route) {
   VertexId v = src_leaf;
   for (int t = 0; t < top; ++t) {
     const auto& up = idx.sw(v).up;
-    const LinkId chosen = up[hash(v) % up.size()];
+    const LinkId chosen =
+        up[choose(up.size(), hash(v), load, [&](std::size_t c) { return (*load)(up[c]); })];
     route.links.push_back(chosen);
     v = topology.link_target(chosen);
   }
@@ -257,124 +280,14 @@ void hashed_path(const Index& idx, const Topology& topology, VertexId src_leaf, 
     }
     // The switches of the destination's tier-t group that this one has a cable to; with every
     // switch of a group cabled to every one of its parent group, as many as the group holds.
-    std::size_t n = 0;
-    for (const auto& entry : down) n += idx.sw(entry.first).group == groups[t];
-    std::size_t pick = hash(v) % n;
-    for (const auto& entry : down) {
-      if (idx.sw(entry.first).group != groups[t] || pick-- > 0) continue;
-      route.links.push_back(entry.second);
-      v = entry.first;
-      break;
-    }
+    const auto candidates = idx.down_into(idx.sw(v), groups[t]);
+    const auto& [next, link] =
+        candidates[choose(candidates.size(), hash(v), load,
+                          [&](std::size_t c) { return (*load)(candidates[c].second); })];
+    route.links.push_back(link);
+    v = next;
   }
 }
-
-// Adaptive routing's path through a tiered fabric: the shortest path whose busiest link carries
-// the fewest flows (ties to the hashed candidate, as the hash alone would spread them). Real
-// adaptive routing (InfiniBand's, per packet) sprays a connection over every up-port, so that a
-// permutation on a full-bisection fat tree meets no congestion; one fluid path per connection
-// stands in for that only if it avoids the links that others already hold, all the way down to
-// the destination's leaf, not only at the next hop. Searched depth-first from the source's leaf,
-// each switch's best continuation remembered for the search, cut short by a path no flow touches:
-// alone on the fabric it costs the path's length.
-class LeastLoadedPath {
- public:
-  LeastLoadedPath(const Index& idx, const Topology& topology, const Routing::LinkLoad& load,
-                  const std::array<int32_t, kMaxTiers>& groups, int top, VertexId dst_leaf,
-                  std::function<uint64_t(VertexId)> hash)
-      : idx_(idx),
-        topology_(topology),
-        load_(load),
-        groups_(groups),
-        top_(top),
-        dst_leaf_(dst_leaf),
-        hash_(std::move(hash)) {
-    Memo& m = memo();
-    if (m.stamp.size() < topology.num_vertices()) {
-      m.stamp.resize(topology.num_vertices(), 0);
-      m.cost.resize(topology.num_vertices());
-      m.next.resize(topology.num_vertices());
-    }
-    if (++m.epoch == 0) {  // the stamps wrapped: forget them all
-      std::fill(m.stamp.begin(), m.stamp.end(), 0);
-      m.epoch = 1;
-    }
-  }
-
-  // Appends the links from `leaf` (the source's, at tier 0) up to the top tier and down to the
-  // destination's leaf.
-  void append(VertexId leaf, Route& route) {
-    climb(leaf, 0);
-    VertexId v = leaf;
-    for (int t = 0; t < 2 * top_; ++t) {
-      const LinkId l = memo().next[v];
-      route.links.push_back(l);
-      v = topology_.link_target(l);
-    }
-  }
-
- private:
-  struct Memo {
-    std::vector<uint32_t> stamp, cost;
-    std::vector<LinkId> next;
-    uint32_t epoch = 0;
-  };
-  static Memo& memo() {
-    thread_local Memo m;
-    return m;
-  }
-
-  // Busiest link of the best path on from switch `v` at tier `t`, climbing while below the top.
-  uint32_t climb(VertexId v, int t) {
-    return t == top_ ? descend(v, t) : best_of(v, idx_.sw(v).up, t + 1, true);
-  }
-  // The same on the way down, `v` at tier t in the destination's tier-t group.
-  uint32_t descend(VertexId v, int t) {
-    if (t == 0) return 0;
-    return best_of(v, idx_.sw(v).down, t - 1, false);
-  }
-
-  template <typename Links>
-  uint32_t best_of(VertexId v, const Links& links, int next_tier, bool up) {
-    Memo& m = memo();
-    if (m.stamp[v] == m.epoch) return m.cost[v];
-    const std::size_t n = links.size();
-    const std::size_t start = n == 0 ? 0 : hash_(v) % n;
-    uint32_t best = std::numeric_limits<uint32_t>::max();
-    for (std::size_t i = 0; i < n && best > 0; ++i) {
-      const auto& entry = links[(start + i) % n];
-      const auto [to, link] = target_of(entry);
-      if (!up && !leads_down(to, next_tier)) continue;
-      const uint32_t here = load_(link);
-      if (here >= best) continue;
-      const uint32_t cost = std::max(here, up ? climb(to, next_tier) : descend(to, next_tier));
-      if (cost < best) {
-        best = cost;
-        m.next[v] = link;
-      }
-    }
-    m.stamp[v] = m.epoch;
-    m.cost[v] = best;
-    return best;
-  }
-
-  std::pair<VertexId, LinkId> target_of(LinkId up) const { return {topology_.link_target(up), up}; }
-  static std::pair<VertexId, LinkId> target_of(const std::pair<VertexId, LinkId>& down) {
-    return down;
-  }
-  // Whether a switch at `tier` on the way down is the destination's: its leaf, or in its group.
-  bool leads_down(VertexId w, int tier) const {
-    return tier == 0 ? w == dst_leaf_ : idx_.sw(w).group == groups_[static_cast<std::size_t>(tier)];
-  }
-
-  const Index& idx_;
-  const Topology& topology_;
-  const Routing::LinkLoad& load_;
-  const std::array<int32_t, kMaxTiers>& groups_;
-  int top_;
-  VertexId dst_leaf_;
-  std::function<uint64_t(VertexId)> hash_;
-};
 
 }  // namespace
 
@@ -484,15 +397,9 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, R
   route.links.reserve(4 + 2 * static_cast<std::size_t>(best));
   route.links.push_back(out.gpu_to_nic);
   route.links.push_back(out.nic_to_leaf);
-  if (choice.load != nullptr) {
-    LeastLoadedPath(idx, topology_, *choice.load, groups, best, in.leaf, [&](VertexId v) {
-      return hop_hash(src, dst, v, choice.salt);
-    }).append(out.leaf, route);
-  } else {
-    hashed_path(
-        idx, topology_, out.leaf, in.leaf, groups, best,
-        [&](VertexId v) { return hop_hash(src, dst, v, choice.salt); }, route);
-  }
+  tiered_path(
+      idx, topology_, out.leaf, in.leaf, groups, best,
+      [&](VertexId v) { return hop_hash(src, dst, v, choice.salt); }, choice.load, route);
   route.links.push_back(in.leaf_to_nic);
   route.links.push_back(in.nic_to_gpu);
   return true;

@@ -19,6 +19,7 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
                                           : coll::Protocol::kAuto;
   s.channels = n.channels();
   s.nvls = n.nvls();
+  s.pat = n.pat();
   const auto& e = config.effects();
   s.protocol_overhead = e.nccl_protocol_overhead();
   s.nvlink_overhead = e.nvlink_protocol_overhead();

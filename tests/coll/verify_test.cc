@@ -101,6 +101,14 @@ TEST(VerifyOnData, NvlsTreeAllReduce) {
   }
 }
 
+// Bruck's doubling for any group size, powers of two and not.
+TEST(VerifyOnData, PatAllGatherAndReduceScatter) {
+  for (int32_t n : {1, 2, 3, 5, 6, 7, 8, 12, 13, 64}) {
+    for (Op op : {Op::kAllGather, Op::kReduceScatter})
+      expect_correct(ScheduleKey{op, Algorithm::kPat, n, 1});
+  }
+}
+
 TEST(VerifyOnData, BroadcastFromEveryKindOfRoot) {
   for (int32_t n : kSizes) {
     for (int32_t root : {0, n / 2, n - 1}) {

@@ -21,6 +21,7 @@ AlgorithmInfo hierarchical_algorithm();  // hierarchical.cc
 AlgorithmInfo direct_algorithm();        // direct.cc
 AlgorithmInfo nvls_algorithm();          // nvls.cc
 AlgorithmInfo nvls_tree_algorithm();     // nvls_tree.cc
+AlgorithmInfo pat_algorithm();           // pat.cc
 
 // What the NVSwitch puts on each GPU's NVLinks in an NVLS reduction and multicast over `local`
 // GPUs, over what the schedule's messages between GPUs carry: (local + 1) / (2 (local - 1)).

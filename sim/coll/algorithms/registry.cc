@@ -18,8 +18,8 @@ const std::vector<AlgorithmInfo>& algorithm_table() {
   // A function-local static: built on first use, so no static initialiser elsewhere can see it
   // half-built.
   static const std::vector<AlgorithmInfo> table = {
-      ring_algorithm(),   tree_algorithm(), hierarchical_algorithm(),
-      direct_algorithm(), nvls_algorithm(), nvls_tree_algorithm(),
+      ring_algorithm(), tree_algorithm(),      hierarchical_algorithm(), direct_algorithm(),
+      nvls_algorithm(), nvls_tree_algorithm(), pat_algorithm(),
   };
   return table;
 }
