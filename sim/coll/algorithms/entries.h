@@ -23,6 +23,10 @@ AlgorithmInfo nvls_algorithm();          // nvls.cc
 AlgorithmInfo nvls_tree_algorithm();     // nvls_tree.cc
 AlgorithmInfo pat_algorithm();           // pat.cc
 
+// NCCL's tree pipelining: halves of the buffer in pieces (down to 64 KiB) until there are 8 per
+// level of a tree over n ranks, so that the pipeline fills. (tree.cc)
+Pipelining tree_pipelining(int32_t n, Bytes size);
+
 // What the NVSwitch puts on each GPU's NVLinks in an NVLS reduction and multicast over `local`
 // GPUs, over what the schedule's messages between GPUs carry: (local + 1) / (2 (local - 1)).
 // (nvls.cc)

@@ -123,16 +123,6 @@ Schedule build_nvls_tree(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
-// As NCCL's tree: halves of the buffer in pieces (down to 64 KiB) until there are 8 per level of
-// the deepest tree the group could need (one GPU per server), so that the pipeline fills.
-Pipelining nvls_tree_pipelining(int32_t n, Bytes size) {
-  int32_t depth = 1;
-  while ((int32_t{1} << depth) < n) ++depth;
-  Bytes piece = kSlot;
-  while (size / 2 / piece < 8 * depth && piece > kSlot / 8) piece /= 2;
-  return {size / 2, piece};
-}
-
 }  // namespace
 
 AlgorithmInfo nvls_tree_algorithm() {
@@ -144,7 +134,8 @@ AlgorithmInfo nvls_tree_algorithm() {
   OpForm all_reduce;
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_nvls_tree;
-  all_reduce.pipelining = nvls_tree_pipelining;
+  // As NCCL's tree, sized for the deepest tree the group could need (one GPU per server).
+  all_reduce.pipelining = tree_pipelining;
   all_reduce.server_layout = "NVLS-tree all-reduce";
   a.ops.push_back(all_reduce);
   return a;

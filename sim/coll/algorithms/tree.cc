@@ -101,6 +101,8 @@ Schedule build_tree(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
+}  // namespace
+
 // Like NCCL's tree, halve pieces of each half (down to 64 KiB) until there are 8 per level of
 // depth, so that the pipeline fills.
 Pipelining tree_pipelining(int32_t n, Bytes size) {
@@ -110,8 +112,6 @@ Pipelining tree_pipelining(int32_t n, Bytes size) {
   while (size / 2 / piece < 8 * depth && piece > kSlot / 8) piece /= 2;
   return {size / 2, piece};
 }
-
-}  // namespace
 
 TreeNode double_binary_tree(int32_t n, int tree, int32_t rank) {
   if (tree == 0) return btree(n, rank);
