@@ -1,0 +1,138 @@
+#include "sim/workload/stack.h"
+
+#include <google/protobuf/util/message_differencer.h>
+
+#include <algorithm>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "sim/config/config_error.h"
+#include "sim/config/field_override.h"
+#include "sim/config/stack_profile.h"
+
+namespace cs::workload {
+
+namespace {
+
+using clustersim::RunConfig;
+using clustersim::StackProfile;
+
+// The StackProfile fields each effects.stack_* switch covers; off, they are Megatron-TE's.
+constexpr std::string_view kKernelFields[] = {"kernels", "fused_qkv", "fused_gate_up",
+                                              "ddp_grad_buffer"};
+constexpr std::string_view kAttentionFields[] = {"attention"};
+constexpr std::string_view kShardingFields[] = {"gather", "reduce", "param_sync"};
+
+template <std::size_t N>
+void take_fields(StackProfile& to, const StackProfile& from, const std::string_view (&names)[N]) {
+  using google::protobuf::FieldDescriptor;
+  const auto* d = StackProfile::descriptor();
+  const auto* r = StackProfile::GetReflection();
+  for (const auto name : names) {
+    const FieldDescriptor* f = d->FindFieldByName(std::string(name));
+    r->ClearField(&to, f);
+    if (f->is_repeated()) {
+      for (int i = 0; i < r->FieldSize(from, f); ++i)
+        r->AddMessage(&to, f)->CopyFrom(r->GetRepeatedMessage(from, f, i));
+    } else if (!r->HasField(from, f)) {
+      continue;
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+      r->MutableMessage(&to, f)->CopyFrom(r->GetMessage(from, f));
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {
+      r->SetEnum(&to, f, r->GetEnum(from, f));
+    } else {
+      r->SetBool(&to, f, r->GetBool(from, f));  // the other covered scalars are bools
+    }
+  }
+}
+
+std::string profile_file(const RunConfig& config) {
+  const std::string& v = config.stack_variant();
+  if (!v.empty()) return v;
+  return default_stack_profile(config.software_stack());
+}
+
+void check_limits(const RunConfig& config, const StackProfile& p, const std::string& source) {
+  for (const auto& limit : p.limits()) {
+    const std::string value = field_text(config, limit.field());
+    if (std::find(limit.allowed().begin(), limit.allowed().end(), value) != limit.allowed().end())
+      continue;
+    std::string allowed;
+    for (const auto& a : limit.allowed())
+      allowed += (allowed.empty() ? "" : ", ") + (a.empty() ? std::string("\"\"") : a);
+    throw ConfigError(
+        source + ": software_stack " + clustersim::SoftwareStack_Name(config.software_stack()) +
+        " (stacks/" + p.name() + ".textproto) cannot run " + limit.field() + " = " +
+        (value.empty() ? "\"\"" : value) + " (allowed: " + allowed + "): " + limit.reason());
+  }
+}
+
+}  // namespace
+
+void resolve_stack(RunConfig& config, const std::string& source) {
+  StackProfile p = load_stack_profile(profile_file(config));
+  if (p.stack() != config.software_stack()) {
+    throw ConfigError(source + ": stack_variant '" + config.stack_variant() + "' is a " +
+                      clustersim::SoftwareStack_Name(p.stack()) +
+                      " profile but software_stack is " +
+                      clustersim::SoftwareStack_Name(config.software_stack()));
+  }
+  overlay_stack_profile(p, config.stack_profile());
+  if (config.torch_compile()) {
+    if (p.compiled_kernels_size() == 0) {
+      throw ConfigError(source + ": torch_compile: stacks/" + p.name() +
+                        " lists no compiled_kernels, so this stack cannot run compiled");
+    }
+    replace_kernel_slots(*p.mutable_kernels(), p.compiled_kernels());
+  }
+  p.clear_compiled_kernels();
+  const auto& e = config.effects();
+  if (!e.stack_kernels() || !e.stack_attention() || !e.stack_sharding()) {
+    const StackProfile megatron =
+        load_stack_profile(default_stack_profile(clustersim::MEGATRON_TE));
+    if (!e.stack_kernels()) take_fields(p, megatron, kKernelFields);
+    if (!e.stack_attention()) take_fields(p, megatron, kAttentionFields);
+    if (!e.stack_sharding()) take_fields(p, megatron, kShardingFields);
+  }
+  check_limits(config, p, source);
+  *config.mutable_resolved_stack() = std::move(p);
+}
+
+const clustersim::StackProfile& stack_of(const RunConfig& config) {
+  if (config.has_resolved_stack()) return config.resolved_stack();
+  if (config.software_stack() != clustersim::MEGATRON_TE)
+    throw std::logic_error("software_stack " +
+                           clustersim::SoftwareStack_Name(config.software_stack()) +
+                           " used before resolve_stack");
+  return clustersim::StackProfile::default_instance();
+}
+
+std::string stack_label(const RunConfig& config) {
+  std::string label = clustersim::SoftwareStack_Name(config.software_stack());
+  if (config.software_stack() == clustersim::MEGATRON_TE && !config.torch_compile() &&
+      config.stack_variant().empty())
+    return label;
+  const std::string name =
+      config.has_resolved_stack() ? config.resolved_stack().name() : config.stack_variant();
+  label += " (" + name;
+  if (config.torch_compile()) label += ", torch.compile";
+  return label + ")";
+}
+
+bool custom_sharding(const StackProfile& p) {
+  using google::protobuf::util::MessageDifferencer;
+  if (!MessageDifferencer::Equivalent(p.gather(), clustersim::WeightGather())) return true;
+  if (p.reduce().when() != clustersim::GradReduce::BUCKETS || p.reduce().in_issue_order())
+    return true;
+  return false;
+}
+
+std::string_view intern_kernel_name(std::string_view name) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> names;  // node-based: views stay valid
+  const std::lock_guard<std::mutex> lock(mutex);
+  return *names.emplace(name).first;
+}
+
+}  // namespace cs::workload
