@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 
@@ -131,7 +133,9 @@ void overlay_stack_profile(StackProfile& base, const StackProfile& top) {
   replace_limits(*base.mutable_limits(), top.limits());
 }
 
-StackProfile load_stack_profile(const std::string& name_or_path) {
+namespace {
+
+StackProfile parse_and_validate(const std::string& name_or_path) {
   const auto source = find_profile(name_or_path);
   if (!source) throw ConfigError(unknown_profile(name_or_path));
   std::vector<std::string> chain;
@@ -140,12 +144,29 @@ StackProfile load_stack_profile(const std::string& name_or_path) {
   return profile;
 }
 
+// The embedded profiles, parsed once: they are compiled in and never change, and every step (and
+// every plan candidate) resolves one. Files on disk are read each time.
+const StackProfile* embedded_profile(const std::string& name) {
+  static std::mutex mutex;
+  static std::map<std::string, StackProfile> parsed;
+  if (find_preset(kFolder, name) == nullptr) return nullptr;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(name);
+  if (it == parsed.end()) it = parsed.emplace(name, parse_and_validate(name)).first;
+  return &it->second;  // std::map nodes stay put
+}
+
+}  // namespace
+
+StackProfile load_stack_profile(const std::string& name_or_path) {
+  if (const StackProfile* p = embedded_profile(name_or_path)) return *p;
+  return parse_and_validate(name_or_path);
+}
+
 std::string default_stack_profile(clustersim::SoftwareStack stack) {
   for (const auto& name : stack_profile_names()) {
-    StackProfile p;
-    const auto source = find_profile(name);
-    parse_text_proto(source->text, source->label, &p);
-    if (p.stack() == stack && p.default_variant()) return name;
+    const StackProfile* p = embedded_profile(name);
+    if (p->stack() == stack && p->default_variant()) return name;
   }
   throw ConfigError("no stack profile under stacks/ has stack: " +
                     clustersim::SoftwareStack_Name(stack) + " and default_variant: true");

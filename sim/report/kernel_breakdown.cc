@@ -31,9 +31,7 @@ std::vector<std::pair<std::string, double>> kernel_time_by_group(
   for (const auto& program : programs) {
     const std::vector<double> part = softmax_seconds(program, cost);
     for (const auto& op : program.ops) {
-      if (op.kind != workload::OpKind::kCompute || op.kernel >= program.kernels.size() ||
-          op.stream != workload::Stream::kCompute)
-        continue;  // side-stream kernels (a stack's copy-in beside its collectives) overlap
+      if (op.kind != workload::OpKind::kCompute || op.kernel >= program.kernels.size()) continue;
       const auto group = static_cast<std::size_t>(program.kernels[op.kernel].kernel.group);
       const double s = op.duration.as_seconds();
       const double exp_s = std::min(part[op.kernel], s);

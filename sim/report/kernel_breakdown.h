@@ -13,9 +13,9 @@ namespace cs::report {
 
 // Seconds of compute-stream kernels per step, by compute::KernelGroup in its order, averaged over
 // `programs` (one per pipeline stage, each run by the same number of GPUs). Ops without a
-// recorded kernel (host offload), kernels off the compute stream and groups with no time are left
-// out. With `cost` (the model that timed the programs), the attention kernels' softmax-exponential
-// term (KernelCostModel::attention_softmax_seconds) is its own line, "attention_softmax_exp", right
+// recorded kernel (host offload) are left out; groups with no time are left out. With `cost`
+// (the model that timed the programs), the attention kernels' softmax-exponential term
+// (KernelCostModel::attention_softmax_seconds) is its own line, "attention_softmax_exp", right
 // after "attention" and taken out of it, so the lines still sum to the compute time.
 std::vector<std::pair<std::string, double>> kernel_time_by_group(
     const std::vector<workload::Program>& programs, const compute::KernelCostModel* cost = nullptr);
