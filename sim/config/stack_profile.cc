@@ -184,7 +184,8 @@ void validate_stack_profile(const StackProfile& p, const std::string& src) {
   if (g.forward_prefetch_units() < 0 || g.backward_prefetch_units() < 0)
     config_fail(src, "gather.forward_prefetch_units and backward_prefetch_units must be >= 0");
   if (g.prefetch_params() < 0) config_fail(src, "gather.prefetch_params must be >= 0");
-  if (g.max_reuse_params() < 0) config_fail(src, "gather.max_reuse_params must be >= 0");
+  if (g.max_reuse_params() < 0 || g.max_live_params() < 0)
+    config_fail(src, "gather.max_reuse_params and max_live_params must be >= 0");
   if (p.reduce().has_bucket_params() && p.reduce().bucket_params() <= 0)
     config_fail(src, "reduce.bucket_params = " + std::to_string(p.reduce().bucket_params()) +
                          " must be positive");

@@ -1,5 +1,6 @@
 #include "sim/run/sharded_pass.h"
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 #include <string_view>
@@ -178,31 +179,47 @@ class PassEmitter {
   int32_t last() const { return static_cast<int32_t>(phase_.ops.size()) - 1; }
   OpClass phase_class() const { return backward_ ? OpClass::kBackward : OpClass::kForward; }
 
-  // For each unit, the unit at whose start its gather is issued (-1: the pass's start; itself:
-  // when that unit is reached). LAYER: prefetch_units earlier. MODULE: the earliest unit whose
-  // successors up to this one gather fewer than prefetch_params (DeepSpeed prefetches that far
-  // past the module it fetches).
+  // LAYER: for each unit, the unit at whose start its gather is issued (-1: the pass's start;
+  // itself: when that unit is reached), prefetch_units earlier. (MODULE units are issued by
+  // prefetch_modules as they are reached.)
   std::vector<int32_t> open_points(const std::vector<Unit>& units) const {
     const auto& g = stack_.gather();
     const int32_t k = backward_ ? g.backward_prefetch_units() : g.forward_prefetch_units();
     std::vector<int32_t> open(units.size());
     for (std::size_t u = 0; u < units.size(); ++u) {
       const auto i = static_cast<int32_t>(u);
-      if (g.unit() == clustersim::WeightGather::LAYER) {
-        open[u] = i - k < 0 && k > 0 ? -1 : i - k;
-        continue;
-      }
-      int32_t v = i - 1;
-      int64_t ahead = 0;  // gathered weights strictly between v and u
-      while (v >= 0) {
-        const Unit& w = units[static_cast<std::size_t>(v)];
-        if (ahead + (w.gather ? w.params : 0) >= g.prefetch_params()) break;
-        ahead += w.gather ? w.params : 0;
-        --v;
-      }
-      open[u] = v;
+      open[u] =
+          g.unit() == clustersim::WeightGather::MODULE ? i : (i - k < 0 && k > 0 ? -1 : i - k);
     }
     return open;
+  }
+
+  bool gathers(int32_t u) const {
+    const Unit& unit = (*units_)[static_cast<std::size_t>(u)];
+    return unit.gather && unit.params > 0;
+  }
+
+  // DeepSpeed's fetch_sub_module prefetch as unit q is reached: the next units of the trace not
+  // yet gathered, in one coalesced all-gather, until they hold prefetch_params (within what
+  // max_live_params leaves); units it passes over that need no gather are popped uncounted.
+  void prefetch_modules(int32_t q, int32_t anchor) {
+    const auto& g = stack_.gather();
+    frontier_ = std::max(frontier_, q + 1);
+    int64_t live = 0;  // gathered and not yet used: issued units from q on
+    for (const auto& [u, op] : gathers_)
+      if (u >= q) live += (*units_)[static_cast<std::size_t>(u)].params;
+    int64_t budget = g.prefetch_params();
+    if (g.max_live_params() > 0) budget = std::min(budget, g.max_live_params() - live);
+    std::vector<int32_t> group;
+    int64_t taken = 0;
+    const auto n = static_cast<int32_t>(units_->size());
+    while (frontier_ < n && taken < budget) {
+      const int32_t u = frontier_++;
+      if (!gathers(u) || gathers_.count(u)) continue;
+      group.push_back(u);
+      taken += (*units_)[static_cast<std::size_t>(u)].params;
+    }
+    if (!group.empty()) issue(group, anchor);
   }
 
   // The rows of `slot` over `params` (a unit's or bucket's), as program ops after `after`.
@@ -218,38 +235,40 @@ class PassEmitter {
     }
   }
 
-  void issue(int32_t u, int32_t anchor) {
-    const Unit& unit = (*units_)[static_cast<std::size_t>(u)];
+  // One all-gather of the units `group` (coalesced when several), its copy-in first, after
+  // `anchor`.
+  void issue(const std::vector<int32_t>& group, int32_t anchor) {
+    int64_t params = 0;
+    for (const int32_t u : group) params += (*units_)[static_cast<std::size_t>(u)].params;
     make_.layer = -1;
     const std::size_t before = phase_.ops.size();
-    rows(StackKernel::GATHER_PROLOGUE, unit.params, anchor);
+    rows(StackKernel::GATHER_PROLOGUE, params, anchor);
     const int32_t after = phase_.ops.size() > before ? PhaseOp::kPrevious : anchor;
-    phase_.add(make_.collective(coll::Op::kAllGather, workload::Dim::kDp, 2 * unit.params,
+    phase_.add(make_.collective(coll::Op::kAllGather, workload::Dim::kDp, 2 * params,
                                 "zero3_weight_gather"),
                after);
-    gathers_[u] = last();
+    for (const int32_t u : group) gathers_[u] = last();
   }
 
   void issue_opening_at(int32_t q, int32_t anchor) {
     for (std::size_t u = 0; u < units_->size(); ++u) {
-      const Unit& unit = (*units_)[u];
-      if (unit.gather && unit.params > 0 && opens_[u] == q && static_cast<int32_t>(u) != q)
-        issue(static_cast<int32_t>(u), anchor);
+      const auto i = static_cast<int32_t>(u);
+      if (gathers(i) && opens_[u] == q && i != q && !gathers_.count(i)) issue({i}, anchor);
     }
   }
 
   void emit_unit(int32_t q) {
     const Unit& unit = (*units_)[static_cast<std::size_t>(q)];
-    const bool gathers = unit.gather && unit.params > 0;
+    const bool gathered = gathers(q);
     const int32_t before = last_compute_;  // the unit before finished
-    if (gathers && opens_[static_cast<std::size_t>(q)] >= q) issue(q, before);
+    if (gathered && !gathers_.count(q)) issue({q}, before);
     // FSDP2: the compute stream waits for the reduction two units back (reduce_backpressure).
     int32_t wait = PhaseOp::kNone;
     if (stack_.gather().reduce_backpressure() && q >= 2)
       wait = reductions_[static_cast<std::size_t>(q - 2)];
     int32_t first_after = before;  // what the unit's first compute op waits for
     int32_t begun = before;        // the unit has begun: its copy-out done, or the one before it
-    if (gathers) {
+    if (gathered) {
       const std::size_t n = phase_.ops.size();
       rows(StackKernel::GATHER_EPILOGUE, unit.params, gathers_[q], wait);
       if (phase_.ops.size() > n) {
@@ -259,7 +278,11 @@ class PassEmitter {
         first_after = gathers_[q];
       }
     }
-    issue_opening_at(q, begun);
+    if (stack_.gather().unit() == clustersim::WeightGather::MODULE) {
+      prefetch_modules(q, begun);
+    } else {
+      issue_opening_at(q, begun);
+    }
     compute(unit, first_after, wait);
     if (!backward_ || unit.grads == 0) return;
     if (stack_.reduce().when() == clustersim::GradReduce::PER_UNIT) {
@@ -312,6 +335,7 @@ class PassEmitter {
   std::vector<int32_t> opens_, reductions_;
   std::unordered_map<int32_t, int32_t> gathers_;  // unit -> its gather's op
   int32_t last_compute_ = PhaseOp::kItemStart;
+  int32_t frontier_ = 0;  // MODULE: the next unit of the trace queue not yet looked at
   int64_t bucket_ = 0;
 };
 

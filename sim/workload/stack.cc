@@ -18,9 +18,9 @@ namespace {
 using clustersim::RunConfig;
 using clustersim::StackProfile;
 
-// The StackProfile fields each effects.stack_* switch covers; off, they are Megatron-TE's.
-constexpr std::string_view kKernelFields[] = {"kernels", "fused_qkv", "fused_gate_up",
-                                              "ddp_grad_buffer"};
+// The StackProfile fields each effects.stack_* switch covers; off, they are Megatron-TE's. The
+// kernel rows split by slot: the copies around gathers and reductions go with the sharding.
+constexpr std::string_view kKernelFields[] = {"fused_qkv", "fused_gate_up", "ddp_grad_buffer"};
 constexpr std::string_view kAttentionFields[] = {"attention"};
 constexpr std::string_view kShardingFields[] = {"gather", "reduce", "param_sync"};
 
@@ -45,6 +45,28 @@ void take_fields(StackProfile& to, const StackProfile& from, const std::string_v
       r->SetBool(&to, f, r->GetBool(from, f));  // the other covered scalars are bools
     }
   }
+}
+
+bool sharding_slot(clustersim::StackKernel::Slot slot) {
+  switch (slot) {
+    case clustersim::StackKernel::GATHER_PROLOGUE:
+    case clustersim::StackKernel::GATHER_EPILOGUE:
+    case clustersim::StackKernel::REDUCE_PROLOGUE:
+    case clustersim::StackKernel::REDUCE_EPILOGUE:
+    case clustersim::StackKernel::PARAM_SYNC_PROLOGUE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Drops the kernel rows of the sharding slots (`sharding`) or of the others: Megatron-TE lists
+// none.
+void drop_rows(StackProfile& p, bool sharding) {
+  google::protobuf::RepeatedPtrField<clustersim::StackKernel> kept;
+  for (const auto& k : p.kernels())
+    if (sharding_slot(k.slot()) != sharding) *kept.Add() = k;
+  p.mutable_kernels()->Swap(&kept);
 }
 
 std::string profile_file(const RunConfig& config) {
@@ -81,7 +103,7 @@ void resolve_stack(RunConfig& config, const std::string& source) {
   overlay_stack_profile(p, config.stack_profile());
   if (config.torch_compile()) {
     if (p.compiled_kernels_size() == 0) {
-      throw ConfigError(source + ": torch_compile: stacks/" + p.name() +
+      throw ConfigError(source + ": torch_compile: stacks/" + p.name() + ".textproto" +
                         " lists no compiled_kernels, so this stack cannot run compiled");
     }
     replace_kernel_slots(*p.mutable_kernels(), p.compiled_kernels());
@@ -91,9 +113,15 @@ void resolve_stack(RunConfig& config, const std::string& source) {
   if (!e.stack_kernels() || !e.stack_attention() || !e.stack_sharding()) {
     const StackProfile megatron =
         load_stack_profile(default_stack_profile(clustersim::MEGATRON_TE));
-    if (!e.stack_kernels()) take_fields(p, megatron, kKernelFields);
+    if (!e.stack_kernels()) {
+      take_fields(p, megatron, kKernelFields);
+      drop_rows(p, false);
+    }
     if (!e.stack_attention()) take_fields(p, megatron, kAttentionFields);
-    if (!e.stack_sharding()) take_fields(p, megatron, kShardingFields);
+    if (!e.stack_sharding()) {
+      take_fields(p, megatron, kShardingFields);
+      drop_rows(p, true);
+    }
   }
   check_limits(config, p, source);
   *config.mutable_resolved_stack() = std::move(p);

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -178,6 +179,21 @@ TEST(Stack, EachEffectSwitchTakesItsPartFromMegatronTe) {
   EXPECT_GT(attention_off.resolved_stack().kernels_size(), 0);
   EXPECT_TRUE(custom_sharding(attention_off.resolved_stack()));
   EXPECT_TRUE(custom_sharding(resolved(fsdp_layout("PYTORCH_FSDP")).resolved_stack()));
+  // The copies around gathers and reductions go with the sharding, the rest with the kernels.
+  auto slots = [](const RunConfig& c) {
+    std::set<int> out;
+    for (const auto& k : c.resolved_stack().kernels()) out.insert(k.slot());
+    return out;
+  };
+  const auto no_kernels =
+      slots(resolved(fsdp_layout("PYTORCH_FSDP", {"effects.stack_kernels=false"})));
+  const auto no_sharding =
+      slots(resolved(fsdp_layout("PYTORCH_FSDP", {"effects.stack_sharding=false"})));
+  EXPECT_EQ(no_kernels.count(clustersim::StackKernel::NORM_FORWARD), 0u);
+  EXPECT_EQ(no_kernels.count(clustersim::StackKernel::GATHER_EPILOGUE), 1u);
+  EXPECT_EQ(no_sharding.count(clustersim::StackKernel::NORM_FORWARD), 1u);
+  EXPECT_EQ(no_sharding.count(clustersim::StackKernel::GATHER_EPILOGUE), 0u);
+  EXPECT_EQ(no_sharding.count(clustersim::StackKernel::REDUCE_PROLOGUE), 0u);
   EXPECT_FALSE(custom_sharding(resolved(fsdp_layout("MEGATRON_TE")).resolved_stack()));
 }
 
