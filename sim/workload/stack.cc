@@ -10,6 +10,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/field_override.h"
 #include "sim/config/stack_profile.h"
+#include "sim/workload/schedules/registry.h"
 
 namespace cs::workload {
 
@@ -90,6 +91,30 @@ void check_limits(const RunConfig& config, const StackProfile& p, const std::str
   }
 }
 
+// A profile with its own ZeRO-3 rules is lowered by sim/run/sharded_pass.h, for one pipeline
+// stage of dense layers without tensor or context parallelism; a profile overridden into such
+// rules on another layout is refused here rather than lowered wrongly.
+void check_sharded_pass(const RunConfig& config, const StackProfile& p, const std::string& source) {
+  const auto& par = config.parallel();
+  if (par.zero_stage() != 3 || !custom_sharding(p)) return;
+  std::string why;
+  if (par.tp() != 1 || par.cp() != 1 || par.pp() != 1) {
+    why = "parallel.tp, cp and pp above 1";
+  } else if (config.model().has_moe() || config.model().mtp_layers() > 0) {
+    why = "model.moe or model.mtp_layers";
+  } else if (par.checkpoint_every_k_layers() > 0) {
+    why = "parallel.checkpoint_every_k_layers";
+  } else if (schedule_info(par.schedule()).splits_backward) {
+    why = "a split-backward parallel.schedule";
+  }
+  if (!why.empty()) {
+    throw ConfigError(source + ": stacks/" + p.name() +
+                      ".textproto's own ZeRO-3 gathers and reductions (gather, reduce) are lowered "
+                      "for one pipeline stage of dense layers, not with " +
+                      why);
+  }
+}
+
 }  // namespace
 
 void resolve_stack(RunConfig& config, const std::string& source) {
@@ -124,6 +149,7 @@ void resolve_stack(RunConfig& config, const std::string& source) {
     }
   }
   check_limits(config, p, source);
+  check_sharded_pass(config, p, source);
   *config.mutable_resolved_stack() = std::move(p);
 }
 

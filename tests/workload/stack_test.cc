@@ -209,6 +209,17 @@ TEST(Stack, OverridesReplaceTheProfilesFields) {
   EXPECT_EQ(main_grad_bytes(resolved(fsdp_layout("PYTORCH_FSDP"))), 4);  // reduce_dtype fp32
 }
 
+TEST(Stack, OwnZero3RulesOnALayoutTheyCannotLowerAreRefused) {
+  // Megatron-TE with FSDP2's gather rules laid over it, on a pipeline: the unit-by-unit pass is
+  // for one stage, so the override is refused, not lowered wrongly.
+  RunConfig c = fsdp_layout("MEGATRON_TE", {"parallel.pp=2", "stack_profile.gather.unit=MODULE"});
+  EXPECT_NE(error_of([&] { resolve_stack(c, "cfg"); })
+                .find("own ZeRO-3 gathers and reductions (gather, reduce) are lowered for one "
+                      "pipeline stage of dense layers, not with parallel.tp, cp and pp above 1"),
+            std::string::npos);
+  EXPECT_NO_THROW(resolved(fsdp_layout("MEGATRON_TE", {"stack_profile.gather.unit=MODULE"})));
+}
+
 TEST(Stack, AStackUsedWithoutResolvingIsALogicError) {
   const RunConfig c = fsdp_layout("PYTORCH_FSDP");
   EXPECT_THROW(layer_ops(c, Phase::kForward), std::logic_error);
