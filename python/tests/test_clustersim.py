@@ -109,6 +109,23 @@ def test_plan_ranks_layouts(tmp_path):
     assert times and times == sorted(times)
 
 
+def test_software_stack_is_a_set_field_and_the_report_names_it(tmp_path):
+    fsdp = {**SMALL, "parallel.tp": 1, "parallel.dp": 8, "parallel.zero_stage": 3,
+            "parallel.sequence_parallel": False, "parallel.global_batch_size": 8}
+    ours = clustersim.run(preset="llama3-8b", set={**fsdp, "software_stack": "PYTORCH_FSDP"})
+    args = [a for k, v in fsdp.items() for a in ("--set", f"{k}={str(v).lower()}")]
+    theirs = cli_json(tmp_path, "run", "--preset", "llama3-8b", *args,
+                      "--set", "software_stack=PYTORCH_FSDP")
+    assert stable(ours) == stable(theirs)
+    assert ours["software_stack"] == "PYTORCH_FSDP (pytorch_fsdp2)"
+    megatron = clustersim.run(preset="llama3-8b", set=fsdp)
+    assert megatron["software_stack"] == "MEGATRON_TE"
+    assert ours["iteration_time_s"] > megatron["iteration_time_s"]
+    with pytest.raises(clustersim.Error, match=r"cannot run parallel.tp = 2 \(allowed: 1\)"):
+        clustersim.run(preset="llama3-8b", set={**fsdp, "parallel.tp": 2,
+                                                "software_stack": "PYTORCH_FSDP"})
+
+
 def test_plan_finds_the_fewest_gpus_or_says_none_fit(tmp_path):
     ours = clustersim.plan(preset="llama3-8b", min_gpus=True)
     assert ours == cli_json(tmp_path, "plan", "--preset", "llama3-8b", "--min-gpus")

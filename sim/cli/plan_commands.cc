@@ -115,8 +115,36 @@ int memory_command(const std::vector<std::string>& args, CommandIo& io) {
   return report.fits && report.fits_host ? 0 : 3;
 }
 
+namespace {
+
+// "all" or a comma-separated list of SoftwareStack names; empty: none (the config's own).
+std::vector<clustersim::SoftwareStack> parse_stacks(const std::string& text) {
+  std::vector<clustersim::SoftwareStack> out;
+  const auto* e = clustersim::SoftwareStack_descriptor();
+  if (text == "all") {
+    for (int i = 0; i < e->value_count(); ++i)
+      out.push_back(static_cast<clustersim::SoftwareStack>(e->value(i)->number()));
+    return out;
+  }
+  std::string_view rest = text;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string name(rest.substr(0, comma));
+    clustersim::SoftwareStack stack;
+    if (!clustersim::SoftwareStack_Parse(name, &stack))
+      throw UsageError("--stacks: '" + name +
+                       "' is not MEGATRON_TE, PYTORCH_FSDP, DEEPSPEED_ZERO or all");
+    out.push_back(stack);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+}  // namespace
+
 int plan_command(const std::vector<std::string>& args, CommandIo& io) {
-  std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto";
+  std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto", stacks;
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
   int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
@@ -131,6 +159,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
       "simulates the best --simulate of them in parallel threads on the congestion-free\n"
       "analytical network, runs the best --refine of those again on the congestion-aware\n"
       "network and ranks them by it, and prints the top ones with why they win or lose.\n"
+      "With --stacks, every layout is tried under each software stack named.\n"
       "When none is left it says why (the fields invalid layouts fail on, the smallest\n"
       "memory among those that do not fit) and exits 3.\n\n"
       "options");
@@ -151,6 +180,8 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
       ("rank-order", po::value(&rank_order), "rank order of every candidate: TP_CP_PP_DP or "
        "TP_CP_DP_PP (default auto: TP_CP_DP_PP where experts are split over EP > 1, keeping an "
        "EP group on one server; otherwise the config's)")
+      ("stacks", po::value(&stacks), "software stacks to search, comma-separated "
+       "(MEGATRON_TE, PYTORCH_FSDP, DEEPSPEED_ZERO) or all (default: the config's own)")
       ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
       ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
       ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
@@ -186,6 +217,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   if (refine < 0) throw UsageError("--refine must not be negative, got " + std::to_string(refine));
   options.refine = refine;
   options.rank_order = order;
+  options.stacks = parse_stacks(stacks);
   // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
   World world(io.join_mpi);
   options.jobs = jobs > 0 ? jobs : world.local_jobs();

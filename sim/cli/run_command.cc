@@ -9,6 +9,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
+#include "sim/config/stack_profile.h"
 #include "sim/config/text_proto.h"
 #include "sim/report/timeline.h"
 #include "sim/run/step_simulation.h"
@@ -125,7 +126,8 @@ int run_command(const std::vector<std::string>& args, CommandIo& io) {
 
 int presets_command(const std::vector<std::string>& args, CommandIo& io) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    io.out << "usage: clustersim presets\n\nLists the built-in workloads, topologies and GPUs.\n";
+    io.out << "usage: clustersim presets\n\nLists the built-in workloads, topologies, GPUs and "
+              "software stacks.\n";
     return 0;
   }
   if (!args.empty()) throw UsageError("presets takes no arguments");
@@ -140,6 +142,13 @@ int presets_command(const std::vector<std::string>& args, CommandIo& io) {
   for (const auto& name : preset_names("topologies")) io.out << "  " << name << '\n';
   io.out << "gpus (cluster.gpu):\n";
   for (const auto& name : compute::gpu_profile_names()) io.out << "  " << name << '\n';
+  io.out << "software stacks (software_stack, stack_variant):\n";
+  for (const auto& name : stack_profile_names()) {
+    const StackProfile p = load_stack_profile(name);
+    io.out << "  " << name << std::string(name.size() < 16 ? 16 - name.size() : 1, ' ')
+           << clustersim::SoftwareStack_Name(p.stack())
+           << (p.default_variant() ? " (default): " : ": ") << p.description() << '\n';
+  }
   return 0;
 }
 

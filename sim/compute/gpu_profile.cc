@@ -101,6 +101,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
     fail(src, "attention_bf16 { forward: ... backward: ... } must be set");
   require_fraction(p.attention_bf16().forward(), src, "attention_bf16.forward");
   require_fraction(p.attention_bf16().backward(), src, "attention_bf16.backward");
+  if (p.has_attention_fa2_bf16()) {
+    require_fraction(p.attention_fa2_bf16().forward(), src, "attention_fa2_bf16.forward");
+    require_fraction(p.attention_fa2_bf16().backward(), src, "attention_fa2_bf16.backward");
+  }
   if (p.attention_fp8().has_forward()) {
     require_fraction(p.attention_fp8().forward(), src, "attention_fp8.forward");
   }

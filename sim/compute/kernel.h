@@ -30,12 +30,13 @@ enum class KernelGroup : uint8_t {
   kMoeRouting,     // MoE router scores and top-k, token permutation and unpermutation
   kEmbeddingGrad,  // the embedding's dense weight gradient: zero fill and main_grad add
   kGradBuffer,     // Megatron DDP's gradient buffer: per-step zeroing and NaN-check norm
+  kShardCopy,      // a software stack's copies around its gathers and reductions (either stream)
   kNumGroups
 };
 inline constexpr std::array<std::string_view, static_cast<std::size_t>(KernelGroup::kNumGroups)>
-    kKernelGroupNames = {"gemm",  "attention",   "norm",           "elementwise",
-                         "loss",  "fp8_cast",    "optimizer",      "grad_norm",
-                         "other", "moe_routing", "embedding_grad", "grad_buffer"};
+    kKernelGroupNames = {"gemm",           "attention",   "norm",      "elementwise", "loss",
+                         "fp8_cast",       "optimizer",   "grad_norm", "other",       "moe_routing",
+                         "embedding_grad", "grad_buffer", "shard_copy"};
 inline std::string_view to_string(KernelGroup g) {
   return kKernelGroupNames[static_cast<std::size_t>(g)];
 }

@@ -141,6 +141,13 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   return o;
 }
 
+KernelCostOptions cost_options(const clustersim::RunConfig& config) {
+  KernelCostOptions o = cost_options(config.effects());
+  o.fa2_attention =
+      config.resolved_stack().attention() == clustersim::StackProfile::FLASH_ATTENTION_2;
+  return o;
+}
+
 KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions options)
     : profile_(profile),
       options_(options),
@@ -182,7 +189,10 @@ bool KernelCostModel::attention_in_fp8(const Kernel& kernel, Precision precision
 
 const clustersim::AttentionEfficiency& KernelCostModel::attention_figures(
     const Kernel& a, Precision precision) const {
-  return attention_in_fp8(a, precision) ? profile_.attention_fp8() : profile_.attention_bf16();
+  if (attention_in_fp8(a, precision)) return profile_.attention_fp8();
+  if (options_.fa2_attention && profile_.has_attention_fa2_bf16())
+    return profile_.attention_fa2_bf16();
+  return profile_.attention_bf16();
 }
 
 double KernelCostModel::attention_wave_use(const Kernel& a) const {

@@ -28,6 +28,9 @@ struct KernelCostOptions {
   bool attention_backward_helpers = true;
   // heads narrower than the profile's attention figures pay for more softmax exponentials per FLOP.
   bool attention_softmax_exp = true;
+  // BF16 attention runs FlashAttention-2 (a software stack's SDPA, stack.proto): the profile's
+  // attention_fa2_bf16 figures where it has them.
+  bool fa2_attention = false;
 };
 
 // A GEMM's thread blocks: its output tiles of tile_m x tile_n (times batch) in the orientation the
@@ -37,6 +40,8 @@ int64_t gemm_ctas(const Kernel& gemm, int64_t tile_m, int64_t tile_n, int64_t sm
 
 // The options a run's effect switches ask for.
 KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
+// ... and its software stack's attention kernel (config.resolved_stack).
+KernelCostOptions cost_options(const clustersim::RunConfig& config);
 
 // The model, per kernel kind (every time also pays the profile's kernel_launch_overhead_us):
 //  GEMM       max(flops / (peak x shape_eff), bytes / achievable_bw) + pipeline fill

@@ -1,4 +1,4 @@
-// Preset text files (topologies/, workloads/) compiled into the binary, looked up by name.
+// Preset text files (topologies/, workloads/, stacks/) compiled into the binary, looked up by name.
 #pragma once
 
 #include <string>
@@ -14,7 +14,7 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_presets();
 
-// The text of preset `name` in `folder` ("topologies" or "workloads"), or nullptr if none.
+// The text of preset `name` in `folder` ("topologies", "workloads", "stacks", ...), or nullptr if none.
 const EmbeddedFile* find_preset(std::string_view folder, std::string_view name);
 // Names (file stems) of the presets in `folder`, sorted.
 std::vector<std::string> preset_names(std::string_view folder);

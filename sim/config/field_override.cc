@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <limits>
+#include <sstream>
 
 #include "sim/config/config_error.h"
 
@@ -114,7 +115,66 @@ void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
   }
 }
 
+// One value of field `f` (element `index` of a repeated field, or -1) as --set writes it.
+std::string value_text(const Message& m, const FieldDescriptor& f, int index) {
+  const Reflection& r = *m.GetReflection();
+  const bool rep = index >= 0;
+  switch (f.cpp_type()) {
+    case FieldDescriptor::CPPTYPE_INT32:
+      return std::to_string(rep ? r.GetRepeatedInt32(m, &f, index) : r.GetInt32(m, &f));
+    case FieldDescriptor::CPPTYPE_INT64:
+      return std::to_string(rep ? r.GetRepeatedInt64(m, &f, index) : r.GetInt64(m, &f));
+    case FieldDescriptor::CPPTYPE_UINT32:
+      return std::to_string(rep ? r.GetRepeatedUInt32(m, &f, index) : r.GetUInt32(m, &f));
+    case FieldDescriptor::CPPTYPE_UINT64:
+      return std::to_string(rep ? r.GetRepeatedUInt64(m, &f, index) : r.GetUInt64(m, &f));
+    case FieldDescriptor::CPPTYPE_DOUBLE:
+    case FieldDescriptor::CPPTYPE_FLOAT: {
+      const double v = f.cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE
+                           ? (rep ? r.GetRepeatedDouble(m, &f, index) : r.GetDouble(m, &f))
+                           : (rep ? r.GetRepeatedFloat(m, &f, index) : r.GetFloat(m, &f));
+      std::ostringstream text;
+      text << v;  // shortest round trip is not needed: limits compare plain values like 0
+      return text.str();
+    }
+    case FieldDescriptor::CPPTYPE_BOOL:
+      return (rep ? r.GetRepeatedBool(m, &f, index) : r.GetBool(m, &f)) ? "true" : "false";
+    case FieldDescriptor::CPPTYPE_STRING:
+      return rep ? r.GetRepeatedString(m, &f, index) : r.GetString(m, &f);
+    case FieldDescriptor::CPPTYPE_ENUM:
+      return (rep ? r.GetRepeatedEnum(m, &f, index) : r.GetEnum(m, &f))->name();
+    case FieldDescriptor::CPPTYPE_MESSAGE:
+      return rep || r.HasField(m, &f) ? "set" : "unset";
+  }
+  return "";
+}
+
 }  // namespace
+
+std::string field_text(const Message& message, std::string_view path) {
+  const Message* m = &message;
+  std::string_view rest = path;
+  for (;;) {
+    const auto dot = rest.find('.');
+    const std::string name(rest.substr(0, dot));
+    const FieldDescriptor* f = m->GetDescriptor()->FindFieldByName(name);
+    if (f == nullptr) {
+      throw ConfigError(std::string(path) + ": no field '" + name + "' in " +
+                        m->GetDescriptor()->name());
+    }
+    if (dot == std::string_view::npos) {
+      if (!f->is_repeated()) return value_text(*m, *f, -1);
+      std::string joined;
+      const int n = m->GetReflection()->FieldSize(*m, f);
+      for (int i = 0; i < n; ++i) joined += (i ? "," : "") + value_text(*m, *f, i);
+      return joined;
+    }
+    if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || f->is_repeated())
+      throw ConfigError(std::string(path) + ": '" + name + "' has no sub-fields");
+    m = &m->GetReflection()->GetMessage(*m, f);
+    rest.remove_prefix(dot + 1);
+  }
+}
 
 void apply_override(Message& message, std::string_view assignment) {
   const auto eq = assignment.find('=');

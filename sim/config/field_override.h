@@ -14,4 +14,9 @@ namespace cs {
 // does not parse or does not fit the field's type, or an unknown enum name (listing the names).
 void apply_override(google::protobuf::Message& message, std::string_view assignment);
 
+// The value at `path` ("parallel.tp", "model.norm") as --set would write it: numbers, true /
+// false, enum names; a message field reads "set" or "unset", a repeated field its values joined
+// by commas ("" when empty). Throws ConfigError naming the path when no such field exists.
+std::string field_text(const google::protobuf::Message& message, std::string_view path);
+
 }  // namespace cs

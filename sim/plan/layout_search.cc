@@ -7,6 +7,7 @@
 #include "sim/config/config_error.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/schedules/registry.h"
+#include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
 
 namespace cs::plan {
@@ -34,6 +35,7 @@ std::string refusal_reason(std::string_view message) {
 // Keeps `c` if it validates; otherwise counts it under what its error names.
 void consider(RunConfig c, LayoutSearch& out) {
   try {
+    workload::resolve_stack(c, "plan");
     workload::validate_run_config(c, 0, "plan");
     run::validate_plan_fields(c, "plan");
   } catch (const ConfigError& e) {
@@ -214,10 +216,35 @@ std::vector<int32_t> pipeline_choices(const RunConfig& base, int32_t tp, int32_t
   return pps;
 }
 
+LayoutSearch search_one_stack(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
+                              std::optional<ParallelConfig::RankOrder> rank_order);
+
 }  // namespace
 
 LayoutSearch search_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
-                            std::optional<ParallelConfig::RankOrder> rank_order) {
+                            std::optional<ParallelConfig::RankOrder> rank_order,
+                            const std::vector<clustersim::SoftwareStack>& stacks) {
+  if (stacks.empty()) return search_one_stack(base, gpus, gpus_per_node, rank_order);
+  LayoutSearch out;
+  for (const clustersim::SoftwareStack stack : stacks) {
+    RunConfig b = base;
+    if (stack != base.software_stack()) {
+      b.set_software_stack(stack);
+      b.clear_stack_variant();
+      b.clear_stack_profile();
+    }
+    LayoutSearch one = search_one_stack(b, gpus, gpus_per_node, rank_order);
+    for (auto& l : one.layouts) out.layouts.push_back(std::move(l));
+    for (const auto& [reason, n] : one.invalid) out.invalid[reason] += n;
+  }
+  return out;
+}
+
+namespace {
+
+// search_layouts for the base's own stack.
+LayoutSearch search_one_stack(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
+                              std::optional<ParallelConfig::RankOrder> rank_order) {
   LayoutSearch out;
   const auto& m = base.model();
   for (int32_t tp : divisors(gpus_per_node, gpus_per_node)) {
@@ -235,6 +262,8 @@ LayoutSearch search_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_pe
   add_own(base, gpus, rank_order, out);
   return out;
 }
+
+}  // namespace
 
 std::vector<RunConfig> enumerate_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
                                          std::optional<ParallelConfig::RankOrder> rank_order) {

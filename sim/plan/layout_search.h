@@ -32,10 +32,14 @@ struct LayoutSearch {
 // recompute_modules, activation_fp8_input_store, batch, precision, offload and cluster are
 // every layout's. The base's own layout, dp scaled to `gpus`, is always among them when it
 // validates. `rank_order`, when given, is every layout's; otherwise layouts with ep > 1 take
-// TP_CP_DP_PP and the others keep the base config's.
+// TP_CP_DP_PP and the others keep the base config's. With `stacks`, every layout is tried under
+// each software stack listed (the base's stack_variant only under the base's own stack; the
+// others their default profile), and what a stack cannot run is refused under "software_stack";
+// empty: the base's own stack.
 LayoutSearch search_layouts(
     const clustersim::RunConfig& base, int64_t gpus, int32_t gpus_per_node,
-    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt);
+    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt,
+    const std::vector<clustersim::SoftwareStack>& stacks = {});
 
 // search_layouts(...).layouts.
 std::vector<clustersim::RunConfig> enumerate_layouts(

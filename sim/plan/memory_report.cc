@@ -12,6 +12,7 @@
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/schedules/registry.h"
+#include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
 
 namespace cs::plan {
@@ -113,6 +114,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   clustersim::RunConfig config = original;
   run::apply_gradient_accumulation(config);
   run::validate_plan_fields(config, source);
+  workload::resolve_stack(config, source);
   workload::validate_run_config(config, 0, source);
   const auto& p = config.parallel();
   MemoryReport r;

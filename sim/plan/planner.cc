@@ -163,6 +163,8 @@ std::string short_layout(const RunConfig& c) {
   s += ", mbs " + std::to_string(p.microbatch_size()) + ", ZeRO-" + std::to_string(p.zero_stage());
   if (p.recompute() == ParallelConfig::SELECTIVE) s += ", sel. recompute";
   if (p.recompute() == ParallelConfig::FULL) s += ", full recompute";
+  if (c.software_stack() != clustersim::MEGATRON_TE || !c.stack_variant().empty())
+    s += ", " + workload::stack_label(c);
   return s;
 }
 
@@ -267,7 +269,8 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   std::vector<Candidate> fitting;
   result.refused.capacity = capacity;
   for (int64_t g : counts) {
-    LayoutSearch search = search_layouts(base, g, options.gpus_per_node, options.rank_order);
+    LayoutSearch search =
+        search_layouts(base, g, options.gpus_per_node, options.rank_order, options.stacks);
     for (const auto& [reason, n] : search.invalid) result.refused.invalid[reason] += n;
     for (auto& c : search.layouts) {
       ++result.enumerated;
@@ -456,6 +459,7 @@ report::Json candidate_json(const Candidate& c) {
   j["microbatch_size"] = p.microbatch_size();
   j["zero_stage"] = p.zero_stage();
   j["recompute"] = clustersim::ParallelConfig::Recompute_Name(p.recompute());
+  j["software_stack"] = workload::stack_label(c.config);
   j["iteration_time_s"] = r.iteration_time_s;
   j["congestion_aware"] = c.refined;
   j["analytical_step_s"] = c.search_step_s;

@@ -35,6 +35,8 @@ struct PlanOptions {
   // The rank order of every candidate; unset: TP_CP_DP_PP where experts are split (EP > 1),
   // otherwise the base config's (see enumerate_layouts).
   std::optional<clustersim::ParallelConfig::RankOrder> rank_order;
+  // Software stacks to search (search_layouts); empty: the base config's own.
+  std::vector<clustersim::SoftwareStack> stacks;
   // Spreading over MPI ranks: this process is `rank` of `ranks` and simulates every ranks-th
   // candidate; `gather` brings each rank's text to rank 0 (in rank order; empty elsewhere).
   // Rank 0 returns the full result, the others an empty ranking.
@@ -83,6 +85,7 @@ MinGpus find_min_gpus(
     std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt);
 
 // One line per parallel layout, short: "TP 8 x CP 1 x PP 4 x DP 32, 1F1B, mbs 1, ZeRO-1, sel.";
+// a stack other than Megatron-TE is named at the end ("..., PYTORCH_FSDP");
 // with experts split, "TP 2 x CP 1 x PP 4 x DP 8 x EP 4 x EDP 4, ETP 1, ..." (ETP only when it
 // is not TP).
 std::string short_layout(const clustersim::RunConfig& config);

@@ -155,6 +155,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
             {"topology", r.topology},
             {"network", r.network},
             {"precision", r.precision},
+            {"software_stack", r.software_stack},
             {"gpus", r.gpus},
             {"microbatches", r.microbatches},
             {"tokens_per_step", r.tokens_per_step},
@@ -194,7 +195,7 @@ void print_table(std::ostream& out, const StepReport& r) {
   auto row = [&out](const std::string& k, const std::string& v) { report::row(out, k, v); };
   out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
       << " microbatches, " << r.gpus << " x " << r.gpu << " on " << r.topology << " (" << r.network
-      << " network, " << r.precision << ")\n";
+      << " network, " << r.precision << ", " << r.software_stack << ")\n";
   row("iteration time", fmt("%.4f s", r.iteration_time_s));
   row("tokens per second", fmt("%.0f", r.tokens_per_s));
   row("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));

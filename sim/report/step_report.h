@@ -127,6 +127,9 @@ struct StepReport {
   std::string topology;
   std::string network;
   std::string precision;
+  // The training framework lowered (workload::stack_label): "MEGATRON_TE",
+  // "PYTORCH_FSDP (pytorch_fsdp2, torch.compile)".
+  std::string software_stack = "MEGATRON_TE";
   int32_t gpus = 0;
   int32_t microbatches = 0;
   int64_t tokens_per_step = 0;

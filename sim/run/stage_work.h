@@ -16,7 +16,10 @@ struct StageCosts {
   double t_f = 0, t_b = 0, t_w = 0;
 };
 
-// Work of pipeline stage `stage`; `split_backward` separates weight gradients (ZB-H1).
+// Work of pipeline stage `stage`; `split_backward` separates weight gradients (ZB-H1). Under a
+// software stack with its own ZeRO-3 rules (workload::custom_sharding) the chunk's passes are
+// built unit by unit (sharded_pass.h); its bucket size, reduce collective and dtype, and whether
+// reductions and the parameter sync overlap, come from its profile (stack.proto GradReduce).
 workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_t stage,
                                      const compute::KernelCostModel& cost, bool split_backward);
 

@@ -29,6 +29,7 @@
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/schedules/registry.h"
+#include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
 
 namespace cs::run {
@@ -190,6 +191,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
     throw ConfigError(source + ": cluster.topology is not set");
   auto topo_desc = net::resolve_topology(config.cluster().topology());
   net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
+  workload::resolve_stack(config, source);
   workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
   PreparedStep prepared;
   prepared.config = config;
@@ -197,7 +199,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
     prepared.config.mutable_cluster()->set_gpu(topo_desc.gpu());
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
   const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
-                                      compute::cost_options(config.effects()));
+                                      compute::cost_options(config));
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
   const auto schedule = workload::pipeline_schedule_of(par);
@@ -273,8 +275,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
-    retime(prepared.programs,
-           compute::KernelCostModel(gpu, compute::cost_options(config.effects())),
+    retime(prepared.programs, compute::KernelCostModel(gpu, compute::cost_options(config)),
            prepared.timed_for_gpu, source);
     prepared.timed_for_gpu = config.cluster().gpu();
   }
@@ -326,6 +327,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.topology = topology.name;
   r.network = std::string(net::to_string(mode));
   r.precision = clustersim::Precision_Name(config.precision());
+  r.software_stack = workload::stack_label(config);
   r.gpus = layout.world();
   r.microbatches = m;
   r.tokens_per_step = static_cast<int64_t>(workload::tokens_per_step(config));
@@ -351,7 +353,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const double analytic = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
-  const compute::KernelCostModel timing(gpu, compute::cost_options(config.effects()));
+  const compute::KernelCostModel timing(gpu, compute::cost_options(config));
   r.compute_by_kernel_group_s = report::kernel_time_by_group(programs, &timing);
   r.stages.resize(static_cast<std::size_t>(p));
   std::vector<int32_t> ranks_in_stage(static_cast<std::size_t>(p), 0);
@@ -409,7 +411,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     }
   }
   r.moe = moe_figures(config, stats, peak_memory,
-                      compute::KernelCostModel(gpu, compute::cost_options(config.effects())));
+                      compute::KernelCostModel(gpu, compute::cost_options(config)));
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
   fill_offload(r, config, programs);

@@ -1,7 +1,10 @@
 #include "sim/workload/layer_ops.h"
 
+#include <algorithm>
+
 #include "sim/workload/model_math.h"
 #include "sim/workload/moe_ops.h"
+#include "sim/workload/stack.h"
 
 namespace cs::workload {
 namespace {
@@ -13,6 +16,31 @@ constexpr double kFp32Bytes = 4.0;
 constexpr double kMaskBytes = 1.0;        // torch's dropout keeps a bool mask
 constexpr double kAdamStateBytes = 12.0;  // fp32 master weight, m and v
 using compute::KernelGroup;
+using Slot = clustersim::StackKernel::Slot;
+using Extent = clustersim::StackKernel::Extent;
+
+// The report group a stack kernel's slot belongs to, so that effect switches and the breakdown
+// treat it like the kernel it replaces.
+KernelGroup slot_group(Slot slot) {
+  switch (slot) {
+    case clustersim::StackKernel::NORM_FORWARD:
+    case clustersim::StackKernel::NORM_BACKWARD:
+      return KernelGroup::kNorm;
+    case clustersim::StackKernel::LOSS_FORWARD:
+    case clustersim::StackKernel::LOSS_BACKWARD:
+      return KernelGroup::kLoss;
+    case clustersim::StackKernel::OPTIMIZER:
+      return KernelGroup::kOptimizer;
+    case clustersim::StackKernel::GATHER_PROLOGUE:
+    case clustersim::StackKernel::GATHER_EPILOGUE:
+    case clustersim::StackKernel::REDUCE_PROLOGUE:
+    case clustersim::StackKernel::REDUCE_EPILOGUE:
+    case clustersim::StackKernel::PARAM_SYNC_PROLOGUE:
+      return KernelGroup::kShardCopy;
+    default:
+      return KernelGroup::kElementwise;
+  }
+}
 
 // The shapes of one GPU's share of a layer for one microbatch, and an op list to append to.
 class Builder {
@@ -21,7 +49,8 @@ class Builder {
       : model_(config.model()),
         par_(config.parallel()),
         effects_(config.effects()),
-        precision_(config.precision()) {
+        precision_(config.precision()),
+        stack_(stack_of(config)) {
     t_ = par_.tp();
     cp_ = par_.cp();
     h_ = model_.hidden_size();
@@ -61,7 +90,7 @@ class Builder {
       case KernelGroup::kEmbeddingGrad:
         return effects_.embedding_dense_grad();
       case KernelGroup::kGradBuffer:
-        return effects_.grad_buffer_kernels();
+        return effects_.grad_buffer_kernels() && stack_.ddp_grad_buffer();
       default:
         return true;
     }
@@ -72,6 +101,63 @@ class Builder {
     LayerOp op;
     op.kernel = compute::memory_bound(name, bytes, flops, group);
     ops_.push_back(op);
+  }
+
+  // The stack profile's rows for `slot` that apply to this run (ZeRO stage, grouped-query
+  // attention), in file order.
+  std::vector<const clustersim::StackKernel*> rows(Slot slot) const {
+    std::vector<const clustersim::StackKernel*> out;
+    const bool gqa = kv_ < model_.num_heads();
+    for (const auto& k : stack_.kernels()) {
+      if (k.slot() != slot || (k.gqa_only() && !gqa)) continue;
+      if (k.zero_stages_size() > 0 && std::find(k.zero_stages().begin(), k.zero_stages().end(),
+                                                par_.zero_stage()) == k.zero_stages().end())
+        continue;
+      out.push_back(&k);
+    }
+    return out;
+  }
+  bool replaces(Slot slot) const { return !rows(slot).empty(); }
+  // Elements of `extent` on this GPU for one microbatch (the parameter extents as given).
+  double elements(Extent extent, double unit_params, double shard_params) const {
+    switch (extent) {
+      case clustersim::StackKernel::HIDDEN:
+        return norm_elements();
+      case clustersim::StackKernel::FFN:
+        return token_elements(ffn_ / t_);
+      case clustersim::StackKernel::QUERY:
+        return token_elements(model_.num_heads() / t_ * d_);
+      case clustersim::StackKernel::KEY:
+        return token_elements(kv_ / t_ * d_);
+      case clustersim::StackKernel::ROWS:
+        return static_cast<double>(norm_tokens_);
+      case clustersim::StackKernel::LOGITS:
+        return token_elements(vocab_shard_);
+      case clustersim::StackKernel::UNIT_PARAMS:
+        return unit_params;
+      case clustersim::StackKernel::UNIT_SHARD:
+      case clustersim::StackKernel::SHARD_PARAMS:
+        return shard_params;
+      case clustersim::StackKernel::NONE:
+        break;
+    }
+    return 0;
+  }
+  // Appends the rows of `slot`, each a memory-bound kernel of its bytes per element.
+  void stack_rows(Slot slot, double unit_params = 0, double shard_params = 0) {
+    const KernelGroup group = slot_group(slot);
+    if (!enabled(group)) return;
+    for (const auto* k : rows(slot)) {
+      const double n = elements(k->extent(), unit_params, shard_params);
+      const double written =
+          k->has_write_extent() ? elements(k->write_extent(), unit_params, shard_params) : n;
+      LayerOp op;
+      op.kernel = compute::memory_bound(intern_kernel_name(k->name()),
+                                        k->read_bytes() * n + k->write_bytes() * written,
+                                        k->flops() * n, group);
+      op.dp_stream = k->stream() == clustersim::StackKernel::DP;
+      ops_.push_back(op);
+    }
   }
 
   // Forward GEMM X[m,k]·W[k,n]; dgrad dX = dY·Wᵀ is (m, k, n); wgrad dW = Xᵀ·dY is (k, n, m).
@@ -143,6 +229,9 @@ class Builder {
   // and writes y (FP8 under Transformer Engine's LayerNormLinear, which casts in the norm
   // kernel); backward reads x and dy and writes dx. LayerNorm also subtracts the mean.
   void norm(std::string_view name, bool backward, bool feeds_fp8_gemm = true) {
+    const Slot slot =
+        backward ? clustersim::StackKernel::NORM_BACKWARD : clustersim::StackKernel::NORM_FORWARD;
+    if (replaces(slot)) return stack_rows(slot);
     const double n = norm_elements();
     const bool layernorm = model_.norm() == clustersim::ModelConfig::LAYERNORM;
     const double out = !backward && feeds_fp8_gemm && fp8_casts_ ? 1.0 : kActBytes;
@@ -173,14 +262,20 @@ class Builder {
   // MLP GEMM is added here, not in its own kernel). GeLU: x -> y, backward (x, dy) -> dx.
   // SwiGLU: (gate, up) -> y, backward (gate, up, dy) -> (dgate, dup).
   void activation(std::string_view name, bool backward) {
+    const Slot slot = backward ? clustersim::StackKernel::ACTIVATION_BACKWARD
+                               : clustersim::StackKernel::ACTIVATION_FORWARD;
+    if (replaces(slot)) return stack_rows(slot);
     const double n = token_elements(ffn_ / t_);
     const double tensors = swiglu_ ? (backward ? 5.0 : 3.0) : (backward ? 3.0 : 2.0);
     memory(name, tensors * kActBytes * n, (backward ? 12.0 : 8.0) * n, KernelGroup::kElementwise);
   }
   // Rotary embedding on this GPU's query and key heads (Transformer Engine's fused RoPE: one
   // kernel reads and writes Q and K; backward the same on dQ and dK).
-  void rope(std::string_view name) {
+  void rope(std::string_view name, bool backward) {
     if (model_.position_embedding() != clustersim::ModelConfig::ROPE) return;
+    const Slot slot =
+        backward ? clustersim::StackKernel::ROPE_BACKWARD : clustersim::StackKernel::ROPE_FORWARD;
+    if (replaces(slot)) return stack_rows(slot);
     const double n = token_elements((model_.num_heads() + kv_) / t_ * d_);
     memory(name, 2.0 * kActBytes * n, 3.0 * n, KernelGroup::kElementwise);
   }
@@ -290,6 +385,7 @@ class Builder {
   int64_t tokens_ = 0, norm_tokens_ = 0, vocab_shard_ = 0;
   bool sp_ = false, swiglu_ = false, fp8_casts_ = false;
   bool hidden_dropout_ = false, attention_dropout_ = false;
+  const clustersim::StackProfile& stack_;
 
  private:
   std::vector<LayerOp> ops_;
@@ -297,8 +393,25 @@ class Builder {
 
 // --- The attention block: from the input norm's output to the output projection's TP exit ---
 
+// The QKV projection in `phase`: one GEMM of n = (a·d + 2·kv·d)/tp (Megatron's linear_qkv), or
+// three when the stack keeps wq, wk and wv apart (StackProfile.fused_qkv), whose input gradients
+// autograd then sums (slot ATTENTION_INPUT_GRAD).
+void qkv_gemms(Builder& b, Phase phase) {
+  const int64_t T = b.tokens_, h = b.h_, t = b.t_;
+  const int64_t q_n = b.model_.num_heads() * b.d_ / t, kv_n = b.kv_ * b.d_ / t;
+  if (b.stack_.fused_qkv()) {
+    b.gemm_phase(phase, "qkv_fwd", "qkv_dgrad", "qkv_wgrad", T, q_n + 2 * kv_n, h);
+    return;
+  }
+  b.gemm_phase(phase, "q_fwd", "q_dgrad", "q_wgrad", T, q_n, h);
+  b.gemm_phase(phase, "k_fwd", "k_dgrad", "k_wgrad", T, kv_n, h);
+  b.gemm_phase(phase, "v_fwd", "v_dgrad", "v_wgrad", T, kv_n, h);
+  if (phase == Phase::kBackward) b.stack_rows(clustersim::StackKernel::ATTENTION_INPUT_GRAD);
+}
+
 // Multi-head / grouped-query attention: a heads of d = head_dim() (a·d = h unless head_dim is
-// set), column-parallel QKV, row-parallel output projection.
+// set), column-parallel QKV, row-parallel output projection. A stack's layout copies run around
+// the attention kernel (ATTENTION_*_PROLOGUE / _EPILOGUE slots).
 void dense_attention(Builder& b, Phase phase) {
   const int64_t T = b.tokens_, h = b.h_, t = b.t_;
   const int64_t q_width = b.model_.num_heads() * b.d_;
@@ -307,22 +420,26 @@ void dense_attention(Builder& b, Phase phase) {
   switch (phase) {
     case Phase::kForward:
       b.enter_tp_forward("attn_sp_ag");
-      b.gemm_phase(phase, "qkv_fwd", "", "", T, qkv_n, h);
+      qkv_gemms(b, phase);
       b.bias_add("qkv_bias_fwd", qkv_n);
-      b.rope("rope_fwd");
+      b.rope("rope_fwd", false);
       b.cp_comm(LayerComm{Dim::kCp, coll::Op::kAllGather}, "kv_cp_ag");
+      b.stack_rows(clustersim::StackKernel::ATTENTION_FORWARD_PROLOGUE);
       b.attention("attn_fwd", false);
+      b.stack_rows(clustersim::StackKernel::ATTENTION_FORWARD_EPILOGUE);
       if (fp8) b.fp8_cast_transpose("proj_input_fp8_cast", b.token_elements(q_width / t));
       b.gemm_phase(phase, "proj_fwd", "", "", T, h, q_width / t);
       break;
     case Phase::kBackward:
       if (fp8) b.fp8_cast_transpose("proj_dgrad_fp8_cast", b.token_elements(h));
       b.gemm_phase(phase, "", "proj_dgrad", "", T, h, q_width / t);
+      b.stack_rows(clustersim::StackKernel::ATTENTION_BACKWARD_PROLOGUE);
       b.attention("attn_bwd", true);
+      b.stack_rows(clustersim::StackKernel::ATTENTION_BACKWARD_EPILOGUE);
       b.cp_comm(LayerComm{Dim::kCp, coll::Op::kReduceScatter}, "dkv_cp_rs");
-      b.rope("rope_bwd");
+      b.rope("rope_bwd", true);
       if (fp8) b.fp8_cast_transpose("qkv_dgrad_fp8_cast", b.token_elements(qkv_n));
-      b.gemm_phase(phase, "", "qkv_dgrad", "", T, qkv_n, h);
+      qkv_gemms(b, phase);
       b.enter_tp_backward("attn_ar_bwd", "attn_sp_rs_bwd");
       break;
     case Phase::kWeightGrad:
@@ -330,7 +447,7 @@ void dense_attention(Builder& b, Phase phase) {
       b.enter_tp_forward("attn_sp_ag_wgrad");
       b.bias_grad("qkv_bias_grad", qkv_n);
       if (fp8) b.fp8_transpose("qkv_wgrad_fp8_transpose", b.token_elements(h));
-      b.gemm_phase(phase, "", "", "qkv_wgrad", T, qkv_n, h);
+      qkv_gemms(b, phase);
       break;
   }
 }
@@ -521,9 +638,32 @@ void attention_block(Builder& b, Phase phase) {
   }
 }
 
+// The MLP's first GEMM in `phase`: one of n = (2 for SwiGLU)·ffn/tp (Megatron's linear_fc1), or
+// the gate and up GEMMs apart (StackProfile.fused_gate_up), whose input gradients autograd then
+// sums (slot MLP_INPUT_GRAD).
+void up_gemms(Builder& b, Phase phase) {
+  const int64_t T = b.tokens_, h = b.h_, shard = b.ffn_ / b.t_;
+  if (b.stack_.fused_gate_up() || !b.swiglu_) {
+    b.gemm_phase(phase, "mlp_up_fwd", "mlp_up_dgrad", "mlp_up_wgrad", T,
+                 (b.swiglu_ ? 2 : 1) * shard, h);
+    return;
+  }
+  b.gemm_phase(phase, "mlp_gate_fwd", "mlp_gate_dgrad", "mlp_gate_wgrad", T, shard, h);
+  b.gemm_phase(phase, "mlp_up_fwd", "mlp_up_dgrad", "mlp_up_wgrad", T, shard, h);
+  if (phase == Phase::kBackward) b.stack_rows(clustersim::StackKernel::MLP_INPUT_GRAD);
+}
+
 }  // namespace
 
 double main_grad_bytes(const clustersim::RunConfig& config) {
+  switch (stack_of(config).reduce().dtype()) {
+    case clustersim::GradReduce::FP32:
+      return kFp32Bytes;
+    case clustersim::GradReduce::BF16:
+      return kActBytes;
+    case clustersim::GradReduce::DTYPE_AS_CONFIGURED:
+      break;
+  }
   return config.parallel().grad_reduce_dtype() == clustersim::ParallelConfig::GRAD_FP32 ? kFp32Bytes
                                                                                         : kActBytes;
 }
@@ -566,7 +706,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
         b.append(moe_block_ops(config, phase, *experts));
       } else {
         b.enter_tp_forward("mlp_sp_ag");
-        b.gemm_phase(phase, "mlp_up_fwd", "", "", T, up_n, h);
+        up_gemms(b, phase);
         b.activation("mlp_act_fwd", false);
         if (fp8) b.fp8_cast_transpose("mlp_down_input_fp8_cast", b.token_elements(ffn_shard));
         b.gemm_phase(phase, "mlp_down_fwd", "", "", T, h, ffn_shard);
@@ -584,7 +724,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
         b.gemm_phase(phase, "", "mlp_down_dgrad", "", T, h, ffn_shard);
         b.activation("mlp_act_bwd", true);
         if (fp8) b.fp8_cast_transpose("mlp_up_dgrad_fp8_cast", b.token_elements(up_n));
-        b.gemm_phase(phase, "", "mlp_up_dgrad", "", T, up_n, h);
+        up_gemms(b, phase);
         b.enter_tp_backward("mlp_ar_bwd", "mlp_sp_rs_bwd");
       }
       b.norm("ln2_bwd", true);
@@ -604,7 +744,7 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
         b.enter_tp_forward("mlp_sp_ag_wgrad");
         b.bias_grad("mlp_up_bias_grad", up_n);
         if (fp8) b.fp8_transpose("mlp_up_wgrad_fp8_transpose", b.token_elements(h));
-        b.gemm_phase(phase, "", "", "mlp_up_wgrad", T, up_n, h);
+        up_gemms(b, phase);
       }
       b.bias_grad("proj_bias_grad", h);
       attention_block(b, phase);
@@ -664,8 +804,10 @@ std::vector<LayerOp> embedding_ops(const clustersim::RunConfig& config, Phase ph
       b.memory("embedding_wgrad", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
       if (learned) b.memory("position_embedding_wgrad", 3.0 * kActBytes * n, n, KernelGroup::kLoss);
       const double main_grad = main_grad_bytes(config);
-      b.memory("embedding_main_grad_add", (kActBytes + 2.0 * main_grad) * rows, rows,
-               KernelGroup::kEmbeddingGrad);
+      if (b.stack_.ddp_grad_buffer()) {
+        b.memory("embedding_main_grad_add", (kActBytes + 2.0 * main_grad) * rows, rows,
+                 KernelGroup::kEmbeddingGrad);
+      }
       break;
     }
   }
@@ -682,6 +824,10 @@ std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase) 
       b.norm("final_norm_fwd", false, false);
       b.enter_tp_forward("head_sp_ag");
       b.gemm_phase(phase, "logits_fwd", "", "", T, v, h, false);
+      if (b.replaces(clustersim::StackKernel::LOSS_FORWARD)) {
+        b.stack_rows(clustersim::StackKernel::LOSS_FORWARD);
+        break;  // the stacks with their own loss run without TP (no vocabulary-parallel loss)
+      }
       // Megatron-Core's VocabParallelCrossEntropy (unfused, the default without
       // --cross-entropy-loss-fusion), one kernel per tensor op over this GPU's vocabulary shard:
       // cast the bf16 logits to fp32; max; subtract the (all-reduced) max in place; exp in place;
@@ -699,8 +845,12 @@ std::vector<LayerOp> head_ops(const clustersim::RunConfig& config, Phase phase) 
     case Phase::kBackward:
       // The gradient is the saved softmax minus the one-hot target, scaled in place by the loss
       // gradient (read and write fp32), then cast back to bf16 for the logits dgrad GEMM.
-      b.memory("cross_entropy_scale_bwd", 2.0 * kFp32Bytes * logits, logits, loss);
-      b.memory("cross_entropy_cast_bwd", (kFp32Bytes + kActBytes) * logits, 0, loss);
+      if (b.replaces(clustersim::StackKernel::LOSS_BACKWARD)) {
+        b.stack_rows(clustersim::StackKernel::LOSS_BACKWARD);
+      } else {
+        b.memory("cross_entropy_scale_bwd", 2.0 * kFp32Bytes * logits, logits, loss);
+        b.memory("cross_entropy_cast_bwd", (kFp32Bytes + kActBytes) * logits, 0, loss);
+      }
       b.gemm_phase(phase, "", "logits_dgrad", "", T, v, h, false);
       b.enter_tp_backward("head_ar_bwd", "head_sp_rs_bwd");
       b.norm("final_norm_bwd", true);
@@ -753,6 +903,13 @@ std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase ph
   return b.take();
 }
 
+std::vector<LayerOp> stack_kernel_ops(const clustersim::RunConfig& config, Slot slot,
+                                      double unit_params, double shard_params) {
+  Builder b(config);
+  b.stack_rows(slot, unit_params, shard_params);
+  return b.take();
+}
+
 std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
                                    int64_t fp8_weight_params, int64_t grad_buffer_params) {
   Builder b(config);
@@ -770,9 +927,14 @@ std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t 
   // simulated; the scaling by the clip coefficient runs only on steps whose norm exceeds the
   // threshold.)
   b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm);
-  // Reads states and gradient, writes the states and the bf16 weight.
-  b.memory("adam_step", (kAdamStateBytes + grad_bytes + kAdamStateBytes + kActBytes) * n, 12.0 * n,
-           KernelGroup::kOptimizer);
+  // Reads states and gradient, writes the states and the bf16 weight; a stack's own optimizer
+  // kernels instead where its profile lists them.
+  if (b.replaces(clustersim::StackKernel::OPTIMIZER)) {
+    b.stack_rows(clustersim::StackKernel::OPTIMIZER, 0, n);
+  } else {
+    b.memory("adam_step", (kAdamStateBytes + grad_bytes + kAdamStateBytes + kActBytes) * n,
+             12.0 * n, KernelGroup::kOptimizer);
+  }
   if (b.fp8_casts_ && fp8_weight_params > 0) {
     // Transformer Engine casts each updated weight to FP8 (and its transpose for dgrad) once per
     // step, on the first microbatch, and reuses it for the others (is_first_microbatch); the

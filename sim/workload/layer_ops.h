@@ -46,6 +46,9 @@ struct LayerOp {
   // Each EP rank's parts run as one grouped kernel (compute::expert_part_time), not one by one.
   bool grouped = false;
   AllToAllV all_to_all;  // when comm is {kEp, kAllToAll}
+  // A software stack's kernel that runs beside the data-parallel collectives (StackKernel.stream
+  // DP: FSDP's copy-in and reduce-scatter streams), not on the compute stream.
+  bool dp_stream = false;
 
   std::string_view name() const { return is_comm ? comm_name : kernel.name; }
 };
@@ -99,6 +102,10 @@ LayerOp gemm_op(std::string_view name, int64_t m, int64_t n, int64_t k,
 // projections' weight gradients under SP (Megatron's finalize_model_grads).
 // Each kernel group can be switched off (EffectsConfig: norm_kernels, elementwise_kernels,
 // loss_kernels, fp8_casts, grad_norm); GEMMs and attention always run.
+// A software stack other than Megatron-TE (config.resolved_stack, proto/stack.proto) replaces
+// the norm, activation, RoPE and cross-entropy kernels by the rows its profile lists for their
+// slots, adds its attention layout copies and input-gradient sums, and may split QKV into three
+// GEMMs and the MLP's gate and up into two (fused_qkv, fused_gate_up).
 // A MoE layer (`experts` set: its routing) has the block of moe_ops.h in place of the MLP.
 std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
                                const ExpertLoad* experts = nullptr);
@@ -145,7 +152,16 @@ std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase ph
 std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t shard_params,
                                    int64_t fp8_weight_params, int64_t grad_buffer_params);
 
-// Bytes of one main_grad element: 4 when gradients reduce in fp32 (GRAD_FP32), else 2.
+// Bytes of one gradient element as the data-parallel reduction sees it: the stack's reduce dtype
+// where its profile sets one, else 4 when parallel.grad_reduce_dtype is GRAD_FP32, 2 for BF16.
 double main_grad_bytes(const clustersim::RunConfig& config);
+
+// The kernels the run's software stack lists for `slot` at its ZeRO stage (sim/workload/stack.h
+// stack_of), each over its extent: `unit_params` for UNIT_PARAMS (a unit's or bucket's
+// parameters), `shard_params` for UNIT_SHARD and SHARD_PARAMS; the layer extents from the run's
+// shapes. Empty when the stack lists none (Megatron-TE) or the slot's kernel group is off.
+std::vector<LayerOp> stack_kernel_ops(const clustersim::RunConfig& config,
+                                      clustersim::StackKernel::Slot slot, double unit_params = 0,
+                                      double shard_params = 0);
 
 }  // namespace cs::workload

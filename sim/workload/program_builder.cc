@@ -226,6 +226,10 @@ std::vector<uint32_t> StageBuilder::phase_ops(const WorkItem& item,
 
 void StageBuilder::grad_sync(const WorkItem& item, const std::vector<uint32_t>& ops) {
   if (item.phase != final_phase_) return;
+  const ChunkWork& chunk = work_.chunks[static_cast<std::size_t>(item.chunk)];
+  const PhaseOps& phase = item.phase == Phase::kBackward ? chunk.backward : chunk.weight_grad;
+  for (std::size_t i = 0; i < phase.ops.size() && i < ops.size(); ++i)
+    if (phase.ops[i].grad_reduction) grad_ops_.push_back(ops[i]);
   const bool last = item.microbatch == last_microbatch_[item.chunk];
   if (!last && !work_.grad_sync_every_microbatch) return;
   for (const GradSync& g : work_.chunks[static_cast<std::size_t>(item.chunk)].grad_sync) {

@@ -21,6 +21,9 @@ struct PhaseOp {
   Op op;
   int32_t after = kPrevious;
   int32_t also_after = kNone;  // an earlier op of the phase, by index
+  // A gradient reduction issued inside the final backward phase (a stack's per-unit
+  // reduce-scatter): the optimizer waits for it as for a GradSync.
+  bool grad_reduction = false;
 };
 
 // Ops of one phase of one model chunk for one microbatch. Their stream, kind, cost and label

@@ -221,6 +221,29 @@ TEST(KernelCost, GemmCeilingsGiveBackTheSustainedRunsTheyCite) {
   const KernelCostModel a100(load_gpu_profile("a100"));
   EXPECT_NEAR(tflops(a100, gemm("he_randn", 8192, 8192, 8192, 2)), 257.5, 257.5 * 0.01);
 }
+// FlashAttention-2's figures (for stacks running PyTorch's SDPA) give back the FA3 paper's FA2
+// bars they come from (head dim 128, non-causal, 16k tokens: forward 370, backward 322 TFLOP/s),
+// and the same paper's other FA2 bars within 10% (8k non-causal forward 370; 16k causal 335 and
+// 2k 298, with the causal FLOPs halved): the model, not a fit, at those shapes. A GPU without
+// FA2 figures keeps its own, which are FlashAttention-2's (A100).
+TEST(KernelCost, FlashAttention2FiguresGiveBackThePapersFa2Bars) {
+  const KernelCostModel fa2(load_gpu_profile("h100"), KernelCostOptions{.fa2_attention = true});
+  const KernelCostModel fa3(load_gpu_profile("h100"));
+  auto at = [](const KernelCostModel& m, int64_t seq, bool causal, bool backward) {
+    return tflops(m, attention("a", 16 * 16384 / seq, seq, seq, 128, causal, backward, 2));
+  };
+  EXPECT_NEAR(at(fa2, 16384, false, false), 370, 370 * 0.01);
+  EXPECT_NEAR(at(fa2, 16384, false, true), 322, 322 * 0.01);
+  EXPECT_NEAR(at(fa3, 16384, false, false), 648, 648 * 0.01);
+  EXPECT_NEAR(at(fa2, 8192, false, false), 370, 370 * 0.10);
+  EXPECT_NEAR(at(fa2, 16384, true, false), 335, 335 * 0.10);
+  EXPECT_NEAR(at(fa2, 2048, true, false), 298, 298 * 0.10);
+  const KernelCostModel a100_fa2(load_gpu_profile("a100"),
+                                 KernelCostOptions{.fa2_attention = true});
+  const KernelCostModel a100(load_gpu_profile("a100"));
+  EXPECT_EQ(at(a100_fa2, 8192, true, false), at(a100, 8192, true, false));
+}
+
 TEST(KernelCost, MeasuredKernelsOverrideTheModelOnlyWhenTheyMatch) {
   GpuProfile p = load_gpu_profile("h100");
   auto* exact = p.add_measured_kernels();

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
 #include <sstream>
 
 #include "sim/compute/gpu_profile.h"
@@ -104,6 +105,41 @@ TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
   EXPECT_EQ(entries, r.ranked.size());
   EXPECT_NE(json.str().find("\"layout\": \"" + short_layout(r.ranked[0].config) + "\""),
             std::string::npos);
+}
+
+TEST(Planner, SearchesSoftwareStacksOnlyWhenAsked) {
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  auto stacks_of = [](const LayoutSearch& s) {
+    std::set<clustersim::SoftwareStack> out;
+    for (const auto& c : s.layouts) out.insert(c.software_stack());
+    return out;
+  };
+  EXPECT_EQ(stacks_of(search_layouts(base, 8, 8)),
+            (std::set<clustersim::SoftwareStack>{clustersim::MEGATRON_TE}));
+  const LayoutSearch all = search_layouts(
+      base, 8, 8, std::nullopt,
+      {clustersim::MEGATRON_TE, clustersim::PYTORCH_FSDP, clustersim::DEEPSPEED_ZERO});
+  EXPECT_EQ(stacks_of(all).size(), 3u);
+  for (const auto& c : all.layouts) {
+    if (c.software_stack() != clustersim::PYTORCH_FSDP) continue;
+    EXPECT_EQ(c.parallel().tp(), 1);  // the stack's limits hold on every candidate
+    EXPECT_EQ(c.parallel().zero_stage(), 3);
+    EXPECT_EQ(c.resolved_stack().name(), "pytorch_fsdp2");
+  }
+  EXPECT_GT(all.invalid.at("software_stack"), 0);  // what the stacks refuse, counted
+  // The ranking simulates them and names the stack of each candidate.
+  PlanOptions o;
+  o.gpus = 8;
+  o.simulate = 4;
+  o.refine = 0;
+  o.jobs = 2;
+  o.stacks = {clustersim::PYTORCH_FSDP};
+  const PlanResult r = plan_layouts(base, o);
+  ASSERT_FALSE(r.ranked.empty());
+  for (const auto& c : r.ranked) {
+    EXPECT_EQ(c.config.software_stack(), clustersim::PYTORCH_FSDP);
+    EXPECT_NE(short_layout(c.config).find("PYTORCH_FSDP (pytorch_fsdp2)"), std::string::npos);
+  }
 }
 
 TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
