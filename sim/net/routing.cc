@@ -63,11 +63,11 @@ struct TieredIndex {
   struct Switch {
     int32_t tier = 0;
     int32_t group = 0;
-    std::vector<LinkId> up;
-    std::vector<std::pair<VertexId, LinkId>> down;  // to switches only, sorted by vertex
+    std::vector<LinkId> up{};
+    std::vector<std::pair<VertexId, LinkId>> down{};  // to switches only, sorted by vertex
     // The same sorted by the target's group, and where each group's run starts.
-    std::vector<std::pair<VertexId, LinkId>> by_group;
-    std::vector<std::pair<int32_t, uint32_t>> group_begin;
+    std::vector<std::pair<VertexId, LinkId>> by_group{};
+    std::vector<std::pair<int32_t, uint32_t>> group_begin{};
   };
 
   std::vector<int32_t> slot;  // vertex -> index into gpus or switches (by kind), or kNoSlot
@@ -110,7 +110,7 @@ std::shared_ptr<const Index> build_index(const Topology& topology) {
     } else if (info.kind == VertexKind::kSwitch) {
       if (info.tier < 0 || static_cast<std::size_t>(info.tier) >= kMaxTiers) return nullptr;
       idx->slot[v] = static_cast<int32_t>(idx->switches.size());
-      idx->switches.push_back({info.tier, info.group, {}, {}});
+      idx->switches.push_back({.tier = info.tier, .group = info.group});
       const auto t = static_cast<std::size_t>(info.tier);
       if (idx->members.size() <= t) idx->members.resize(t + 1);
       auto& groups = idx->members[t];

@@ -30,7 +30,7 @@ struct UnitOp {
 
 // One sharded unit of a pass: the ops that use its weights, and what it gathers and reduces.
 struct Unit {
-  std::vector<UnitOp> ops;
+  std::vector<UnitOp> ops{};
   int64_t params = 0;  // its weights, what an all-gather brings (bf16)
   bool gather = false;
   int64_t grads = 0;  // gradients it completes (backward), reduced after it

@@ -40,7 +40,7 @@ double norm_bytes_per_element(const RunConfig& c, Phase phase) {
   double bytes = 0;
   for (const LayerOp& op : layer_ops(c, phase))
     if (!op.is_comm && op.kernel.group == compute::KernelGroup::kNorm) bytes += op.kernel.bytes;
-  const double elements = double{c.model().seq_length()} * c.model().hidden_size();
+  const double elements = static_cast<double>(c.model().seq_length()) * c.model().hidden_size();
   return bytes / (2 * elements);
 }
 
