@@ -171,6 +171,8 @@ done
 "$py" scripts/moe_results.py results/moe results/moe.md
 # --- what each modelled effect costs on each preset ----------------------------------------------
 "$py" scripts/effects_table.py "$bin" results/effects.md
+# --- each software stack on one FSDP layout of Llama 3 8B and 70B (about 3 minutes) -------------
+"$py" scripts/stacks_table.py "$bin" results/stacks.md
 # --- wall time, memory and events per second from 64 to 98,304 GPUs (about 5 minutes) ----------
 if [ "${SKIP_SCALING:-0}" != 1 ]; then
   "$py" scripts/scaling.py "$bin"
