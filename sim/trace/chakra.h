@@ -40,8 +40,11 @@ ChakraRank parse_chakra_rank(std::string_view bytes, const std::string& file, in
 // metadata, all ranks when neither has groups or the node names no pg_name; over one rank it
 // takes no time. record_param_comms / c10d:: / nccl: wrappers are paired with the GPU collective
 // they launch (which takes pg_name and split sizes from them when it lacks its own) or dropped.
-// Dependencies on absent nodes are dropped unless options.strict_deps. `files[r]` names rank r
-// in errors; `summary`, when given, gets the counts.
+// Dependencies on absent nodes are dropped unless options.strict_deps. A cycle is cut at each edge
+// that runs from a GPU kernel back to the CPU operator that launched it (or to one that ran before
+// that launcher on the host: launch_order.h), unless options.strict_deps; any other cycle is an
+// error naming its nodes. `files[r]` names rank r in errors; `summary`, when given, gets the
+// counts.
 exec::ExplicitWorkload chakra_to_workload(const std::vector<ChakraRank>& ranks,
                                           const std::vector<std::string>& files,
                                           const compute::KernelCostModel& cost,

@@ -8,6 +8,7 @@
 #include "sim/trace/chakra.h"
 #include "sim/trace/chakra_all_to_all_v.h"
 #include "sim/trace/chakra_attrs.h"
+#include "sim/trace/launch_order.h"
 #include "sim/trace/trace_format.h"
 #include "sim/trace/validate.h"
 
@@ -61,6 +62,7 @@ struct RankInput {
 struct Classified {
   std::vector<Role> role;
   std::vector<const Node*> inherit;  // per node: the wrapper whose attributes fill its gaps
+  std::vector<uint8_t> cpu;          // is_cpu_op, whatever role the node takes
 };
 
 // Roles for every node; pairs each GPU collective with the wrappers that launched it (its direct
@@ -74,7 +76,8 @@ Classified classify(const RankInput& in, const std::unordered_map<uint64_t, uint
     cpu[i] = is_cpu(ctx);
     wrapper[i] = is_wrapper(ctx, cpu[i]);
   }
-  Classified c{std::vector<Role>(n), std::vector<const Node*>(n, nullptr)};
+  Classified c{std::vector<Role>(n), std::vector<const Node*>(n, nullptr),
+               std::vector<uint8_t>(cpu.begin(), cpu.end())};
   auto lookup = [&](uint64_t id) {
     const auto it = position.find(id);
     return it == position.end() ? UINT32_MAX : it->second;
@@ -370,9 +373,10 @@ void emit(workload::Program& program, const std::vector<Op>& ops,
   }
 }
 
+// Throws the cycle that check_program finds (it names every node on it), with `note` after it.
 [[noreturn]] void report_cycle(const workload::Program& program, const std::vector<Op>& ops,
                                const std::vector<std::vector<uint32_t>>& preds,
-                               const std::string& where) {
+                               const std::string& where, const std::string& note) {
   workload::Program cyclic = program;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     Op o = ops[i];
@@ -382,8 +386,45 @@ void emit(workload::Program& program, const std::vector<Op>& ops,
     o.deps_end = static_cast<uint32_t>(cyclic.deps.size());
     cyclic.ops.push_back(o);
   }
-  check_program(cyclic, where);
-  throw TraceError(where + ": dependency cycle");
+  try {
+    check_program(cyclic, where);
+  } catch (const TraceError& e) {
+    throw TraceError(e.what() + note);
+  }
+  throw TraceError(where + ": dependency cycle" + note);
+}
+
+// Node names as the summary and errors show them: kernel names run to hundreds of characters.
+std::string short_node_name(const Node& node) {
+  constexpr std::size_t kMax = 72;
+  const std::string& name = node.name();
+  const std::string shown = name.size() <= kMax ? name : name.substr(0, kMax - 3) + "...";
+  return "node " + std::to_string(node.id()) + (shown.empty() ? "" : " (" + shown + ")");
+}
+
+std::string describe(const BackEdge& e, const std::vector<Node>& nodes) {
+  const std::string kernel = short_node_name(nodes[e.kernel]);
+  if (e.op == e.launcher)
+    return kernel + " -> " + short_node_name(nodes[e.op]) + ", which launched it";
+  return kernel + " -> " + short_node_name(nodes[e.op]) + ", which ran before its launcher " +
+         short_node_name(nodes[e.launcher]);
+}
+
+// A GPU node's launcher: the CPU operator the converter puts in its ctrl_deps.
+std::vector<uint32_t> launchers(const RankInput& in, const Classified& roles,
+                                const std::unordered_map<uint64_t, uint32_t>& position) {
+  std::vector<uint32_t> out(in.nodes.size(), kNoLauncher);
+  for (uint32_t i = 0; i < in.nodes.size(); ++i) {
+    if (roles.cpu[i]) continue;
+    for (const uint64_t d : in.nodes[i].ctrl_deps()) {
+      const auto it = position.find(d);
+      if (it != position.end() && roles.cpu[it->second]) {
+        out[i] = it->second;
+        break;
+      }
+    }
+  }
+  return out;
 }
 
 struct Context {
@@ -459,8 +500,32 @@ workload::Program convert_rank(const RankInput& in, exec::ExplicitWorkload& w, c
     }
   }
   const std::string where = in.file + ": rank " + std::to_string(in.rank);
-  const std::vector<uint32_t> order = topological_order(preds);
-  if (order.size() != n) report_cycle(program, ops, preds, where);
+  std::vector<uint32_t> order = topological_order(preds);
+  if (order.size() != n) {
+    // chakra's trace linker turns HTA's synchronization edges into sync_dep on CPU operators and
+    // lands some on the operator that launched the kernel, or on one before it (issue 134): the
+    // operator's traced duration already holds its wait, and a node graph cannot say "finishes
+    // after its own kernel", so those edges are cut; any other cycle stays an error.
+    const auto launcher = launchers(in, roles, position);
+    const std::vector<BackEdge> back = launch_order_back_edges({preds, roles.cpu, launcher});
+    if (!back.empty() && c.options.strict_deps)
+      report_cycle(program, ops, preds, where,
+                   " (" + std::to_string(back.size()) +
+                       " edge(s) run from a GPU kernel back against launch order, the first " +
+                       describe(back.front(), in.nodes) + "; without --strict-deps they are cut)");
+    for (const BackEdge& e : back) {
+      auto& p = preds[e.op];
+      p.erase(std::find(p.begin(), p.end(), e.kernel));
+      ++s.launch_edges_cut;
+      s.note_cut(where + ": " + describe(e, in.nodes));
+    }
+    if (!back.empty()) order = topological_order(preds);
+    if (order.size() != n)
+      report_cycle(program, ops, preds, where,
+                   std::string(back.empty() ? " (" : " (after cutting the edges above, ") +
+                       "no edge of it runs from a GPU kernel back to the CPU operator that "
+                       "launched it or ran before it, so none is cut)");
+  }
   // One host thread: each CPU op waits for the one before it in that order (which stays a
   // topological order, as every added edge points forward in it).
   uint32_t previous_host = UINT32_MAX;

@@ -19,7 +19,8 @@ enum class CpuOps : uint8_t {
 
 struct ChakraImportOptions {
   // A dependency on a node the rank's file does not have (the converter removes nodes but keeps
-  // edges to them) is dropped and counted; with strict_deps it is an error.
+  // edges to them) is dropped and counted, and so is an edge from a GPU kernel back to the CPU
+  // operator that launched it (or one before it) on a cycle; with strict_deps both are errors.
   bool strict_deps = false;
   CpuOps cpu_ops = CpuOps::kHostThread;
   // Where the groups passed to the import came from, for messages ("" when none were passed: then
@@ -43,6 +44,10 @@ struct ChakraSummary {
   uint64_t per_peer_all_to_alls = 0;            // ALL_TO_ALL with split sizes
   uint64_t single_rank_collectives = 0;         // over a group of one rank: no traffic, no time
   uint64_t dangling_ctrl_deps = 0, dangling_data_deps = 0;
+  // Edges from a GPU kernel back to the CPU operator that launched it (or one that ran before
+  // it), cut to break the cycles chakra's trace linker writes; the first few, named.
+  uint64_t launch_edges_cut = 0;
+  std::vector<std::string> cut_edges;
   uint64_t wrappers_paired = 0;   // record_param_comms / c10d / nccl: nodes with a GPU collective
   uint64_t wrappers_dropped = 0;  // such nodes without comm attributes nor a GPU collective
   std::string groups_from;        // "", a file, or "process_group:init metadata"
@@ -52,6 +57,9 @@ struct ChakraSummary {
   static constexpr std::size_t kMaxExamples = 5;
   void note(std::string what) {
     if (examples.size() < kMaxExamples) examples.push_back(std::move(what));
+  }
+  void note_cut(std::string what) {
+    if (cut_edges.size() < kMaxExamples) cut_edges.push_back(std::move(what));
   }
 };
 

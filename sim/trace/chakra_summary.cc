@@ -48,6 +48,14 @@ void print_chakra_summary(std::ostream& out, const ChakraSummary& s) {
   const uint64_t dropped = dangling + s.wrappers_dropped;
   if (s.examples.size() < dropped)
     out << "    ... and " << dropped - s.examples.size() << " more\n";
+  row("launch cycles", s.launch_edges_cut == 0
+                           ? "none"
+                           : count(s.launch_edges_cut, "edges cut") +
+                                 " (GPU kernel -> the CPU op that launched it or ran before it; "
+                                 "--strict-deps makes them errors)");
+  for (const auto& e : s.cut_edges) out << "    " << e << '\n';
+  if (s.cut_edges.size() < s.launch_edges_cut)
+    out << "    ... and " << s.launch_edges_cut - s.cut_edges.size() << " more\n";
 }
 
 }  // namespace cs::trace
