@@ -46,16 +46,22 @@ def main(out_dir, published_path, paths):
         w.writerows(rows)
     for gpu, op in sorted({(k[0], k[1]) for k in curves}):
         fig, ax = plt.subplots(figsize=(7.5, 4.6))
+        # One colour per GPU count, shared by its curves (auto solid, ring dashed) and by the
+        # published points at that count, so that a star reads against its own curve.
+        counts = sorted({k[3] for k in curves if (k[0], k[1]) == (gpu, op)} |
+                        {int(p["gpus"]) for p in published if (p["gpu"], p["op"]) == (gpu, op)})
+        colour = {n: f"C{i % 10}" for i, n in enumerate(counts)}
         for (g, o, algo, gpus), c in sorted(curves.items(), key=lambda kv: (kv[0][2], kv[0][3])):
             if (g, o) != (gpu, op):
                 continue
             sizes = sorted(c)
             style = "-" if algo == "auto" else "--"
-            ax.plot(sizes, [c[s] for s in sizes], style, marker="o", ms=3, mfc="none",
-                    label=f"{gpus // 8} server(s), {gpus} GPUs ({algo})")
+            ax.plot(sizes, [c[s] for s in sizes], style, color=colour[gpus], marker="o", ms=3,
+                    mfc="none", label=f"{gpus // 8} server(s), {gpus} GPUs ({algo})")
         for p in published:
             if (p["gpu"], p["op"]) == (gpu, op):
                 ax.plot(int(p["size_bytes"]), float(p["busbw_gbps"]), "*", ms=11,
+                        color=colour[int(p["gpus"])], mec="black", mew=0.6,
                         label=f"nccl-tests {p['gpus']} GPUs ({p['algo']}): "
                               f"{p['source'].split('github.com/')[-1]}")
         ax.set_xscale("log", base=2)
