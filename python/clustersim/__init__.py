@@ -94,6 +94,11 @@ def _options(options):
     return args
 
 
+def _config_type_error(value):
+    return ("config must be a path, config text (protobuf text format) or a list of them, not "
+            f"{type(value).__name__} {value!r}; a preset goes by name: preset=\"llama3-8b\"")
+
+
 class _Configs:
     """Config arguments as paths: a string that names no file but reads as text format (it has a
     ':' or '{', as every config field does) is written to a temporary file for the command."""
@@ -103,8 +108,13 @@ class _Configs:
             configs = []
         elif isinstance(configs, (str, os.PathLike)):
             configs = [configs]
+        elif not isinstance(configs, (list, tuple)):
+            raise TypeError(_config_type_error(configs))
         self.paths, self.temp_paths, self._dir = [], [], None
         for c in configs:
+            # Anything else would reach the C++ core as a bare pybind11 signature mismatch.
+            if not isinstance(c, (str, os.PathLike)):
+                raise TypeError(_config_type_error(c))
             if (config_text and isinstance(c, str) and not os.path.exists(c)
                     and (":" in c or "{" in c)):
                 self.paths.append(self._write(c))

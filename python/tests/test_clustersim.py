@@ -225,3 +225,10 @@ def test_a_simulation_lets_other_python_threads_run():
 def test_the_package_docstring_example_holds():
     import doctest
     assert doctest.testmod(clustersim).failed == 0
+
+
+@pytest.mark.parametrize("config", [12345, [12345], 1.5, {"model": 1}])
+def test_a_config_of_the_wrong_type_says_what_a_config_is(config):
+    # Not pybind11's signature dump: the argument, its type and what is accepted.
+    with pytest.raises(TypeError, match=r"config must be a path, config text .* not (int|float|dict)"):
+        clustersim.run(config)

@@ -9,7 +9,9 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
+#include "sim/config/field_checks.h"
 #include "sim/config/run_config.h"
+#include "sim/cost/host.h"
 #include "sim/net/topology_builder.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/planner.h"
@@ -198,11 +200,30 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   if (!topology.empty()) base.mutable_cluster()->set_topology(topology);
   if (base.cluster().gpu().empty() && !base.cluster().topology().empty())
     base.mutable_cluster()->set_gpu(net::resolve_topology(base.cluster().topology()).gpu());
-  if (price > 0) base.mutable_cost()->set_price_per_gpu_hour(price);
-  if (tokens > 0) base.mutable_cost()->set_train_tokens(tokens);
+  // A flag given is a value the user means: refused when out of range, never skipped.
+  if (vm.count("price-per-gpu-hour")) {
+    if (!(price > 0 && price <= 1e6))
+      throw UsageError("--price-per-gpu-hour must be in (0, 1e6] dollars, got " +
+                       number_text(price));
+    base.mutable_cost()->set_price_per_gpu_hour(price);
+  }
+  if (vm.count("train-tokens")) {
+    if (!(tokens > 0 && tokens <= 1e18))
+      throw UsageError("--train-tokens must be in (0, 1e18], got " + number_text(tokens));
+    base.mutable_cost()->set_train_tokens(tokens);
+  }
+  for (const auto& [flag, v] :
+       {std::pair{"--simulate", simulate}, {"--top", top}, {"--jobs", jobs}})
+    if (v < 0)
+      throw UsageError(std::string(flag) + " must not be negative, got " + std::to_string(v));
+  if (vm.count("max-gpus") && max_gpus <= 0)
+    throw UsageError("--max-gpus must be positive, got " + std::to_string(max_gpus));
+  if (vm.count("gpus") && gpus <= 0)
+    throw UsageError("--gpus must be positive, got " + std::to_string(gpus));
+  cost::validate_cost(base.cost(), loaded.source);
   if (objective != "time" && objective != "cost")
     throw UsageError("--objective must be time or cost, got '" + objective + "'");
-  run::apply_gradient_accumulation(base);
+  run::apply_gradient_accumulation(base, loaded.source);
   const auto order = parse_rank_order(rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster().topology());
 

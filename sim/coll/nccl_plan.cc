@@ -74,6 +74,24 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
   return g;
 }
 
+void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
+                                       int32_t members_per_node) const {
+  const NcclAlgo nccl = algorithm_info(requested).nccl;
+  if (nccl != NcclAlgo::kNvls && nccl != NcclAlgo::kNvlsTree) return;
+  const std::string name(to_string(requested));
+  // Asked for by name, NVLS where NCCL would never run it would report the NVSwitch reducing at a
+  // rate the links cannot carry (372 GB/s bus bandwidth on A100's 300 GB/s NVLink).
+  if (!settings_.nvls)
+    throw std::invalid_argument(name + " with NVLS switched off (--nvls off, nccl.nvls false): " +
+                                "the two contradict; drop one");
+  if (hw_->arch != GpuArch::kHopper)
+    throw std::invalid_argument(name + ": this GPU's NVSwitch has no NVLink SHARP (NVLS needs " +
+                                "Hopper's third-generation NVSwitch; A100 has none)");
+  if (!graph(n, members_per_node).nvls)
+    throw std::invalid_argument(name + ": NCCL runs NVLS only with more than 2 GPUs of a group " +
+                                "on each server's NVSwitch");
+}
+
 NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                                     Algorithm requested) const {
   NcclRestrict only;
@@ -93,6 +111,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const int32_t local = std::min(members_per_node, n);
   const bool collective = nccl_tuned(op);
   NcclChoice choice;
+  if (hw_ && requested != Algorithm::kAuto) require_nvls_possible(requested, n, local);
   if (hw_ && collective && n > 1) {
     choice = model_choice(op, n, local, bytes, requested);
     key.algo = requested != Algorithm::kAuto ? resolve(requested, op)

@@ -64,6 +64,10 @@ class NcclTuning {
   NcclGraph graph(int32_t n, int32_t members_per_node) const;
   const NcclSettings& settings() const { return settings_; }
   bool has_hardware() const { return hw_.has_value(); }
+  // Throws std::invalid_argument, with the reason, when `requested` is NVLS or NVLS-tree and
+  // NCCL would not run it here: NVLS switched off, a GPU without NVLink SHARP, or too few GPUs of
+  // the group per server. plan() checks it for every algorithm asked for by name.
+  void require_nvls_possible(Algorithm requested, int32_t n, int32_t members_per_node) const;
 
  private:
   std::optional<NcclHardware> hw_;

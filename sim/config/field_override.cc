@@ -32,7 +32,24 @@ int64_t parse_int(std::string_view path, const std::string& text, int64_t lo, in
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
   if (text.empty() || *end != '\0' || errno != 0) fail(path, "'" + text + "' is not an integer");
-  if (v < lo || v > hi) fail(path, text + " is out of range for this field");
+  if (v < lo || v > hi)
+    fail(path, text + " is out of range for this field [" + std::to_string(lo) + ", " +
+                   std::to_string(hi) + "]");
+  return v;
+}
+
+// The whole uint64 range (a seed may be 2^64 - 1). strtoull would take "-1" as 2^64 - 1, so a
+// sign is refused first.
+uint64_t parse_uint(std::string_view path, const std::string& text, uint64_t hi) {
+  errno = 0;
+  char* end = nullptr;
+  const bool digits = !text.empty() && text[0] >= '0' && text[0] <= '9';
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
+  if (!digits || *end != '\0') {
+    if (!text.empty() && text[0] == '-') fail(path, text + " is negative; this field is unsigned");
+    fail(path, "'" + text + "' is not an integer");
+  }
+  if (errno == ERANGE || v > hi) fail(path, text + " is out of range for this field");
   return v;
 }
 
@@ -68,11 +85,11 @@ void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
     }
     case FieldDescriptor::CPPTYPE_UINT32:
     case FieldDescriptor::CPPTYPE_UINT64: {
-      const auto v =
-          static_cast<uint64_t>(parse_int(path, text, 0, std::numeric_limits<int64_t>::max()));
-      if (f.cpp_type() == FieldDescriptor::CPPTYPE_UINT32) {
-        if (v > std::numeric_limits<uint32_t>::max())
-          fail(path, text + " is out of range for this field");
+      const bool u32 = f.cpp_type() == FieldDescriptor::CPPTYPE_UINT32;
+      const uint64_t v = parse_uint(
+          path, text,
+          u32 ? std::numeric_limits<uint32_t>::max() : std::numeric_limits<uint64_t>::max());
+      if (u32) {
         rep ? r.AddUInt32(&m, &f, static_cast<uint32_t>(v))
             : r.SetUInt32(&m, &f, static_cast<uint32_t>(v));
       } else {

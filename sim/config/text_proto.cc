@@ -3,6 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -51,6 +52,11 @@ void parse_text_proto(std::string_view text, const std::string& source_name,
 }
 
 std::string read_text_file(const std::string& path) {
+  // A directory opens as a stream that reads nothing on Linux: it would parse as an empty config
+  // and fail later on some unset field, far from the real mistake.
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw ConfigError(path + ": is a directory, not a config file");
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();

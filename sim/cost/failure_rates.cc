@@ -64,16 +64,19 @@ double rate_per_unit_day(const clustersim::ReliabilityConfig& r, const FailureCa
   return rates.GetReflection()->GetDouble(rates, field);
 }
 
+std::string cause_field(const FailureCause& cause) {
+  return std::string(unit_field(cause.unit)) + "." + std::string(cause.name);
+}
+
 Interruptions interruptions_of(const clustersim::ReliabilityConfig& r, const FleetCounts& counts,
                                const std::string& source) {
   Interruptions out;
   for (std::size_t i = 0; i < kNumFailureCauses; ++i) {
     const FailureCause& cause = kFailureCauses[i];
     const double rate = rate_per_unit_day(r, cause);
-    if (!(rate >= 0) || !std::isfinite(rate))
-      throw ConfigError(source + ": reliability." + unit_field(cause.unit) + "." +
-                        std::string(cause.name) + " must be a finite rate >= 0, not " +
-                        to_text(rate));
+    if (!(rate >= 0 && rate <= kMaxRatePerDay))
+      throw ConfigError(source + ": reliability." + cause_field(cause) + " must be a rate in [0, " +
+                        to_text(kMaxRatePerDay) + "] per day, not " + to_text(rate));
     out.per_day[i] = rate * static_cast<double>(count_of(counts, cause.unit));
     out.total_per_day += out.per_day[i];
   }
@@ -88,9 +91,9 @@ Interruptions interruptions_of(const clustersim::ReliabilityConfig& r, const Fle
                       "above 0");
   if (r.has_interruptions_per_gpu_day()) {
     const double total = r.interruptions_per_gpu_day();
-    if (!(total > 0) || !std::isfinite(total))
-      throw ConfigError(source + ": reliability.interruptions_per_gpu_day must be positive, not " +
-                        to_text(total));
+    if (!(total > 0 && total <= kMaxRatePerDay))
+      throw ConfigError(source + ": reliability.interruptions_per_gpu_day must be in (0, " +
+                        to_text(kMaxRatePerDay) + "], not " + to_text(total));
     const double scale = total * static_cast<double>(counts.gpus) / out.total_per_day;
     for (double& x : out.per_day) x *= scale;
     out.total_per_day = total * static_cast<double>(counts.gpus);

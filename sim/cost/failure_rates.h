@@ -21,6 +21,13 @@ struct Interruptions {
   double total_per_day = 0;
 };
 
+// One interruption a second per component: far beyond any hardware, and it keeps a job's total
+// (times its GPUs, servers and NICs) a finite number.
+constexpr double kMaxRatePerDay = 86400;
+
+// The ReliabilityConfig field of `cause` below reliability: "per_gpu_day.hbm".
+std::string cause_field(const FailureCause& cause);
+
 // The rate of `cause` per unit-day in `reliability` (its default when unset).
 double rate_per_unit_day(const clustersim::ReliabilityConfig& reliability,
                          const FailureCause& cause);

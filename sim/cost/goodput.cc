@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "sim/config/config_error.h"
+#include "sim/config/field_checks.h"
 
 namespace cs::cost {
 
@@ -17,13 +18,13 @@ void validate_reliability(const clustersim::ReliabilityConfig& r, const std::str
   auto positive = [&](double v, const char* field) {
     if (!(v > 0) || !std::isfinite(v))
       throw ConfigError(source + ": reliability." + field + " must be positive, not " +
-                        std::to_string(v));
+                        number_text(v));
   };
   positive(r.storage_gb_per_s(), "storage_gb_per_s");
   auto seconds = [&](double v, const char* field) {
     if (!(v >= 0) || !std::isfinite(v))
       throw ConfigError(source + ": reliability." + field + " must be finite seconds >= 0, not " +
-                        std::to_string(v));
+                        number_text(v));
   };
   seconds(r.restart_s(), "restart_s");
   seconds(r.checkpoint_interval_s(), "checkpoint_interval_s");

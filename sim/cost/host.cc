@@ -1,5 +1,7 @@
 #include "sim/cost/host.h"
 
+#include "sim/config/field_checks.h"
+
 namespace cs::cost {
 
 namespace {
@@ -47,6 +49,40 @@ HostFigures host_figures(const std::string& gpu, const clustersim::OffloadConfig
   if (o.host_memory_bandwidth_gbytes() > 0)
     h.host_memory_bytes_per_s = o.host_memory_bandwidth_gbytes() * 1e9;
   return h;
+}
+
+void validate_offload(const clustersim::OffloadConfig& o, const std::string& source) {
+  // Bounds far beyond any server (a petabyte of memory or storage, a petabyte per second), so
+  // that a typo fails instead of turning into an infinite byte count.
+  constexpr double kMaxGb = 1e6, kMaxGbPerS = 1e6;
+  const std::string why = "an unset figure takes the server's default";
+  auto figure = [&](bool set, double v, double max, const char* field) {
+    if (set && !(v > 0))
+      config_fail(source, std::string("offload.") + field + " must be > 0 (is " + number_text(v) +
+                              "); " + why);
+    if (set) require_range(v, 0, max, source, std::string("offload.") + field);
+  };
+  figure(o.has_host_memory_gb(), o.host_memory_gb(), kMaxGb, "host_memory_gb");
+  figure(o.has_nvme_capacity_gb(), o.nvme_capacity_gb(), kMaxGb, "nvme_capacity_gb");
+  figure(o.has_pcie_bandwidth_gbytes(), o.pcie_bandwidth_gbytes(), kMaxGbPerS,
+         "pcie_bandwidth_gbytes");
+  figure(o.has_nvme_bandwidth_gbytes(), o.nvme_bandwidth_gbytes(), kMaxGbPerS,
+         "nvme_bandwidth_gbytes");
+  figure(o.has_host_memory_bandwidth_gbytes(), o.host_memory_bandwidth_gbytes(), kMaxGbPerS,
+         "host_memory_bandwidth_gbytes");
+  if (o.has_gpus_per_node())
+    require_int_range(o.gpus_per_node(), 1, 1024, source, "offload.gpus_per_node",
+                      "GPUs sharing one server's host memory and NVMe; " + why);
+}
+
+void validate_cost(const clustersim::CostConfig& c, const std::string& source) {
+  // $1M per GPU-hour and 1e18 tokens (about 70,000 times Llama 3's 15T) are far beyond any run;
+  // beyond them a typo would only turn into astronomically many dollars or days.
+  require_range(c.price_per_gpu_hour(), 0, 1e6, source, "cost.price_per_gpu_hour",
+                "dollars per GPU-hour, 0 for the GPU type's default");
+  if (!(c.train_tokens() > 0))
+    config_fail(source, "cost.train_tokens must be > 0 (is " + number_text(c.train_tokens()) + ")");
+  require_range(c.train_tokens(), 0, 1e18, source, "cost.train_tokens");
 }
 
 double cpu_adam_seconds(const HostFigures& host, double params, bool states_on_nvme) {

@@ -27,6 +27,9 @@ struct HostFigures {
 // The defaults for `gpu` (a100, h100, h200, h800; others get the H100 server's figures), with
 // every field set in config.offload() replacing its default.
 HostFigures host_figures(const std::string& gpu, const clustersim::OffloadConfig& offload = {});
+// Throws ConfigError naming `source` and the field for a node figure that is set but not a
+// positive finite number in its range (an unset one takes the server's default).
+void validate_offload(const clustersim::OffloadConfig& offload, const std::string& source);
 
 // Bytes of host DRAM traffic per parameter of one CPU Adam step: read fp32 master, m, v (12) and
 // the bf16 gradient (2); write master, m, v (12) and the bf16 weights sent back (2).
@@ -39,6 +42,9 @@ double cpu_adam_seconds(const HostFigures& host, double params, bool states_on_n
 
 // Dollars per GPU-hour: config.cost.price_per_gpu_hour when > 0, else the GPU type's default.
 double price_per_gpu_hour(const std::string& gpu, const clustersim::CostConfig& cost = {});
+// Throws ConfigError naming `source` and the field for a negative, non-finite or absurd price
+// (0 keeps the default) or a run of no, negative or absurdly many tokens.
+void validate_cost(const clustersim::CostConfig& cost, const std::string& source);
 
 // A whole training run at a simulated step time.
 struct RunCost {

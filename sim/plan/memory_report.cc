@@ -112,8 +112,8 @@ FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_byte
 
 MemoryReport build_memory_report(const clustersim::RunConfig& original, const std::string& source) {
   clustersim::RunConfig config = original;
-  run::apply_gradient_accumulation(config);
   run::validate_plan_fields(config, source);
+  run::apply_gradient_accumulation(config, source);
   workload::resolve_stack(config, source);
   workload::validate_run_config(config, 0, source);
   const auto& p = config.parallel();

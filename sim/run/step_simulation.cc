@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
+#include "sim/config/field_checks.h"
 #include "sim/cost/goodput.h"
 #include "sim/cost/host.h"
 #include "sim/exec/executor.h"
@@ -18,6 +20,7 @@
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 #include "sim/report/kernel_breakdown.h"
+#include "sim/report/report_check.h"
 #include "sim/run/executor_setup.h"
 #include "sim/run/footprint.h"
 #include "sim/run/moe_figures.h"
@@ -100,10 +103,22 @@ static void fill_offload(report::StepReport& r, const clustersim::RunConfig& con
       o.host_dram_gb <= o.host_dram_capacity_gb && o.host_nvme_gb <= o.host_nvme_capacity_gb;
 }
 
-void apply_gradient_accumulation(clustersim::RunConfig& config) {
+void apply_gradient_accumulation(clustersim::RunConfig& config, const std::string& source) {
   auto& par = *config.mutable_parallel();
-  if (par.gradient_accumulation_steps() > 0)
-    par.set_global_batch_size(par.gradient_accumulation_steps() * par.dp() * par.microbatch_size());
+  const int64_t k = par.gradient_accumulation_steps();
+  if (k <= 0) return;
+  // validate_run_config bounds microbatches per step at 1 << 16; checking K against it here, in
+  // 64 bits, keeps K x dp x microbatch_size from wrapping into a negative global batch that would
+  // be blamed for the error.
+  require_int_range(k, 0, 1 << 16, source, "parallel.gradient_accumulation_steps",
+                    "microbatches per step");
+  const int64_t global = k * std::max(par.dp(), 1) * std::max(par.microbatch_size(), 1);
+  if (global > std::numeric_limits<int32_t>::max())
+    config_fail(source, "parallel.gradient_accumulation_steps = " + std::to_string(k) +
+                            " x parallel.dp x parallel.microbatch_size = " +
+                            std::to_string(global) + " sequences: above the largest batch (" +
+                            std::to_string(std::numeric_limits<int32_t>::max()) + ")");
+  par.set_global_batch_size(static_cast<int32_t>(global));
 }
 
 void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source) {
@@ -113,6 +128,22 @@ void validate_plan_fields(const clustersim::RunConfig& config, const std::string
                       std::to_string(par.checkpoint_every_k_layers()));
   if (par.gradient_accumulation_steps() < 0)
     throw ConfigError(source + ": parallel.gradient_accumulation_steps must be >= 0");
+  // Probabilities of dropping an element: 1 would drop everything. NaN fails too, rather than
+  // acting as 0.
+  for (const auto& [v, field] : {std::pair{config.model().hidden_dropout(), "model.hidden_dropout"},
+                                 {config.model().attention_dropout(), "model.attention_dropout"}})
+    if (!(v >= 0 && v < 1))
+      config_fail(source, std::string(field) + " must be in [0, 1) (is " + number_text(v) + ")");
+  // NCCL never opens more than MAXCHANNELS rings (src/include/device.h: 32, 64 in recent
+  // releases).
+  require_int_range(config.nccl().channels(), 0, 64, source, "nccl.channels",
+                    "0: one ring per NIC; NCCL opens at most 64");
+  const auto& sim = config.simulation();
+  if (sim.has_memory_limit_gb())
+    require_range(sim.memory_limit_gb(), 0, 1e9, source, "simulation.memory_limit_gb",
+                  "GiB, 0 for this machine's available memory");
+  cost::validate_cost(config.cost(), source);
+  cost::validate_offload(config.offload(), source);
   if (config.offload().parameters() != clustersim::OffloadConfig::NONE && par.zero_stage() != 3)
     throw ConfigError(source + ": offload.parameters needs parallel.zero_stage 3, got " +
                       std::to_string(par.zero_stage()));
@@ -151,6 +182,24 @@ void fill_goodput(report::CostFigures& c, const clustersim::RunConfig& config,
   const double params = static_cast<double>(workload::count_params(config.model()).total());
   const cost::Goodput g =
       cost::goodput_of(config.reliability(), cost::checkpoint_bytes(params), counts, source);
+  // Interruptions that leave no time to train: the run never finishes, and no wall time or price
+  // can stand for that (dividing by the goodput would give infinity; 0 would read as instant).
+  if (!(g.fraction > 0)) {
+    const auto& per_day = g.interruptions.per_day;
+    const auto largest = static_cast<std::size_t>(std::max_element(per_day.begin(), per_day.end()) -
+                                                  per_day.begin());
+    const std::string rates = config.reliability().has_interruptions_per_gpu_day()
+                                  ? "reliability.interruptions_per_gpu_day"
+                                  : "the rates, most of all reliability." +
+                                        cost::cause_field(cost::kFailureCauses[largest]);
+    config_fail(source, "reliability: the run never finishes: an interruption every " +
+                            number_text(g.mtbf_s) + " s on average (" + rates +
+                            ") leaves no time to train after reliability.restart_s = " +
+                            number_text(g.restart_s) + " s, the checkpoint read (" +
+                            number_text(g.read_s) + " s at reliability.storage_gb_per_s) and " +
+                            "checkpoints every reliability.checkpoint_interval_s = " +
+                            number_text(g.interval_s) + " s");
+  }
   c.goodput = g.fraction;
   c.mtbf_hours = g.mtbf_s / 3600;
   c.interruptions_per_day = g.interruptions.per_day;
@@ -161,8 +210,8 @@ void fill_goodput(report::CostFigures& c, const clustersim::RunConfig& config,
   c.checkpoint_write_s = g.write_s;
   c.checkpoint_interval_s = g.interval_s;
   c.restart_s = g.restart_s;
-  c.effective_wall_days = g.fraction > 0 ? c.wall_days / g.fraction : 0;
-  c.effective_dollars = g.fraction > 0 ? c.dollars / g.fraction : 0;
+  c.effective_wall_days = c.wall_days / g.fraction;
+  c.effective_dollars = c.dollars / g.fraction;
 }
 
 void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
@@ -183,8 +232,8 @@ void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
 
 PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
   clustersim::RunConfig config = original;
-  apply_gradient_accumulation(config);
   validate_plan_fields(config, source);
+  apply_gradient_accumulation(config, source);
   cost::validate_reliability(config.reliability(), source);  // before a long simulation
   const auto& par = config.parallel();
   if (!config.cluster().has_topology() || config.cluster().topology().empty())
@@ -435,6 +484,9 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   r.peak_rss_mb = peak_rss_mb();
+  // Inputs were checked field by field; a figure that still cannot be true is our bug, and no
+  // caller may print it as a result.
+  report::check_report(r);
   return r;
 }
 

@@ -42,12 +42,14 @@ struct PreparedStep {
 
 // When parallel.gradient_accumulation_steps = K > 0, sets global_batch_size to
 // K x dp x microbatch_size (K wins over a preset's batch); a no-op otherwise. prepare_step
-// calls it.
-void apply_gradient_accumulation(clustersim::RunConfig& config);
+// calls it. Throws ConfigError naming `source` when K, or the batch it makes, is beyond range.
+void apply_gradient_accumulation(clustersim::RunConfig& config, const std::string& source);
 
 // The checks prepare_step adds to validate_run_config for the fields of issue 6: checkpoint
 // interval non-negative, parameter offload only with ZeRO-3, gradient_accumulation_steps
-// consistent with global_batch_size. Throws ConfigError naming `source`.
+// consistent with global_batch_size; dropout probabilities, nccl.channels,
+// simulation.memory_limit_gb, cost and offload figures in range. Throws ConfigError naming `source`
+// and the field.
 void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source);
 
 // The transfer model a config's network field names.

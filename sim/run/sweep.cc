@@ -149,6 +149,13 @@ std::vector<std::string> sweep_point(const std::vector<SweepAxis>& axes, std::si
 }
 
 void check_sweep_axes(const clustersim::RunConfig& base, const std::vector<SweepAxis>& axes) {
+  // A field varied twice would print two columns while the later one's value wins at every point.
+  for (std::size_t a = 0; a < axes.size(); ++a)
+    for (std::size_t b = 0; b < a; ++b)
+      if (axes[a].field == axes[b].field)
+        throw ConfigError("--vary " + axes[a].field +
+                          " is given twice; list all its values in one --vary " + axes[a].field +
+                          "=V1,V2,...");
   for (const auto& axis : axes) {
     for (const auto& value : axis.values) {
       clustersim::RunConfig copy = base;

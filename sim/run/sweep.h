@@ -31,7 +31,8 @@ std::size_t sweep_size(const std::vector<SweepAxis>& axes);
 std::vector<std::string> sweep_point(const std::vector<SweepAxis>& axes, std::size_t index);
 
 // Applies every axis value once to a copy of `base`, so that a misspelt field or an unknown enum
-// name fails before any simulation (ConfigError) rather than as a skipped point per point.
+// name fails before any simulation (ConfigError) rather than as a skipped point per point; a field
+// given in two --vary options is refused.
 void check_sweep_axes(const clustersim::RunConfig& base, const std::vector<SweepAxis>& axes);
 
 // The headline figures of one point, or why it was skipped. Only what the outputs show is kept,

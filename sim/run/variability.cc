@@ -18,6 +18,9 @@ using google::protobuf::RepeatedField;
 
 // Far beyond any real GPU's spread; a typo such as 80 for 0.8 fails.
 constexpr double kMaxSpeed = 10;
+// A GPU a hundred times slower than its peers is broken, not slow (reliability models that); a
+// speed near 0 would also stretch a kernel past the picosecond clock and wrap it negative.
+constexpr double kMinSpeed = 0.01;
 
 std::string num(double v) {
   std::ostringstream out;
@@ -44,18 +47,20 @@ void check_ranks(const RepeatedField<int32_t>& ranks, int32_t world, const std::
   }
 }
 
-// One factor per entry of a list of `n`, or one for all; each in (0, max].
-void check_factors(const RepeatedField<double>& factors, int n, const std::string& list, double max,
-                   const std::string& source, const std::string& field) {
+// One factor per entry of a list of `n`, or one for all; each in (min, max] (or [min, max] where
+// min > 0).
+void check_factors(const RepeatedField<double>& factors, int n, const std::string& list, double min,
+                   double max, const std::string& source, const std::string& field) {
   if (n == 0 && !factors.empty()) config_fail(source, field + " is set but " + list + " is empty");
   if (n > 0 && factors.size() != 1 && factors.size() != n)
     config_fail(source, field + " has " + std::to_string(factors.size()) +
                             " entries; it needs 1, or one per entry of " + list + " (" +
                             std::to_string(n) + ")");
   for (int i = 0; i < factors.size(); ++i)
-    if (!(factors[i] > 0 && factors[i] <= max))
-      config_fail(source,
-                  at(field, i) + " = " + num(factors[i]) + " must be in (0, " + num(max) + "]");
+    if (!((min > 0 ? factors[i] >= min : factors[i] > 0) && factors[i] <= max))
+      config_fail(source, at(field, i) + " = " + num(factors[i]) + " must be in " +
+                              (min > 0 ? "[" + num(min) : std::string("(0")) + ", " + num(max) +
+                              "]");
 }
 
 double factor_of(const RepeatedField<double>& factors, int i) {
@@ -65,12 +70,13 @@ double factor_of(const RepeatedField<double>& factors, int i) {
 void check_speed(const clustersim::GpuSpeedConfig& s, int32_t world, const std::string& source) {
   const std::string f = "variability.gpu_speed.";
   check_ranks(s.slow_ranks(), world, source, f + "slow_ranks");
-  check_factors(s.slow_speeds(), s.slow_ranks_size(), f + "slow_ranks", kMaxSpeed, source,
-                f + "slow_speeds");
+  check_factors(s.slow_speeds(), s.slow_ranks_size(), f + "slow_ranks", kMinSpeed, kMaxSpeed,
+                source, f + "slow_speeds");
   require_non_negative(s.relative_std(), source, f + "relative_std");
   if (s.relative_std() > 1)
     config_fail(source, f + "relative_std must be at most 1 (is " + num(s.relative_std()) + ")");
-  require_positive(s.min_speed(), source, f + "min_speed");
+  require_range(s.min_speed(), kMinSpeed, kMaxSpeed, source, f + "min_speed",
+                "a GPU 100x slower than its peers is failed, not slow");
   if (!(s.max_speed() >= s.min_speed() && s.max_speed() <= kMaxSpeed))
     config_fail(source, f + "max_speed must be in [min_speed, " + num(kMaxSpeed) + "] (is " +
                             num(s.max_speed()) + ")");
@@ -90,13 +96,13 @@ void check_links(const clustersim::LinkDegradationConfig& l, int32_t world,
   const std::string f = "variability.links.";
   for (int i = 0; i < l.names_size(); ++i)
     if (l.names(i).empty()) config_fail(source, at(f + "names", i) + " is empty");
-  check_factors(l.name_factors(), l.names_size(), f + "names", 1, source, f + "name_factors");
+  check_factors(l.name_factors(), l.names_size(), f + "names", 0, 1, source, f + "name_factors");
   if (!(l.random_fraction() >= 0 && l.random_fraction() <= 1))
     config_fail(source,
                 f + "random_fraction must be in [0, 1] (is " + num(l.random_fraction()) + ")");
   require_fraction(l.random_factor(), source, f + "random_factor");
   check_ranks(l.slow_nic_ranks(), world, source, f + "slow_nic_ranks");
-  check_factors(l.slow_nic_factors(), l.slow_nic_ranks_size(), f + "slow_nic_ranks", 1, source,
+  check_factors(l.slow_nic_factors(), l.slow_nic_ranks_size(), f + "slow_nic_ranks", 0, 1, source,
                 f + "slow_nic_factors");
 }
 

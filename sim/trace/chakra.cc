@@ -8,6 +8,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -175,6 +176,32 @@ ChakraRank parse_chakra_rank(std::string_view bytes, const std::string& file, in
   return out;
 }
 
+namespace {
+
+// Ranks are read 0, 1, 2, ... up to the first file missing; a file of a higher rank beside them
+// means one from the middle is missing, and reading on would silently shrink the job.
+void require_no_rank_after(const std::string& prefix, int32_t missing) {
+  const std::filesystem::path p(prefix);
+  const std::filesystem::path dir = p.has_parent_path() ? p.parent_path() : ".";
+  const std::string stem = p.filename().string() + ".";
+  std::error_code ec;
+  int32_t highest = -1;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!name.starts_with(stem) || !name.ends_with(".et")) continue;
+    const std::string number = name.substr(stem.size(), name.size() - stem.size() - 3);
+    if (number.empty() || number.find_first_not_of("0123456789") != std::string::npos ||
+        number.size() > 9)
+      continue;
+    highest = std::max(highest, std::stoi(number));
+  }
+  if (highest > missing)
+    throw TraceError(rank_file(prefix, missing) + ": missing, but rank files up to " +
+                     rank_file(prefix, highest) + " exist: a trace needs every rank's file");
+}
+
+}  // namespace
+
 ChakraFiles read_chakra_files(const std::string& prefix) {
   ChakraFiles out;
   for (int32_t r = 0;; ++r) {
@@ -190,6 +217,7 @@ ChakraFiles read_chakra_files(const std::string& prefix) {
   }
   if (out.ranks.empty())
     throw TraceError(rank_file(prefix, 0) + ": cannot open (no Chakra trace there)");
+  require_no_rank_after(prefix, static_cast<int32_t>(out.ranks.size()));
   return out;
 }
 

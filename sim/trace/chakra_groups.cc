@@ -111,6 +111,10 @@ CommGroups parse_comm_groups(std::string_view text, const std::string& file) {
     throw TraceError(file + ": not JSON (" + e.what() + ")");
   }
   if (!repeated.empty()) throw TraceError(file + ": pg_name \"" + repeated + "\" is listed twice");
+  // A file given on purpose that names no group would be silently the same as no file.
+  if ((doc.is_object() || doc.is_array()) && doc.empty())
+    throw TraceError(file + ": names no process group ({} or []); give at least one, or leave " +
+                     "--comm-groups out");
   return from_json(doc, file);
 }
 

@@ -3,6 +3,7 @@
 #include <google/protobuf/io/coded_stream.h>
 
 #include <climits>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -13,6 +14,7 @@
 #include "sim/trace/varying_ops.h"
 #include "sim/workload/layout.h"
 #include "sim/workload/layout_config.h"
+#include "sim/workload/model_math.h"
 
 namespace cs::trace {
 
@@ -136,6 +138,11 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
   }
   p.kernel_names = std::move(names);
   p.ops.reserve(static_cast<std::size_t>(in.ops_size()));
+  // Simulated time is a signed 64-bit count of picoseconds (106 days): a program whose durations
+  // add up to more would wrap the clock, and the simulator would then see events in its past.
+  // Ten days is far beyond any step and leaves room for the waits between ops.
+  constexpr int64_t kMaxProgramPs = 10LL * 86400 * 1'000'000'000'000;
+  int64_t total_ps = 0;
   for (int i = 0; i < in.ops_size(); ++i) {
     const auto& po = in.ops(i);
     if (!in_range(po.kind(), 4) || !in_range(po.stream(), workload::kNumStreams) ||
@@ -144,6 +151,11 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
       fail("op " + std::to_string(i) + ": unknown kind, stream, class, dimension or collective");
     if (po.duration_ps() < 0 || po.bytes() < 0)
       fail("op " + std::to_string(i) + ": negative duration or size");
+    if (po.duration_ps() > kMaxProgramPs - total_ps)
+      fail("op " + std::to_string(i) + ": duration_ps = " + std::to_string(po.duration_ps()) +
+           " takes the program's ops past 10 days (" + std::to_string(kMaxProgramPs) +
+           " ps), beyond any step");
+    total_ps += po.duration_ps();
     workload::Op o;
     o.kind = static_cast<workload::OpKind>(po.kind());
     o.stream = static_cast<workload::Stream>(po.stream());
@@ -256,6 +268,9 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
     fail("units must be ps and bytes, not " + meta.time_unit() + " and " + meta.size_unit());
   const int64_t world = trace.rank_program_size();
   if (world == 0) fail("no ranks");
+  if (meta.world_size() != world)
+    fail("metadata.world_size = " + std::to_string(meta.world_size()) + " but the trace maps " +
+         std::to_string(world) + " ranks to programs");
   if (world > net::kMaxBuildGpus) fail("more ranks than any cluster this simulator builds");
   std::vector<workload::Program> programs;
   programs.reserve(static_cast<std::size_t>(trace.programs_size()));
@@ -295,6 +310,19 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
           static_cast<std::size_t>(layout.size(workload::Dim::kEp)), "one per EP rank",
           [&](const workload::Op& o) { return static_cast<std::size_t>(layout.size(o.dim)); });
     if (meta.peak_held_size() != par.pp()) fail("peak_held needs one entry per stage");
+    // Microbatches whose activations a stage holds at its peak: at least 0, at most the step's.
+    const int32_t microbatches = workload::num_microbatches(par);
+    for (int s = 0; s < meta.peak_held_size(); ++s)
+      if (meta.peak_held(s) < 0 || meta.peak_held(s) > microbatches * par.virtual_stages())
+        fail("metadata.peak_held[" + std::to_string(s) +
+             "] = " + std::to_string(meta.peak_held(s)) + " is not in [0, " +
+             std::to_string(microbatches * par.virtual_stages()) +
+             "] (microbatches x virtual stages)");
+    for (const auto& [v, field] : {std::pair{meta.costs().t_f(), "t_f"},
+                                   {meta.costs().t_b(), "t_b"},
+                                   {meta.costs().t_w(), "t_w"}})
+      if (!(v >= 0) || !std::isfinite(v))
+        fail("metadata.costs." + std::string(field) + " must be a finite time >= 0");
     step.programs = std::move(programs);
     step.peak_held.assign(meta.peak_held().begin(), meta.peak_held().end());
     step.costs.t_f = meta.costs().t_f();

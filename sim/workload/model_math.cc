@@ -87,7 +87,11 @@ double attention_flops_per_token(const clustersim::ModelConfig& model) {
   // The mean of the qk and v widths: head_dim() exactly without MLA.
   const double width = static_cast<double>(d.qk + d.v) / 2.0;
   const double h = static_cast<double>(model.num_heads()) * width;
-  return 12.0 * (model.num_layers() + model.mtp_layers()) * h * model.seq_length();
+  // Causal: the kernels compute only the scores at or below the diagonal (kernel.h halves their
+  // FLOPs too). Counting the whole square would credit the GPUs with work they never do, and at
+  // long sequences, where attention dominates, put MFU above 100%.
+  const double causal = model.causal() ? 0.5 : 1.0;
+  return 12.0 * causal * (model.num_layers() + model.mtp_layers()) * h * model.seq_length();
 }
 
 double model_flops_per_token(const clustersim::ModelConfig& model) {

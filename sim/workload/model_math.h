@@ -109,15 +109,18 @@ struct ParamCounts {
 ParamCounts count_params(const clustersim::ModelConfig& model);
 
 // Attention score FLOPs per token, forward + backward: 12·L·h·s (QKᵀ and PV, 2·s·h each forward,
-// times 3 for forward + backward), counted without causal halving as in the Megatron and PaLM MFU
-// conventions; num_heads·head_dim stands for h, so GQA does not change it. With head_dims() qk and
-// v: 6·L·s·heads·(qk + v), QKᵀ over the qk width and PV over the v width (MLA, DeepSeek-V3:
-// 6·61·s·128·320).
+// times 3 for forward + backward), halved for a causal model as Megatron-LM's
+// num_floating_point_operations counts it ("only half of the attention matrix is non-zero":
+// seq_length / hidden_size / 2), the scores the kernels compute. PaLM's 12·L·h·s counts the whole
+// square, which at long sequences gives more FLOPs than the GPUs' peak allows (MFU above 100%).
+// num_heads·head_dim stands for h, so GQA does not change it. With head_dims() qk and v:
+// 6·L·s·heads·(qk + v), QKᵀ over the qk width and PV over the v width (MLA, DeepSeek-V3:
+// 6·61·s·128·320), halved when causal.
 double attention_flops_per_token(const clustersim::ModelConfig& model);
 
-// Model FLOPs per token: 6·N_dense_matmul + 12·L·h·s. It differs from DESIGN.md's 6·N_params only
-// by what N_params would add without multiplying anything: the input embedding (unless tied) and
-// the norms. Used for MFU.
+// Model FLOPs per token: 6·N_dense_matmul + 12·L·h·s (halved when causal). It differs from
+// DESIGN.md's 6·N_params only by what N_params would add without multiplying anything: the input
+// embedding (unless tied) and the norms. Used for MFU.
 double model_flops_per_token(const clustersim::ModelConfig& model);
 
 // Tokens per optimizer step: global_batch_size x seq_length.

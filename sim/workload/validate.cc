@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sim/config/config_error.h"
+#include "sim/config/field_checks.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
@@ -88,7 +89,7 @@ void validate_attention(const Checker& c, const clustersim::ModelConfig& m,
 void validate_routing(const Checker& c, const clustersim::RoutingDistribution& r) {
   using clustersim::RoutingDistribution;
   if (r.kind() == RoutingDistribution::SKEWED && !(r.skew() >= 0 && r.skew() <= 16))
-    c.fail("model.moe.routing.skew = " + std::to_string(r.skew()) + " must be in [0, 16]");
+    c.fail("model.moe.routing.skew = " + number_text(r.skew()) + " must be in [0, 16]");
   if (r.kind() == RoutingDistribution::HISTOGRAM && r.histogram_file().empty())
     c.fail("model.moe.routing.histogram_file must be set for kind HISTOGRAM");
   if (r.kind() != RoutingDistribution::HISTOGRAM && !r.histogram_file().empty())
@@ -113,9 +114,11 @@ void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
   if (moe.first_k_dense() < 0 || moe.first_k_dense() >= m.num_layers())
     c.fail("model.moe.first_k_dense = " + std::to_string(moe.first_k_dense()) +
            " must be in [0, model.num_layers)");
-  if (!(moe.capacity_factor() == 0 || moe.capacity_factor() >= 1))
-    c.fail("model.moe.capacity_factor = " + std::to_string(moe.capacity_factor()) +
-           " must be 0 (dropless) or >= 1");
+  // Above num_experts / top_k no expert can overflow (it would take every token); 1e6 is far
+  // beyond that for any model and keeps token counts finite.
+  if (!(moe.capacity_factor() == 0 || (moe.capacity_factor() >= 1 && moe.capacity_factor() <= 1e6)))
+    c.fail("model.moe.capacity_factor = " + number_text(moe.capacity_factor()) +
+           " must be 0 (dropless) or in [1, 1e6]");
   if (moe.max_nodes_per_token() < 0) c.fail("model.moe.max_nodes_per_token must be >= 0");
   validate_routing(c, moe.routing());
   c.positive("parallel.ep", p.ep());
@@ -210,8 +213,10 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
   c.at_most("model.vocab_size", m.vocab_size(), 1 << 24);
   c.at_most("model.seq_length", m.seq_length(), 1 << 24);
   c.at_most("parallel.microbatch_size", p.microbatch_size(), 1 << 16);
-  c.at_most("microbatches per step (global_batch_size / (dp x microbatch_size))",
-            p.global_batch_size() / (static_cast<int64_t>(p.dp()) * p.microbatch_size()), 1 << 16);
+  c.at_most(
+      "microbatches per step (parallel.global_batch_size / (parallel.dp x "
+      "parallel.microbatch_size))",
+      p.global_batch_size() / (static_cast<int64_t>(p.dp()) * p.microbatch_size()), 1 << 16);
 
   validate_attention(c, m, p);
   validate_moe(c, m, p);

@@ -34,7 +34,7 @@ TEST(GradientAccumulation, KTimesLessDataParallelTrafficPerSample) {
 TEST(GradientAccumulation, StepsSetTheGlobalBatch) {
   auto c = analytical({"parallel.tp=2", "parallel.dp=4", "parallel.microbatch_size=2",
                        "parallel.gradient_accumulation_steps=3"});
-  apply_gradient_accumulation(c);
+  apply_gradient_accumulation(c, "test");
   EXPECT_EQ(c.parallel().global_batch_size(), 3 * 4 * 2);
 }
 

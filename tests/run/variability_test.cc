@@ -206,7 +206,7 @@ TEST(VariabilityValidation, RefusesBadSpeedsNamingTheField) {
   EXPECT_NE(error_for({f + "slow_ranks=3,3", f + "slow_speeds=0.5"}).find("names a rank twice"),
             std::string::npos);
   EXPECT_NE(error_for({f + "slow_ranks=3", f + "slow_speeds=0"})
-                .find("variability.gpu_speed.slow_speeds[0] = 0 must be in (0, 10]"),
+                .find("variability.gpu_speed.slow_speeds[0] = 0 must be in [0.01, 10]"),
             std::string::npos);
   EXPECT_NE(error_for({f + "slow_ranks=3", f + "slow_speeds=-0.5"}).find("slow_speeds[0] = -0.5"),
             std::string::npos);
@@ -220,7 +220,8 @@ TEST(VariabilityValidation, RefusesBadSpeedsNamingTheField) {
             std::string::npos);
   EXPECT_NE(error_for({f + "relative_std=2"}).find("relative_std must be at most 1"),
             std::string::npos);
-  EXPECT_NE(error_for({f + "min_speed=0"}).find("min_speed must be > 0"), std::string::npos);
+  EXPECT_NE(error_for({f + "min_speed=0"}).find("min_speed must be in [0.01, 10]"),
+            std::string::npos);
   EXPECT_NE(error_for({f + "min_speed=0.9", f + "max_speed=0.8"}).find("max_speed must be in"),
             std::string::npos);
 }

@@ -19,7 +19,8 @@ TEST(CommGroups, NamesMapToTheirRanksInRingOrder) {
   EXPECT_EQ(g.at("tp"), (std::vector<int32_t>{3, 1, 2}));
   EXPECT_EQ(g.at("all"), (std::vector<int32_t>{0, 1, 2, 3}));
   EXPECT_TRUE(g.at("e\"x").empty());
-  EXPECT_TRUE(parse_comm_groups(" {} ", "g").empty());
+  // A file that names no group is refused (trace_numbers_test), not taken as no file.
+  EXPECT_THROW(parse_comm_groups(" {} ", "g"), TraceError);
 }
 
 // Each bad file fails with a TraceError holding every one of `parts`.

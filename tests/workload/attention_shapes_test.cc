@@ -200,7 +200,8 @@ TEST(HeadDim, Qwen3ThirtyBHeadsAreWiderThanHiddenOverHeads) {
   // Wq 2048 x 32·128, Wk and Wv 2048 x 4·128, Wo 32·128 x 2048.
   EXPECT_EQ(p.attention_per_layer, 2048 * 4096 + 2 * 2048 * 512 + 4096 * 2048);
   EXPECT_EQ(p.tp_replicated_per_layer, 0);
-  EXPECT_DOUBLE_EQ(attention_flops_per_token(c.model()), 12.0 * 48 * (32 * 128) * 4096);
+  // Causal (the default): half of 12·L·(heads·head_dim)·s, the scores the kernels compute.
+  EXPECT_DOUBLE_EQ(attention_flops_per_token(c.model()), 6.0 * 48 * (32 * 128) * 4096);
   const auto f = layer_ops(c, Phase::kForward);
   expect_gemm(op_named(f, "qkv_fwd"), 4096, (4096 + 2 * 512) / 4, 2048);
   expect_gemm(op_named(f, "proj_fwd"), 4096, 2048, 4096 / 4);

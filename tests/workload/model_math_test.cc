@@ -18,6 +18,9 @@ clustersim::ModelConfig gpt3_175b() {
   m.set_seq_length(2048);
   m.set_activation(clustersim::ModelConfig::GELU);
   m.set_tied_embeddings(true);
+  // The papers' closed forms below (Narayanan et al. 2021, Korthikanti et al. 2022) count the
+  // whole s x s score square.
+  m.set_causal(false);
   return m;
 }
 
@@ -72,6 +75,12 @@ TEST(ModelMath, ModelFlopsMatchMegatronFormula) {
   const double megatron_per_token = 72.0 * L * h * h * (1 + s / (6 * h) + V / (12 * h * L));
   EXPECT_DOUBLE_EQ(model_flops_per_token(m), megatron_per_token);
   EXPECT_DOUBLE_EQ(attention_flops_per_token(m), 12.0 * L * h * s);
+  // Causal: Megatron-LM's num_floating_point_operations halves the score term (s / h / 2 in its
+  // attention factor), which makes the s/6h above s/12h.
+  auto causal = m;
+  causal.set_causal(true);
+  EXPECT_DOUBLE_EQ(model_flops_per_token(causal),
+                   72.0 * L * h * h * (1 + s / (12 * h) + V / (12 * h * L)));
 }
 
 TEST(ModelMath, HardwareFlopsWithFullRecomputeMatchKorthikanti) {
