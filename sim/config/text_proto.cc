@@ -3,8 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
-#include <fstream>
-#include <sstream>
+#include "sim/core/input_file.h"
 
 namespace cs {
 
@@ -51,11 +50,10 @@ void parse_text_proto(std::string_view text, const std::string& source_name,
 }
 
 std::string read_text_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw ConfigError(path + ": cannot be read");
-  return text.str();
+  InputFile file = read_input_file(path, kMaxTextConfigBytes, "protobuf text config");
+  if (!file.opened) throw ConfigError(path + ": cannot be read");
+  if (!file.ok()) throw ConfigError(file.error);
+  return std::move(file.bytes);
 }
 
 }  // namespace cs
