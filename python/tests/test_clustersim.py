@@ -84,6 +84,14 @@ def test_a_sweep_goes_straight_into_a_dataframe(tmp_path):
     assert "exposed_comm_s.dp" in frame.columns and frame["fits"].all()
 
 
+def test_a_sweep_point_that_fails_validation_is_skipped_with_its_reason():
+    result = clustersim.sweep(preset="llama3-8b", set=SMALL,
+                              vary={"parallel.etp": [-1, 0, 2147483647]}, jobs=1)
+    assert [r["parallel.etp"] for r in result["rows"]] == [0]
+    reasons = [s["error"] for s in result["skipped"]]
+    assert len(reasons) == 2 and all("parallel.etp = " in r for r in reasons)
+
+
 def test_memory_reports_a_layout_that_does_not_fit_without_raising():
     fits = clustersim.memory(preset="llama3-8b")
     too_big = clustersim.memory(preset="llama3-8b",
@@ -159,6 +167,10 @@ def test_replay_of_a_generated_trace_gives_the_run(tmp_path):
     (lambda: clustersim.collective(gpus=6, group_size=4), ["collective", "--gpus", "6",
                                                            "--group-size", "4"]),
     (lambda: clustersim.replay("missing.pb"), ["replay", "missing.pb"]),
+    # A bad expert TP on a dense model once killed the interpreter with SIGFPE.
+    (lambda: clustersim.run(preset="llama3-8b", set={"parallel.etp": -1}),
+     ["run", "--preset", "llama3-8b", "--set", "parallel.etp=-1"]),
+    (lambda: clustersim.replay("/dev/zero"), ["replay", "/dev/zero"]),
 ])
 def test_errors_carry_the_cli_message(call, args):
     with pytest.raises(clustersim.Error) as raised:

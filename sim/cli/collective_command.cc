@@ -18,6 +18,7 @@
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 #include "sim/report/json.h"
+#include "sim/run/footprint.h"
 
 namespace cs::cli {
 
@@ -229,6 +230,9 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
   }
 
   const auto desc = net::resolve_topology(req.topology);
+  // A topology too small says so first; one that fits is estimated before it is built.
+  if (req.gpus <= net::topology_capacity_gpus(desc))
+    run::refuse_cluster_if_too_big(req.gpus, 0, "--gpus " + std::to_string(req.gpus));
   const net::Topology topo = net::build_topology(desc, req.gpus, req.topology);
   net::Routing routing(topo);
   const int32_t groups = req.gpus / req.group_size;

@@ -234,6 +234,14 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   options.gpus_per_node = per_node;
   options.objective = objective == "cost" ? plan::Objective::kCost : plan::Objective::kTime;
   options.top = top;
+  // Each candidate simulated is a whole step (seconds at thousands of GPUs); the analytical
+  // pre-estimate exists so that a few suffice. A bound keeps a typo from running for hours.
+  constexpr int32_t kMaxSimulate = 1000;
+  if (simulate < 0 || simulate > kMaxSimulate)
+    throw UsageError("--simulate must be in [0, " + std::to_string(kMaxSimulate) + "], got " +
+                     std::to_string(simulate) +
+                     " (each candidate is a whole step simulation; the analytical estimate ranks "
+                     "the rest)");
   options.simulate = simulate;
   if (refine < 0) throw UsageError("--refine must not be negative, got " + std::to_string(refine));
   options.refine = refine;

@@ -11,6 +11,7 @@
 #include "sim/cli/progress.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
+#include "sim/core/input_file.h"
 #include "sim/net/network_factory.h"
 #include "sim/run/step_simulation.h"
 #include "sim/trace/chakra.h"
@@ -62,16 +63,12 @@ clustersim::NetworkMode network_mode(const std::string& text) {
   throw UsageError("--network must be congestion_aware, analytical or ideal, not " + text);
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open " + path);
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
-
 trace::CommGroups load_groups(const std::string& path) {
-  return path.empty() ? trace::CommGroups{} : trace::parse_comm_groups(read_file(path), path);
+  if (path.empty()) return {};
+  const InputFile file = read_input_file(path, kMaxJsonBytes, "--comm-groups JSON file");
+  if (!file.opened) throw std::runtime_error("cannot open " + path);
+  if (!file.ok()) throw std::runtime_error(file.error);
+  return trace::parse_comm_groups(file.bytes, path);
 }
 
 void write_report_json(const CommandIo& io, const std::string& path, const report::StepReport& r) {

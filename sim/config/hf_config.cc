@@ -2,7 +2,6 @@
 
 #include <array>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string_view>
 
@@ -10,6 +9,7 @@
 #include "sim/config/hf_mixtures.h"
 #include "sim/config/hf_reader.h"
 #include "sim/config/json_input.h"
+#include "sim/core/input_file.h"
 
 namespace cs {
 namespace {
@@ -24,10 +24,11 @@ std::string config_file(const std::string& path) {
 }
 
 json parse(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw ConfigError(file + ": cannot open (no Hugging Face config.json there)");
+  const InputFile input = read_input_file(file, kMaxJsonBytes, "Hugging Face config.json");
+  if (!input.opened) throw ConfigError(file + ": cannot open (no Hugging Face config.json there)");
+  if (!input.ok()) throw ConfigError(input.error);
   try {
-    return json::parse(in);
+    return json::parse(input.bytes);
   } catch (const json::exception& e) {  // parse_error, or out_of_range for a number overflow
     throw ConfigError(file + ": not valid JSON: " + json_error_reason(e));
   }

@@ -3,9 +3,7 @@
 #include <google/protobuf/io/tokenizer.h>
 #include <google/protobuf/text_format.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include "sim/core/input_file.h"
 
 namespace cs {
 
@@ -52,16 +50,10 @@ void parse_text_proto(std::string_view text, const std::string& source_name,
 }
 
 std::string read_text_file(const std::string& path) {
-  // A directory opens as a stream that reads nothing on Linux: it would parse as an empty config
-  // and fail later on some unset field, far from the real mistake.
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw ConfigError(path + ": is a directory, not a config file");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in) throw ConfigError(path + ": cannot be read");
-  return text.str();
+  InputFile file = read_input_file(path, kMaxTextConfigBytes, "protobuf text config");
+  if (!file.opened) throw ConfigError(path + ": cannot be read");
+  if (!file.ok()) throw ConfigError(file.error);
+  return std::move(file.bytes);
 }
 
 }  // namespace cs

@@ -96,4 +96,18 @@ void refuse_if_too_big(const Footprint& footprint, double limit_gb, const std::s
                     "; use fewer GPUs, or raise simulation.memory_limit_gb on a bigger machine");
 }
 
+void refuse_cluster_if_too_big(int64_t gpus, double limit_gb, const std::string& source) {
+  const double held = proc_kb("/proc/self/status", "VmRSS:");
+  const double cluster = static_cast<double>(gpus) * kClusterBytesPerGpu;
+  const double limit = memory_limit_bytes(limit_gb, held);
+  if (limit <= 0 || held + cluster <= limit) return;
+  throw ConfigError(
+      source + ": a cluster of " + std::to_string(gpus) + " GPUs would need about " +
+      gb(held + cluster) + " before anything runs (" + gb(cluster) +
+      " of topology, routes and link state at about 5 KB a GPU), more than the " + gb(limit) +
+      (limit_gb > 0 ? " of simulation.memory_limit_gb" : " this machine has free") +
+      "; use fewer GPUs (for a run, a smaller cluster.num_gpus: the job's own suffice), or "
+      "a bigger machine");
+}
+
 }  // namespace cs::run

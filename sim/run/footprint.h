@@ -36,4 +36,15 @@ double memory_limit_bytes(double limit_gb, double held_bytes);
 // the limit.
 void refuse_if_too_big(const Footprint& footprint, double limit_gb, const std::string& source);
 
+// What a built cluster holds per GPU: topology graph, routing index and one flow network over
+// every link. Measured with `collective --fluid --sizes 1K` at 65,536 GPUs: 3.3 KB (dgx-h100,
+// h800-cluster) to 4.0 KB (dgx-a100, llama3-24k); a step's extra networks for collectives timed
+// alone bring gpt3-175b on 200,000 GPUs to 4.8 KB. Rounded up, so that the estimate errs high.
+inline constexpr double kClusterBytesPerGpu = 5 * 1024.0;
+
+// Refuses, before anything is built, a cluster of `gpus` GPUs whose estimate alone (with what
+// this process holds now) exceeds the limit; the footprint check after building stays, for the
+// parts that grow with the job rather than the cluster.
+void refuse_cluster_if_too_big(int64_t gpus, double limit_gb, const std::string& source);
+
 }  // namespace cs::run

@@ -318,6 +318,10 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                       std::to_string(net::topology_capacity_gpus(topo_desc)));
   }
   validate_variability(config.variability(), layout.world(), source);
+  if (config.simulation().memory_limit_gb() < 0)
+    throw ConfigError(source +
+                      ": simulation.memory_limit_gb must not be negative (0: this machine)");
+  refuse_cluster_if_too_big(cluster_gpus, config.simulation().memory_limit_gb(), source);
   net::Topology topology =
       net::build_topology(topo_desc, cluster_gpus, config.cluster().topology());
   const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
@@ -330,9 +334,6 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   }
   const std::vector<workload::Program>& programs = prepared.programs;
   const StageCosts& costs = prepared.costs;
-  if (config.simulation().memory_limit_gb() < 0)
-    throw ConfigError(source +
-                      ": simulation.memory_limit_gb must not be negative (0: this machine)");
   refuse_if_too_big(estimate_footprint(topology, routing, layout, programs),
                     config.simulation().memory_limit_gb(), source);
   const auto schedule = workload::pipeline_schedule_of(par);

@@ -156,6 +156,15 @@ void check_sweep_axes(const clustersim::RunConfig& base, const std::vector<Sweep
         throw ConfigError("--vary " + axes[a].field +
                           " is given twice; list all its values in one --vary " + axes[a].field +
                           "=V1,V2,...");
+  // Multiplied with a bound at every step, so that no product overflows on the way.
+  std::size_t points = 1;
+  for (const auto& axis : axes) {
+    points *= std::max<std::size_t>(axis.values.size(), 1);
+    if (points > kMaxSweepPoints)
+      throw ConfigError("--vary: the sweep has more than " + std::to_string(kMaxSweepPoints) +
+                        " points (each one is a whole step simulation, 0.1 to 10 s, and keeps a "
+                        "row in memory); split it into several sweeps");
+  }
   for (const auto& axis : axes) {
     for (const auto& value : axis.values) {
       clustersim::RunConfig copy = base;

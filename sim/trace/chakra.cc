@@ -14,6 +14,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "sim/core/input_file.h"
 #include "sim/net/topology_builder.h"
 #include "sim/trace/chakra_all_to_all_v.h"
 #include "sim/trace/comm_groups.h"
@@ -206,13 +207,14 @@ ChakraFiles read_chakra_files(const std::string& prefix) {
   ChakraFiles out;
   for (int32_t r = 0;; ++r) {
     const std::string path = rank_file(prefix, r);
-    std::ifstream in(path, std::ios::binary);
-    if (!in) break;
+    // The ranks end at the first missing number; a rank file that is there but cannot be read
+    // (a link to /dev/zero, a FIFO, a directory) is an error, not the end.
+    if (!input_path_exists(path)) break;
     if (r >= net::kMaxBuildGpus)
       throw TraceError(prefix + ": more ranks than any cluster built here");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    out.ranks.push_back(parse_chakra_rank(buffer.view(), path, r));
+    const InputFile file = read_input_file(path, kMaxTraceBytes, "Chakra trace");
+    if (!file.ok()) throw TraceError(file.error);
+    out.ranks.push_back(parse_chakra_rank(file.bytes, path, r));
     out.files.push_back(path);
   }
   if (out.ranks.empty())

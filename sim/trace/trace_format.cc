@@ -9,6 +9,7 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/core/input_file.h"
 #include "sim/net/topology_builder.h"
 #include "sim/trace/validate.h"
 #include "sim/trace/varying_ops.h"
@@ -379,11 +380,10 @@ pb::Trace parse_trace(std::string_view bytes, const std::string& file) {
 }
 
 pb::Trace read_trace_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw TraceError(path + ": cannot open");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_trace(buffer.view(), path);
+  const InputFile file = read_input_file(path, kMaxTraceBytes, "trace");
+  if (!file.opened) throw TraceError(path + ": cannot open");
+  if (!file.ok()) throw TraceError(file.error);
+  return parse_trace(file.bytes, path);
 }
 
 void write_trace_file(const pb::Trace& trace, const std::string& path) {

@@ -2,12 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <numeric>
 #include <random>
 #include <sstream>
 
 #include "sim/config/config_error.h"
+#include "sim/core/input_file.h"
 
 namespace cs::workload {
 namespace {
@@ -28,8 +28,10 @@ std::vector<double> normalized(std::vector<double> v) {
 }
 
 std::vector<std::vector<double>> read_histogram(const std::string& path, int32_t experts) {
-  std::ifstream in(path);
-  if (!in) throw ConfigError(path + ": cannot read model.moe.routing.histogram_file");
+  const InputFile file = read_input_file(path, kMaxTableBytes, "routing histogram");
+  if (!file.opened) throw ConfigError(path + ": cannot read model.moe.routing.histogram_file");
+  if (!file.ok()) throw ConfigError(file.error);
+  std::istringstream in(file.bytes);
   std::vector<std::vector<double>> rows;
   std::string line;
   for (int line_no = 1; std::getline(in, line); ++line_no) {

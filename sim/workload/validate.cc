@@ -98,6 +98,9 @@ void validate_routing(const Checker& c, const clustersim::RoutingDistribution& r
 
 void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
                   const clustersim::ParallelConfig& p) {
+  // Checked for dense models too: the layout divides by expert TP whether or not experts exist.
+  if (p.etp() != 0 && p.etp() != 1 && p.etp() != p.tp())
+    c.fail("parallel.etp = " + std::to_string(p.etp()) + " must be 0 (= tp), 1 or parallel.tp");
   if (!m.has_moe()) {
     if (p.ep() != 1)
       c.fail("parallel.ep = " + std::to_string(p.ep()) + " needs a mixture of experts (model.moe)");
@@ -124,8 +127,6 @@ void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
   c.positive("parallel.ep", p.ep());
   c.divides("parallel.ep", p.ep(), "model.moe.num_experts", moe.num_experts(),
             "each expert-parallel rank holds the same number of experts");
-  if (p.etp() != 0 && p.etp() != 1 && p.etp() != p.tp())
-    c.fail("parallel.etp = " + std::to_string(p.etp()) + " must be 0 (= tp), 1 or parallel.tp");
   const int64_t etp = p.etp() == 0 ? p.tp() : p.etp();
   c.divides("expert TP x parallel.ep", etp * p.ep(), "parallel.tp x cp x dp",
             int64_t{p.tp()} * p.cp() * p.dp(),
@@ -149,6 +150,13 @@ void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
 void validate_mtp(const Checker& c, const clustersim::RunConfig& config) {
   const int32_t n = config.model().mtp_layers();
   if (n < 0) c.fail("model.mtp_layers = " + std::to_string(n) + " must be >= 0");
+  // Each module is one more transformer block after the head (DeepSeek-V3 report, section 2.2,
+  // uses D = 1; Megatron-Core's mtp_num_layers counts the same blocks): more modules than the
+  // trunk has layers is no published model, and the programs grow with the count.
+  if (n > config.model().num_layers())
+    c.fail("model.mtp_layers = " + std::to_string(n) +
+           " must be at most model.num_layers = " + std::to_string(config.model().num_layers()) +
+           " (each module is one more transformer block; DeepSeek-V3 uses 1)");
   if (n > 0 && config.parallel().zero_stage() == 3)
     c.fail("model.mtp_layers = " + std::to_string(n) +
            " with parallel.zero_stage = 3: gathering the modules' weights is not modelled");

@@ -105,7 +105,7 @@ TEST(NumbersCli, TheWholeUnsignedRangeOfASeedIsAccepted) {
 
 TEST(NumbersCli, ADirectoryAsConfigIsNamedAsSuch) {
   const std::string dir = testing_support::temp_path("");
-  expect_refused({"run", dir}, "is a directory, not a config file");
+  expect_refused({"run", dir}, "is a directory, not a regular file");
 }
 
 }  // namespace

@@ -51,6 +51,16 @@ TEST(CliPlan, AMixtureOfExpertsShowsItsExpertLayoutInTheTableAndTheJson) {
   EXPECT_NE(text.str().find("\"rank_order\": \"TP_CP_DP_PP\""), std::string::npos);
 }
 
+// --simulate 100000 once simulated every fitting layout, for hours; refused before any is built.
+TEST(CliPlan, SimulatingMoreThanTheBoundIsRefusedUpFront) {
+  auto args = kSmallMoe;
+  args[args.size() - 5] = "100000";  // the value after --simulate
+  ASSERT_EQ(args[args.size() - 6], "--simulate");
+  const auto r = run_cli(args);
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--simulate must be in [0, 1000], got 100000"), std::string::npos) << r.err;
+}
+
 TEST(CliPlan, RankOrderPinsEveryCandidate) {
   const std::string json = temp_file("plan_moe_pinned.json", "");
   const auto r = run_cli(with(kSmallMoe, {"--rank-order", "TP_CP_PP_DP", "--json", json}));

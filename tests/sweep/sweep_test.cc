@@ -60,6 +60,19 @@ TEST(SweepAxis, MisspeltFieldsAndValuesFailBeforeAnySimulation) {
   EXPECT_NO_THROW(check_sweep_axes(small(), {parse_sweep_axis("parallel.schedule=GPIPE,ZB_H1")}));
 }
 
+// Eight axes of ten values: 10^8 points once started and ran for days; refused up front.
+TEST(SweepAxis, AProductAboveTheLimitIsRefusedBeforeAnySimulation) {
+  const SweepAxis ten = parse_sweep_axis("parallel.microbatch_size=1,2,3,4,5,6,7,8,9,10");
+  try {
+    check_sweep_axes(small(), std::vector<SweepAxis>(8, ten));
+    ADD_FAILURE() << "10^8 points accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("more than 100000 points"), std::string::npos) << e.what();
+  }
+  // Exactly at the limit is accepted (only checked, not run).
+  EXPECT_NO_THROW(check_sweep_axes(small(), std::vector<SweepAxis>(5, ten)));
+}
+
 TEST(SweepPoints, TheProductHoldsEveryCombinationOnceLastAxisFastest) {
   const std::vector<SweepAxis> axes = {{"a", {"1", "2", "3"}}, {"b", {"x", "y"}}, {"c", {"p"}}};
   ASSERT_EQ(sweep_size(axes), 6u);

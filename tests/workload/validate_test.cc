@@ -144,6 +144,26 @@ TEST(Validate, MultiTokenPredictionNeedsACountAndNoZeroThree) {
         c.mutable_parallel()->set_zero_stage(3);
       },
       "model.mtp_layers = 1 with parallel.zero_stage = 3");
+  // 2^31 - 1 modules once built programs of 14-18 GB before any check.
+  for (const int32_t n : {81, 10'000, 2147483647})
+    expect_error([n](auto& c) { c.mutable_model()->set_mtp_layers(n); },
+                 "model.mtp_layers = " + std::to_string(n) + " must be at most model.num_layers");
+  clustersim::RunConfig as_many = valid_config();
+  as_many.mutable_model()->set_mtp_layers(80);
+  EXPECT_NO_THROW(validate_run_config(as_many, 128, "run.textproto"));
+}
+
+// A dense model's layout still divides by expert TP (Layout strides): a bad value once stopped
+// run, generate, plan, sweep and the Python interpreter with SIGFPE.
+TEST(Validate, ExpertTensorParallelIsCheckedOnDenseModelsToo) {
+  for (const int32_t etp : {-1, -2, 3, 2147483647})
+    expect_error([etp](auto& c) { c.mutable_parallel()->set_etp(etp); },
+                 "parallel.etp = " + std::to_string(etp) + " must be 0 (= tp), 1 or parallel.tp");
+  for (const int32_t etp : {0, 1, 8}) {
+    clustersim::RunConfig c = valid_config();
+    c.mutable_parallel()->set_etp(etp);
+    EXPECT_NO_THROW(validate_run_config(c, 128, "run.textproto")) << etp;
+  }
 }
 
 // valid_config() with 16 experts, top 2, on TP 8 with sequence parallelism.
