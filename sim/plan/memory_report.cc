@@ -139,15 +139,12 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
     sm.in_flight = workload::peak_held_activations(order);
     sm.mem = workload::estimate_stage_memory(config, s, std::span<const workload::WorkItem>(order));
     if (sm.mem.optimizer > 0) {
-      // Routed experts shard over their expert-data-parallel group, the rest over DP x CP.
       const auto detail = [&](int64_t params, int64_t over) {
         return workload::model_state_detail(static_cast<double>(params), p.zero_stage(), over,
                                             workload::StatePrecision::kBf16);
       };
       const auto dense = detail(sm.mem.params - sm.mem.expert_params, shards);
-      const auto experts =
-          detail(sm.mem.expert_params,
-                 workload::dim_sizes(p)[static_cast<std::size_t>(workload::Dim::kEdp)]);
+      const auto experts = detail(sm.mem.expert_params, workload::expert_state_shards(p));
       sm.master = dense.master + experts.master;
       sm.adam_m = dense.adam_m + experts.adam_m;
       sm.adam_v = dense.adam_v + experts.adam_v;

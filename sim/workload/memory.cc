@@ -406,6 +406,11 @@ double head_working_set_bytes(const clustersim::RunConfig& config) {
          p.tp();
 }
 
+int64_t expert_state_shards(const clustersim::ParallelConfig& p) {
+  return p.ep() > 1 ? dim_sizes(p)[static_cast<std::size_t>(Dim::kEdp)]
+                    : static_cast<int64_t>(p.dp()) * p.cp();
+}
+
 namespace {
 
 // Model states, transients and offload of `stage`; activations are the caller's.
@@ -418,14 +423,11 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
   out.params = stage_params(config, stage);
   const int64_t shards = static_cast<int64_t>(p.dp()) * p.cp();
   const double g = grad_bytes(p);
-  // Routed experts shard over their expert-data-parallel group (Megatron-Core's expert
-  // distributed optimizer), the rest over DP x CP.
-  out.expert_params = p.ep() > 1 ? stage_expert_params(config, stage) : 0;
+  out.expert_params = stage_expert_params(config, stage);
   const ModelStateBytes dense = model_state_bytes(
       static_cast<double>(out.params - out.expert_params), p.zero_stage(), shards, g);
-  const ModelStateBytes experts =
-      model_state_bytes(static_cast<double>(out.expert_params), p.zero_stage(),
-                        dim_sizes(p)[static_cast<std::size_t>(Dim::kEdp)], g);
+  const ModelStateBytes experts = model_state_bytes(static_cast<double>(out.expert_params),
+                                                    p.zero_stage(), expert_state_shards(p), g);
   out.weights = to_bytes(dense.weights + experts.weights);
   out.gradients = to_bytes(dense.gradients + experts.gradients);
   out.optimizer = to_bytes(dense.optimizer + experts.optimizer);

@@ -56,6 +56,11 @@ struct ModelStateDetail {
 ModelStateDetail model_state_detail(double params, int32_t zero_stage, int64_t shards,
                                     StatePrecision precision);
 
+// The GPUs ZeRO shards the routed experts' states over: their expert-data-parallel group
+// (Megatron-Core's expert distributed optimizer) under expert parallelism, else DP x CP as the
+// rest of the model.
+int64_t expert_state_shards(const clustersim::ParallelConfig& p);
+
 // stage_params() (parameters per GPU of a stage) lives in model_math.h.
 
 // Activation bytes that one layer keeps for its backward, for one microbatch on one GPU, from the

@@ -39,6 +39,17 @@ TEST(MoeRun, AllToAllsAreExposedExpertParallelTime) {
   EXPECT_EQ(report_json(r), report_json(run_mixtral()));  // bit for bit
 }
 
+// Without expert parallelism every GPU holds all the experts of its stage: the report counts them
+// (it printed 0.00 B params at EP 1) and their states are sharded like the rest of the model.
+TEST(MoeRun, ExpertMemoryIsReportedWithoutExpertParallelism) {
+  const auto ep4 = run_mixtral();
+  const auto ep1 = run_mixtral({"parallel.ep=1"});
+  EXPECT_GT(ep4.moe.expert_params_per_gpu, 0);
+  EXPECT_EQ(ep1.moe.expert_params_per_gpu, 4 * ep4.moe.expert_params_per_gpu);
+  EXPECT_GT(ep1.moe.expert_memory_gb, ep4.moe.expert_memory_gb);
+  EXPECT_LT(ep1.moe.expert_memory_gb, ep1.memory.peak_gb);
+}
+
 TEST(MoeRun, AMultiTokenPredictionModuleAddsOneMoeBlockOfTraffic) {
   // 4 MoE layers plus the module's MoE block, routed alike: 5/4 of the all-to-all bytes.
   const auto base = run_mixtral();

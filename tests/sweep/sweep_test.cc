@@ -63,8 +63,8 @@ TEST(SweepAxis, MisspeltFieldsAndValuesFailBeforeAnySimulation) {
 // Eight axes of ten values: 10^8 points once started and ran for days; refused up front.
 TEST(SweepAxis, AProductAboveTheLimitIsRefusedBeforeAnySimulation) {
   std::vector<SweepAxis> axes;
-  for (const char* field : {"microbatch_size", "global_batch_size", "tp", "pp", "dp", "cp", "ep",
-                            "virtual_stages"})
+  for (const char* field :
+       {"microbatch_size", "global_batch_size", "tp", "pp", "dp", "cp", "ep", "virtual_stages"})
     axes.push_back(parse_sweep_axis(std::string("parallel.") + field + "=1,2,3,4,5,6,7,8,9,10"));
   try {
     check_sweep_axes(small(), axes);
