@@ -130,7 +130,7 @@ void write_json(const CommandIo& io, const std::string& path, const Request& req
 
 }  // namespace
 
-int collective_command(const std::vector<std::string>& args, CommandIo& io) {
+int collective_command(const std::vector<std::string>& args, CommandIo& given_io) {
   Request req;
   std::string algo_help;  // every algorithm of the table, then auto
   for (const coll::AlgorithmInfo& a : coll::algorithm_table())
@@ -186,10 +186,12 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
       ("fluid", po::bool_switch(&req.fluid),
        "run rings and one-chunk hierarchical all-reduces as fluid transfers (coll/fluid.h), as "
        "training steps do, instead of message by message")
-      ("json", po::value(&req.json), "also write the results as JSON to this file");
+      ("json", po::value(&req.json),
+       "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm, io.out)) return 0;
+  if (!parse_options(args, opts, nullptr, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", req.json}});
 
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;

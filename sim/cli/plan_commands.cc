@@ -86,7 +86,7 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
 
 }  // namespace
 
-int memory_command(const std::vector<std::string>& args, CommandIo& io) {
+int memory_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string path, json, gpu;
   ConfigOptions config;
   po::options_description opts(
@@ -102,10 +102,12 @@ int memory_command(const std::vector<std::string>& args, CommandIo& io) {
   opts.add_options()
       ("help,h", "show this help")
       ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800), overriding cluster.gpu")
-      ("json", po::value(&json), "also write the report as JSON to this file");
+      ("json", po::value(&json),
+       "also write the report as JSON to this file (-: to stdout, the report then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
+  if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", json}});
   LoadedConfig loaded = config.load(path);
   if (!gpu.empty()) loaded.config.mutable_cluster()->set_gpu(gpu);
   const plan::MemoryReport report = plan::build_memory_report(loaded.config, loaded.source);
@@ -143,7 +145,7 @@ std::vector<clustersim::SoftwareStack> parse_stacks(const std::string& text) {
 
 }  // namespace
 
-int plan_command(const std::vector<std::string>& args, CommandIo& io) {
+int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto", stacks;
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
@@ -188,10 +190,11 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
        "a100 2, h100 3.5, h200 4.5, h800 2)")
       ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
       ("json", po::value(&json), "also write the ranking (or the --min-gpus answer) as JSON to "
-       "this file");
+       "this file (-: to stdout, the ranking then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
+  if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", json}});
   LoadedConfig loaded = config.load(path);
   auto& base = loaded.config;
   if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
