@@ -165,7 +165,8 @@ def sweep(config=None, *, preset=None, vary=None, set=None, hf_config=None, **op
     """The cartesian product of ``vary={"field": [values]}`` (``clustersim sweep``): the JSON
     report (``source``, ``axes``, ``points``, ``skipped``) plus ``rows``, one flat dict per
     point that fits ``pandas.DataFrame(result["rows"])``: each varied field by its dotted name,
-    then the point's numbers, with ``exposed_comm_s.DIM`` for the nested seconds."""
+    then the point's numbers, named as the ``--csv`` file's columns (``exposed_DIM_s`` for the
+    nested seconds), plus the point's ``index``."""
     result = _call("sweep", config,
                    _with(options, preset=preset, vary=vary, set=set, hf_config=hf_config))
     result["rows"] = [_flat_row(p) for p in result["points"]]
@@ -186,7 +187,10 @@ def _flat_row(point):
     for key, value in point.items():
         if key == "fields":
             continue
-        if isinstance(value, dict):
+        if key == "exposed_comm_s":
+            # The CSV's column names, so that a frame read from --csv has the same columns.
+            row.update({f"exposed_{k}_s": v for k, v in value.items()})
+        elif isinstance(value, dict):
             row.update({f"{key}.{k}": v for k, v in value.items()})
         else:
             row[key] = value

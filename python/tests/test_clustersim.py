@@ -80,8 +80,15 @@ def test_a_sweep_goes_straight_into_a_dataframe(tmp_path):
     assert {k: result[k] for k in theirs} == theirs
     frame = pandas.DataFrame(result["rows"])
     assert list(frame["parallel.global_batch_size"]) == [4, 8, 16]
-    assert frame["step_time_s"].is_monotonic_increasing
-    assert "exposed_comm_s.dp" in frame.columns and frame["fits"].all()
+    assert frame["iteration_time_s"].is_monotonic_increasing
+    assert "exposed_dp_s" in frame.columns and frame["fits"].all()
+    # One name per figure: the rows' keys are the CSV's columns (plus the point's index).
+    csv_path = tmp_path / "sweep.csv"
+    clustersim.sweep(preset="llama3-8b", set=SMALL, vary=vary, jobs=1, csv=str(csv_path))
+    header = csv_path.read_text().splitlines()[0].split(",")
+    assert [k for k in frame.columns if k != "index"] == header
+    ran = clustersim.run(preset="llama3-8b", set={**SMALL, "parallel.global_batch_size": 4})
+    assert frame["iteration_time_s"][0] == ran["iteration_time_s"]
 
 
 def test_memory_reports_a_layout_that_does_not_fit_without_raising():
@@ -138,7 +145,7 @@ def test_collective_bus_bandwidth_follows_the_all_reduce_factor():
     r = clustersim.collective(op="all_reduce", algo="ring", gpus=8, sizes=["1M", "64M"])
     assert [x["size_bytes"] for x in r["results"]] == [1 << 20, 64 << 20]
     for x in r["results"]:
-        assert x["busbw_gbps"] == pytest.approx(x["algbw_gbps"] * 2 * 7 / 8)
+        assert x["busbw_gbytes_per_s"] == pytest.approx(x["algbw_gbytes_per_s"] * 2 * 7 / 8)
 
 
 def test_replay_of_a_generated_trace_gives_the_run(tmp_path):
