@@ -48,6 +48,10 @@ class UsageError(Error, ValueError):
 def _text(value):
     if isinstance(value, bool):
         return "true" if value else "false"
+    # Python arithmetic turns 16 into 16.0 (2 ** 4.0, n / 2); an integer field takes it as 16.
+    # 16.5 stays "16.5", which the CLI refuses naming the field.
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
 
 

@@ -232,3 +232,21 @@ def test_a_simulation_lets_other_python_threads_run():
 def test_the_package_docstring_example_holds():
     import doctest
     assert doctest.testmod(clustersim).failed == 0
+
+
+def test_integral_floats_are_integers_and_fractions_are_refused_naming_the_field():
+    as_int = clustersim.run(preset="llama3-8b", set=SMALL)
+    as_float = clustersim.run(preset="llama3-8b",
+                              set={k: float(v) for k, v in SMALL.items()})
+    assert as_float["iteration_time_s"] == as_int["iteration_time_s"]
+    assert as_float["gpus"] == 8
+    with pytest.raises(clustersim.Error, match="parallel.dp") as e:
+        clustersim.run(preset="llama3-8b", set={**SMALL, "parallel.dp": 4.5})
+    assert "4.5" in str(e.value)
+
+
+def test_gpu_names_are_case_insensitive():
+    upper = clustersim.run(preset="llama3-8b", set={**SMALL, "cluster.gpu": "H100"})
+    assert upper["gpu"] == "h100"
+    assert upper["iteration_time_s"] == clustersim.run(preset="llama3-8b", set=SMALL)[
+        "iteration_time_s"]

@@ -13,6 +13,7 @@
 #include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
+#include "sim/config/embedded_presets.h"
 #include "sim/core/simulator.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
@@ -230,6 +231,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
         std::to_string(req.group_size) + " x " + std::to_string(req.group_stride) + ")");
   }
 
+  req.topology = canonical_preset_name("topologies", req.topology);  // "DGX-H100" too
   const auto desc = net::resolve_topology(req.topology);
   const net::Topology topo = net::build_topology(desc, req.gpus, req.topology);
   net::Routing routing(topo);

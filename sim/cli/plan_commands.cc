@@ -110,6 +110,7 @@ int memory_command(const std::vector<std::string>& args, CommandIo& given_io) {
   CommandIo io = check_outputs(given_io, {{"--json", json}});
   LoadedConfig loaded = config.load(path);
   if (!gpu.empty()) loaded.config.mutable_cluster()->set_gpu(gpu);
+  canonicalize_preset_names(loaded.config);
   const plan::MemoryReport report = plan::build_memory_report(loaded.config, loaded.source);
   plan::print_memory_report(io.out, report);
   if (!json.empty())
@@ -199,6 +200,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   auto& base = loaded.config;
   if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
   if (!topology.empty()) base.mutable_cluster()->set_topology(topology);
+  canonicalize_preset_names(base);
   if (base.cluster().gpu().empty() && !base.cluster().topology().empty())
     base.mutable_cluster()->set_gpu(net::resolve_topology(base.cluster().topology()).gpu());
   if (price > 0) base.mutable_cost()->set_price_per_gpu_hour(price);

@@ -9,6 +9,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
+#include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
 #include "sim/net/network_factory.h"
@@ -187,6 +188,9 @@ int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
   CommandIo io = check_outputs(given_io, {{"--json", json}});
   const std::string path = positional(vm, "trace");
   if (path.empty() == chakra.empty()) throw UsageError("give either FILE.pb or --chakra PREFIX");
+  // GPU- and topology-keyed tables compare the presets' own names: "H100" must mean "h100".
+  gpu = canonical_preset_name("topologies/gpus", gpu);
+  topology = canonical_preset_name("topologies", topology);
   trace::ReplayTarget target;
   target.topology = topology.empty() ? "dgx-h100" : topology;
   target.gpu = gpu;

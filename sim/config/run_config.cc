@@ -34,7 +34,16 @@ LoadedConfig load_run_config(const std::string& path, const std::string& preset,
     loaded.source += " with the model of " + hf_config;
   }
   for (const auto& o : overrides) apply_override(loaded.config, o);
+  canonicalize_preset_names(loaded.config);
   return loaded;
+}
+
+void canonicalize_preset_names(clustersim::RunConfig& config) {
+  auto& cluster = *config.mutable_cluster();
+  if (!cluster.gpu().empty())
+    cluster.set_gpu(canonical_preset_name("topologies/gpus", cluster.gpu()));
+  if (!cluster.topology().empty())
+    cluster.set_topology(canonical_preset_name("topologies", cluster.topology()));
 }
 
 }  // namespace cs

@@ -21,4 +21,8 @@ LoadedConfig load_run_config(const std::string& path, const std::string& preset,
                              const std::vector<std::string>& overrides,
                              const std::string& hf_config = "");
 
+// Rewrites cluster.gpu and cluster.topology that name a preset in another case ("H100") to the
+// preset's own name, which the GPU- and topology-keyed tables compare exactly.
+void canonicalize_preset_names(clustersim::RunConfig& config);
+
 }  // namespace cs

@@ -11,6 +11,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
+#include "sim/config/run_config.h"
 #include "sim/cost/goodput.h"
 #include "sim/cost/host.h"
 #include "sim/exec/executor.h"
@@ -183,6 +184,7 @@ void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
 
 PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
   clustersim::RunConfig config = original;
+  canonicalize_preset_names(config);  // sweep points set cluster.gpu without load_run_config
   apply_gradient_accumulation(config);
   validate_plan_fields(config, source);
   cost::validate_reliability(config.reliability(), source);  // before a long simulation
