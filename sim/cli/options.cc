@@ -45,14 +45,15 @@ void ConfigOptions::add_to(po::options_description& opts, const std::string& set
       ("hf-config", po::value(&hf_config),
        "replace the configuration's model by the one of this Hugging Face config.json (or its "
        "folder): Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE or DeepSeek-V3; the training "
-       "seq_length stays the config's")
+       "seq_length stays the config's. Alone (no CONFIG or --preset), the layout, cluster and "
+       "seq_length are the llama3-8b preset's: TP 2 x DP 32 on 64 H100s, 8192 tokens")
       ("set", po::value(&overrides)->composing(), set_help.c_str());
   // clang-format on
 }
 
 LoadedConfig ConfigOptions::load(const std::string& path) const {
-  if (path.empty() == preset.empty())
-    throw UsageError("give either a config file or --preset NAME");
+  if (path.empty() == preset.empty() && (!path.empty() || hf_config.empty()))
+    throw UsageError("give either a config file or --preset NAME (or --hf-config alone)");
   return load_run_config(path, preset, overrides, hf_config);
 }
 

@@ -43,7 +43,9 @@ bool parse_run_args(const std::vector<std::string>& args, RunArgs& run, std::ost
       ("hf-config", po::value(&run.hf_config),
        "replace the configuration's model by the one of this Hugging Face config.json (or its "
        "folder): Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE or DeepSeek-V3; the training "
-       "seq_length stays the config's (one job only)")
+       "seq_length stays the config's (one job only). Alone (no CONFIG or --preset), the layout, "
+       "cluster and seq_length are the llama3-8b preset's: TP 2 x DP 32 on 64 H100s, 8192 "
+       "tokens")
       ("set", po::value(&run.overrides)->composing(),
        "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable; every job)")
       ("job-set", po::value(&run.job_overrides)->composing(),
@@ -122,6 +124,7 @@ int run_one_job(const RunArgs& args, CommandIo& io) {
 int run_command(const std::vector<std::string>& args, CommandIo& io) {
   RunArgs run;
   if (!parse_run_args(args, run, io.out)) return 0;
+  if (run.jobs.empty() && !run.hf_config.empty()) run.jobs.push_back({"", kHfConfigBasePreset});
   if (run.jobs.empty()) throw UsageError("give either a config file or --preset NAME");
   CommandIo out = check_outputs(io, {{"--json", run.json}, {"--timeline", run.timeline_path}});
   return run.jobs.size() == 1 ? run_one_job(run, out) : run_several_jobs(run, out);

@@ -149,6 +149,7 @@ Json cost_json(const CostFigures& c) {
 
 void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   Json j = {{"name", r.name},
+            {"model", r.model},
             {"layout", r.layout},
             {"schedule", r.schedule},
             {"gpu", r.gpu},
@@ -193,7 +194,8 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
 
 void print_table(std::ostream& out, const StepReport& r) {
   auto row = [&out](const std::string& k, const std::string& v) { report::row(out, k, v); };
-  out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
+  out << r.name << (r.model.empty() || r.model == r.name ? "" : " (model " + r.model + ")") << ": "
+      << r.layout << ", " << r.schedule << ", " << r.microbatches
       << " microbatches, " << r.gpus << " x " << r.gpu << " on " << r.topology << " (" << r.network
       << " network, " << r.precision << ", " << r.software_stack << ")\n";
   row("iteration time", fmt("%.4f s", r.iteration_time_s));

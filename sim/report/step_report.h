@@ -119,6 +119,7 @@ struct MoeFigures {
 
 struct StepReport {
   std::string name;
+  std::string model;  // model.name: under --hf-config, the Hugging Face model's, not the preset's
   std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
   // Experts split over GPUs (EP > 1): the text report then shows the EP and EDP columns.
   bool expert_parallel = false;

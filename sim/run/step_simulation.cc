@@ -322,6 +322,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
 
   report::StepReport r;
   r.name = config.name();
+  r.model = config.model().name();
   r.layout = layout_text(par);
   r.expert_parallel = par.ep() > 1;
   r.schedule = std::string(workload::to_string(schedule));
