@@ -356,6 +356,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const double analytic = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
+  r.virtual_stages = v;
   const compute::KernelCostModel timing(gpu, compute::cost_options(config));
   r.compute_by_kernel_group_s = report::kernel_time_by_group(programs, &timing);
   r.stages.resize(static_cast<std::size_t>(p));

@@ -107,5 +107,59 @@ TEST(NewUser, AHfConfigJsonGivenAsTheRunConfigPointsToHfConfig) {
   EXPECT_NE(r.err.find("--hf-config " + file), std::string::npos) << r.err;
 }
 
+// The numbers of "12.5%" items in `line`.
+std::vector<double> percentages(const std::string& line) {
+  std::vector<double> v;
+  const std::regex pct(R"((-?[0-9.]+)%)");
+  for (std::sregex_iterator it(line.begin(), line.end(), pct), end; it != end; ++it)
+    v.push_back(std::stod((*it)[1]));
+  return v;
+}
+
+std::string line_with(const std::string& text, const std::string& label) {
+  const auto at = text.find(label);
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+TEST(NewUser, TheRunTableSaysWhereTheStepGoesAndWhyTheBubbleIsLarge) {
+  const std::vector<std::string> pipeline = {
+      "run",           "--preset", "llama3-8b",     "--set", "model.num_layers=8",          "--set",
+      "parallel.pp=4", "--set",    "parallel.dp=1", "--set", "parallel.global_batch_size=8"};
+  auto lopsided = pipeline;
+  lopsided.insert(lopsided.end(), {"--set", "parallel.layers_per_stage=5,1,1,1"});
+  const auto r = run_cli(lopsided);
+  ASSERT_EQ(r.code, 0) << r.err;
+
+  // The shares cover the step: compute, exposed comm, bubble and the rest add up to 100%.
+  const std::string shares = line_with(r.out, "where the step goes");
+  ASSERT_NE(shares, "") << r.out;
+  EXPECT_NE(shares.find("compute "), std::string::npos);
+  EXPECT_NE(shares.find("bubble "), std::string::npos);
+  double sum = 0;
+  for (double p : percentages(shares)) sum += p;
+  EXPECT_NEAR(sum, 100, 0.6) << shares;
+
+  // Stage 0 holds 5 of 8 layers: it is the slowest, and the suggested split must shorten the step.
+  const std::string why = line_with(r.out, "bubble above formula");
+  ASSERT_NE(why, "") << r.out;
+  EXPECT_NE(why.find("stage 0 (5 layers)"), std::string::npos) << why;
+  const std::smatch m = [&] {
+    std::smatch found;
+    std::regex_search(why, found, std::regex(R"(parallel\.layers_per_stage=([0-9,]+))"));
+    return found;
+  }();
+  ASSERT_EQ(m.size(), 2u) << why;
+  auto balanced = pipeline;
+  balanced.insert(balanced.end(), {"--set", "parallel.layers_per_stage=" + m[1].str()});
+  const auto before = json_of(lopsided), after = json_of(balanced), even = json_of(pipeline);
+  EXPECT_LT(after.at("iteration_time_s").get<double>(),
+            0.9 * before.at("iteration_time_s").get<double>());
+  // The last stage's LM head makes the default even split slow too: the split beats it as well.
+  EXPECT_LT(after.at("iteration_time_s").get<double>(),
+            0.9 * even.at("iteration_time_s").get<double>());
+  EXPECT_LT(after.at("bubble_fraction").get<double>(), before.at("bubble_fraction").get<double>());
+}
+
 }  // namespace
 }  // namespace cs::cli
