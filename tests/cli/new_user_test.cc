@@ -161,5 +161,60 @@ TEST(NewUser, TheRunTableSaysWhereTheStepGoesAndWhyTheBubbleIsLarge) {
   EXPECT_LT(after.at("bubble_fraction").get<double>(), before.at("bubble_fraction").get<double>());
 }
 
+// The words of `line` after its "#N" label (run lines are printed without quotes here).
+std::vector<std::string> words_after_label(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string w; in >> w;) words.push_back(w);
+  return words.size() > 2 ? std::vector<std::string>(words.begin() + 2, words.end())
+                          : std::vector<std::string>{};
+}
+
+TEST(NewUser, EachRankedLayoutComesWithARunLineThatReproducesIt) {
+  const std::vector<std::string> plan = {
+      "plan",   "--preset", "llama3-8b",  "--set",  "model.num_layers=4",
+      "--gpus", "16",       "--simulate", "3",      "--refine",
+      "2",      "--top",    "2",          "--jobs", "1",
+      "--json", "-"};
+  const auto r = run_cli(plan);
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto ranked = report::Json::parse(r.out).at("ranked");
+  const auto at = r.err.find("to run them:\n");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  std::istringstream lines(r.err.substr(at));
+  std::string line;
+  std::getline(lines, line);
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(std::getline(lines, line));
+    EXPECT_EQ(line.rfind("  #" + std::to_string(i + 1) +
+                             "  clustersim run --preset llama3-8b --set model.num_layers=4 --set ",
+                         0),
+              0u)
+        << line;
+    // The refined leaders were simulated congestion-aware, as `run` does: the same step.
+    const auto words = words_after_label(line);
+    ASSERT_EQ(words.front(), "run") << line;
+    const auto ran = json_of(words);
+    EXPECT_EQ(ran.at("iteration_time_s"), ranked.at(i).at("iteration_time_s")) << line;
+    EXPECT_EQ(ran.at("gpus"), 16);
+  }
+}
+
+TEST(NewUser, PlanReserveGbKeepsHbmFreeInTheFitsTest) {
+  const auto fewest = [](const std::string& reserve) {
+    return json_of({"plan", "--preset", "llama3-8b", "--min-gpus", "--reserve-gb", reserve});
+  };
+  const auto none = fewest("0"), half = fewest("40");
+  ASSERT_GT(none.at("gpus").get<int>(), 0);
+  EXPECT_GT(half.at("gpus").get<int>(), none.at("gpus").get<int>());
+  EXPECT_LE(half.at("peak_memory_gb").get<double>(), none.at("capacity_gb").get<double>() - 40);
+
+  const auto negative =
+      run_cli({"plan", "--preset", "llama3-8b", "--gpus", "8", "--reserve-gb", "-1"});
+  EXPECT_EQ(negative.code, 2);
+  EXPECT_NE(negative.err.find("--reserve-gb must not be negative"), std::string::npos)
+      << negative.err;
+}
+
 }  // namespace
 }  // namespace cs::cli
