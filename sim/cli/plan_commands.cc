@@ -236,7 +236,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
   CommandIo io = check_outputs(given_io, {{"--json", json}});
   if (reserve_gb < 0)
-    throw UsageError("--reserve-gb must not be negative, got " + std::to_string(reserve_gb));
+    throw UsageError("--reserve-gb must not be negative, got " + report::one_line(reserve_gb));
   LoadedConfig loaded = config.load(path);
   const clustersim::RunConfig as_loaded = loaded.config;  // what the run lines start from
   auto& base = loaded.config;
