@@ -25,7 +25,7 @@ def sweep_rows(path):
         for row in csv.DictReader(f):
             rows.append(
                 f"| {row['model.moe.routing.skew']} | {row['model.moe.capacity_factor']} | "
-                f"{float(row['step_time_s']):.3f} | {100 * float(row['mfu']):.1f}% | "
+                f"{float(row['iteration_time_s']):.3f} | {100 * float(row['mfu']):.1f}% | "
                 f"{float(row['exposed_ep_s']):.3f} |")
     return rows
 

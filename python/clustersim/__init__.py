@@ -48,6 +48,10 @@ class UsageError(Error, ValueError):
 def _text(value):
     if isinstance(value, bool):
         return "true" if value else "false"
+    # Python arithmetic turns 16 into 16.0 (2 ** 4.0, n / 2); an integer field takes it as 16.
+    # 16.5 stays "16.5", which the CLI refuses naming the field.
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
     return os.fspath(value) if isinstance(value, os.PathLike) else str(value)
 
 
@@ -175,7 +179,8 @@ def sweep(config=None, *, preset=None, vary=None, set=None, hf_config=None, **op
     """The cartesian product of ``vary={"field": [values]}`` (``clustersim sweep``): the JSON
     report (``source``, ``axes``, ``points``, ``skipped``) plus ``rows``, one flat dict per
     point that fits ``pandas.DataFrame(result["rows"])``: each varied field by its dotted name,
-    then the point's numbers, with ``exposed_comm_s.DIM`` for the nested seconds."""
+    then the point's numbers, named as the ``--csv`` file's columns (``exposed_DIM_s`` for the
+    nested seconds), plus the point's ``index``."""
     result = _call("sweep", config,
                    _with(options, preset=preset, vary=vary, set=set, hf_config=hf_config))
     result["rows"] = [_flat_row(p) for p in result["points"]]
@@ -196,7 +201,10 @@ def _flat_row(point):
     for key, value in point.items():
         if key == "fields":
             continue
-        if isinstance(value, dict):
+        if key == "exposed_comm_s":
+            # The CSV's column names, so that a frame read from --csv has the same columns.
+            row.update({f"exposed_{k}_s": v for k, v in value.items()})
+        elif isinstance(value, dict):
             row.update({f"{key}.{k}": v for k, v in value.items()})
         else:
             row[key] = value

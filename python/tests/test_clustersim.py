@@ -80,8 +80,15 @@ def test_a_sweep_goes_straight_into_a_dataframe(tmp_path):
     assert {k: result[k] for k in theirs} == theirs
     frame = pandas.DataFrame(result["rows"])
     assert list(frame["parallel.global_batch_size"]) == [4, 8, 16]
-    assert frame["step_time_s"].is_monotonic_increasing
-    assert "exposed_comm_s.dp" in frame.columns and frame["fits"].all()
+    assert frame["iteration_time_s"].is_monotonic_increasing
+    assert "exposed_dp_s" in frame.columns and frame["fits"].all()
+    # One name per figure: the rows' keys are the CSV's columns (plus the point's index).
+    csv_path = tmp_path / "sweep.csv"
+    clustersim.sweep(preset="llama3-8b", set=SMALL, vary=vary, jobs=1, csv=str(csv_path))
+    header = csv_path.read_text().splitlines()[0].split(",")
+    assert [k for k in frame.columns if k != "index"] == header
+    ran = clustersim.run(preset="llama3-8b", set={**SMALL, "parallel.global_batch_size": 4})
+    assert frame["iteration_time_s"][0] == ran["iteration_time_s"]
 
 
 def test_a_sweep_point_that_fails_validation_is_skipped_with_its_reason():
@@ -146,7 +153,7 @@ def test_collective_bus_bandwidth_follows_the_all_reduce_factor():
     r = clustersim.collective(op="all_reduce", algo="ring", gpus=8, sizes=["1M", "64M"])
     assert [x["size_bytes"] for x in r["results"]] == [1 << 20, 64 << 20]
     for x in r["results"]:
-        assert x["busbw_gbps"] == pytest.approx(x["algbw_gbps"] * 2 * 7 / 8)
+        assert x["busbw_gbytes_per_s"] == pytest.approx(x["algbw_gbytes_per_s"] * 2 * 7 / 8)
 
 
 def test_replay_of_a_generated_trace_gives_the_run(tmp_path):
@@ -244,3 +251,21 @@ def test_a_config_of_the_wrong_type_says_what_a_config_is(config):
     # Not pybind11's signature dump: the argument, its type and what is accepted.
     with pytest.raises(TypeError, match=r"config must be a path, config text .* not (int|float|dict)"):
         clustersim.run(config)
+
+
+def test_integral_floats_are_integers_and_fractions_are_refused_naming_the_field():
+    as_int = clustersim.run(preset="llama3-8b", set=SMALL)
+    as_float = clustersim.run(preset="llama3-8b",
+                              set={k: float(v) for k, v in SMALL.items()})
+    assert as_float["iteration_time_s"] == as_int["iteration_time_s"]
+    assert as_float["gpus"] == 8
+    with pytest.raises(clustersim.Error, match="parallel.dp") as e:
+        clustersim.run(preset="llama3-8b", set={**SMALL, "parallel.dp": 4.5})
+    assert "4.5" in str(e.value)
+
+
+def test_gpu_names_are_case_insensitive():
+    upper = clustersim.run(preset="llama3-8b", set={**SMALL, "cluster.gpu": "H100"})
+    assert upper["gpu"] == "h100"
+    assert upper["iteration_time_s"] == clustersim.run(preset="llama3-8b", set=SMALL)[
+        "iteration_time_s"]

@@ -55,7 +55,7 @@ def from_sweep(path):
     for r in rows:
         if r["schedule"] == "INTERLEAVED" and r.get("parallel.virtual_stages") == "1":
             continue
-        step = float(r["step_time_s"])
+        step = float(r["iteration_time_s"])
         label = "\n".join([schedule_label(r["schedule"], r.get("parallel.virtual_stages", 1))] +
                           [r[f] for f in fields])
         if "parallel.global_batch_size" in fields:

@@ -17,7 +17,7 @@ def main(out, paths):
         topo.add(f"{r['groups']} group(s) of {r['group_size']} {r['gpu'].upper()} on "
                  f"{r['topology']}, {r['network'].replace('_', '-')} network")
         sizes = [p["size_bytes"] for p in r["results"]]
-        ax.plot(sizes, [p["busbw_gbps"] for p in r["results"]], styles[i % len(styles)], ms=4,
+        ax.plot(sizes, [p["busbw_gbytes_per_s"] for p in r["results"]], styles[i % len(styles)], ms=4,
                 mfc="none",
                 label=f"{r['op']} ({r['algo']})")
     ax.set_xscale("log", base=2)

@@ -27,7 +27,7 @@ def main(out_dir, published_path, paths):
     for path in paths:
         r = read_json(path)
         key = (r["gpu"], r["op"], r["algo"], r["gpus"])
-        curves[key] = {p["size_bytes"]: p["busbw_gbps"] for p in r["results"]}
+        curves[key] = {p["size_bytes"]: p["busbw_gbytes_per_s"] for p in r["results"]}
     published = read_csv(published_path)
     rows = []
     for p in published:
@@ -35,10 +35,10 @@ def main(out_dir, published_path, paths):
         curve = curves.get(key)
         size = int(p["size_bytes"])
         sim = curve.get(size) if curve else None
-        err = (sim / float(p["busbw_gbps"]) - 1) * 100 if sim else None
-        rows.append({**{k: p[k] for k in ("gpu", "gpus", "op", "algo", "size_bytes", "busbw_gbps",
+        err = (sim / float(p["busbw_gbytes_per_s"]) - 1) * 100 if sim else None
+        rows.append({**{k: p[k] for k in ("gpu", "gpus", "op", "algo", "size_bytes", "busbw_gbytes_per_s",
                                           "source")},
-                     "simulated_busbw_gbps": f"{sim:.1f}" if sim else "not simulated",
+                     "simulated_busbw_gbytes_per_s": f"{sim:.1f}" if sim else "not simulated",
                      "error_percent": f"{err:+.1f}" if err is not None else ""})
     with open(os.path.join(out_dir, "nccl_tests_comparison.csv"), "w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
@@ -60,7 +60,7 @@ def main(out_dir, published_path, paths):
                     mfc="none", label=f"{gpus // 8} server(s), {gpus} GPUs ({algo})")
         for p in published:
             if (p["gpu"], p["op"]) == (gpu, op):
-                ax.plot(int(p["size_bytes"]), float(p["busbw_gbps"]), "*", ms=11,
+                ax.plot(int(p["size_bytes"]), float(p["busbw_gbytes_per_s"]), "*", ms=11,
                         color=colour[int(p["gpus"])], mec="black", mew=0.6,
                         label=f"nccl-tests {p['gpus']} GPUs ({p['algo']}): "
                               f"{p['source'].split('github.com/')[-1]}")

@@ -13,6 +13,7 @@
 #include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
+#include "sim/config/embedded_presets.h"
 #include "sim/core/simulator.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
@@ -57,12 +58,12 @@ struct SizeResult {
   coll::Algorithm algo = coll::Algorithm::kRing;
   coll::Protocol protocol = coll::Protocol::kSimple;
   int32_t channels = 1;
-  double model_busbw_gbps = 0;  // NCCL's own cost model for the same call
+  double model_busbw_gbytes_per_s = 0;  // NCCL's own cost model for the same call
   int32_t chunks = 1;
   int32_t window = 1;
   Time time;
-  double algbw_gbps = 0;
-  double busbw_gbps = 0;
+  double algbw_gbytes_per_s = 0;
+  double busbw_gbytes_per_s = 0;
   uint64_t events = 0;
   double wall_s = 0;
 };
@@ -117,12 +118,12 @@ void write_json(const CommandIo& io, const std::string& path, const Request& req
                       {"algo", coll::to_string(r.algo)},
                       {"protocol", coll::to_string(r.protocol)},
                       {"channels", r.channels},
-                      {"nccl_model_busbw_gbps", r.model_busbw_gbps},
+                      {"nccl_model_busbw_gbytes_per_s", r.model_busbw_gbytes_per_s},
                       {"chunks", r.chunks},
                       {"window", r.window},
                       {"time_us", r.time.as_us()},
-                      {"algbw_gbps", r.algbw_gbps},
-                      {"busbw_gbps", r.busbw_gbps},
+                      {"algbw_gbytes_per_s", r.algbw_gbytes_per_s},
+                      {"busbw_gbytes_per_s", r.busbw_gbytes_per_s},
                       {"events", r.events}});
     }
     report::write_document(out, j);
@@ -131,7 +132,7 @@ void write_json(const CommandIo& io, const std::string& path, const Request& req
 
 }  // namespace
 
-int collective_command(const std::vector<std::string>& args, CommandIo& io) {
+int collective_command(const std::vector<std::string>& args, CommandIo& given_io) {
   Request req;
   std::string algo_help;  // every algorithm of the table, then auto
   for (const coll::AlgorithmInfo& a : coll::algorithm_table())
@@ -187,10 +188,12 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
       ("fluid", po::bool_switch(&req.fluid),
        "run rings and one-chunk hierarchical all-reduces as fluid transfers (coll/fluid.h), as "
        "training steps do, instead of message by message")
-      ("json", po::value(&req.json), "also write the results as JSON to this file");
+      ("json", po::value(&req.json),
+       "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm, io.out)) return 0;
+  if (!parse_options(args, opts, nullptr, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", req.json}});
 
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;
@@ -229,6 +232,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
         std::to_string(req.group_size) + " x " + std::to_string(req.group_stride) + ")");
   }
 
+  req.topology = canonical_preset_name("topologies", req.topology);  // "DGX-H100" too
   const auto desc = net::resolve_topology(req.topology);
   // A topology too small says so first; one that fits is estimated before it is built.
   if (req.gpus <= net::topology_capacity_gpus(desc))
@@ -309,21 +313,23 @@ int collective_command(const std::vector<std::string>& args, CommandIo& io) {
     r.window = key.window;
     r.time = finish;
     const double seconds = finish.as_seconds();
-    r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
-    r.busbw_gbps = r.algbw_gbps * factor;
+    r.algbw_gbytes_per_s = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
+    r.busbw_gbytes_per_s = r.algbw_gbytes_per_s * factor;
     const double model_us =
         tuning.has_hardware() && coll::nccl_tuned(key.op)
             ? tuning.model_choice(key.op, key.n, auto_local, size, requested).time_us
             : 0;
-    if (model_us > 0) r.model_busbw_gbps = static_cast<double>(size) * 1e-3 * factor / model_us;
+    if (model_us > 0)
+      r.model_busbw_gbytes_per_s = static_cast<double>(size) * 1e-3 * factor / model_us;
     r.events = sim.events_processed();
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
     io.out << std::setw(14) << format_size(size) << std::setw(14) << coll::to_string(r.algo)
            << std::setw(8) << r.chunks << std::setw(8) << r.window << std::setw(8)
            << coll::to_string(r.protocol) << std::setw(5) << r.channels << std::fixed
            << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
-           << std::setw(14) << r.algbw_gbps << std::setw(14) << r.busbw_gbps << std::setw(12)
-           << r.events << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
+           << std::setw(14) << r.algbw_gbytes_per_s << std::setw(14) << r.busbw_gbytes_per_s
+           << std::setw(12) << r.events << std::setprecision(3) << std::setw(10) << r.wall_s
+           << '\n';
     io.out.unsetf(std::ios::fixed);
     results.push_back(r);
   }

@@ -18,6 +18,9 @@ struct CommandIo {
   bool join_mpi = true;
   // Output paths (--json, --csv, ...) whose text goes here, keyed by path, instead of to a file.
   std::map<std::string, std::string>* captured = nullptr;
+  // Where an output path of "-" writes; null: `out`. check_outputs points it at the real standard
+  // output when it moves the human report to `err`.
+  std::ostream* stdout_file = nullptr;
 };
 
 // printf into a stream, for the reports that were written with printf.

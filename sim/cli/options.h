@@ -4,8 +4,10 @@
 #include <boost/program_options.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/cli/command_io.h"
@@ -33,8 +35,22 @@ bool parse_options(const std::vector<std::string>& args,
                    std::string* config_path, boost::program_options::variables_map& vm,
                    std::ostream& help_out);
 
+// One output option as given: its name ("--json") and path ("" when not given, "-" for stdout).
+struct OutputPath {
+  std::string_view option;
+  const std::string& path;
+};
+
+// Checks, before any simulation, that every given output path can be written, so that a long run
+// does not end on a missing folder: throws UsageError naming the option, the path and why (no
+// such folder, a folder, not writable). At most one may be "-" (standard output). When one is,
+// the returned io prints the human report to stderr, so that stdout holds only that file and
+// pipes into jq or pandas; otherwise it is `io` unchanged. Paths in `io.captured` are not files.
+CommandIo check_outputs(const CommandIo& io, std::initializer_list<OutputPath> outputs);
+
 // Opens `path` for writing, lets `write` fill it, and throws std::runtime_error naming the path
-// if it cannot be opened or written. A path in `io.captured` is filled there instead.
+// if it cannot be opened or written. A path in `io.captured` is filled there instead, and "-"
+// goes to standard output.
 void write_file(const CommandIo& io, const std::string& path,
                 const std::function<void(std::ostream&)>& write);
 

@@ -1,5 +1,6 @@
 // `clustersim memory`, `plan` and `verify`: instant memory breakdowns, the layout planner with
 // cost, and numerical checks of the parallel math.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <functional>
@@ -9,6 +10,8 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
+#include "sim/cli/progress.h"
+#include "sim/config/config_diff.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/run_config.h"
 #include "sim/cost/host.h"
@@ -42,12 +45,44 @@ std::optional<clustersim::ParallelConfig::RankOrder> parse_rank_order(const std:
   return order;
 }
 
+// `arg` as one shell word: quoted when it holds anything but plain path and number characters.
+std::string shell_word(const std::string& arg) {
+  if (!arg.empty() && arg.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._,=/:+-") == std::string::npos)
+    return arg;
+  std::string quoted = "'";
+  for (const char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+// One `clustersim run` line per ranked layout: the plan's own CONFIG or --preset, --hf-config and
+// --set, then a --set for each field the layout changed, so that a reader copies the line rather
+// than translating "TP 8 x PP 4, mbs 2" back into field names.
+void print_run_lines(std::ostream& out, const ConfigOptions& config, const std::string& path,
+                     const clustersim::RunConfig& as_loaded, const plan::PlanResult& result,
+                     int32_t top) {
+  const std::size_t n = std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(top));
+  if (n == 0) return;
+  std::string prefix = "clustersim run";
+  if (!path.empty()) prefix += " " + shell_word(path);
+  if (!config.preset.empty()) prefix += " --preset " + shell_word(config.preset);
+  if (!config.hf_config.empty()) prefix += " --hf-config " + shell_word(config.hf_config);
+  for (const auto& o : config.overrides) prefix += " --set " + shell_word(o);
+  out << "\nto run them:\n";
+  for (std::size_t i = 0; i < n; ++i) {
+    std::string line = prefix;
+    for (const auto& o : override_diff(as_loaded, result.ranked[i].config))
+      line += " --set " + shell_word(o);
+    out << "  #" << i + 1 << (i < 9 ? "  " : " ") << line << '\n';
+  }
+}
+
 // --min-gpus: the fewest GPUs that hold the model and that layout's analytical step, as text and
 // (with --json) as {"model", "max_gpus", "gpus": 0 when nothing fits, and the layout's figures}.
 int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t max_gpus,
                      int32_t per_node, std::optional<clustersim::ParallelConfig::RankOrder> order,
-                     const std::string& json) {
-  const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order);
+                     const std::string& json, double reserve_bytes) {
+  const plan::MinGpus min = plan::find_min_gpus(base, max_gpus, per_node, order, reserve_bytes);
   std::optional<report::StepReport> r;
   if (min.gpus == 0) {
     io.out << "no layout fits on up to " << max_gpus << " GPUs\n";
@@ -88,7 +123,7 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
 
 }  // namespace
 
-int memory_command(const std::vector<std::string>& args, CommandIo& io) {
+int memory_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string path, json, gpu;
   ConfigOptions config;
   po::options_description opts(
@@ -104,12 +139,15 @@ int memory_command(const std::vector<std::string>& args, CommandIo& io) {
   opts.add_options()
       ("help,h", "show this help")
       ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800), overriding cluster.gpu")
-      ("json", po::value(&json), "also write the report as JSON to this file");
+      ("json", po::value(&json),
+       "also write the report as JSON to this file (-: to stdout, the report then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
+  if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", json}});
   LoadedConfig loaded = config.load(path);
   if (!gpu.empty()) loaded.config.mutable_cluster()->set_gpu(gpu);
+  canonicalize_preset_names(loaded.config);
   const plan::MemoryReport report = plan::build_memory_report(loaded.config, loaded.source);
   plan::print_memory_report(io.out, report);
   if (!json.empty())
@@ -145,12 +183,12 @@ std::vector<clustersim::SoftwareStack> parse_stacks(const std::string& text) {
 
 }  // namespace
 
-int plan_command(const std::vector<std::string>& args, CommandIo& io) {
+int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto", stacks;
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
   int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
-  double price = 0, tokens = 0;
+  double price = 0, tokens = 0, reserve_gb = 0;
   po::options_description opts(
       "usage: clustersim plan --preset NAME --gpus N [options]\n       clustersim plan CONFIG "
       "--gpus N [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
@@ -163,7 +201,8 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
       "network and ranks them by it, and prints the top ones with why they win or lose.\n"
       "With --stacks, every layout is tried under each software stack named.\n"
       "When none is left it says why (the fields invalid layouts fail on, the smallest\n"
-      "memory among those that do not fit) and exits 3.\n\n"
+      "memory among those that do not fit) and exits 3. Each ranked layout comes with the\n"
+      "`clustersim run` line that simulates it. On a terminal, stderr shows the progress.\n\n"
       "options");
   config.add_to(opts, "override a field (repeatable)");
   // clang-format off
@@ -185,19 +224,27 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
       ("stacks", po::value(&stacks), "software stacks to search, comma-separated "
        "(MEGATRON_TE, PYTORCH_FSDP, DEEPSPEED_ZERO) or all (default: the config's own)")
       ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
+      ("reserve-gb", po::value(&reserve_gb), "GB of HBM per GPU kept free by the fits test, for "
+       "what the memory model leaves out: CUDA context, NCCL buffers, allocator fragmentation "
+       "(default 0: a layout fits when its modelled peak fits the whole HBM; 2-5 GB is typical)")
       ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
       ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
        "a100 2, h100 3.5, h200 4.5, h800 2)")
       ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
       ("json", po::value(&json), "also write the ranking (or the --min-gpus answer) as JSON to "
-       "this file");
+       "this file (-: to stdout, the ranking then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
+  if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", json}});
+  if (reserve_gb < 0)
+    throw UsageError("--reserve-gb must not be negative, got " + report::one_line(reserve_gb));
   LoadedConfig loaded = config.load(path);
+  const clustersim::RunConfig as_loaded = loaded.config;  // what the run lines start from
   auto& base = loaded.config;
   if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
   if (!topology.empty()) base.mutable_cluster()->set_topology(topology);
+  canonicalize_preset_names(base);
   if (base.cluster().gpu().empty() && !base.cluster().topology().empty())
     base.mutable_cluster()->set_gpu(net::resolve_topology(base.cluster().topology()).gpu());
   // A flag given is a value the user means: refused when out of range, never skipped.
@@ -227,7 +274,8 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   const auto order = parse_rank_order(rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster().topology());
 
-  if (vm.count("min-gpus")) return min_gpus_command(io, base, max_gpus, per_node, order, json);
+  if (vm.count("min-gpus"))
+    return min_gpus_command(io, base, max_gpus, per_node, order, json, reserve_gb * 1e9);
   if (gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
   plan::PlanOptions options;
   options.gpus = gpus;
@@ -247,12 +295,17 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
   options.refine = refine;
   options.rank_order = order;
   options.stacks = parse_stacks(stacks);
+  options.reserve_bytes = reserve_gb * 1e9;
   // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
   World world(io.join_mpi);
   options.jobs = jobs > 0 ? jobs : world.local_jobs();
   options.rank = world.rank();
   options.ranks = world.size();
   options.gather = [&world](const std::string& mine) { return world.gather(mine); };
+  // Simulating the candidates takes minutes at scale; a terminal sees how far it got.
+  PointProgress progress(io.terminal_progress && world.rank() == 0 && stderr_is_terminal(),
+                         "candidates simulated");
+  options.on_progress = [&progress](std::size_t done, std::size_t n) { progress.update(done, n); };
   plan::PlanResult result;
   try {
     result = plan::plan_layouts(base, options);
@@ -266,6 +319,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& io) {
          << base.cluster().topology() << "), global batch " << base.parallel().global_batch_size()
          << " x " << base.model().seq_length() << " tokens\n";
   plan::print_plan(io.out, result, options);
+  print_run_lines(io.out, config, path, as_loaded, result, top);
   if (!json.empty())
     write_file(io, json, [&](std::ostream& out) { plan::write_plan_json(out, result, options); });
   return result.ranked.empty() ? 3 : 0;

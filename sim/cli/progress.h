@@ -25,11 +25,11 @@ inline bool stderr_is_terminal() {
   return isatty(STDERR_FILENO) != 0;
 }
 
-// Sweep points done of a total, with a bar and an ETA.
+// Sweep points (or plan candidates: `unit`) done of a total, with a bar and an ETA.
 class PointProgress {
  public:
-  explicit PointProgress(bool enabled)
-      : enabled_(enabled), start_(std::chrono::steady_clock::now()) {}
+  explicit PointProgress(bool enabled, const char* unit = "points")
+      : enabled_(enabled), unit_(unit), start_(std::chrono::steady_clock::now()) {}
   void update(std::size_t done, std::size_t total) {
     if (!enabled_ || total == 0) return;
     const double elapsed =
@@ -39,7 +39,7 @@ class PointProgress {
     std::string bar(static_cast<std::size_t>(filled), '#');
     bar.resize(kWidth, '.');
     std::string eta = done == 0 ? "?" : clock_text(elapsed / done * (total - done));
-    std::fprintf(stderr, "\r[%s] %zu/%zu points  elapsed %s  ETA %s ", bar.c_str(), done, total,
+    std::fprintf(stderr, "\r[%s] %zu/%zu %s  elapsed %s  ETA %s ", bar.c_str(), done, total, unit_,
                  clock_text(elapsed).c_str(), eta.c_str());
     if (done == total) std::fprintf(stderr, "\r%*s\r", kWidth + 60, "");
     std::fflush(stderr);
@@ -47,6 +47,7 @@ class PointProgress {
 
  private:
   bool enabled_;
+  const char* unit_;
   std::chrono::steady_clock::time_point start_;
 };
 

@@ -43,7 +43,9 @@ bool parse_run_args(const std::vector<std::string>& args, RunArgs& run, std::ost
       ("hf-config", po::value(&run.hf_config),
        "replace the configuration's model by the one of this Hugging Face config.json (or its "
        "folder): Llama, Mistral, Qwen2, Qwen3, Mixtral, Qwen3-MoE or DeepSeek-V3; the training "
-       "seq_length stays the config's (one job only)")
+       "seq_length stays the config's (one job only). Alone (no CONFIG or --preset), the layout, "
+       "cluster and seq_length are the llama3-8b preset's: TP 2 x DP 32 on 64 H100s, 8192 "
+       "tokens")
       ("set", po::value(&run.overrides)->composing(),
        "override a field by its dotted path, e.g. --set parallel.pp=8 (repeatable; every job)")
       ("job-set", po::value(&run.job_overrides)->composing(),
@@ -53,9 +55,11 @@ bool parse_run_args(const std::vector<std::string>& args, RunArgs& run, std::ost
        "several jobs: packed (job 0 on the first servers, job 1 from the next free server), "
        "spread (servers dealt round robin to the jobs) or GPU ranges, one per job, each "
        "starting on a server boundary, e.g. 0-511,512-1023 (default packed)")
-      ("json", po::value(&run.json), "also write the report as JSON to this file")
+      ("json", po::value(&run.json),
+       "also write the report as JSON to this file (-: to stdout, the table then to stderr)")
       ("timeline", po::value(&run.timeline_path),
-       "write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev) to this file")
+       "write a Chrome/Perfetto trace of the step (open in ui.perfetto.dev) to this file (-: "
+       "stdout)")
       ("timeline-ranks", po::value(&run.timeline_ranks),
        "ranks in the timeline, e.g. 0-15,1024 (default: the first rank of each pipeline stage)");
   // clang-format on
@@ -120,8 +124,10 @@ int run_one_job(const RunArgs& args, CommandIo& io) {
 int run_command(const std::vector<std::string>& args, CommandIo& io) {
   RunArgs run;
   if (!parse_run_args(args, run, io.out)) return 0;
+  if (run.jobs.empty() && !run.hf_config.empty()) run.jobs.push_back({"", kHfConfigBasePreset});
   if (run.jobs.empty()) throw UsageError("give either a config file or --preset NAME");
-  return run.jobs.size() == 1 ? run_one_job(run, io) : run_several_jobs(run, io);
+  CommandIo out = check_outputs(io, {{"--json", run.json}, {"--timeline", run.timeline_path}});
+  return run.jobs.size() == 1 ? run_one_job(run, out) : run_several_jobs(run, out);
 }
 
 int presets_command(const std::vector<std::string>& args, CommandIo& io) {

@@ -21,7 +21,7 @@ namespace cs::cli {
 
 namespace po = boost::program_options;
 
-int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
+int sweep_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string path, csv, json;
   std::vector<std::string> vary;
   ConfigOptions config;
@@ -31,8 +31,9 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       "       clustersim sweep --preset NAME --vary FIELD=V1,V2,... [options]\n\n"
       "Simulates one training step for every point of the cartesian product of the --vary\n"
       "values (the last --vary changes fastest) and prints one row per point. Points that fail\n"
-      "validation are reported and skipped. Points run on --jobs threads; under mpirun they are\n"
-      "divided among the ranks and rank 0 writes the same output a single process would.\n\n"
+      "validation are reported and skipped; when every point is, it exits 1. Points run on\n"
+      "--jobs threads; under mpirun they are divided among the ranks and rank 0 writes the same\n"
+      "output a single process would.\n\n"
       "example:\n  clustersim sweep --preset llama3-70b \\\n"
       "    --vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 \\\n"
       "    --vary parallel.global_batch_size=256,512 --csv sweep.csv\n\noptions");
@@ -43,13 +44,15 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
       ("vary", po::value(&vary)->composing(),
        "FIELD=V1,V2,...: values a field takes (repeatable); separate with ';' when a value "
        "holds commas (parallel.layers_per_stage=8,8;4,12)")
-      ("csv", po::value(&csv), "write the rows as CSV to this file")
-      ("json", po::value(&json), "write the rows (and the skipped points) as JSON to this file")
+      ("csv", po::value(&csv), "write the rows as CSV to this file (-: to stdout)")
+      ("json", po::value(&json),
+       "write the rows (and the skipped points) as JSON to this file (-: to stdout)")
       ("jobs,j", po::value(&jobs),
        "points simulated at once per process (default: the cores, shared by local MPI ranks)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm, io.out)) return 0;
+  if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--csv", csv}, {"--json", json}});
   if (vary.empty()) throw UsageError("give at least one --vary FIELD=V1,V2,...");
   if (vm.count("jobs") && jobs < 1) throw UsageError("--jobs must be at least 1");
 
@@ -105,6 +108,11 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& io) {
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     print_to(io.err, "%zu points (%zu skipped) in %.1f s, %d thread(s) x %d process(es)\n", total,
              skipped, wall, jobs, world.size());
+    // A script looping over sweeps must not take a table of nothing but errors for results.
+    if (skipped == total) {
+      print_to(io.err, "clustersim sweep: error: every point was skipped (reasons above)\n");
+      return 1;
+    }
     return 0;
   } catch (const std::exception& e) {
     if (world.size() == 1) throw;

@@ -9,6 +9,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
+#include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
 #include "sim/core/input_file.h"
@@ -152,7 +153,7 @@ int generate_command(const std::vector<std::string>& args, CommandIo& io) {
   return 0;
 }
 
-int replay_command(const std::vector<std::string>& args, CommandIo& io) {
+int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string chakra, topology, gpu, network, json;
   ChakraFlags flags;
   po::options_description opts(
@@ -175,13 +176,18 @@ int replay_command(const std::vector<std::string>& args, CommandIo& io) {
       ("network", po::value(&network), "congestion_aware, analytical or ideal")
       ("messages", "run every collective message by message, not as fluid transfers "
                    "(simulation.fluid_collectives=false)")
-      ("json", po::value(&json), "also write the report as JSON to this file");
+      ("json", po::value(&json),
+       "also write the report as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
   flags.add_to(opts);
   const auto vm = parse(args, opts, "trace", 1);
-  if (vm.count("help")) return io.out << opts << '\n', 0;
+  if (vm.count("help")) return given_io.out << opts << '\n', 0;
+  CommandIo io = check_outputs(given_io, {{"--json", json}});
   const std::string path = positional(vm, "trace");
   if (path.empty() == chakra.empty()) throw UsageError("give either FILE.pb or --chakra PREFIX");
+  // GPU- and topology-keyed tables compare the presets' own names: "H100" must mean "h100".
+  gpu = canonical_preset_name("topologies/gpus", gpu);
+  topology = canonical_preset_name("topologies", topology);
   trace::ReplayTarget target;
   target.topology = topology.empty() ? "dgx-h100" : topology;
   target.gpu = gpu;

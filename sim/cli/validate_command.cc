@@ -28,7 +28,7 @@ std::vector<validation::LoadedCase> load_cases(const std::vector<std::string>& f
 
 }  // namespace
 
-int validate_command(const std::vector<std::string>& args, CommandIo& io) {
+int validate_command(const std::vector<std::string>& args, CommandIo& given_io) {
   validation::CaseFilter filter;
   std::vector<std::string> files;
   std::string json;
@@ -49,10 +49,12 @@ int validate_command(const std::vector<std::string>& args, CommandIo& io) {
       ("case", po::value(&filter.name), "only this case (a name, or a prefix ending in '*')")
       ("file", po::value(&files)->composing(),
        "run the cases of this file instead of the built-in ones (repeatable)")
-      ("json", po::value(&json), "also write the results as JSON to this file");
+      ("json", po::value(&json),
+       "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
   po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm, io.out)) return 0;
+  if (!parse_options(args, opts, nullptr, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", json}});
   if (!filter.kind.empty() && validation::find_kind(filter.kind) == nullptr) {
     throw UsageError("--kind " + filter.kind + ": not one of " + validation::kind_names());
   }

@@ -43,8 +43,8 @@ NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, i
                  [&](const RunStats& s) { r.time = s.end - s.start; });
   sim.run();
   const double seconds = r.time.as_seconds();
-  r.algbw_gbps = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
-  r.busbw_gbps = r.algbw_gbps * bus_bandwidth_factor(op, n);
+  r.algbw_gbytes_per_s = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
+  r.busbw_gbytes_per_s = r.algbw_gbytes_per_s * bus_bandwidth_factor(op, n);
   return r;
 }
 

@@ -15,8 +15,8 @@ namespace cs::coll {
 struct NcclTestResult {
   ScheduleKey key;  // what ran: algorithm, protocol, channels, chunks, wire
   Time time;
-  double algbw_gbps = 0;  // size / time
-  double busbw_gbps = 0;  // algbw x the op's bus factor (nccl-tests' busbw)
+  double algbw_gbytes_per_s = 0;  // size / time
+  double busbw_gbytes_per_s = 0;  // algbw x the op's bus factor (nccl-tests' busbw)
 };
 
 // Runs `op` of `size` bytes over GPUs 0..gpus-1 of `topology` (all of them: 0), NCCL's tuning for

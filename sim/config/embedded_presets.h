@@ -14,8 +14,13 @@ struct EmbeddedFile {
 
 const std::vector<EmbeddedFile>& embedded_presets();
 
-// The text of preset `name` in `folder` ("topologies", "workloads", "stacks", ...), or nullptr if none.
+// The text of preset `name` in `folder` ("topologies", "workloads", "stacks", ...), or nullptr if
+// none. Names match ignoring ASCII case ("H100", "DGX-H100"), as people write them.
 const EmbeddedFile* find_preset(std::string_view folder, std::string_view name);
+// The preset's own name (its file stem) for `name` in any case, or `name` when no preset matches
+// (a file path). Tables keyed by GPU or topology name compare exact strings, so configs store
+// this form.
+std::string canonical_preset_name(std::string_view folder, std::string_view name);
 // Names (file stems) of the presets in `folder`, sorted.
 std::vector<std::string> preset_names(std::string_view folder);
 

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <cctype>
+#include <string>
 
 #include "sim/config/embedded_presets.h"
 
@@ -15,14 +17,30 @@ bool split(std::string_view path, std::string_view& folder, std::string_view& st
   stem = path.substr(slash + 1, path.size() - slash - 1 - kSuffix.size());
   return true;
 }
+
+bool same_ignoring_case(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
 }  // namespace
 
 const EmbeddedFile* find_preset(std::string_view folder, std::string_view name) {
+  const EmbeddedFile* folded = nullptr;
   for (const auto& f : embedded_presets()) {
     std::string_view dir, stem;
-    if (split(f.path, dir, stem) && dir == folder && stem == name) return &f;
+    if (!split(f.path, dir, stem) || dir != folder) continue;
+    if (stem == name) return &f;
+    if (folded == nullptr && same_ignoring_case(stem, name)) folded = &f;
   }
-  return nullptr;
+  return folded;
+}
+
+std::string canonical_preset_name(std::string_view folder, std::string_view name) {
+  const EmbeddedFile* f = find_preset(folder, name);
+  std::string_view dir, stem;
+  return f != nullptr && split(f->path, dir, stem) ? std::string(stem) : std::string(name);
 }
 
 std::vector<std::string> preset_names(std::string_view folder) {

@@ -122,6 +122,18 @@ const Architecture& find_architecture(const std::string& name, const Reader& r) 
   r.fail("architectures", "unknown architecture " + name + " (reads " + known + ")");
 }
 
+// What the report calls the model: the hub id the file was saved from, else the folder it sits in
+// (a downloaded snapshot is named after its model), else the file's own name, else its kind.
+std::string model_name(const Reader& r, const std::string& file, const std::string& arch) {
+  namespace fs = std::filesystem;
+  std::string name = r.string_or("_name_or_path", "");
+  const fs::path p = fs::absolute(file).lexically_normal();
+  if (name.empty() && p.filename() == "config.json") name = p.parent_path().filename().string();
+  if (name.empty() && p.filename() != "config.json") name = p.stem().string();
+  if (name.empty()) name = r.string_or("model_type", arch);
+  return name;
+}
+
 }  // namespace
 
 clustersim::ModelConfig model_from_hf_config(const std::string& path) {
@@ -129,9 +141,10 @@ clustersim::ModelConfig model_from_hf_config(const std::string& path) {
   const json root = parse(file);
   if (!root.is_object()) throw ConfigError(file + ": must hold a JSON object");
   const Reader r(root, file);
-  const Architecture& arch = find_architecture(architecture_of(root, r), r);
+  const std::string arch_name = architecture_of(root, r);
+  const Architecture& arch = find_architecture(arch_name, r);
   clustersim::ModelConfig m;
-  m.set_name(r.string_or("_name_or_path", std::filesystem::path(file).parent_path().filename()));
+  m.set_name(model_name(r, file, arch_name));
   read_llama_fields(r, m, arch.attention_bias);
   arch.read(r, m);
   return m;

@@ -260,7 +260,8 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   PlanResult result;
   const auto gpu = compute::load_gpu_profile(gpu_of(base));
-  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  const double capacity =
+      static_cast<double>(compute::hbm_capacity_bytes(gpu)) - options.reserve_bytes;
   std::vector<int64_t> counts = {options.gpus};
   // Cheapest may not be fastest: fewer GPUs at a higher MFU can cost less in total.
   if (options.objective == Objective::kCost)
@@ -307,6 +308,15 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   for (std::size_t i = static_cast<std::size_t>(options.rank); i < fitting.size();
        i += static_cast<std::size_t>(std::max(1, options.ranks)))
     mine.push_back(i);
+  std::mutex progress_mutex;
+  std::size_t done = 0;
+  // Counts a finished candidate of a pass of `total` for options.on_progress.
+  const auto finished = [&](std::size_t total) {
+    if (!options.on_progress) return;
+    const std::lock_guard lock(progress_mutex);
+    options.on_progress(++done, total);
+  };
+  if (options.on_progress) options.on_progress(0, mine.size());
   run_parallel(mine.size(), jobs, [&](std::size_t k) {
     Candidate& c = fitting[mine[k]];
     RunConfig sim = c.config;
@@ -319,6 +329,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
       const std::lock_guard lock(error_mutex);
       if (first_error.empty()) first_error = e.what();
     }
+    finished(mine.size());
   });
   if (options.ranks > 1) {
     std::string text;
@@ -348,6 +359,8 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   const auto refine = std::min<std::size_t>(result.ranked.size(),
                                             static_cast<std::size_t>(std::max(options.refine, 0)));
   if (refine > 0) {
+    done = 0;
+    if (options.on_progress) options.on_progress(0, refine);
     run_parallel(refine, jobs, [&](std::size_t i) {
       Candidate& c = result.ranked[i];
       RunConfig sim = c.config;
@@ -355,6 +368,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
       c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
       c.refined = true;
       c.dollars = c.report.cost.dollars;
+      finished(refine);
     });
     std::stable_sort(result.ranked.begin(),
                      result.ranked.begin() + static_cast<std::ptrdiff_t>(refine), by_objective);
@@ -366,9 +380,9 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
 }
 
 MinGpus find_min_gpus(const RunConfig& base, int64_t max_gpus, int32_t gpus_per_node,
-                      std::optional<ParallelConfig::RankOrder> rank_order) {
+                      std::optional<ParallelConfig::RankOrder> rank_order, double reserve_bytes) {
   const auto gpu = compute::load_gpu_profile(gpu_of(base));
-  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu)) - reserve_bytes;
   MinGpus out;
   for (int64_t g = 1; g <= max_gpus; g = g < gpus_per_node ? g + 1 : g + gpus_per_node) {
     bool found = false;

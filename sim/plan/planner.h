@@ -37,6 +37,12 @@ struct PlanOptions {
   std::optional<clustersim::ParallelConfig::RankOrder> rank_order;
   // Software stacks to search (search_layouts); empty: the base config's own.
   std::vector<clustersim::SoftwareStack> stacks;
+  // HBM bytes per GPU kept free by the fits test: the memory model leaves out the CUDA context,
+  // NCCL buffers and allocator fragmentation.
+  double reserve_bytes = 0;
+  // Called as candidates finish simulating (done, total), once per pass (search, then refine),
+  // from one thread at a time; empty: none.
+  std::function<void(std::size_t, std::size_t)> on_progress;
   // Spreading over MPI ranks: this process is `rank` of `ranks` and simulates every ranks-th
   // candidate; `gather` brings each rank's text to rank 0 (in rank order; empty elsewhere).
   // Rank 0 returns the full result, the others an empty ranking.
@@ -75,14 +81,15 @@ PlanResult plan_layouts(const clustersim::RunConfig& base, const PlanOptions& op
 
 // The smallest GPU count (1..8, then multiples of gpus_per_node up to `max_gpus`) on which some
 // enumerated layout fits in memory, and the layout with the most headroom there; gpus = 0 when
-// none fits up to max_gpus.
+// none fits up to max_gpus. `reserve_bytes` of HBM are kept free, as PlanOptions::reserve_bytes.
 struct MinGpus {
   int64_t gpus = 0;
   Candidate layout;
 };
 MinGpus find_min_gpus(
     const clustersim::RunConfig& base, int64_t max_gpus, int32_t gpus_per_node,
-    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt);
+    std::optional<clustersim::ParallelConfig::RankOrder> rank_order = std::nullopt,
+    double reserve_bytes = 0);
 
 // One line per parallel layout, short: "TP 8 x CP 1 x PP 4 x DP 32, 1F1B, mbs 1, ZeRO-1, sel.";
 // a stack other than Megatron-TE is named at the end ("..., PYTORCH_FSDP");

@@ -30,6 +30,87 @@ std::string human(double v) {
   return buf;
 }
 
+// "compute 71.2%, exposed comm TP 4.1% / DP 2.0%, bubble 18.3%, other 4.4%": the step per GPU
+// split into what a reader can act on; dimensions under 0.05% are left out.
+std::string step_shares(const StepReport& r) {
+  const double step = r.iteration_time_s;
+  if (step <= 0 || r.stages.empty()) return "";
+  double compute = 0;
+  for (const auto& s : r.stages) compute += s.compute_s / static_cast<double>(r.stages.size());
+  const auto pct = [&](double seconds) { return fmt("%.1f%%", 100 * seconds / step); };
+  std::string text = "compute " + pct(compute);
+  std::string comm;
+  double exposed = 0;
+  for (const auto& d : workload::kDims) {
+    exposed += r.exposed(d.dim);
+    if (r.exposed(d.dim) / step < 5e-4) continue;
+    comm += (comm.empty() ? "" : " / ") + std::string(d.label) + " " + pct(r.exposed(d.dim));
+  }
+  text += ", exposed comm " + (comm.empty() ? std::string("0%") : comm);
+  if (r.interference_s / step >= 5e-4) text += ", interference " + pct(r.interference_s);
+  text += ", bubble " + pct(r.bubble_fraction * step);
+  // The rest: optimizer waits, offload, launch gaps; negative when the parts overlap.
+  const double other = step - compute - exposed - r.interference_s - r.bubble_fraction * step;
+  if (std::abs(other) / step >= 5e-3) text += ", other " + pct(other);
+  return text;
+}
+
+// Layers per pipeline stage that even out the stages' compute, modelling a stage as a fixed part
+// (embedding, LM head and loss on the end stages) plus its layers at the median per-layer time.
+// Every stage keeps one layer (validation wants them positive); the rest go one at a time to
+// the stage that would finish first. Empty when the stages hold no layers to move.
+std::vector<int32_t> balanced_layers(const std::vector<StageFigures>& stages) {
+  std::vector<double> per_layer;
+  int32_t total = 0;
+  for (const auto& s : stages) {
+    if (s.layers <= 0) return {};
+    per_layer.push_back(s.compute_s / s.layers);
+    total += s.layers;
+  }
+  std::nth_element(per_layer.begin(), per_layer.begin() + per_layer.size() / 2, per_layer.end());
+  const double t_layer = per_layer[per_layer.size() / 2];
+  std::vector<double> time;
+  for (const auto& s : stages) time.push_back(std::max(0.0, s.compute_s - s.layers * t_layer));
+  std::vector<int32_t> layers(stages.size(), 1);
+  for (double& t : time) t += t_layer;
+  for (auto l = static_cast<int32_t>(stages.size()); l < total; ++l) {
+    std::size_t best = 0;
+    for (std::size_t s = 1; s < stages.size(); ++s)
+      if (time[s] < time[best]) best = s;
+    ++layers[best];
+    time[best] += t_layer;
+  }
+  return layers;
+}
+
+// Why the measured bubble is far above the formula (which assumes equal stages and free
+// communication): the slowest stage against the mean, and a split that would balance them.
+std::string bubble_explanation(const StepReport& r) {
+  const double measured = r.bubble_fraction, formula = r.analytic_bubble_fraction;
+  if (r.stages.size() < 2 || measured <= 1.5 * formula || measured - formula <= 0.02) return "";
+  std::size_t slow = 0;
+  double mean = 0;
+  for (std::size_t s = 0; s < r.stages.size(); ++s) {
+    mean += r.stages[s].compute_s / static_cast<double>(r.stages.size());
+    if (r.stages[s].compute_s > r.stages[slow].compute_s) slow = s;
+  }
+  const auto& st = r.stages[slow];
+  std::string text = "stage " + std::to_string(slow) + " (" + std::to_string(st.layers) +
+                     " layers) computes " + fmt("%.4f s", st.compute_s) + ", " +
+                     fmt("%.2fx", mean > 0 ? st.compute_s / mean : 1) +
+                     " the mean stage; the others wait for it";
+  if (r.virtual_stages != 1) return text + " (rebalance parallel.layers_per_stage per chunk)";
+  const auto layers = balanced_layers(r.stages);
+  bool same = true;
+  std::string list;
+  for (std::size_t s = 0; s < layers.size(); ++s) {
+    same = same && layers[s] == r.stages[s].layers;
+    list += (s ? "," : "") + std::to_string(layers[s]);
+  }
+  if (layers.empty() || same) return text;
+  return text + "; try --set parallel.layers_per_stage=" + list;
+}
+
 }  // namespace
 
 std::string interruptions_text(const CostFigures& c, std::size_t shown) {
@@ -149,6 +230,7 @@ Json cost_json(const CostFigures& c) {
 
 void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   Json j = {{"name", r.name},
+            {"model", r.model},
             {"layout", r.layout},
             {"schedule", r.schedule},
             {"gpu", r.gpu},
@@ -193,15 +275,20 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
 
 void print_table(std::ostream& out, const StepReport& r) {
   auto row = [&out](const std::string& k, const std::string& v) { report::row(out, k, v); };
-  out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
-      << " microbatches, " << r.gpus << " x " << r.gpu << " on " << r.topology << " (" << r.network
-      << " network, " << r.precision << ", " << r.software_stack << ")\n";
+  out << r.name << (r.model.empty() || r.model == r.name ? "" : " (model " + r.model + ")") << ": "
+      << r.layout << ", " << r.schedule << ", " << r.microbatches << " microbatches, " << r.gpus
+      << " x " << r.gpu << " on " << r.topology << " (" << r.network << " network, " << r.precision
+      << ", " << r.software_stack << ")\n";
   row("iteration time", fmt("%.4f s", r.iteration_time_s));
   row("tokens per second", fmt("%.0f", r.tokens_per_s));
   row("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
   row("MFU / HFU", fmt("%.1f%%", 100 * r.mfu) + " / " + fmt("%.1f%%", 100 * r.hfu));
   row("bubble (measured / formula)", fmt("%.2f%%", 100 * r.bubble_fraction) + " / " +
                                          fmt("%.2f%%", 100 * r.analytic_bubble_fraction));
+  if (const std::string why = bubble_explanation(r); !why.empty())
+    row("  bubble above formula", why);
+  if (const std::string shares = step_shares(r); !shares.empty())
+    row("where the step goes", shares);
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s)
     row("  compute: " + group, fmt("%.4f s per GPU", seconds));
   std::string labels, seconds;

@@ -119,6 +119,7 @@ struct MoeFigures {
 
 struct StepReport {
   std::string name;
+  std::string model;   // model.name: under --hf-config, the Hugging Face model's, not the preset's
   std::string layout;  // "TP 8 x CP 1 x PP 16 x DP 128"
   // Experts split over GPUs (EP > 1): the text report then shows the EP and EDP columns.
   bool expert_parallel = false;
@@ -143,6 +144,7 @@ struct StepReport {
 
   double bubble_fraction = 0;
   double analytic_bubble_fraction = 0;
+  int32_t virtual_stages = 1;  // chunks per stage: layers_per_stage has stages x this entries
   std::vector<StageFigures> stages;
   // Kernel seconds per GPU per step by kernel group (report/kernel_breakdown.h), recompute
   // included; the groups sum to the mean compute_s of the stages.

@@ -53,9 +53,9 @@ void write_jobs_json(std::ostream& out, const JobsReport& r, bool include_host) 
                     {"gpus", f.gpus},
                     {"gpu_ranges", f.gpu_ranges},
                     {"steps", f.steps},
-                    {"alone_step_time_s", f.alone_step_s},
-                    {"step_time_s", f.mean_step_s},
-                    {"max_step_time_s", f.max_step_s},
+                    {"alone_iteration_time_s", f.alone_step_s},
+                    {"iteration_time_s", f.mean_step_s},
+                    {"max_iteration_time_s", f.max_step_s},
                     {"slowdown", f.slowdown},
                     {"mfu_alone", f.mfu_alone},
                     {"mfu", f.mfu_shared}});

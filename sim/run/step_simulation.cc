@@ -13,6 +13,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/config_error.h"
 #include "sim/config/field_checks.h"
+#include "sim/config/run_config.h"
 #include "sim/cost/goodput.h"
 #include "sim/cost/host.h"
 #include "sim/exec/executor.h"
@@ -232,6 +233,7 @@ void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
 
 PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
   clustersim::RunConfig config = original;
+  canonicalize_preset_names(config);  // sweep points set cluster.gpu without load_run_config
   validate_plan_fields(config, source);
   apply_gradient_accumulation(config, source);
   cost::validate_reliability(config.reliability(), source);  // before a long simulation
@@ -370,6 +372,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
 
   report::StepReport r;
   r.name = config.name();
+  r.model = config.model().name();
   r.layout = layout_text(par);
   r.expert_parallel = par.ep() > 1;
   r.schedule = std::string(workload::to_string(schedule));
@@ -403,6 +406,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const double analytic = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
+  r.virtual_stages = v;
   const compute::KernelCostModel timing(gpu, compute::cost_options(config));
   r.compute_by_kernel_group_s = report::kernel_time_by_group(programs, &timing);
   r.stages.resize(static_cast<std::size_t>(p));

@@ -183,7 +183,7 @@ std::string serialize_sweep_row(const SweepRow& r) {
   w.str(r.schedule);
   w.num(int64_t{r.gpus});
   w.num(int64_t{r.microbatches});
-  for (const double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
+  for (const double v : {r.iteration_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
                          r.analytic_bubble_fraction, r.compute_s})
     w.num(v);
   for (const double v : r.exposed_s) w.num(v);
@@ -204,7 +204,7 @@ SweepRow parse_sweep_row(std::string_view line) {
   r.schedule = in.str();
   r.gpus = static_cast<int32_t>(in.integer());
   r.microbatches = static_cast<int32_t>(in.integer());
-  for (double* v : {&r.step_time_s, &r.tokens_per_s, &r.mfu, &r.bubble_fraction,
+  for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.mfu, &r.bubble_fraction,
                     &r.analytic_bubble_fraction, &r.compute_s})
     *v = in.num();
   for (double& v : r.exposed_s) v = in.num();
@@ -226,7 +226,7 @@ SweepRow run_sweep_point(const clustersim::RunConfig& base, const std::string& s
     row.schedule = r.schedule;
     row.gpus = r.gpus;
     row.microbatches = r.microbatches;
-    row.step_time_s = r.iteration_time_s;
+    row.iteration_time_s = r.iteration_time_s;
     row.tokens_per_s = r.tokens_per_s;
     row.mfu = r.mfu;
     row.bubble_fraction = r.bubble_fraction;

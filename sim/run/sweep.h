@@ -48,7 +48,7 @@ struct SweepRow {
   std::string layout, schedule;
   int32_t gpus = 0;
   int32_t microbatches = 0;
-  double step_time_s = 0;
+  double iteration_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;
   double bubble_fraction = 0;

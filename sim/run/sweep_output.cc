@@ -33,7 +33,7 @@ constexpr const char* kFigureColumns[] = {"layout",
                                           "schedule",
                                           "gpus",
                                           "microbatches",
-                                          "step_time_s",
+                                          "iteration_time_s",
                                           "tokens_per_s",
                                           "mfu",
                                           "bubble_fraction",
@@ -66,7 +66,7 @@ void write_sweep_csv(std::ostream& out, const std::vector<SweepAxis>& axes,
     for (const auto& v : r.values) line += csv_field(v) + ',';
     line += csv_field(r.layout) + ',' + csv_field(r.schedule) + ',' + std::to_string(r.gpus) + ',' +
             std::to_string(r.microbatches);
-    for (const double v : {r.step_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
+    for (const double v : {r.iteration_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
                            r.analytic_bubble_fraction, r.compute_s})
       line += ',' + shortest(v);
     for (const double v : r.exposed_s) line += ',' + shortest(v);
@@ -94,7 +94,7 @@ void write_sweep_json(std::ostream& out, const std::string& source,
     p["schedule"] = r.schedule;
     p["gpus"] = r.gpus;
     p["microbatches"] = r.microbatches;
-    p["step_time_s"] = r.step_time_s;
+    p["iteration_time_s"] = r.iteration_time_s;
     p["tokens_per_s"] = r.tokens_per_s;
     p["mfu"] = r.mfu;
     p["bubble_fraction"] = r.bubble_fraction;
@@ -130,7 +130,7 @@ void print_sweep_table(std::ostream& out, const std::vector<SweepAxis>& axes,
   for (const auto& r : rows) {
     if (!r.ok()) continue;
     std::vector<std::string> c = r.values;
-    c.push_back(fixed(r.step_time_s, 4));
+    c.push_back(fixed(r.iteration_time_s, 4));
     c.push_back(fixed(r.tokens_per_s, 0));
     c.push_back(fixed(100 * r.mfu, 1) + "%");
     c.push_back(fixed(100 * r.bubble_fraction, 2) + "%");

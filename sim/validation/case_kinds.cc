@@ -42,7 +42,7 @@ void check_collective_case(const ValidationCase& c, const std::string& where) {
 }
 ModelValue model_collective(const ValidationCase& c) {
   const CollectiveTiming t = time_collective(c.collective());
-  return {true, t.busbw_gbps, "ran " + std::string(coll::to_string(t.algo))};
+  return {true, t.busbw_gbytes_per_s, "ran " + std::string(coll::to_string(t.algo))};
 }
 
 void check_interference_case(const ValidationCase& c, const std::string& where) {

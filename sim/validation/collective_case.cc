@@ -15,7 +15,7 @@ CollectiveTiming time_collective(const clustersim::CollectiveCase& c) {
   const auto r =
       coll::run_nccl_test(topo, coll::parse_op(c.op()), c.size_bytes(), c.gpus(), {},
                           coll::parse_algorithm(c.algo()), net::parse_network_mode(c.network()));
-  return {r.key.algo, r.time, r.algbw_gbps, r.busbw_gbps};
+  return {r.key.algo, r.time, r.algbw_gbytes_per_s, r.busbw_gbytes_per_s};
 }
 
 void check_collective(const clustersim::CollectiveCase& c, const std::string& where,

@@ -13,8 +13,8 @@ namespace cs::validation {
 struct CollectiveTiming {
   coll::Algorithm algo = coll::Algorithm::kRing;  // what ran (auto resolved)
   Time time;
-  double algbw_gbps = 0;
-  double busbw_gbps = 0;
+  double algbw_gbytes_per_s = 0;
+  double busbw_gbytes_per_s = 0;
 };
 
 // Runs the collective over GPUs 0..gpus-1 of the topology, sized to them, as NCCL would run it

@@ -74,9 +74,10 @@ double busbw_of(const std::vector<std::string>& args, const std::string& json) {
   EXPECT_EQ(r.code, 0) << r.err;
   std::ifstream in(json);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto pos = text.find("\"busbw_gbps\": ");
+  const std::string key = "\"busbw_gbytes_per_s\": ";
+  const auto pos = text.find(key);
   if (pos == std::string::npos) return 0;
-  return std::stod(text.substr(pos + 14));
+  return std::stod(text.substr(pos + key.size()));
 }
 
 TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
@@ -124,7 +125,7 @@ TEST(Cli, CollectivesOnAGrownFabricKeepTheirBandwidthWhereverTheirServersSit) {
     const double t = j["time_us"].get<double>();
     // Without PAT's linear latency term, which grows with the group, not with where it sits.
     const double linear = j["algo"] == "pat" ? std::stod(row.group) * 2.8 : 0.0;
-    return j["busbw_gbps"].get<double>() * t / (t - linear);
+    return j["busbw_gbytes_per_s"].get<double>() * t / (t - linear);
   };
   const Row reference{"4096", "128", "8"};
   const std::vector<Row> rows{{"2048", "128", "16"},

@@ -131,7 +131,7 @@ TEST(NcclModel, WireFactors) {
 // A collective of `bytes` on `servers` DGX H100 servers (all their GPUs), simulated.
 struct Result {
   ScheduleKey key;
-  double busbw_gbps = 0;
+  double busbw_gbytes_per_s = 0;
   double time_us = 0;
 };
 Result simulate(Op op, int32_t servers, Bytes bytes, NcclSettings settings = {},
@@ -139,7 +139,7 @@ Result simulate(Op op, int32_t servers, Bytes bytes, NcclSettings settings = {},
   const net::Topology topo =
       net::build_topology(net::resolve_topology("dgx-h100"), 8 * servers, "dgx-h100");
   const NcclTestResult r = run_nccl_test(topo, op, bytes, 0, settings, algo);
-  return {r.key, r.busbw_gbps, r.time.as_us()};
+  return {r.key, r.busbw_gbytes_per_s, r.time.as_us()};
 }
 
 constexpr Bytes kGiB = Bytes{1} << 30;
@@ -148,23 +148,23 @@ TEST(NcclSimulated, RingAllReduceOnOneH100ServerAsNcclTestsMeasure) {
   // nccl-tests issue 212: ~370 GB/s bus bandwidth with NCCL_ALGO=RING (line rate 450).
   const Result ring = simulate(Op::kAllReduce, 1, kGiB, {}, Algorithm::kRing);
   EXPECT_EQ(ring.key.protocol, Protocol::kSimple);
-  EXPECT_GE(ring.busbw_gbps, 340);
-  EXPECT_LE(ring.busbw_gbps, 400);
+  EXPECT_GE(ring.busbw_gbytes_per_s, 340);
+  EXPECT_LE(ring.busbw_gbytes_per_s, 400);
   // Without NVLink's packet overhead the ring runs at line rate.
   NcclSettings off;
   off.nvlink_overhead = false;
-  EXPECT_GT(simulate(Op::kAllReduce, 1, kGiB, off, Algorithm::kRing).busbw_gbps, 430);
+  EXPECT_GT(simulate(Op::kAllReduce, 1, kGiB, off, Algorithm::kRing).busbw_gbytes_per_s, 430);
 }
 
 TEST(NcclSimulated, NvlsBeatsTheRingAndCanBeSwitchedOff) {
   const Result nvls = simulate(Op::kAllReduce, 1, kGiB);
   EXPECT_EQ(nvls.key.algo, Algorithm::kNvls);
-  EXPECT_GT(nvls.busbw_gbps, 440);
+  EXPECT_GT(nvls.busbw_gbytes_per_s, 440);
   NcclSettings off;
   off.nvls = false;
   const Result ring = simulate(Op::kAllReduce, 1, kGiB, off);
   EXPECT_NE(ring.key.algo, Algorithm::kNvls);
-  EXPECT_LT(ring.busbw_gbps, 400);
+  EXPECT_LT(ring.busbw_gbytes_per_s, 400);
 }
 
 TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
@@ -197,10 +197,10 @@ TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {
   const double link = 18 * 20.6;
   const Result nvls = simulate(Op::kAllReduce, 1, 8 * kGiB);
   ASSERT_EQ(nvls.key.algo, Algorithm::kNvls);
-  EXPECT_NEAR(nvls.busbw_gbps, link * 0.85 / 1.125 * 1.75, 0.01 * 490);
+  EXPECT_NEAR(nvls.busbw_gbytes_per_s, link * 0.85 / 1.125 * 1.75, 0.01 * 490);
   NcclSettings off;
   off.nvls_efficiency = false;
-  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 8 * kGiB, off).busbw_gbps, link / 1.125 * 1.75,
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 8 * kGiB, off).busbw_gbytes_per_s, link / 1.125 * 1.75,
               0.01 * 577);
 }
 
@@ -211,20 +211,21 @@ TEST(NcclSimulated, NetworkTransportCostsItsShareOfTheNic) {
   NcclSettings off;
   off.network_overhead = false;
   const Result without = simulate(Op::kAllReduce, 2, 8 * kGiB, off, Algorithm::kRing);
-  EXPECT_NEAR(without.busbw_gbps / with.busbw_gbps, 1 / 0.96, 1e-3);
-  EXPECT_NEAR(with.busbw_gbps, 8 * 50 * 0.96, 0.01 * 384);
+  EXPECT_NEAR(without.busbw_gbytes_per_s / with.busbw_gbytes_per_s, 1 / 0.96, 1e-3);
+  EXPECT_NEAR(with.busbw_gbytes_per_s, 8 * 50 * 0.96, 0.01 * 384);
 }
 
 TEST(NcclSimulated, AllGatherAndReduceScatterUseEveryRail) {
-  const double all_reduce = simulate(Op::kAllReduce, 8, kGiB).busbw_gbps;
+  const double all_reduce = simulate(Op::kAllReduce, 8, kGiB).busbw_gbytes_per_s;
   for (Op op : {Op::kAllGather, Op::kReduceScatter}) {
     const Result rails = simulate(op, 8, kGiB);
     EXPECT_EQ(rails.key.channels, 8);
-    EXPECT_GE(rails.busbw_gbps, 0.8 * all_reduce) << to_string(op);
+    EXPECT_GE(rails.busbw_gbytes_per_s, 0.8 * all_reduce) << to_string(op);
     NcclSettings off;
     off.rail_rings = false;
     // One ring in rank order: one NIC per server carries everything.
-    EXPECT_LT(simulate(op, 8, kGiB, off).busbw_gbps, 0.2 * rails.busbw_gbps) << to_string(op);
+    EXPECT_LT(simulate(op, 8, kGiB, off).busbw_gbytes_per_s, 0.2 * rails.busbw_gbytes_per_s)
+        << to_string(op);
   }
 }
 

@@ -3,8 +3,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <set>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
@@ -163,6 +166,46 @@ TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
   EXPECT_GE(r.ranked[0].report.iteration_time_s, r.ranked[0].search_step_s * (1 - 1e-9));
   o.refine = 0;
   EXPECT_EQ(plan_layouts(base, o).refined, 0);
+}
+
+TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  PlanOptions o;
+  o.gpus = 16;
+  o.simulate = 4;
+  o.refine = 2;
+  o.jobs = 2;
+  std::vector<std::pair<std::size_t, std::size_t>> calls;
+  o.on_progress = [&calls](std::size_t done, std::size_t n) { calls.emplace_back(done, n); };
+  const PlanResult r = plan_layouts(base, o);
+  ASSERT_EQ(r.simulated, 4);
+  // The search pass 0..4 of 4, then the refine pass 0..2 of 2, one step at a time.
+  std::vector<std::pair<std::size_t, std::size_t>> expected;
+  for (std::size_t i = 0; i <= 4; ++i) expected.emplace_back(i, 4);
+  for (std::size_t i = 0; i <= 2; ++i) expected.emplace_back(i, 2);
+  EXPECT_EQ(calls, expected);
+}
+
+TEST(Planner, TheReserveComesOffTheCapacityOfTheFitsTest) {
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  PlanOptions o;
+  o.gpus = 16;
+  o.simulate = 2;
+  o.refine = 0;
+  o.jobs = 2;
+  const PlanResult all = plan_layouts(base, o);
+  const auto hbm =
+      static_cast<double>(compute::hbm_capacity_bytes(compute::load_gpu_profile("h100")));
+  double largest = 0;  // the peak of the hungriest layout that fits the whole HBM
+  for (const auto& c : search_layouts(base, 16, 8, std::nullopt, {}).layouts) {
+    const FitCheck f = check_fit(c, hbm);
+    if (f.fits) largest = std::max(largest, f.peak);
+  }
+  ASSERT_GT(largest, 0);
+  o.reserve_bytes = hbm - largest + 1;  // leaves that layout 1 byte short
+  const PlanResult reserved = plan_layouts(base, o);
+  EXPECT_LT(reserved.fitting, all.fitting);
+  EXPECT_DOUBLE_EQ(reserved.refused.capacity, largest - 1);
 }
 
 TEST(Planner, MinGpusIsMinimal) {

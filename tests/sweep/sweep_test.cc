@@ -98,7 +98,7 @@ TEST(SweepRows, SerializeRoundTripsExactly) {
   r.schedule = "ONE_F_ONE_B";
   r.gpus = 16384;
   r.microbatches = 16;
-  r.step_time_s = 0.1 + 0.2;
+  r.iteration_time_s = 0.1 + 0.2;
   r.tokens_per_s = 1e300;
   r.mfu = std::numeric_limits<double>::denorm_min();
   r.bubble_fraction = 1.0 / 3.0;
@@ -111,7 +111,7 @@ TEST(SweepRows, SerializeRoundTripsExactly) {
   EXPECT_EQ(serialize_sweep_row(back), serialize_sweep_row(r));
   EXPECT_EQ(back.values, r.values);
   EXPECT_EQ(back.layout, r.layout);
-  EXPECT_EQ(back.step_time_s, r.step_time_s);
+  EXPECT_EQ(back.iteration_time_s, r.iteration_time_s);
   EXPECT_EQ(back.tokens_per_s, r.tokens_per_s);
   EXPECT_EQ(back.mfu, r.mfu);
   EXPECT_EQ(back.bubble_fraction, r.bubble_fraction);
@@ -165,7 +165,7 @@ TEST(SweepRun, InvalidPointsAreSkippedWithTheirReason) {
   EXPECT_FALSE(rows[2].ok());
   EXPECT_NE(rows[2].error.find("base.textproto"), std::string::npos) << rows[2].error;
   EXPECT_TRUE(rows[3].ok()) << rows[3].error;
-  EXPECT_GT(rows[3].step_time_s, 0);
+  EXPECT_GT(rows[3].iteration_time_s, 0);
 
   const std::string csv = csv_of(axes, rows);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 2);  // header + the one valid point

@@ -113,7 +113,7 @@ double cli_busbw(const clustersim::CollectiveCase& c) {
                "--gpus", std::to_string(c.gpus()), "--sizes", std::to_string(c.size_bytes()),
                "--network", c.network(), "--json", json});
   EXPECT_EQ(r.code, 0) << r.err;
-  return json_number(read(json), "busbw_gbps");
+  return json_number(read(json), "busbw_gbytes_per_s");
 }
 
 // Bytes over the memory-bound kernel's time, launch included: 1 GB on an H100 streams at its
