@@ -311,7 +311,7 @@ ModelStateDetail model_state_detail(double params, int32_t zero_stage, int64_t s
 
 int32_t checkpoint_segments(int32_t layers, int32_t k) {
   if (k <= 0) return layers;
-  return (layers + k - 1) / k;
+  return layers / k + (layers % k != 0);  // the ceiling, without layers + k overflowing
 }
 
 double layer_activation_bytes(const clustersim::RunConfig& config) {
