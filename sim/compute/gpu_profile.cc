@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <optional>
 #include <sstream>
 
@@ -21,20 +20,8 @@ constexpr std::string_view kFolder = "topologies/gpus";
 }
 
 // A profile's text and the name its errors carry, from a preset name or a file path.
-struct ProfileSource {
-  std::string text;
-  std::string label;
-};
-
-std::optional<ProfileSource> find_profile(const std::string& name_or_path) {
-  if (const EmbeddedFile* preset = find_preset(kFolder, name_or_path)) {
-    return ProfileSource{std::string(preset->text), std::string(preset->path)};
-  }
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec)) {
-    return ProfileSource{read_text_file(name_or_path), name_or_path};
-  }
-  return std::nullopt;
+std::optional<PresetText> find_profile(const std::string& name_or_path) {
+  return find_preset_or_file(kFolder, name_or_path);
 }
 
 std::string unknown_gpu(const std::string& name_or_path) {

@@ -1,6 +1,7 @@
 // Preset text files (topologies/, workloads/, stacks/) compiled into the binary, looked up by name.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,15 @@ const EmbeddedFile* find_preset(std::string_view folder, std::string_view name);
 // (a file path). Tables keyed by GPU or topology name compare exact strings, so configs store
 // this form.
 std::string canonical_preset_name(std::string_view folder, std::string_view name);
+// A preset's text, or a file's: `label` names where it came from, for error messages.
+struct PresetText {
+  std::string text;
+  std::string label;
+};
+// Preset `name_or_path` of `folder`, else the file at that path, read by read_text_file (so that
+// a device, FIFO or folder there is refused saying what it is); nullopt when there is neither.
+std::optional<PresetText> find_preset_or_file(std::string_view folder,
+                                              const std::string& name_or_path);
 // Names (file stems) of the presets in `folder`, sorted.
 std::vector<std::string> preset_names(std::string_view folder);
 

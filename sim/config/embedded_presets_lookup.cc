@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <cctype>
+#include <filesystem>
 #include <string>
 
 #include "sim/config/embedded_presets.h"
+#include "sim/config/text_proto.h"
 
 namespace cs {
 
@@ -41,6 +43,16 @@ std::string canonical_preset_name(std::string_view folder, std::string_view name
   const EmbeddedFile* f = find_preset(folder, name);
   std::string_view dir, stem;
   return f != nullptr && split(f->path, dir, stem) ? std::string(stem) : std::string(name);
+}
+
+std::optional<PresetText> find_preset_or_file(std::string_view folder,
+                                              const std::string& name_or_path) {
+  if (const EmbeddedFile* preset = find_preset(folder, name_or_path))
+    return PresetText{std::string(preset->text), std::string(preset->path)};
+  std::error_code ec;
+  if (std::filesystem::exists(name_or_path, ec))
+    return PresetText{read_text_file(name_or_path), name_or_path};
+  return std::nullopt;
 }
 
 std::vector<std::string> preset_names(std::string_view folder) {

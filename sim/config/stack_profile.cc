@@ -1,7 +1,6 @@
 #include "sim/config/stack_profile.h"
 
 #include <algorithm>
-#include <filesystem>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -20,18 +19,8 @@ namespace {
 constexpr std::string_view kFolder = "stacks";
 using Kernels = google::protobuf::RepeatedPtrField<clustersim::StackKernel>;
 
-struct ProfileSource {
-  std::string text;
-  std::string label;
-};
-
-std::optional<ProfileSource> find_profile(const std::string& name_or_path) {
-  if (const EmbeddedFile* preset = find_preset(kFolder, name_or_path))
-    return ProfileSource{std::string(preset->text), std::string(preset->path)};
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(name_or_path, ec))
-    return ProfileSource{read_text_file(name_or_path), name_or_path};
-  return std::nullopt;
+std::optional<PresetText> find_profile(const std::string& name_or_path) {
+  return find_preset_or_file(kFolder, name_or_path);
 }
 
 std::string unknown_profile(const std::string& name_or_path) {
@@ -42,7 +31,7 @@ std::string unknown_profile(const std::string& name_or_path) {
 }
 
 // Parses `text` and lays it over its based_on chain; `chain` holds the labels on the way down.
-StackProfile parse_with_bases(const ProfileSource& source, std::vector<std::string>& chain) {
+StackProfile parse_with_bases(const PresetText& source, std::vector<std::string>& chain) {
   StackProfile own;
   parse_text_proto(source.text, source.label, &own);
   if (!own.has_based_on()) return own;

@@ -411,13 +411,8 @@ clustersim::Topology load_topology_text(std::string_view text, const std::string
 }
 
 clustersim::Topology resolve_topology(const std::string& preset_or_path) {
-  if (const EmbeddedFile* preset = find_preset("topologies", preset_or_path)) {
-    return load_topology_text(preset->text, std::string(preset->path));
-  }
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(preset_or_path, ec)) {
-    return load_topology_text(read_text_file(preset_or_path), preset_or_path);
-  }
+  if (const auto found = find_preset_or_file("topologies", preset_or_path))
+    return load_topology_text(found->text, found->label);
   std::string names;
   for (const auto& name : preset_names("topologies")) names += (names.empty() ? "" : ", ") + name;
   throw ConfigError("unknown topology '" + preset_or_path + "': neither a preset (" + names +

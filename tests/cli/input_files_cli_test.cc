@@ -32,6 +32,22 @@ TEST(InputFilesCli, DevZeroIsRefusedByEveryReader) {
   expect_refused({"replay", "--chakra", temp_path("none"), "--comm-groups", dev}, dev, device);
 }
 
+// A GPU, topology or stack named by a path goes through the same reader: it said "neither a
+// preset nor a readable file" for /dev/zero and a FIFO, not what the path is.
+TEST(InputFilesCli, PresetsNamedByASpecialFileAreRefusedSayingWhatItIs) {
+  const std::string dev = "/dev/zero", device = "a character device";
+  for (const char* field : {"cluster.topology", "cluster.gpu", "stack_variant"}) {
+    SCOPED_TRACE(field);
+    expect_refused({"run", "--preset", "llama3-8b", "--set", std::string(field) + "=" + dev}, dev,
+                   device);
+  }
+  const std::string fifo = temp_path("topology.fifo");
+  std::filesystem::remove(fifo);
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_refused({"collective", "--op", "all_reduce", "--gpus", "8", "--topology", fifo}, fifo,
+                 "a FIFO (named pipe)");
+}
+
 TEST(InputFilesCli, AChakraRankLinkedToDevZeroIsRefused) {
   const std::string prefix = temp_path("linked");
   std::filesystem::remove(prefix + ".0.et");
