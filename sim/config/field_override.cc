@@ -3,9 +3,9 @@
 #include <google/protobuf/descriptor.h>
 
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <limits>
-#include <sstream>
 
 #include "sim/config/config_error.h"
 
@@ -150,9 +150,11 @@ std::string value_text(const Message& m, const FieldDescriptor& f, int index) {
       const double v = f.cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE
                            ? (rep ? r.GetRepeatedDouble(m, &f, index) : r.GetDouble(m, &f))
                            : (rep ? r.GetRepeatedFloat(m, &f, index) : r.GetFloat(m, &f));
-      std::ostringstream text;
-      text << v;  // shortest round trip is not needed: limits compare plain values like 0
-      return text.str();
+      // The shortest text that reads back to the same value: plan's run lines must reproduce
+      // the layout exactly.
+      char buf[32];
+      const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+      return ec == std::errc() ? std::string(buf, end) : std::to_string(v);
     }
     case FieldDescriptor::CPPTYPE_BOOL:
       return (rep ? r.GetRepeatedBool(m, &f, index) : r.GetBool(m, &f)) ? "true" : "false";
@@ -168,6 +170,14 @@ std::string value_text(const Message& m, const FieldDescriptor& f, int index) {
 
 }  // namespace
 
+std::string field_value_text(const Message& m, const FieldDescriptor& f) {
+  if (!f.is_repeated()) return value_text(m, f, -1);
+  std::string joined;
+  const int n = m.GetReflection()->FieldSize(m, &f);
+  for (int i = 0; i < n; ++i) joined += (i ? "," : "") + value_text(m, f, i);
+  return joined;
+}
+
 std::string field_text(const Message& message, std::string_view path) {
   const Message* m = &message;
   std::string_view rest = path;
@@ -179,13 +189,7 @@ std::string field_text(const Message& message, std::string_view path) {
       throw ConfigError(std::string(path) + ": no field '" + name + "' in " +
                         m->GetDescriptor()->name());
     }
-    if (dot == std::string_view::npos) {
-      if (!f->is_repeated()) return value_text(*m, *f, -1);
-      std::string joined;
-      const int n = m->GetReflection()->FieldSize(*m, f);
-      for (int i = 0; i < n; ++i) joined += (i ? "," : "") + value_text(*m, *f, i);
-      return joined;
-    }
+    if (dot == std::string_view::npos) return field_value_text(*m, *f);
     if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || f->is_repeated())
       throw ConfigError(std::string(path) + ": '" + name + "' has no sub-fields");
     m = &m->GetReflection()->GetMessage(*m, f);

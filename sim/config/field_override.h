@@ -1,6 +1,7 @@
 // Sets one field of a protobuf message from "dotted.path=value" text, through reflection.
 #pragma once
 
+#include <google/protobuf/descriptor.h>
 #include <google/protobuf/message.h>
 
 #include <string>
@@ -18,5 +19,8 @@ void apply_override(google::protobuf::Message& message, std::string_view assignm
 // false, enum names; a message field reads "set" or "unset", a repeated field its values joined
 // by commas ("" when empty). Throws ConfigError naming the path when no such field exists.
 std::string field_text(const google::protobuf::Message& message, std::string_view path);
+// The same for field `f` of `m`, found by its descriptor.
+std::string field_value_text(const google::protobuf::Message& m,
+                             const google::protobuf::FieldDescriptor& f);
 
 }  // namespace cs
