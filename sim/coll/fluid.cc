@@ -4,6 +4,7 @@
 #include <cmath>
 #include <memory>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -39,17 +40,62 @@ Time FluidContext::walk(const std::vector<uint32_t>& ring, int64_t length) const
   const auto n = static_cast<int64_t>(ring.size());
   if (n < 2 || length <= 0) return Time{};
   std::vector<Time> lat(static_cast<std::size_t>(n));
-  Time total;
-  for (int64_t p = 0; p < n; ++p) {
-    lat[p] = latency(ring[p], ring[(p + 1) % n]);
-    total += lat[p];
+  for (int64_t p = 0; p < n; ++p) lat[p] = latency(ring[p], ring[(p + 1) % n]);
+  return cyclic_window_max(lat, length);
+}
+
+std::vector<FluidContext::MessageCost> FluidContext::message_costs(const FluidPhase& phase,
+                                                                   std::size_t lane,
+                                                                   int64_t messages) const {
+  std::unordered_map<net::VertexId, uint32_t> rank_of;
+  for (uint32_t r = 0; r < vertices.size(); ++r) rank_of.emplace(vertices[r], r);
+  // Edges of the phase per (GPU, link class), leaving and arriving: who shares a GPU's NVLink
+  // port or its NIC with whom.
+  std::unordered_map<uint64_t, int32_t> out, in;
+  const auto slot = [&](net::VertexId v, bool intra) { return uint64_t{v} << 1 | (intra ? 1 : 0); };
+  const auto is_intra = [&](const net::FluidEdge& e) {
+    return intra_node(rank_of.at(e.src), rank_of.at(e.dst));
+  };
+  for (const FluidLane& l : phase) {
+    for (const net::FluidEdge& e : l.edges) {
+      if (e.src == e.dst || e.wire_bytes <= 0) continue;
+      const bool intra = is_intra(e);
+      ++out[slot(e.src, intra)];
+      ++in[slot(e.dst, intra)];
+    }
   }
+  std::vector<MessageCost> costs;
+  for (const net::FluidEdge& e : phase[lane].edges) {
+    const uint32_t a = rank_of.at(e.src), b = rank_of.at(e.dst);
+    if (a == b) {
+      costs.push_back({});
+      continue;
+    }
+    MessageCost cost{Time{}, Time{}, network.path_latency(e.src, e.dst),
+                     intra_node(a, b) ? key.wire.intra_step_latency : key.wire.inter_step_latency};
+    if (e.src != e.dst && e.wire_bytes > 0) {
+      const bool intra = is_intra(e);
+      const int32_t sharing = std::max(out[slot(e.src, intra)], in[slot(e.dst, intra)]);
+      const double bytes = e.wire_bytes / static_cast<double>(std::max<int64_t>(messages, 1));
+      cost.transfer = network.alone_transfer_time(e.src, e.dst, bytes, 1);
+      cost.shared = network.alone_transfer_time(e.src, e.dst, bytes, sharing);
+    }
+    costs.push_back(cost);
+  }
+  return costs;
+}
+
+Time cyclic_window_max(std::span<const Time> costs, int64_t length) {
+  const auto n = static_cast<int64_t>(costs.size());
+  if (n == 0 || length <= 0) return Time{};
+  Time total;
+  for (const Time c : costs) total += c;
   const int64_t laps = length / n, rest = length % n;
   Time window;
-  for (int64_t p = 0; p < rest; ++p) window += lat[p];
+  for (int64_t p = 0; p < rest; ++p) window += costs[p];
   Time best = window;
   for (int64_t p = 1; p < n && rest > 0; ++p) {
-    window += lat[(p + rest - 1) % n] - lat[p - 1];
+    window += costs[(p + rest - 1) % n] - costs[p - 1];
     best = std::max(best, window);
   }
   return Time::ps(laps * total.count_ps()) + best;
@@ -61,17 +107,19 @@ namespace {
 // abandoned mid-way (a step that fails) is freed with them.
 class FluidRun {
  public:
-  FluidRun(Simulator& sim, net::Network& network, std::function<void(const RunStats&)> done)
-      : sim_(sim), network_(network), done_(std::move(done)) {
+  FluidRun(Simulator& sim, net::Network& network, std::shared_ptr<const FluidPlan> plan,
+           int32_t mirrors, std::function<void(const RunStats&)> done)
+      : sim_(sim),
+        network_(network),
+        plan_(std::move(plan)),
+        mirrors_(mirrors),
+        done_(std::move(done)) {
+    stats_ = plan_->stats;
     stats_.start = sim.now();
   }
-  RunStats& stats() { return stats_; }
 
-  static void start(std::shared_ptr<FluidRun> run, std::vector<FluidPhase> phases, int32_t mirrors,
-                    Time launch) {
-    run->phases_ = std::move(phases);
-    run->mirrors_ = mirrors;
-    if (run->phases_.empty()) {
+  static void start(const std::shared_ptr<FluidRun>& run, Time launch) {
+    if (run->plan_->phases.empty()) {
       run->sim_.schedule_in(Time{}, [run] { run->finish(); });
       return;
     }
@@ -80,12 +128,13 @@ class FluidRun {
 
  private:
   static void run_phase(const std::shared_ptr<FluidRun>& run, std::size_t i) {
-    if (i == run->phases_.size()) {
+    const auto& phases = run->plan_->phases;
+    if (i == phases.size()) {
       run->finish();
       return;
     }
-    run->lanes_left_ = run->phases_[i].size();
-    for (FluidLane& lane : run->phases_[i]) {
+    run->lanes_left_ = phases[i].size();
+    for (const FluidLane& lane : phases[i]) {
       run->network_.send_fluid(lane.edges, run->mirrors_, lane.walk, [run, i] {
         if (--run->lanes_left_ == 0) run_phase(run, i + 1);
       });
@@ -101,12 +150,21 @@ class FluidRun {
 
   Simulator& sim_;
   net::Network& network_;
-  std::function<void(const RunStats&)> done_;
-  std::vector<FluidPhase> phases_;
+  std::shared_ptr<const FluidPlan> plan_;
   int32_t mirrors_ = 1;
+  std::function<void(const RunStats&)> done_;
   std::size_t lanes_left_ = 0;
   RunStats stats_;
 };
+
+void check_fluid_call(const ScheduleKey& key, std::size_t vertices, Bytes size, int32_t mirrors) {
+  if (!fluid_supported(key))
+    throw std::invalid_argument("no fluid form for " + std::string(to_string(key.algo)) + " " +
+                                std::string(to_string(key.op)));
+  if (mirrors < 1 || vertices != static_cast<std::size_t>(key.n) * mirrors)
+    throw std::invalid_argument("run_fluid_collective needs one vertex per rank of each copy");
+  if (size < 0) throw std::invalid_argument("collective size must not be negative");
+}
 
 }  // namespace
 
@@ -116,47 +174,78 @@ bool fluid_supported(const ScheduleKey& raw) {
   return fluid.fits != nullptr && fluid.fits(key);
 }
 
-void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleKey& raw,
-                          std::span<const net::VertexId> rank_to_vertex, Bytes size,
-                          std::function<void(const RunStats&)> done, int32_t mirrors) {
+FluidPlan plan_fluid_collective(net::Network& network, const ScheduleKey& raw,
+                                std::span<const net::VertexId> rank_to_vertex, Bytes size,
+                                int32_t mirrors) {
   const ScheduleKey key = normalize(raw);
-  if (!fluid_supported(key))
-    throw std::invalid_argument("no fluid form for " + std::string(to_string(key.algo)) + " " +
-                                std::string(to_string(key.op)));
-  if (mirrors < 1 || rank_to_vertex.size() != static_cast<std::size_t>(key.n) * mirrors)
-    throw std::invalid_argument("run_fluid_collective needs one vertex per rank of each copy");
-  if (size < 0) throw std::invalid_argument("collective size must not be negative");
-  auto run = std::make_shared<FluidRun>(sim, network, std::move(done));
-  if (key.n < 2) {
-    FluidRun::start(std::move(run), {}, mirrors, Time{});
-    return;
-  }
+  check_fluid_call(key, rank_to_vertex.size(), size, mirrors);
+  FluidPlan plan;
+  plan.launch = key.wire.launch_latency;
+  if (key.n < 2) return plan;
   // Each copy's phases, merged lane by lane in copy order (the runs send_fluid expects).
-  std::vector<FluidPhase> phases;
-  RunStats& total = run->stats();
   for (int32_t k = 0; k < mirrors; ++k) {
     RunStats stats;
     const FluidContext ctx{network, key,
                            rank_to_vertex.subspan(static_cast<std::size_t>(k) * key.n, key.n), size,
                            stats};
     auto mine = find_form(key.algo, key.op)->fluid.phases(ctx);
-    total.bytes_sent += stats.bytes_sent;
-    total.wire_bytes += stats.wire_bytes;
-    total.messages += stats.messages;
+    plan.stats.bytes_sent += stats.bytes_sent;
+    plan.stats.wire_bytes += stats.wire_bytes;
+    plan.stats.messages += stats.messages;
     if (k == 0) {
-      phases = std::move(mine);
+      plan.phases = std::move(mine);
       continue;
     }
-    for (std::size_t p = 0; p < phases.size(); ++p) {
-      for (std::size_t l = 0; l < phases[p].size(); ++l) {
-        FluidLane& lane = phases[p][l];
+    for (std::size_t p = 0; p < plan.phases.size(); ++p) {
+      for (std::size_t l = 0; l < plan.phases[p].size(); ++l) {
+        FluidLane& lane = plan.phases[p][l];
         const FluidLane& other = mine[p][l];
         lane.edges.insert(lane.edges.end(), other.edges.begin(), other.edges.end());
         lane.walk = std::max(lane.walk, other.walk);
       }
     }
   }
-  FluidRun::start(std::move(run), std::move(phases), mirrors, key.wire.launch_latency);
+  return plan;
+}
+
+void run_fluid_plan(Simulator& sim, net::Network& network, std::shared_ptr<const FluidPlan> plan,
+                    int32_t mirrors, std::function<void(const RunStats&)> done) {
+  const Time launch = plan->phases.empty() ? Time{} : plan->launch;
+  FluidRun::start(
+      std::make_shared<FluidRun>(sim, network, std::move(plan), mirrors, std::move(done)), launch);
+}
+
+void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleKey& key,
+                          std::span<const net::VertexId> rank_to_vertex, Bytes size,
+                          std::function<void(const RunStats&)> done, int32_t mirrors) {
+  run_fluid_plan(sim, network,
+                 std::make_shared<const FluidPlan>(
+                     plan_fluid_collective(network, key, rank_to_vertex, size, mirrors)),
+                 mirrors, std::move(done));
+}
+
+std::shared_ptr<const FluidPlan> FluidPlanCache::plan(net::Network& network, const ScheduleKey& key,
+                                                      std::span<const net::VertexId> vertices,
+                                                      Bytes size, int32_t mirrors) {
+  std::size_t hash = std::hash<Bytes>{}(size) ^ (static_cast<std::size_t>(mirrors) << 48);
+  for (const net::VertexId v : vertices) hash = hash * 1000003u ^ v;
+  auto& bucket = plans_[hash];
+  for (const Entry& e : bucket) {
+    if (e.key == key && e.size == size && e.mirrors == mirrors &&
+        std::equal(e.vertices.begin(), e.vertices.end(), vertices.begin(), vertices.end()))
+      return e.plan;
+  }
+  auto made = std::make_shared<const FluidPlan>(
+      plan_fluid_collective(network, key, vertices, size, mirrors));
+  std::size_t edges = vertices.size();
+  for (const FluidPhase& phase : made->phases)
+    for (const FluidLane& lane : phase) edges += lane.edges.size();
+  // Kept while the cache stays small (about 24 bytes an edge); larger runs plan again.
+  if (cached_edges_ + edges <= kMaxCachedEdges) {
+    cached_edges_ += edges;
+    bucket.push_back({key, size, mirrors, {vertices.begin(), vertices.end()}, made});
+  }
+  return made;
 }
 
 }  // namespace cs::coll

@@ -2,9 +2,14 @@
 // its connections instead of message by message, so that its cost is O(ranks) at any size.
 #pragma once
 
+#include <cstddef>
 #include <functional>
+#include <memory>
 #include <span>
+#include <unordered_map>
+#include <vector>
 
+#include "sim/coll/fluid_form.h"
 #include "sim/coll/runner.h"
 #include "sim/coll/schedule.h"
 #include "sim/core/simulator.h"
@@ -16,9 +21,10 @@ namespace cs::coll {
 // algorithm for its op has a fluid form that fits the key (OpForm::fluid in
 // algorithms/registry.h; each algorithm's file says when and why). Today: ring all-reduce,
 // reduce-scatter and all-gather whose hops are all alike (one server, or one member per server:
-// node_size 1 or >= n) with one chunk or a window of one, hierarchical all-reduce in one chunk,
-// and direct send/recv (every rank to the next, as ring attention's hops). Other schedules run
-// message by message (run_collective).
+// node_size 1 or >= n) with one chunk or a window of one, rings over servers of several members
+// in one chunk (within a tested bound of their message schedule, ring.cc), hierarchical
+// all-reduce in one chunk, and direct send/recv (every rank to the next, as ring attention's
+// hops). Other schedules run message by message (run_collective).
 bool fluid_supported(const ScheduleKey& key);
 
 // Runs the collective of `key` (normalized or not) at sim.now(), with the time its message
@@ -37,5 +43,42 @@ bool fluid_supported(const ScheduleKey& key);
 void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleKey& key,
                           std::span<const net::VertexId> rank_to_vertex, Bytes size,
                           std::function<void(const RunStats&)> done, int32_t mirrors = 1);
+
+// What run_fluid_collective runs, built once: the phases of every copy, merged lane by lane, and
+// the bytes and messages the message schedule would have sent.
+struct FluidPlan {
+  std::vector<FluidPhase> phases;
+  Time launch;
+  RunStats stats;
+};
+FluidPlan plan_fluid_collective(net::Network& network, const ScheduleKey& key,
+                                std::span<const net::VertexId> rank_to_vertex, Bytes size,
+                                int32_t mirrors = 1);
+// Runs a plan at sim.now(), as run_fluid_collective does.
+void run_fluid_plan(Simulator& sim, net::Network& network, std::shared_ptr<const FluidPlan> plan,
+                    int32_t mirrors, std::function<void(const RunStats&)> done);
+
+// Plans by (key, vertices, size, copies), for a run that calls the same collective of the same
+// group again and again (every bucket, layer and microbatch): a ring's plan costs O(ranks) route
+// and latency look-ups to build. Holds at most about kMaxCachedEdges edges (24 bytes each);
+// beyond that it plans each call afresh.
+class FluidPlanCache {
+ public:
+  static constexpr std::size_t kMaxCachedEdges = std::size_t{1} << 21;
+  std::shared_ptr<const FluidPlan> plan(net::Network& network, const ScheduleKey& key,
+                                        std::span<const net::VertexId> vertices, Bytes size,
+                                        int32_t mirrors);
+
+ private:
+  struct Entry {
+    ScheduleKey key;
+    Bytes size;
+    int32_t mirrors;
+    std::vector<net::VertexId> vertices;
+    std::shared_ptr<const FluidPlan> plan;
+  };
+  std::unordered_map<std::size_t, std::vector<Entry>> plans_;
+  std::size_t cached_edges_ = 0;
+};
 
 }  // namespace cs::coll

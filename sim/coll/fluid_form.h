@@ -39,7 +39,21 @@ struct FluidContext {
   void add_ring(FluidLane& lane, const std::vector<uint32_t>& ring, double payload) const;
   // The largest latency along `length` consecutive connections of the ring, cyclically.
   Time walk(const std::vector<uint32_t>& ring, int64_t length) const;
+  // What one message of `lane` costs on each of its connections (one per edge, in order) when
+  // every edge of `phase` carries `messages` equal messages: its transfer time on the network
+  // alone (`transfer`), and while the edges of the phase that leave the same GPU (or reach it)
+  // over the same class of link send at once (`shared`), its route's latency and NCCL's per-step
+  // latency.
+  struct MessageCost {
+    Time transfer, shared, route, step;
+  };
+  std::vector<MessageCost> message_costs(const FluidPhase& phase, std::size_t lane,
+                                         int64_t messages) const;
 };
+
+// The largest sum of `length` consecutive costs, cyclically (a chain of dependent messages that
+// walks round a ring).
+Time cyclic_window_max(std::span<const Time> costs, int64_t length);
 
 // An (algorithm, op) form as fluid transfers: `fits` says for which normalized keys the phases
 // stand in for the message schedule (same time on an idle network, same link loads), `phases`

@@ -841,7 +841,8 @@ void Executor::run_schedule(const coll::ScheduleKey& key,
                             const std::vector<net::VertexId>& vertices, Bytes bytes, int32_t copies,
                             std::function<void(const coll::RunStats&)> done) {
   if (fluid_ && coll::fluid_supported(key)) {
-    coll::run_fluid_collective(sim_, network_, key, vertices, bytes, std::move(done), copies);
+    coll::run_fluid_plan(sim_, network_, fluid_plans_.plan(network_, key, vertices, bytes, copies),
+                         copies, std::move(done));
     return;
   }
   // Message by message, one run per copy; `done` once the last has ended, with their sums. The

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
@@ -312,6 +313,7 @@ class Executor {
   std::vector<int32_t> gpu_index_;  // rank -> GPU index (empty: the identity)
   std::function<void()> on_finished_;
   coll::ScheduleCache schedules_;
+  coll::FluidPlanCache fluid_plans_;
   coll::NcclTuning nccl_ = coll::NcclTuning::for_gpu(topology_.gpu_type);  // after topology_
   // Per dimension: consecutive group members that share a server (layouts are regular, so the
   // first group tells for all).

@@ -32,6 +32,12 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Ti
   if (done) sim_.schedule_in(slowest + waits, std::move(done));
 }
 
+Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t) {
+  if (src == dst || bytes <= 0) return Time{};
+  return transfer_time(static_cast<Bytes>(std::llround(bytes)),
+                       routing_.route(src, dst).bottleneck);
+}
+
 void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits, Done done) {
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;

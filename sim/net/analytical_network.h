@@ -22,6 +22,8 @@ class AnalyticalNetwork final : public Network {
   Time path_latency(VertexId src, VertexId dst) override {
     return src == dst ? Time{} : routing_.route(src, dst).latency;
   }
+  // Every message has its route to itself: `sharing` slows nothing.
+  Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) override;
   std::string_view name() const override { return "analytical"; }
   const TrafficStats& stats() const override { return stats_; }
 
@@ -42,6 +44,7 @@ class IdealNetwork final : public Network {
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                   Done done) override;
   Time path_latency(VertexId, VertexId) override { return Time{}; }
+  Time alone_transfer_time(VertexId, VertexId, double, int32_t) override { return Time{}; }
   std::string_view name() const override { return "ideal"; }
   const TrafficStats& stats() const override { return stats_; }
 

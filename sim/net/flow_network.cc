@@ -128,6 +128,12 @@ Time FlowNetwork::path_latency(VertexId src, VertexId dst) {
   return spreads(route) ? spread_links(src, dst).latency : route.latency;
 }
 
+Time FlowNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) {
+  if (src == dst || bytes <= 0) return Time{};
+  const double rate = routing_.route(src, dst).bottleneck.in_bytes_per_s() / std::max(sharing, 1);
+  return Time::ps(Time::checked_ps(std::ceil(bytes * 1e12 / rate)));
+}
+
 const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId dst) {
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
   auto [it, fresh] = spread_cache_.try_emplace(key);

@@ -44,6 +44,8 @@ class FlowNetwork final : public Network {
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                   Done done) override;
   Time path_latency(VertexId src, VertexId dst) override;
+  // The route's slowest link split evenly among `sharing` flows.
+  Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) override;
   std::string_view name() const override { return "congestion_aware"; }
   const TrafficStats& stats() const override { return stats_; }
 

@@ -64,6 +64,10 @@ class Network {
                           Done done) = 0;
   // The latency send() adds to a message from `src` to `dst` after its last byte leaves.
   virtual Time path_latency(VertexId src, VertexId dst) = 0;
+  // How long `bytes` take to leave `src` for `dst` on an otherwise idle network while `sharing`
+  // transfers (this one included) cross the route's slowest link at once, without the latency:
+  // what a fluid form charges one message of its critical path (fluid_form.h).
+  virtual Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) = 0;
   virtual std::string_view name() const = 0;
   virtual const TrafficStats& stats() const = 0;
 };

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -95,6 +96,37 @@ TEST(Fluid, RingsOfOneGpuPerServerTakeTheirMessageScheduleTime) {
   }
 }
 
+TEST(Fluid, RingsThatMixNvlinkAndNetworkHopsTakeTheirMessageScheduleTimeWithinABound) {
+  // 2, 4 or 8 members per server (the data-parallel rings of TP 4, 2 and 1), rail-aligned over
+  // 2 to 16 servers: exact where bandwidth or latency rules, up to 2% (8 members: 9%) faster
+  // where the two are close (ring.cc, mixed_ring_walk).
+  const auto topo = cluster("dgx-h100", 128);
+  int exact = 0, cases = 0;
+  for (const int32_t stride : {1, 2, 4}) {
+    for (const int32_t n : {8, 32}) {
+      for (const Op op : {Op::kReduceScatter, Op::kAllReduce}) {
+        for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB}) {
+          SCOPED_TRACE(std::to_string(n) + " ranks, stride " + std::to_string(stride) + ", " +
+                       std::string(to_string(op)) + ", " + std::to_string(size) + " bytes");
+          const auto key = kH100.plan(op, n, 8 / stride, size, Algorithm::kRing);
+          ASSERT_TRUE(fluid_supported(key));
+          const auto vertices = gpus(topo, 0, n, stride);
+          const RunStats msg = time_run(topo, key, vertices, size, false);
+          const RunStats fluid = time_run(topo, key, vertices, size, true);
+          const double ratio =
+              (fluid.end - fluid.start).as_seconds() / (msg.end - msg.start).as_seconds();
+          EXPECT_LE(ratio, 1.0 + 1e-5);
+          EXPECT_GE(ratio, stride == 1 ? 0.91 : 0.98);
+          EXPECT_EQ(fluid.bytes_sent, msg.bytes_sent);
+          exact += std::abs(ratio - 1.0) < 1e-5;
+          ++cases;
+        }
+      }
+    }
+  }
+  EXPECT_GE(exact, cases / 2);
+}
+
 TEST(Fluid, SendRecvTakesItsMessageScheduleTime) {
   // Ring attention's hop: every rank sends its buffer to the next, inside a server or across.
   const auto topo = cluster("dgx-h100", 64);
@@ -137,6 +169,9 @@ TEST(Fluid, EveryFluidFormTakesItsMessageScheduleTimeWhereItFits) {
       SCOPED_TRACE(std::string(a.name) + " " + std::string(to_string(f.op)));
       int fitted = 0;
       for (const Shape s : {Shape{8, 8, 1}, Shape{8, 1, 8}, Shape{16, 8, 1}}) {
+        // Rings over servers of several members: their own bound above.
+        if (a.value == Algorithm::kRing && s.members_per_node > 1 && s.members_per_node < s.n)
+          continue;
         for (const Bytes size : {64 * kKiB, 16 * kMiB}) {
           const ScheduleKey key = kH100.plan(f.op, s.n, s.members_per_node, size, a.value);
           if (!fluid_supported(key)) continue;
@@ -149,12 +184,34 @@ TEST(Fluid, EveryFluidFormTakesItsMessageScheduleTimeWhereItFits) {
   }
 }
 
+TEST(Fluid, ThePlanCacheReusesAPlanOnlyForTheSameCall) {
+  const auto topo = cluster("dgx-h100", 32);
+  net::Routing routing(topo);
+  Simulator sim;
+  net::FlowNetwork network(sim, topo, routing);
+  const auto key = kH100.plan(Op::kReduceScatter, 8, 2, 16 * kMiB, Algorithm::kRing);
+  const auto even = gpus(topo, 0, 8, 4), odd = gpus(topo, 1, 8, 4);
+  FluidPlanCache cache;
+  const auto first = cache.plan(network, key, even, 16 * kMiB, 1);
+  EXPECT_EQ(cache.plan(network, key, even, 16 * kMiB, 1), first);
+  EXPECT_NE(cache.plan(network, key, odd, 16 * kMiB, 1), first);
+  EXPECT_NE(cache.plan(network, key, even, 8 * kMiB, 1), first);
+  // The cached plan is the one a fresh call builds.
+  const FluidPlan fresh = plan_fluid_collective(network, key, even, 16 * kMiB);
+  ASSERT_EQ(fresh.phases.size(), first->phases.size());
+  EXPECT_EQ(fresh.phases[0][0].walk, first->phases[0][0].walk);
+  EXPECT_EQ(fresh.stats.bytes_sent, first->stats.bytes_sent);
+}
+
 TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {
   const auto topo = cluster("dgx-h100", 16);
-  // A rail-aligned ring mixes NVLink and network hops; a tree, NVLS and all-to-all are not rings;
+  // A rail-aligned ring in chunks through a window; a tree, NVLS and all-to-all are not rings;
   // hierarchical chunks pipeline through the phases.
+  ScheduleKey chunked = kH100.plan(Op::kReduceScatter, 16, 8, 64 * kMiB, Algorithm::kRing);
+  chunked.chunks = 4;
+  chunked.window = 2;
   const std::vector<ScheduleKey> keys = {
-      kH100.plan(Op::kReduceScatter, 16, 8, 64 * kMiB),
+      chunked,
       kH100.plan(Op::kAllReduce, 16, 1, 64 * kKiB, Algorithm::kTree),
       kH100.plan(Op::kAllReduce, 8, 8, 64 * kMiB, Algorithm::kNvls),
       kH100.plan(Op::kAllToAll, 8, 8, 64 * kMiB),

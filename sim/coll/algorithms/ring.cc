@@ -121,13 +121,49 @@ Schedule build_broadcast(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
-// Rings whose connections are all alike: all inside one server or all between servers, with one
-// chunk or one send in flight. A rail-aligned ring mixes NVLink and network hops, and its
-// critical path then stays on the slow hops instead of paying every hop's latency, which the walk
-// does not model; nor does it follow a window that hides latency between chunks.
+bool uniform_hops(const ScheduleKey& key) {
+  return key.node_size == 1 || key.node_size >= key.n;
+}
+
+// Rings whose connections are all alike (all inside one server or all between servers) with one
+// chunk or one send in flight, and rings over servers of several members (rail-aligned or not)
+// in one chunk, as auto_chunks cuts every ring. Chunks that pipeline through a window on a ring
+// that mixes NVLink and network hops have no fluid form here.
 bool ring_fluid_fits(const ScheduleKey& key) {
-  const bool uniform = key.node_size == 1 || key.node_size >= key.n;
-  return uniform && (key.chunks == 1 || key.window == 1);
+  if (uniform_hops(key)) return key.chunks == 1 || key.window == 1;
+  return key.node_size > 1 && key.chunks == 1;
+}
+
+// The walk of one channel of a ring whose hops mix NVLink and the network, in one chunk: each
+// connection sends `steps` messages, each after the one its sender received (chain), and after
+// the one `window` places earlier on the same connection has landed. Its message schedule on an
+// idle network ends after the longer of two paths:
+// - the chain of `steps` consecutive connections, each message's transfer and latencies (small
+//   messages, where latency rules; their transfers are short and far apart, so each has its link
+//   to itself);
+// - one connection that sends all its messages back to back, its link busy all along and shared
+//   by the phase's other connections on it, paying its route latency once per window of sends
+//   (the slow network hop, where bandwidth rules: the fast NVLink hops wait for it instead of
+//   adding their latencies up).
+// Both are lower bounds of the schedule's time, and it takes the larger exactly where one rules.
+// Where the two are close (a few to tens of MiB per ring) the schedule takes longer than either:
+// the NVLink messages of a GPU's channels then partly overlap and slow each other, which no
+// fixed walk follows; tests/coll/fluid_test bounds the gap (2% with 2 or 4 members per server,
+// 9% with 8, whose 7 NVLink channels per GPU load its port as much as its NIC is loaded). The
+// lane itself moves at its slowest connection's pace, so the walk is the rest.
+Time mixed_ring_walk(const std::vector<FluidContext::MessageCost>& costs, int64_t steps,
+                     int32_t window) {
+  const int64_t waits = (steps + window - 1) / window;
+  std::vector<Time> chain;
+  Time slowest, busiest;
+  for (const auto& c : costs) {
+    chain.push_back(c.transfer + c.route + c.step);
+    slowest = std::max(slowest, c.shared);
+    busiest = std::max(busiest, Time::ps(steps * c.shared.count_ps()) +
+                                    Time::ps(waits * c.route.count_ps()) + c.step);
+  }
+  const Time longest = std::max(cyclic_window_max(chain, steps), busiest);
+  return std::max(Time{}, longest - Time::ps(steps * slowest.count_ps()));
 }
 
 // Each channel is one fluid transfer over its n connections: in a ring every step waits for the
@@ -147,8 +183,10 @@ std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
   for (uint32_t ch = 0; ch < static_cast<uint32_t>(key.channels); ++ch) {
     const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
     ctx.add_ring(phase[ch], ring, payload);
-    phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
+    if (uniform_hops(key)) phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
   }
+  for (std::size_t ch = 0; ch < phase.size() && !uniform_hops(key); ++ch)
+    phase[ch].walk = mixed_ring_walk(ctx.message_costs(phase, ch, steps), steps, key.window);
   ctx.stats.bytes_sent = static_cast<Bytes>(steps) * ctx.size;
   ctx.stats.messages = static_cast<uint32_t>(
       std::min<int64_t>(int64_t{key.channels} * key.chunks * n * steps, UINT32_MAX));
