@@ -63,15 +63,28 @@ Time grouped_gemm_time(const KernelCostModel& cost, std::span<const Kernel> gemm
   return Time::from_seconds(seconds) + cost.launch_overhead();
 }
 
-Time expert_part_time(const KernelCostModel& cost, std::span<const Kernel> parts,
-                      Precision precision, bool grouped) {
-  Time t;
-  if (!grouped) {
-    for (const Kernel& k : parts) t += cost.time(k, precision);
-    return t;
+Time ideal_grouped_gemm_time(const KernelCostModel& cost, std::span<const Kernel> gemms,
+                             Precision precision) {
+  const GpuProfile& p = cost.profile();
+  const auto live = std::find_if_not(gemms.begin(), gemms.end(), is_empty);
+  if (live == gemms.end()) return cost.launch_overhead();
+  double flops = 0, bytes = 0;
+  for (const Kernel& g : gemms) {
+    if (!is_empty(g)) flops += g.flops;
+    bytes += g.bytes;
   }
-  if (parts.empty()) return t;
-  if (parts.front().kind == KernelKind::kGemm) return grouped_gemm_time(cost, parts, precision);
+  const double rate = cost.compute_peak(*live, precision) * cost.gemm_ceiling(precision);
+  double seconds = std::max(flops / rate, bytes / achievable_hbm_bandwidth(p).in_bytes_per_s());
+  if (cost.options().gemm_pipeline_fill) seconds += p.hbm_latency_ns() * 1e-9;
+  return Time::from_seconds(seconds) + cost.launch_overhead();
+}
+
+Time expert_part_time(const KernelCostModel& cost, std::span<const Kernel> parts,
+                      Precision precision, GroupedGemmModel model) {
+  if (parts.empty()) return Time{};
+  if (parts.front().kind == KernelKind::kGemm)
+    return model == GroupedGemmModel::kKernel ? grouped_gemm_time(cost, parts, precision)
+                                              : ideal_grouped_gemm_time(cost, parts, precision);
   Kernel whole = parts.front();
   whole.bytes = whole.flops = 0;
   for (const Kernel& k : parts) {

@@ -1,5 +1,6 @@
 // Times the expert GEMMs of one EP rank as one grouped kernel, the way Megatron-Core's grouped
-// GEMM (Transformer Engine's CUTLASS grouped GEMM) and DeepGEMM's contiguous layout run them.
+// GEMM (Transformer Engine's CUTLASS grouped GEMM) and DeepGEMM's contiguous layout run them, and
+// as an ideal grouped GEMM would: what effects.moe_grouped_gemm's line is measured against.
 #pragma once
 
 #include <span>
@@ -28,11 +29,25 @@ inline constexpr double kGroupedGemmOutputBytes = 2.0;
 Time grouped_gemm_time(const KernelCostModel& cost, std::span<const Kernel> gemms,
                        Precision precision);
 
-// One EP rank's share of an expert op: its kernels back to back (a GEMM or an activation per
-// local expert), or, when `grouped`, its GEMMs as one grouped kernel (grouped_gemm_time) and
-// anything else as one kernel over all of their bytes and FLOPs, as Megatron-Core applies the
-// experts' activation once to the whole permuted tensor.
+// The same GEMMs as an ideal grouped GEMM would run them: all of their FLOPs as one GEMM at the
+// large-GEMM ceiling (the dense model's asymptote, KernelCostModel::gemm_ceiling), with no
+// per-expert tile rounding, no partial last wave, no per-tile k_half and no tile stores; the HBM
+// roofline over the same bytes, one pipeline fill (when KernelCostOptions::gemm_pipeline_fill)
+// and one launch overhead as grouped_gemm_time. Never longer than grouped_gemm_time: each of its
+// tile orientations computes at least these FLOPs at this rate, over whole waves.
+Time ideal_grouped_gemm_time(const KernelCostModel& cost, std::span<const Kernel> gemms,
+                             Precision precision);
+
+// How an EP rank's expert GEMMs are timed (effects.moe_grouped_gemm on or off).
+enum class GroupedGemmModel {
+  kKernel,  // as the grouped GEMM kernel runs them: grouped_gemm_time
+  kIdeal,   // as an ideal grouped GEMM: ideal_grouped_gemm_time
+};
+
+// One EP rank's share of an expert op: its GEMMs as one grouped kernel timed by `model`, or
+// anything else (the experts' activation) as one kernel over all of their bytes and FLOPs, as
+// Megatron-Core applies the activation once to the whole permuted tensor.
 Time expert_part_time(const KernelCostModel& cost, std::span<const Kernel> parts,
-                      Precision precision, bool grouped);
+                      Precision precision, GroupedGemmModel model);
 
 }  // namespace cs::compute

@@ -35,7 +35,7 @@ void print_moe(std::ostream& out, const MoeFigures& m) {
           fmt("%.2f", m.tokens_max_over_mean_worst) + "), " + fmt("%.1f%%", 100 * m.dropped_share) +
           " dropped");
   row(out, "  effect moe_grouped_gemm",
-      fmt("%+.4f s", m.grouped_gemm_s) + " compute (grouped kernels vs one per expert)");
+      fmt("%+.4f s", m.grouped_gemm_s) + " compute (grouped GEMM vs an ideal one)");
   row(out, "  effect moe_all_to_all_wire",
       fmt("%+.4f s", m.all_to_all_wire_s) + " all-to-all in flight (NVLink and NIC overheads)");
   row(out, "  expert memory per GPU",

@@ -110,7 +110,7 @@ struct MoeFigures {
   int64_t expert_params_per_gpu = 0;
   double expert_memory_gb = 0;
   // What each MoE effect adds per GPU per step (negative: saves), 0 when it is switched off:
-  // compute-stream kernel time of effects.moe_grouped_gemm against one kernel per expert
+  // compute-stream kernel time of effects.moe_grouped_gemm against an ideal grouped GEMM
   // (run/moe_effects.h), and the part of all_to_all_s that effects.moe_all_to_all_wire's wire
   // overhead accounts for (exec::RankStats::all_to_all_wire).
   double grouped_gemm_s = 0;

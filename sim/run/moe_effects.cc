@@ -10,13 +10,15 @@ namespace {
 
 using workload::LayerOp;
 
-// Mean over EP ranks of an expert op's time as it runs, less the same as one kernel per expert.
+// Mean over EP ranks of an expert op's time as the grouped GEMM kernel runs it, less the same
+// as an ideal grouped GEMM (>= 0; activations run alike both ways and add nothing).
 double grouped_delta(const LayerOp& op, const compute::KernelCostModel& cost) {
-  if (op.rank_parts.empty() || !op.grouped) return 0;
+  using compute::GroupedGemmModel;
+  if (op.rank_parts.empty() || op.grouped != GroupedGemmModel::kKernel) return 0;
   double delta = 0;
   for (const auto& parts : op.rank_parts)
-    delta += (compute::expert_part_time(cost, parts, op.precision, true) -
-              compute::expert_part_time(cost, parts, op.precision, false))
+    delta += (compute::expert_part_time(cost, parts, op.precision, GroupedGemmModel::kKernel) -
+              compute::expert_part_time(cost, parts, op.precision, GroupedGemmModel::kIdeal))
                  .as_seconds();
   return delta / static_cast<double>(op.rank_parts.size());
 }

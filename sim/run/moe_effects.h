@@ -7,12 +7,13 @@
 
 namespace cs::run {
 
-// Seconds per GPU per step (negative: saved), the mean over pipeline stages as the kernel-group
-// breakdown takes it, counted over the forward, backward, weight-gradient and recompute ops of
-// every MoE layer (multi-token prediction blocks included), every microbatch. An expert op's time
-// is the mean over its EP ranks, as the breakdown counts it.
+// Seconds per GPU per step, the mean over pipeline stages as the kernel-group breakdown takes it,
+// counted over the forward, backward, weight-gradient and recompute ops of every MoE layer
+// (multi-token prediction blocks included), every microbatch. An expert op's time is the mean
+// over its EP ranks, as the breakdown counts it.
 struct MoeKernelEffects {
-  // effects.moe_grouped_gemm: the grouped kernels against one kernel per expert (0 when off).
+  // effects.moe_grouped_gemm: the grouped GEMM kernels against an ideal grouped GEMM of the same
+  // FLOPs and bytes (compute::ideal_grouped_gemm_time), >= 0 (0 when off).
   double grouped_gemm_s = 0;
 };
 

@@ -7,6 +7,7 @@
 
 #include "proto/config.pb.h"
 #include "sim/coll/collective.h"
+#include "sim/compute/grouped_gemm.h"
 #include "sim/compute/kernel.h"
 #include "sim/core/units.h"
 #include "sim/workload/dims.h"
@@ -40,11 +41,13 @@ struct LayerOp {
   std::string_view comm_name;  // when is_comm, a static label like "attn_out_ar"
   Bytes bytes = 0;             // when is_comm
   // Expert-parallel work that differs by EP rank (imbalanced routing). A kernel: the kernels each
-  // EP coordinate runs instead (their times add up; `kernel` is their mean, for FLOP counts).
+  // EP coordinate runs instead (timed together, as `grouped` says; `kernel` is their mean, for
+  // FLOP counts).
   // An all-to-all over EP: how its bytes spread over the members (`bytes` is what each sends).
   std::vector<std::vector<compute::Kernel>> rank_parts;
-  // Each EP rank's parts run as one grouped kernel (compute::expert_part_time), not one by one.
-  bool grouped = false;
+  // How each EP rank's GEMM parts, one grouped kernel, are timed (compute::expert_part_time):
+  // as the grouped GEMM kernel runs them, or, under effects.moe_grouped_gemm=false, ideally.
+  compute::GroupedGemmModel grouped = compute::GroupedGemmModel::kKernel;
   AllToAllV all_to_all;  // when comm is {kEp, kAllToAll}
   // A software stack's kernel that runs beside the data-parallel collectives (StackKernel.stream
   // DP: FSDP's copy-in and reduce-scatter streams), not on the compute stream.

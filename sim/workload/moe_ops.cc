@@ -158,11 +158,13 @@ class MoeBuilder {
   }
 
   // One op of every local expert's kernel `make(tokens)`, each EP rank's experts its parts, run
-  // as one grouped kernel per rank under effects.moe_grouped_gemm.
+  // as one grouped kernel per rank: as the grouped GEMM kernel runs it under
+  // effects.moe_grouped_gemm, an ideal grouped GEMM when it is off.
   template <typename Make>
   void grouped(Make make) {
     LayerOp op;
-    op.grouped = grouped_gemm_;
+    op.grouped =
+        grouped_gemm_ ? compute::GroupedGemmModel::kKernel : compute::GroupedGemmModel::kIdeal;
     const std::size_t per_rank = load_.kept.size() / static_cast<std::size_t>(ep_);
     op.rank_parts.resize(static_cast<std::size_t>(ep_));
     int64_t tokens = 0;

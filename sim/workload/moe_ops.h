@@ -19,7 +19,7 @@ namespace cs::workload {
 // - with ETP = TP > 1, an all-gather over TP of what arrived (expert weights are split like the
 //   dense MLP's), and a reduce-scatter after the experts;
 // - expert GEMMs: fc1 (h -> 2·ffn_e / etp with SwiGLU), activation, fc2, one GEMM per local
-//   expert with the tokens it got (an EP rank's time is the sum: rank_parts);
+//   expert with the tokens it got, each EP rank's as one grouped kernel (rank_parts);
 // - combine: the reverse all-to-all-v; unpermute: the weighted sum of a token's copies;
 // - shared experts: a dense TP MLP of shared_expert_ffn_hidden_size over every token.
 // Backward B mirrors it (dgrad GEMMs, the all-to-alls the other way); W has the wgrad GEMMs.

@@ -1,6 +1,7 @@
 // The grouped expert GEMM (compute/grouped_gemm.h): one expert is the dense GEMM plus its tile
-// stores, small experts share the waves a GEMM each would leave idle, and an EP rank's parts run
-// grouped or back to back as asked.
+// stores, small experts share the waves a GEMM each would leave idle, the ideal grouped GEMM is
+// the FLOPs at the large-GEMM ceiling and never longer than the kernel, and an EP rank's parts
+// run as the model asked.
 #include "sim/compute/grouped_gemm.h"
 
 #include <gtest/gtest.h>
@@ -50,11 +51,62 @@ TEST(GroupedGemm, SmallExpertsShareTheWavesAGemmEachLeavesIdle) {
   const double grouped = grouped_gemm_time(cost, experts, Precision::kBf16).as_seconds();
   EXPECT_NEAR(grouped, 6 * (mainloop_wave(cost, 2048) + store_wave()) + fill_and_launch(cost),
               1e-11);
-  const double loop = expert_part_time(cost, experts, Precision::kBf16, false).as_seconds();
+  double loop = 0;
+  for (const Kernel& e : experts) loop += cost.time(e, Precision::kBf16).as_seconds();
   EXPECT_NEAR(loop, 16 * (mainloop_wave(cost, 2048) + fill_and_launch(cost)), 1e-11);
-  EXPECT_EQ(expert_part_time(cost, experts, Precision::kBf16, true),
+  EXPECT_EQ(expert_part_time(cost, experts, Precision::kBf16, GroupedGemmModel::kKernel),
             grouped_gemm_time(cost, experts, Precision::kBf16));
   EXPECT_LT(grouped, 0.5 * loop);
+}
+
+TEST(GroupedGemm, TheIdealIsTheFlopsAtTheLargeGemmCeiling) {
+  const KernelCostModel cost(h100());
+  const std::vector<Kernel> experts(16, gemm("e", 2048, 768, 2048, 2.0));
+  const double flops = 16 * 2.0 * 2048 * 768 * 2048;
+  const double ideal = ideal_grouped_gemm_time(cost, experts, Precision::kBf16).as_seconds();
+  EXPECT_NEAR(ideal,
+              flops / (peak_flops(h100(), Precision::kBf16) * cost.gemm_ceiling(Precision::kBf16)) +
+                  fill_and_launch(cost),
+              1e-11);
+  EXPECT_EQ(expert_part_time(cost, experts, Precision::kBf16, GroupedGemmModel::kIdeal),
+            ideal_grouped_gemm_time(cost, experts, Precision::kBf16));
+  // The same as waves: 768 tiles are 768 / 132 waves, not 6 whole ones, each tile's mainloop runs
+  // over k alone, not k + k_half, and no tile stores its output.
+  EXPECT_NEAR(
+      ideal,
+      768.0 / kSms * mainloop_wave(cost, 2048) * 2048 / (2048 + kKHalf) + fill_and_launch(cost),
+      1e-11);
+  // Memory-bound: the same bytes at HBM bandwidth as the kernel's roofline.
+  const std::vector<Kernel> thin(4, gemm("thin", 8, 4096, 4096, 2.0));
+  EXPECT_NEAR(ideal_grouped_gemm_time(cost, thin, Precision::kBf16).as_seconds(),
+              4 * thin[0].bytes / bw() + fill_and_launch(cost), 1e-11);
+}
+
+// The law that keeps effects.moe_grouped_gemm's line a cost: over any mix of expert loads, both
+// orientations and FP8, the ideal is never longer than the kernel nor than a dense GEMM alone.
+TEST(GroupedGemm, TheIdealIsNeverLongerThanTheKernelOrADenseGemm) {
+  const KernelCostModel cost(h100());
+  const GpuProfile h800 = load_gpu_profile("h800");
+  const KernelCostModel fp8_cost(h800);
+  const std::vector<std::vector<Kernel>> cases = {
+      {gemm("one", 8192, 4096, 4096, 2.0)},
+      {gemm("a", 1, 768, 2048, 2.0), gemm("b", 129, 768, 2048, 2.0),
+       gemm("c", 4000, 768, 2048, 2.0)},
+      std::vector<Kernel>(128, gemm("few", 40, 1536, 2048, 2.0)),
+      // Weight gradients: the tokens are the k of each expert's GEMM.
+      std::vector<Kernel>(128, gemm("wgrad", 2048, 1536, 40, 2.0)),
+      {gemm("w1", 7168, 4096, 3, 2.0), gemm("w2", 7168, 4096, 9000, 2.0)},
+      std::vector<Kernel>(8, gemm("big", 16384, 7168, 2048, 1.0)),
+  };
+  for (const auto& experts : cases)
+    for (const auto* c : {&cost, &fp8_cost})
+      for (const Precision p : {Precision::kBf16, Precision::kFp8}) {
+        const Time ideal = ideal_grouped_gemm_time(*c, experts, p);
+        EXPECT_LE(ideal, grouped_gemm_time(*c, experts, p)) << experts[0].name;
+        if (experts.size() == 1) {
+          EXPECT_LE(ideal, c->time(experts[0], p)) << experts[0].name;
+        }
+      }
 }
 
 TEST(GroupedGemm, EmptyExpertsAreSkippedAndNoneLeaveTheLaunch) {
@@ -80,14 +132,13 @@ TEST(GroupedGemm, PipelineFillFollowsItsSwitch) {
               h100().hbm_latency_ns() * 1e-9, 1e-12);
 }
 
-TEST(ExpertPartTime, GroupedActivationsRunAsOneKernel) {
+TEST(ExpertPartTime, ActivationsRunAsOneKernelUnderEitherModel) {
   const KernelCostModel cost(h100());
   const std::vector<Kernel> acts(8, memory_bound("act", 3e6, 1e6, KernelGroup::kElementwise));
   const double launch = cost.launch_overhead().as_seconds();
-  EXPECT_NEAR(expert_part_time(cost, acts, Precision::kBf16, true).as_seconds(),
-              8 * 3e6 / bw() + launch, 1e-11);
-  EXPECT_NEAR(expert_part_time(cost, acts, Precision::kBf16, false).as_seconds(),
-              8 * (3e6 / bw() + launch), 1e-11);
+  for (const GroupedGemmModel m : {GroupedGemmModel::kKernel, GroupedGemmModel::kIdeal})
+    EXPECT_NEAR(expert_part_time(cost, acts, Precision::kBf16, m).as_seconds(),
+                8 * 3e6 / bw() + launch, 1e-11);
 }
 
 }  // namespace

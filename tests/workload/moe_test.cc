@@ -110,7 +110,7 @@ TEST(MoeOps, GroupedGemmsFollowEachRanksTokens) {
   EXPECT_EQ(dispatch->comm.dim, Dim::kEp);
 }
 
-TEST(MoeOps, ExpertOpsRunGroupedUnlessTheEffectIsOff) {
+TEST(MoeOps, ExpertOpsRunAsTheGroupedKernelUnlessTheEffectIsOff) {
   for (const bool on : {true, false}) {
     auto config = mixtral({std::string("effects.moe_grouped_gemm=") + (on ? "true" : "false")});
     const ExpertLoad load = RoutingTable(config).load(0);
@@ -119,7 +119,9 @@ TEST(MoeOps, ExpertOpsRunGroupedUnlessTheEffectIsOff) {
       for (const auto& op : moe_block_ops(config, phase, load)) {
         if (op.rank_parts.empty()) continue;
         ++expert_ops;
-        EXPECT_EQ(op.grouped, on) << op.kernel.name;
+        EXPECT_EQ(op.grouped,
+                  on ? compute::GroupedGemmModel::kKernel : compute::GroupedGemmModel::kIdeal)
+            << op.kernel.name;
       }
     // fc1, activation, fc2 forward and backward; fc1, fc2 weight gradients.
     EXPECT_EQ(expert_ops, 8);
