@@ -44,43 +44,47 @@ Time FluidContext::walk(const std::vector<uint32_t>& ring, int64_t length) const
   return cyclic_window_max(lat, length);
 }
 
-std::vector<FluidContext::MessageCost> FluidContext::message_costs(const FluidPhase& phase,
-                                                                   std::size_t lane,
-                                                                   int64_t messages) const {
+std::vector<std::vector<FluidContext::MessageCost>> FluidContext::message_costs(
+    const FluidPhase& phase, int64_t messages) const {
   std::unordered_map<net::VertexId, uint32_t> rank_of;
   for (uint32_t r = 0; r < vertices.size(); ++r) rank_of.emplace(vertices[r], r);
-  // Edges of the phase per (GPU, link class), leaving and arriving: who shares a GPU's NVLink
+  // Edges of the phase per (rank, link class), leaving and arriving: who shares a GPU's NVLink
   // port or its NIC with whom.
-  std::unordered_map<uint64_t, int32_t> out, in;
-  const auto slot = [&](net::VertexId v, bool intra) { return uint64_t{v} << 1 | (intra ? 1 : 0); };
-  const auto is_intra = [&](const net::FluidEdge& e) {
-    return intra_node(rank_of.at(e.src), rank_of.at(e.dst));
+  struct Ends {
+    uint32_t a, b;
+    bool intra;
   };
-  for (const FluidLane& l : phase) {
-    for (const net::FluidEdge& e : l.edges) {
+  const auto ends = [&](const net::FluidEdge& e) {
+    const uint32_t a = rank_of.at(e.src), b = rank_of.at(e.dst);
+    return Ends{a, b, intra_node(a, b)};
+  };
+  std::vector<int32_t> out(2 * vertices.size()), in(2 * vertices.size());
+  for (const FluidLane& lane : phase) {
+    for (const net::FluidEdge& e : lane.edges) {
       if (e.src == e.dst || e.wire_bytes <= 0) continue;
-      const bool intra = is_intra(e);
-      ++out[slot(e.src, intra)];
-      ++in[slot(e.dst, intra)];
+      const Ends x = ends(e);
+      ++out[2 * x.a + x.intra];
+      ++in[2 * x.b + x.intra];
     }
   }
-  std::vector<MessageCost> costs;
-  for (const net::FluidEdge& e : phase[lane].edges) {
-    const uint32_t a = rank_of.at(e.src), b = rank_of.at(e.dst);
-    if (a == b) {
-      costs.push_back({});
-      continue;
+  const double per_message = 1.0 / static_cast<double>(std::max<int64_t>(messages, 1));
+  std::vector<std::vector<MessageCost>> costs(phase.size());
+  for (std::size_t l = 0; l < phase.size(); ++l) {
+    for (const net::FluidEdge& e : phase[l].edges) {
+      MessageCost cost;
+      if (e.src != e.dst) {
+        const Ends x = ends(e);
+        cost.route = network.path_latency(e.src, e.dst);
+        cost.step = x.intra ? key.wire.intra_step_latency : key.wire.inter_step_latency;
+        if (e.wire_bytes > 0) {
+          const double bytes = e.wire_bytes * per_message;
+          const int32_t sharing = std::max(out[2 * x.a + x.intra], in[2 * x.b + x.intra]);
+          cost.transfer = network.alone_transfer_time(e.src, e.dst, bytes, 1);
+          cost.shared = network.alone_transfer_time(e.src, e.dst, bytes, sharing);
+        }
+      }
+      costs[l].push_back(cost);
     }
-    MessageCost cost{Time{}, Time{}, network.path_latency(e.src, e.dst),
-                     intra_node(a, b) ? key.wire.intra_step_latency : key.wire.inter_step_latency};
-    if (e.src != e.dst && e.wire_bytes > 0) {
-      const bool intra = is_intra(e);
-      const int32_t sharing = std::max(out[slot(e.src, intra)], in[slot(e.dst, intra)]);
-      const double bytes = e.wire_bytes / static_cast<double>(std::max<int64_t>(messages, 1));
-      cost.transfer = network.alone_transfer_time(e.src, e.dst, bytes, 1);
-      cost.shared = network.alone_transfer_time(e.src, e.dst, bytes, sharing);
-    }
-    costs.push_back(cost);
   }
   return costs;
 }
@@ -108,11 +112,12 @@ namespace {
 class FluidRun {
  public:
   FluidRun(Simulator& sim, net::Network& network, std::shared_ptr<const FluidPlan> plan,
-           int32_t mirrors, std::function<void(const RunStats&)> done)
+           int32_t mirrors, bool alike_servers, std::function<void(const RunStats&)> done)
       : sim_(sim),
         network_(network),
         plan_(std::move(plan)),
         mirrors_(mirrors),
+        alike_servers_(alike_servers),
         done_(std::move(done)) {
     stats_ = plan_->stats;
     stats_.start = sim.now();
@@ -135,7 +140,8 @@ class FluidRun {
     }
     run->lanes_left_ = phases[i].size();
     for (const FluidLane& lane : phases[i]) {
-      run->network_.send_fluid(lane.edges, run->mirrors_, lane.walk, [run, i] {
+      const int32_t mirrors = run->alike_servers_ ? run->mirrors_ * lane.runs : run->mirrors_;
+      run->network_.send_fluid(lane.edges, mirrors, lane.walk, [run, i] {
         if (--run->lanes_left_ == 0) run_phase(run, i + 1);
       });
     }
@@ -152,6 +158,7 @@ class FluidRun {
   net::Network& network_;
   std::shared_ptr<const FluidPlan> plan_;
   int32_t mirrors_ = 1;
+  bool alike_servers_ = false;
   std::function<void(const RunStats&)> done_;
   std::size_t lanes_left_ = 0;
   RunStats stats_;
@@ -209,10 +216,12 @@ FluidPlan plan_fluid_collective(net::Network& network, const ScheduleKey& raw,
 }
 
 void run_fluid_plan(Simulator& sim, net::Network& network, std::shared_ptr<const FluidPlan> plan,
-                    int32_t mirrors, std::function<void(const RunStats&)> done) {
+                    int32_t mirrors, std::function<void(const RunStats&)> done,
+                    bool alike_servers) {
   const Time launch = plan->phases.empty() ? Time{} : plan->launch;
-  FluidRun::start(
-      std::make_shared<FluidRun>(sim, network, std::move(plan), mirrors, std::move(done)), launch);
+  FluidRun::start(std::make_shared<FluidRun>(sim, network, std::move(plan), mirrors, alike_servers,
+                                             std::move(done)),
+                  launch);
 }
 
 void run_fluid_collective(Simulator& sim, net::Network& network, const ScheduleKey& key,

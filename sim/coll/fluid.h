@@ -54,17 +54,23 @@ struct FluidPlan {
 FluidPlan plan_fluid_collective(net::Network& network, const ScheduleKey& key,
                                 std::span<const net::VertexId> rank_to_vertex, Bytes size,
                                 int32_t mirrors = 1);
-// Runs a plan at sim.now(), as run_fluid_collective does.
+// Runs a plan at sim.now(), as run_fluid_collective does. With `alike_servers` (a run whose
+// servers all load their own links alike: folded data-parallel replicas), a lane of several
+// per-server runs (FluidLane::runs) is sent as that many mirrors, so that a congestion-aware
+// network keeps one server's GPU and NIC links of a ring instead of every server's: the same
+// pace, at a cost that does not grow with the ring.
 void run_fluid_plan(Simulator& sim, net::Network& network, std::shared_ptr<const FluidPlan> plan,
-                    int32_t mirrors, std::function<void(const RunStats&)> done);
+                    int32_t mirrors, std::function<void(const RunStats&)> done,
+                    bool alike_servers = false);
 
 // Plans by (key, vertices, size, copies), for a run that calls the same collective of the same
 // group again and again (every bucket, layer and microbatch): a ring's plan costs O(ranks) route
-// and latency look-ups to build. Holds at most about kMaxCachedEdges edges (24 bytes each);
+// and latency look-ups to build. Holds at most about kMaxCachedEdges edges (24 bytes each: 200
+// MB at most, reached only by rings of tens of thousands of GPUs);
 // beyond that it plans each call afresh.
 class FluidPlanCache {
  public:
-  static constexpr std::size_t kMaxCachedEdges = std::size_t{1} << 21;
+  static constexpr std::size_t kMaxCachedEdges = std::size_t{1} << 23;
   std::shared_ptr<const FluidPlan> plan(net::Network& network, const ScheduleKey& key,
                                         std::span<const net::VertexId> vertices, Bytes size,
                                         int32_t mirrors);

@@ -15,9 +15,13 @@
 namespace cs::coll {
 
 // Coupled connections that move at one pace, then wait `walk` (their latency critical path).
+// `runs` > 1 says that `edges` are that many equal runs, run k the image of run 0 on the k-th
+// server (a ring's per-server segments over servers that are all alike), which a run over alike
+// servers may pass on as mirrors (Network::send_fluid, run_fluid_plan).
 struct FluidLane {
   std::vector<net::FluidEdge> edges;
   Time walk;
+  int32_t runs = 1;
 };
 // Lanes that run side by side (a ring's channels); the next phase starts when all have ended.
 using FluidPhase = std::vector<FluidLane>;
@@ -39,16 +43,16 @@ struct FluidContext {
   void add_ring(FluidLane& lane, const std::vector<uint32_t>& ring, double payload) const;
   // The largest latency along `length` consecutive connections of the ring, cyclically.
   Time walk(const std::vector<uint32_t>& ring, int64_t length) const;
-  // What one message of `lane` costs on each of its connections (one per edge, in order) when
-  // every edge of `phase` carries `messages` equal messages: its transfer time on the network
-  // alone (`transfer`), and while the edges of the phase that leave the same GPU (or reach it)
-  // over the same class of link send at once (`shared`), its route's latency and NCCL's per-step
-  // latency.
+  // What one message costs on each connection of each lane of `phase` (per lane, one per edge,
+  // in order) when every edge carries `messages` equal messages: its transfer time on the
+  // network alone (`transfer`), and while the edges of the phase that leave the same GPU (or
+  // reach it) over the same class of link send at once (`shared`), its route's latency and
+  // NCCL's per-step latency.
   struct MessageCost {
     Time transfer, shared, route, step;
   };
-  std::vector<MessageCost> message_costs(const FluidPhase& phase, std::size_t lane,
-                                         int64_t messages) const;
+  std::vector<std::vector<MessageCost>> message_costs(const FluidPhase& phase,
+                                                      int64_t messages) const;
 };
 
 // The largest sum of `length` consecutive costs, cyclically (a chain of dependent messages that

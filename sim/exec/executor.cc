@@ -219,13 +219,9 @@ void Executor::choose_folding() {
   for (int d = 0; d < workload::kNumDims; ++d) {
     const auto dim = static_cast<Dim>(d);
     copies_[d].clear();
-    std::vector<int32_t> seen;
-    for (const int32_t offset : represented_) {
-      const int32_t group = layout_.group_id(offset, dim);
-      if (std::find(seen.begin(), seen.end(), group) != seen.end()) continue;
-      seen.push_back(group);
-      copies_[d].push_back(offset);
-    }
+    std::unordered_set<int32_t> seen;
+    for (const int32_t offset : represented_)
+      if (seen.insert(layout_.group_id(offset, dim)).second) copies_[d].push_back(offset);
     posting_[d] = 0;
     if (!layout_.uses(dim)) continue;
     for (const int32_t m : layout_.group_members(0, dim)) posting_[d] += is_simulated(m) ? 1 : 0;
@@ -841,8 +837,12 @@ void Executor::run_schedule(const coll::ScheduleKey& key,
                             const std::vector<net::VertexId>& vertices, Bytes bytes, int32_t copies,
                             std::function<void(const coll::RunStats&)> done) {
   if (fluid_ && coll::fluid_supported(key)) {
+    // Folded replicas stand for servers that load their links alike: a ring's segments on the
+    // other servers may then fold too.
+    const bool alike_servers =
+        fold_[static_cast<int>(Dim::kDp)] > 1 || fold_[static_cast<int>(Dim::kEdp)] > 1;
     coll::run_fluid_plan(sim_, network_, fluid_plans_.plan(network_, key, vertices, bytes, copies),
-                         copies, std::move(done));
+                         copies, std::move(done), alike_servers);
     return;
   }
   // Message by message, one run per copy; `done` once the last has ended, with their sums. The

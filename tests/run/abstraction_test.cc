@@ -69,6 +69,35 @@ TEST(Abstractions, AllTogetherKeepTheStepWithinHalfAPercent) {
   EXPECT_LT(fast.events, detailed.events / 50);
 }
 
+// TP 1, 2 and 4 on dgx-h100 (8 GPUs a server): several replicas share each server, so the data-
+// parallel rings mix NVLink and network hops (fluid with their own walk, ring.cc) and, folded,
+// keep one server's links of each ring (FluidLane::runs). TP 1 runs ZeRO-3 (its gathers and
+// reduce-scatters over DP), the others ZeRO-1.
+report::StepReport small_tp_step(int32_t tp, std::vector<std::string> overrides) {
+  overrides.insert(
+      overrides.begin(),
+      {"model.num_layers=2", "model.seq_length=2048", "parallel.tp=" + std::to_string(tp),
+       "parallel.pp=1", "parallel.dp=" + std::to_string(64 / tp),
+       "parallel.global_batch_size=" + std::to_string(128 / tp),
+       "parallel.sequence_parallel=" + std::string(tp > 1 ? "true" : "false"),
+       "parallel.zero_stage=" + std::string(tp > 1 ? "1" : "3"), "cluster.topology=dgx-h100"});
+  return simulate_step(load_run_config("", "llama3-8b", overrides).config, "test");
+}
+
+TEST(Abstractions, SmallTensorParallelLayoutsKeepTheStepWithinHalfAPercent) {
+  for (const int32_t tp : {1, 2, 4}) {
+    SCOPED_TRACE("TP " + std::to_string(tp));
+    const auto detailed = small_tp_step(tp, kDetailed);
+    const auto fluid = small_tp_step(tp, {kNoTpFold, kNoDpFold});
+    const auto fast = small_tp_step(tp, {});
+    expect_close(fluid, detailed);
+    expect_close(fast, detailed);
+    // Folding the replicas (and each ring's servers) changes nothing beyond the fluid form.
+    EXPECT_NEAR(fast.iteration_time_s / fluid.iteration_time_s, 1.0, 1e-9);
+    EXPECT_LT(fast.events, detailed.events / 10);
+  }
+}
+
 TEST(Abstractions, FoldingNeedsTensorParallelGroupsThatOwnTheirNvlink) {
   // TP 4 leaves room for a second group on each server: nothing is folded, nothing changes.
   const std::vector<std::string> tp4 = {"parallel.tp=4", "parallel.dp=16",

@@ -184,9 +184,14 @@ std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
     const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
     ctx.add_ring(phase[ch], ring, payload);
     if (uniform_hops(key)) phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
+    // Server by server, each server's connections the same as the first's (channel_ring).
+    if (key.node_size >= 1 && key.node_size < key.n) phase[ch].runs = key.n / key.node_size;
   }
-  for (std::size_t ch = 0; ch < phase.size() && !uniform_hops(key); ++ch)
-    phase[ch].walk = mixed_ring_walk(ctx.message_costs(phase, ch, steps), steps, key.window);
+  if (!uniform_hops(key)) {
+    const auto costs = ctx.message_costs(phase, steps);
+    for (std::size_t ch = 0; ch < phase.size(); ++ch)
+      phase[ch].walk = mixed_ring_walk(costs[ch], steps, key.window);
+  }
   ctx.stats.bytes_sent = static_cast<Bytes>(steps) * ctx.size;
   ctx.stats.messages = static_cast<uint32_t>(
       std::min<int64_t>(int64_t{key.channels} * key.chunks * n * steps, UINT32_MAX));
