@@ -2,7 +2,9 @@
 """Wall time, peak RSS and events per second of `run` and Chakra `replay` against GPUs.
 
 Writes results/scaling.md and results/scaling.png. `run` is the Llama 3 405B step (TP 8, PP 16,
-and DP grown with the cluster; 64 GPUs take PP 8 with 4 virtual stages); `replay` (64 to 32,768
+and DP grown with the cluster; 64 GPUs take PP 8 with 4 virtual stages), the Llama 3 8B step at
+TP 1 (ZeRO-3, as FSDP runs it), 2, 4 and 8 with DP grown to 1K-98K GPUs of `dgx-h100`, and every
+preset as it comes; `replay` (64 to 32,768
 ranks, the generator's limit) is the data-parallel Chakra trace of ../shared/chakra-traces/gen_chakra_dp.py (one 64 MiB all-reduce
 after 1 ms of compute) on the Llama 3 cluster, written to a temporary folder. Each point is one
 timed CLI run on one core.
@@ -48,6 +50,40 @@ def run_points():
         wall, rss, r = timed(cmd)
         rows.append((gpus, wall, rss, r["events"], r["iteration_time_s"]))
         print("run", rows[-1], flush=True)
+    return rows
+
+
+def layout_points():
+    """llama3-8b at TP 1, 2, 4, 8 (PP 1, DP = GPUs / TP, 2 microbatches a replica) on dgx-h100."""
+    rows = {}
+    for tp in [1, 2, 4, 8]:
+        rows[tp] = []
+        for gpus in [1024, 4096, 16384, 98304]:
+            dp = gpus // tp
+            cmd = [BIN, "run", "--preset", "llama3-8b", "--set", f"parallel.tp={tp}",
+                   "--set", f"parallel.dp={dp}", "--set", f"parallel.global_batch_size={2 * dp}",
+                   "--set", f"parallel.sequence_parallel={'true' if tp > 1 else 'false'}",
+                   "--set", f"parallel.zero_stage={1 if tp > 1 else 3}"]
+            wall, rss, r = timed(cmd)
+            rows[tp].append((gpus, wall, rss, r["events"], r["iteration_time_s"]))
+            print(f"tp{tp}", rows[tp][-1], flush=True)
+    return rows
+
+
+def preset_points():
+    rows = []
+    listing = subprocess.run([BIN, "presets"], capture_output=True, text=True,
+                             check=True).stdout.split("\n")
+    # The workload names: the indented lines under the first heading, up to the next one.
+    names = []
+    for line in listing[1:]:
+        if not line.startswith("  "):
+            break
+        names.append(line.split()[0])
+    for name in names:
+        wall, rss, r = timed([BIN, "run", "--preset", name])
+        rows.append((name, r["gpus"], wall, rss, r["events"], r["iteration_time_s"]))
+        print("preset", rows[-1], flush=True)
     return rows
 
 
@@ -102,8 +138,11 @@ def table(title, rows):
 
 def main():
     run_rows, replay_rows, targets = run_points(), replay_points(), target_points()
+    layouts, presets = layout_points(), preset_points()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-    for rows, label in [(run_rows, "run llama3-405b"), (replay_rows, "replay Chakra DP")]:
+    series = [(run_rows, "run llama3-405b"), (replay_rows, "replay Chakra DP")]
+    series += [(rows, f"run llama3-8b TP {tp}") for tp, rows in layouts.items()]
+    for rows, label in series:
         g = [r[0] for r in rows]
         axes[0].plot(g, [r[1] for r in rows], "o-", label=label)
         axes[1].plot(g, [r[2] for r in rows], "o-", label=label)
@@ -132,6 +171,14 @@ def main():
     text += [f"| {w} | {t:.2f} | {m:.0f} | {g} |" for w, t, m, g in targets] + [""]
     text += table("`run --preset llama3-405b` (TP 8 x PP 16, DP grown with the cluster; "
                   "64 GPUs: PP 8 x v 4 x DP 1)", run_rows)
+    for tp, rows in layouts.items():
+        text += table(f"`run --preset llama3-8b` at TP {tp}, PP 1, DP = GPUs / {tp} on "
+                      f"`dgx-h100` ({'ZeRO-3, no sequence parallelism' if tp == 1 else 'ZeRO-1'}"
+                      ", 2 microbatches a replica)", rows)
+    text += ["### Every preset as it comes", "",
+             "| preset | GPUs | wall s | peak RSS MB | events | step s |", "|---|---|---|---|---|---|"]
+    text += [f"| {n} | {g:,} | {w:.2f} | {m:.0f} | {e:,} | {t:.4f} |"
+             for n, g, w, m, e, t in presets] + [""]
     text += table("`replay --chakra` of `gen_chakra_dp.py --steps 1` on `llama3-24k`", replay_rows)
     with open(os.path.join(ROOT, "results", "scaling.md"), "w") as f:
         f.write("\n".join(text))
