@@ -765,8 +765,9 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
   // One coupled fluid transfer for every copy of the group (folded TP ranks send theirs too):
   // it lasts as long as its most loaded link needs, then the slowest path's latency.
   const std::vector<int32_t>& copy_offsets = copies(o.dim);
-  // A group sends the same transfers for every microbatch: built once per (group, op row).
-  const uint64_t key = static_cast<uint64_t>(members.front()) << 32 | o.varies;
+  // A group sends the same transfers for every microbatch (and layer, where the routing is the
+  // same): built once per (group, routing row, size).
+  const AllToAllKey key{members.front(), o.varies, o.bytes};
   auto cached = all_to_all_cache_.find(key);
   if (cached == all_to_all_cache_.end()) {
     CachedAllToAll made;

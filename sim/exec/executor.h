@@ -10,6 +10,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -332,7 +333,14 @@ class Executor {
   OpObserver observer_;
   std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
-  // EP all-to-all transfers by (first member, Op::varies), see run_all_to_all_v.
+  // EP all-to-all transfers by (first member, Op::varies, bytes), see run_all_to_all_v.
+  using AllToAllKey = std::tuple<int32_t, uint32_t, Bytes>;
+  struct AllToAllKeyHash {
+    std::size_t operator()(const AllToAllKey& k) const {
+      return std::hash<uint64_t>{}(static_cast<uint64_t>(std::get<0>(k)) << 32 | std::get<1>(k)) ^
+             std::hash<Bytes>{}(std::get<2>(k)) * 31;
+    }
+  };
   struct CachedAllToAll {
     std::shared_ptr<std::vector<net::FluidEdge>> edges =
         std::make_shared<std::vector<net::FluidEdge>>();
@@ -342,7 +350,7 @@ class Executor {
     double line_rate_share = 1;
   };
   static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
-  std::unordered_map<uint64_t, CachedAllToAll> all_to_all_cache_;
+  std::unordered_map<AllToAllKey, CachedAllToAll, AllToAllKeyHash> all_to_all_cache_;
   std::size_t all_to_all_cached_edges_ = 0;
   CachedAllToAll all_to_all_scratch_;
   std::optional<InterferenceModel> interference_;

@@ -251,8 +251,11 @@ class OpMaker {
       return false;
     op = collective(lop.comm.op, lop.comm.dim, lop.bytes, lop.comm_name);
     if (lop.comm.dim == Dim::kEp) {
-      op.varies = static_cast<uint32_t>(work_.all_to_alls.size());
-      work_.all_to_alls.push_back(lop.all_to_all);
+      // Layers routed alike share one row, so that the executor builds their transfers once.
+      auto& rows = work_.all_to_alls;
+      const auto same = std::find(rows.begin(), rows.end(), lop.all_to_all);
+      op.varies = static_cast<uint32_t>(same - rows.begin());
+      if (same == rows.end()) rows.push_back(lop.all_to_all);
     }
     return true;
   }
