@@ -265,8 +265,9 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
     key.root = root;
     if (req.chunks > 0) key.chunks = req.chunks;
     if (req.window > 0 || req.chunks > 0)
-      key.window = req.window > 0 ? req.window
-                                  : coll::auto_window(key.op, key.algo, key.n, key.chunks, size);
+      key.window = req.window > 0
+                       ? req.window
+                       : coll::auto_window(key.op, key.algo, key.n, key.chunks, size, auto_local);
     const coll::OpForm* form = coll::find_form(key.algo, key.op);
     if (form != nullptr && form->on_servers()) key.local_size = local;
     try {

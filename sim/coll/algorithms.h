@@ -30,9 +30,10 @@ ScheduleKey normalize(ScheduleKey key);
 // 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks). Capped at kMaxAutoChunks to keep
 // schedules small, so pieces of huge sizes grow; direct algorithms and single ranks get 1. `algo`
 // is resolved first; each (algorithm, op) form says its block and piece (OpForm::pipelining),
-// and a pair the algorithm does not implement gets 1 (normalize rejects it).
+// and a pair the algorithm does not implement gets 1 (normalize rejects it). `local`, the
+// group's GPUs per server, is for forms laid out on servers; the others ignore it.
 inline constexpr int32_t kMaxAutoChunks = 64;
-int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size);
+int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1);
 
 // The in-flight window for messages of `size` cut into `chunks` (the CLI's --window 0): about
 // 64 KiB in flight per connection, so NCCL's NCCL_STEPS = kMaxWindow for messages up to 8 KiB
@@ -43,7 +44,8 @@ int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size);
 // 145 µs with 8; of 4 KiB in 64 chunks: the other way round). Single ranks, direct sends and
 // pairs the algorithm does not implement get 1.
 inline constexpr int32_t kMaxWindow = 8;
-int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size);
+int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size,
+                    int32_t local = 1);
 
 // Builds the schedule of normalize(key), by the form of its algorithm for its op in the algorithm
 // table (algorithms/registry.h); each algorithm's file in algorithms/ says how it moves the data

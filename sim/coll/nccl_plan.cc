@@ -121,8 +121,8 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
                                              : choose_algorithm(op, n, local, bytes);
   }
-  key.chunks = auto_chunks(op, key.algo, n, bytes);
-  key.window = auto_window(op, key.algo, n, key.chunks, bytes);
+  key.chunks = auto_chunks(op, key.algo, n, bytes, local);
+  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local);
   const OpForm* form = find_form(key.algo, op);  // nullptr: normalize will refuse the pair
   if (form != nullptr && form->on_servers()) key.local_size = local;
   const bool across = local > 1 && local < n && uniform(n, local);

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/coll/algorithms.h"
 #include "sim/coll/algorithms/registry.h"
 #include "sim/coll/schedule.h"
 #include "sim/core/units.h"
@@ -25,7 +26,16 @@ AlgorithmInfo pat_algorithm();           // pat.cc
 
 // NCCL's tree pipelining: halves of the buffer in pieces (down to 64 KiB) until there are 8 per
 // level of a tree over n ranks, so that the pipeline fills. (tree.cc)
-Pipelining tree_pipelining(int32_t n, Bytes size);
+Pipelining tree_pipelining(int32_t n, int32_t local, Bytes size);
+
+// One of the two binary trees of NCCL's double binary tree over `members` (double_binary_tree):
+// each member's node, and the members root first, by depth, so that children come after their
+// parents. (tree.cc)
+struct TreeOrder {
+  std::vector<TreeNode> nodes;
+  std::vector<int32_t> order;
+};
+TreeOrder tree_order(int32_t members, int tree);
 
 // What the NVSwitch puts on each GPU's NVLinks in an NVLS reduction and multicast over `local`
 // GPUs, over what the schedule's messages between GPUs carry: (local + 1) / (2 (local - 1)).

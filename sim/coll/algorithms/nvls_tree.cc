@@ -3,7 +3,6 @@
 // and broadcasts the shard across servers, and NVLink SHARP multicasts the sum back inside each
 // server, chunk by chunk through the three.
 #include <cstdint>
-#include <stdexcept>
 #include <vector>
 
 #include "sim/coll/algorithms.h"
@@ -12,31 +11,6 @@
 namespace cs::coll {
 namespace {
 
-// One rail's double binary trees over the servers: each tree's nodes, and its ranks root first,
-// by depth, so that children come after their parents.
-struct RailTree {
-  std::vector<TreeNode> nodes;
-  std::vector<int32_t> order;
-};
-
-RailTree rail_tree(int32_t servers, int tree) {
-  RailTree t;
-  t.nodes.resize(static_cast<std::size_t>(servers));
-  int32_t root = -1;
-  for (int32_t q = 0; q < servers; ++q) {
-    t.nodes[q] = double_binary_tree(servers, tree, q);
-    if (t.nodes[q].parent < 0) root = q;
-  }
-  t.order.push_back(root);
-  for (std::size_t i = 0; i < t.order.size(); ++i) {
-    for (int32_t ch : {t.nodes[t.order[i]].child0, t.nodes[t.order[i]].child1})
-      if (ch >= 0) t.order.push_back(ch);
-  }
-  if (t.order.size() != static_cast<std::size_t>(servers))
-    throw std::logic_error("NVLS tree misses servers");
-  return t;
-}
-
 // Units: (shard l x chunks + chunk j) x 2 + half t. Shard l's head in server q is GPU q x local
 // + l; tree t of rail l carries half t of the shard between the heads.
 Schedule build_nvls_tree(const ScheduleKey& key) {
@@ -44,8 +18,8 @@ Schedule build_nvls_tree(const ScheduleKey& key) {
   const uint32_t servers = static_cast<uint32_t>(key.n) / local;
   const auto c = static_cast<uint32_t>(key.chunks);
   ScheduleBuilder b(key, local * c * 2);
-  const std::vector<RailTree> trees{rail_tree(static_cast<int32_t>(servers), 0),
-                                    rail_tree(static_cast<int32_t>(servers), 1)};
+  const std::vector<TreeOrder> trees{tree_order(static_cast<int32_t>(servers), 0),
+                                     tree_order(static_cast<int32_t>(servers), 1)};
   const auto gpu = [&](uint32_t q, uint32_t l) { return q * local + l; };
   // Connections: into[gpu * local + l] a GPU's sends into shard l's head, out[head * local + d]
   // the head's multicast to local GPU d, up / down[(t x local + l) x servers (x 2) + q] the trees.
@@ -70,7 +44,7 @@ Schedule build_nvls_tree(const ScheduleKey& key) {
     }
     for (uint32_t l = 0; l < local; ++l) {
       for (int t = 0; t < 2; ++t) {
-        const RailTree& tree = trees[t];
+        const TreeOrder& tree = trees[t];
         const uint32_t unit = (l * c + j) * 2 + static_cast<uint32_t>(t);
         const std::size_t base = (static_cast<std::size_t>(t) * local + l) * servers;
         const auto up_of = [&](int32_t q) -> Connection& { return up[base + q]; };

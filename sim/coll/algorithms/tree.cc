@@ -105,12 +105,30 @@ Schedule build_tree(const ScheduleKey& key) {
 
 // Like NCCL's tree, halve pieces of each half (down to 64 KiB) until there are 8 per level of
 // depth, so that the pipeline fills.
-Pipelining tree_pipelining(int32_t n, Bytes size) {
+Pipelining tree_pipelining(int32_t n, int32_t, Bytes size) {
   int32_t depth = 1;
   while ((int32_t{1} << depth) < n) ++depth;
   Bytes piece = kSlot;
   while (size / 2 / piece < 8 * depth && piece > kSlot / 8) piece /= 2;
   return {size / 2, piece};
+}
+
+TreeOrder tree_order(int32_t members, int tree) {
+  TreeOrder t;
+  t.nodes.resize(static_cast<std::size_t>(members));
+  int32_t root = -1;
+  for (int32_t m = 0; m < members; ++m) {
+    t.nodes[m] = double_binary_tree(members, tree, m);
+    if (t.nodes[m].parent < 0) root = m;
+  }
+  t.order.push_back(root);
+  for (std::size_t i = 0; i < t.order.size(); ++i) {
+    for (int32_t ch : {t.nodes[t.order[i]].child0, t.nodes[t.order[i]].child1})
+      if (ch >= 0) t.order.push_back(ch);
+  }
+  if (t.order.size() != static_cast<std::size_t>(members))
+    throw std::logic_error("double binary tree misses members");
+  return t;
 }
 
 TreeNode double_binary_tree(int32_t n, int tree, int32_t rank) {
