@@ -38,8 +38,9 @@ constexpr int kNumOps = 6;
 // directly (all-to-all, send/recv). kNvls: NVLink SHARP all-reduce inside one server (the NVSwitch
 // reduces and multicasts). kNvlsTree: NVLS inside each of several servers, a double binary tree
 // per rail between them (all-reduce). kPat: NCCL 2.23's log-depth all-gather / reduce-scatter
-// for one GPU per server. kAuto: what NCCL would usually pick for the op, see
-// resolve().
+// for one GPU per server. kChainTree: NCCL's Tree across servers, a chain through each server's
+// GPUs and a double binary tree between servers per NIC channel, reduce and broadcast pipelined
+// (all-reduce). kAuto: what NCCL would usually pick for the op, see resolve().
 enum class Algorithm : uint8_t {
   kRing,
   kTree,
@@ -48,6 +49,7 @@ enum class Algorithm : uint8_t {
   kNvls,
   kNvlsTree,
   kPat,
+  kChainTree,
   kAuto
 };
 

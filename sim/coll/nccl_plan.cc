@@ -27,16 +27,14 @@ bool uniform(int32_t n, int32_t local) {
 // What NCCL's algorithms are, in our schedules. NCCL's ring is our ring: on one server, with one
 // GPU per server, or across servers as rail-aligned channels (channel_ring), each node-ordered
 // through every GPU of a server and out on one NIC. NCCL's tree is a chain inside each server and
-// a double binary tree between servers, one per channel over every NIC: with one member per
-// server that is our double binary tree; with several, its bandwidth is the hierarchical
-// schedule's (ours over all ranks would push everything through one NIC per GPU), which
-// therefore stands in for it there.
+// a double binary tree between servers, one channel pair per NIC: with one member per server that
+// is our double binary tree; with several, our chain-tree, the same chains and trees per NIC.
 Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
   if (algo == NcclAlgo::kNvlsTree) return Algorithm::kNvlsTree;
   if (algo == NcclAlgo::kPat) return Algorithm::kPat;
   const bool servers = local > 1 && local < n && uniform(n, local);
-  if (algo == NcclAlgo::kTree) return servers ? Algorithm::kHierarchical : Algorithm::kTree;
+  if (algo == NcclAlgo::kTree) return servers ? Algorithm::kChainTree : Algorithm::kTree;
   return resolve(Algorithm::kAuto, op);
 }
 

@@ -94,7 +94,7 @@ TEST(AlgorithmRegistry, FormsMatchTheirSchedules) {
 TEST(AlgorithmRegistry, ErrorMessagesNameTheAlgorithms) {
   EXPECT_EQ(message_of([] { parse_algorithm("butterfly"); }),
             "unknown collective algorithm 'butterfly' (expected one of: ring, tree, hierarchical, "
-            "direct, nvls, nvls_tree, pat, auto)");
+            "direct, nvls, nvls_tree, pat, chain_tree, auto)");
   EXPECT_EQ(message_of([] {
               normalize(ScheduleKey{Op::kAllGather, Algorithm::kTree, 4});
             }),

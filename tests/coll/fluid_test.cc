@@ -206,7 +206,8 @@ TEST(Fluid, ThePlanCacheReusesAPlanOnlyForTheSameCall) {
 TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {
   const auto topo = cluster("dgx-h100", 16);
   // A rail-aligned ring in chunks through a window; a tree, NVLS and all-to-all are not rings;
-  // hierarchical chunks pipeline through the phases.
+  // hierarchical chunks pipeline through the phases; the chain-tree's chunks pipeline through
+  // chains and trees whose levels carry different loads.
   ScheduleKey chunked = kH100.plan(Op::kReduceScatter, 16, 8, 64 * kMiB, Algorithm::kRing);
   chunked.chunks = 4;
   chunked.window = 2;
@@ -216,6 +217,7 @@ TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {
       kH100.plan(Op::kAllReduce, 8, 8, 64 * kMiB, Algorithm::kNvls),
       kH100.plan(Op::kAllToAll, 8, 8, 64 * kMiB),
       kH100.plan(Op::kAllReduce, 16, 8, 1 * kGiB, Algorithm::kHierarchical),
+      kH100.plan(Op::kAllReduce, 16, 8, 64 * kMiB, Algorithm::kChainTree),
   };
   net::Routing routing(topo);
   Simulator sim;

@@ -252,9 +252,17 @@ TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
 TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
   const NcclTuning tuning = NcclTuning::for_gpu("h100");
   // 8 servers of 8: NCCL's model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
-  // which our hierarchical schedule does too (our tree over all ranks would not).
+  // a channel pair per NIC, as our chain-tree does (our tree over all ranks would not).
   EXPECT_EQ(tuning.model_choice(Op::kAllReduce, 64, 8, 16 << 20).algo, NcclAlgo::kTree);
-  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 8, 16 << 20).algo, Algorithm::kHierarchical);
+  const ScheduleKey chain = tuning.plan(Op::kAllReduce, 64, 8, 16 << 20);
+  EXPECT_EQ(chain.algo, Algorithm::kChainTree);
+  EXPECT_EQ(chain.channels, 8);
+  EXPECT_EQ(chain.local_size, 8);
+  // NCCL's Tree latencies: hwLat per NVLink and per network hop, baseLat per call.
+  EXPECT_DOUBLE_EQ(chain.wire.inter_step_latency.as_us(),
+                   step_latency_us(NcclAlgo::kTree, chain.protocol, true));
+  EXPECT_DOUBLE_EQ(chain.wire.intra_step_latency.as_us(),
+                   step_latency_us(NcclAlgo::kTree, chain.protocol, false));
   // One GPU per server: the double binary tree itself.
   EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 1, 64 << 10).algo, Algorithm::kTree);
   // The fixed size rule when NCCL's choice is off.

@@ -101,6 +101,22 @@ TEST(VerifyOnData, NvlsTreeAllReduce) {
   }
 }
 
+// NCCL's tree across servers: a chain per server and a double binary tree between servers, per
+// channel; one server and several (odd counts too), one GPU per server and several, one channel,
+// one per GPU of a server and more channels than GPUs.
+TEST(VerifyOnData, ChainTreeAllReduce) {
+  const std::vector<std::tuple<int32_t, int32_t, int32_t>> shapes = {
+      {1, 1, 1}, {2, 1, 1}, {4, 4, 4},  {5, 1, 2},  {6, 2, 2},
+      {6, 3, 1}, {8, 2, 3}, {15, 5, 5}, {16, 8, 8}, {40, 8, 8}};
+  for (const auto& [n, local, channels] : shapes) {
+    for (int32_t chunks : {1, 3}) {
+      ScheduleKey key{Op::kAllReduce, Algorithm::kChainTree, n, chunks, local};
+      key.channels = channels;
+      expect_correct(key);
+    }
+  }
+}
+
 // Bruck's doubling for any group size, powers of two and not.
 TEST(VerifyOnData, PatAllGatherAndReduceScatter) {
   for (int32_t n : {1, 2, 3, 5, 6, 7, 8, 12, 13, 64}) {
@@ -157,10 +173,12 @@ TEST(VerifyOnData, MissingDataDependencyIsCaught) {
   hier.local_size = 4;
   ScheduleKey hier_chunked = hier;
   hier_chunked.chunks = 2;
+  ScheduleKey chain_tree{Op::kAllReduce, Algorithm::kChainTree, 12, 2, 3};
+  chain_tree.channels = 2;
   for (Case c : {Case{{Op::kAllReduce, Algorithm::kRing, 4}, "ring"},
                  Case{{Op::kAllReduce, Algorithm::kRing, 4, 2}, "ring chunked"},
                  Case{{Op::kAllReduce, Algorithm::kTree, 8, 2}, "tree"}, Case{hier, "hierarchical"},
-                 Case{hier_chunked, "hierarchical chunked"},
+                 Case{hier_chunked, "hierarchical chunked"}, Case{chain_tree, "chain-tree"},
                  Case{{Op::kBroadcast, Algorithm::kRing, 5, 2}, "broadcast"}}) {
     for (int32_t window : {1, 2, 8}) {
       c.key.window = window;

@@ -23,6 +23,7 @@ AlgorithmInfo direct_algorithm();        // direct.cc
 AlgorithmInfo nvls_algorithm();          // nvls.cc
 AlgorithmInfo nvls_tree_algorithm();     // nvls_tree.cc
 AlgorithmInfo pat_algorithm();           // pat.cc
+AlgorithmInfo chain_tree_algorithm();    // chain_tree.cc
 
 // NCCL's tree pipelining: halves of the buffer in pieces (down to 64 KiB) until there are 8 per
 // level of a tree over n ranks, so that the pipeline fills. (tree.cc)

@@ -19,7 +19,7 @@ const std::vector<AlgorithmInfo>& algorithm_table() {
   // half-built.
   static const std::vector<AlgorithmInfo> table = {
       ring_algorithm(), tree_algorithm(),      hierarchical_algorithm(), direct_algorithm(),
-      nvls_algorithm(), nvls_tree_algorithm(), pat_algorithm(),
+      nvls_algorithm(), nvls_tree_algorithm(), pat_algorithm(),          chain_tree_algorithm(),
   };
   return table;
 }
