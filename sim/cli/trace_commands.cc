@@ -116,6 +116,18 @@ double seconds_since(std::chrono::steady_clock::time_point t) {
 
 }  // namespace
 
+namespace {
+
+// Refuses a binary trace output that cannot be written before the trace is built (check_outputs),
+// and standard output, which a binary trace would garble.
+void check_trace_output(std::string_view option, const std::string& path, const CommandIo& io) {
+  if (path == "-")
+    throw UsageError(std::string(option) + " -: a binary trace is written to a file, not stdout");
+  check_outputs(io, {{option, path}});
+}
+
+}  // namespace
+
 int generate_command(const std::vector<std::string>& args, CommandIo& io) {
   std::string output;
   ConfigOptions config;
@@ -135,6 +147,7 @@ int generate_command(const std::vector<std::string>& args, CommandIo& io) {
   if (vm.count("help")) return io.out << opts << '\n', 0;
   const std::string path = positional(vm, "config");
   if (output.empty()) throw UsageError("give the output file with -o FILE.pb");
+  check_trace_output("-o", output, io);
   const auto start = std::chrono::steady_clock::now();
   const LoadedConfig loaded = config.load(path);
   const run::PreparedStep step = run::prepare_step(loaded.config, loaded.source);
@@ -258,6 +271,7 @@ int convert_command(const std::vector<std::string>& args, CommandIo& io) {
   if (!chakra.empty()) {
     if (output.empty() || !path.empty() || !to_chakra.empty())
       throw UsageError("convert --chakra PREFIX takes -o FILE.pb and nothing else to convert");
+    check_trace_output("-o", output, io);
     const compute::KernelCostModel cost(compute::load_gpu_profile(gpu.empty() ? "h100" : gpu));
     trace::ChakraSummary summary;
     const auto workload =
@@ -270,6 +284,7 @@ int convert_command(const std::vector<std::string>& args, CommandIo& io) {
   }
   if (path.empty() || to_chakra.empty())
     throw UsageError("give --chakra PREFIX -o FILE.pb, or FILE.pb --to-chakra PREFIX");
+  check_trace_output("--to-chakra", to_chakra + ".comm_groups.json", io);
   auto loaded = trace::from_trace(trace::read_trace_file(path), path);
   const auto workload =
       loaded.workload ? std::move(*loaded.workload) : trace::expand_layout(*loaded.step);

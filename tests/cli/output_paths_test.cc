@@ -111,6 +111,21 @@ TEST(OutputPaths, UnwritablePathsAreRefusedBeforeSimulating) {
                  folder, "is a folder");
   expect_refused({"memory", "--preset", "llama3-8b", "--json", missing}, "--json", missing,
                  "does not exist");
+  // Traces: before the trace is built or read.
+  expect_refused({"generate", "--preset", "llama3-8b", "-o", missing}, "-o", missing,
+                 "does not exist");
+  expect_refused({"convert", "--chakra", temp_path("no-trace"), "-o", folder}, "-o", folder,
+                 "is a folder");
+  const std::string prefix = temp_path("no-such-folder") + "/trace";
+  expect_refused({"convert", "any.pb", "--to-chakra", prefix}, "--to-chakra",
+                 prefix + ".comm_groups.json", "does not exist");
+}
+
+TEST(OutputPaths, ABinaryTraceIsNotWrittenToStdout) {
+  const auto result = run_cli({"generate", "--preset", "llama3-8b", "-o", "-"});
+  EXPECT_NE(result.code, 0);
+  EXPECT_NE(result.err.find("a binary trace is written to a file"), std::string::npos)
+      << result.err;
 }
 
 TEST(OutputPaths, AFolderWithoutWritePermissionIsRefused) {

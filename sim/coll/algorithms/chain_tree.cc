@@ -21,6 +21,7 @@
 // tree pattern lands one child server's traffic on the chain's second GPU; through the same NIC,
 // so the links carry the same bytes.)
 #include <algorithm>
+#include <bit>
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -144,15 +145,6 @@ Schedule build_chain_tree(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
-int32_t floor_log2(int32_t v) {
-  int32_t l = 0;
-  while (v > 1) {
-    v >>= 1;
-    ++l;
-  }
-  return l;
-}
-
 // NCCL's tree chunk (src/enqueue.cc, Simple protocol): one buffer slot (NCCL_BUFFSIZE /
 // NCCL_STEPS = 512 KiB), halved while a channel's share of the buffer holds fewer than 8 chunks
 // per level of the tree's depth (down to 128 KiB), then 4 (64 KiB), then 1 (32 KiB); the depth is
@@ -161,7 +153,7 @@ int32_t floor_log2(int32_t v) {
 // two trees), so past kChainTreeMessages the pieces grow until the schedule fits in it, though
 // never to fewer than kChainTreeMinChunks.
 Pipelining chain_tree_pipelining(int32_t n, int32_t local, Bytes size) {
-  const int32_t depth = std::max(1, local - 1 + floor_log2(std::max(1, n / local)));
+  const int32_t depth = std::max(1, local - 1 + static_cast<int32_t>(std::bit_width(static_cast<uint32_t>(std::max(1, n / local)))) - 1);
   const Bytes block = size / (2 * static_cast<Bytes>(local));
   Bytes piece = kSlot;
   while (block / piece < 8 * depth && piece > 128 * kKiB) piece /= 2;
