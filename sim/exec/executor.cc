@@ -838,10 +838,11 @@ void Executor::run_schedule(const coll::ScheduleKey& key,
                             const std::vector<net::VertexId>& vertices, Bytes bytes, int32_t copies,
                             std::function<void(const coll::RunStats&)> done) {
   if (fluid_ && coll::fluid_supported(key)) {
-    // Folded replicas stand for servers that load their links alike: a ring's segments on the
-    // other servers may then fold too.
-    const bool alike_servers =
-        fold_[static_cast<int>(Dim::kDp)] > 1 || fold_[static_cast<int>(Dim::kEdp)] > 1;
+    // Folded data-parallel replicas stand for servers that load their links alike: a ring's
+    // segments on the other servers may then fold too. Not with experts (only whole EDP
+    // replicas fold there): a server's NICs carry its own EP ranks' all-to-alls, which skewed
+    // routing makes differ from server to server.
+    const bool alike_servers = fold_[static_cast<int>(Dim::kDp)] > 1;
     coll::run_fluid_plan(sim_, network_, fluid_plans_.plan(network_, key, vertices, bytes, copies),
                          copies, std::move(done), alike_servers);
     return;
