@@ -65,9 +65,8 @@ void run_fluid_plan(Simulator& sim, net::Network& network, std::shared_ptr<const
 
 // Plans by (key, vertices, size, copies), for a run that calls the same collective of the same
 // group again and again (every bucket, layer and microbatch): a ring's plan costs O(ranks) route
-// and latency look-ups to build. Holds at most about kMaxCachedEdges edges (24 bytes each: 200
-// MB at most, reached only by rings of tens of thousands of GPUs);
-// beyond that it plans each call afresh.
+// and latency look-ups to build. Holds at most about kMaxCachedEdges edges (24 bytes each, so 200
+// MB, reached only by rings of tens of thousands of GPUs); beyond that it plans each call afresh.
 class FluidPlanCache {
  public:
   static constexpr std::size_t kMaxCachedEdges = std::size_t{1} << 23;
