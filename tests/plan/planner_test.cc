@@ -19,6 +19,16 @@ namespace {
 
 using testing_support::small_llama;
 
+// A search on `gpus` GPUs that simulates `simulate` layouts and refines `refine`, on two threads.
+PlanOptions options(int32_t gpus, int32_t simulate, int32_t refine) {
+  PlanOptions o;
+  o.gpus = gpus;
+  o.simulate = simulate;
+  o.refine = refine;
+  o.jobs = 2;
+  return o;
+}
+
 TEST(Planner, EveryLayoutUsesAllGpusAndKeepsTpInANode) {
   const auto base = small_llama({"parallel.global_batch_size=64"});
   const auto layouts = enumerate_layouts(base, 32, 8);
@@ -62,11 +72,7 @@ TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
   // Frequent interruptions, slow storage: goodput differs between layouts of 8 and 16 GPUs.
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100",
                            "reliability.interruptions_per_gpu_day=2", "reliability.restart_s=600"});
-  PlanOptions o;
-  o.gpus = 16;
-  o.simulate = 4;
-  o.refine = 0;
-  o.jobs = 2;
+  PlanOptions o = options(16, 4, 0);
   o.objective = Objective::kCost;
   const PlanResult r = plan_layouts(base, o);
   ASSERT_GE(r.ranked.size(), 2u);
@@ -85,11 +91,7 @@ TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
 
 TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
-  PlanOptions o;
-  o.gpus = 16;
-  o.simulate = 3;
-  o.refine = 0;  // every step on the same (analytical) network
-  o.jobs = 2;
+  PlanOptions o = options(16, 3, 0);  // every step on the same (analytical) network
   const PlanResult r = plan_layouts(base, o);
   ASSERT_EQ(r.simulated, 3);
   EXPECT_GE(r.enumerated, r.fitting);
@@ -131,11 +133,7 @@ TEST(Planner, SearchesSoftwareStacksOnlyWhenAsked) {
   }
   EXPECT_GT(all.invalid.at("software_stack"), 0);  // what the stacks refuse, counted
   // The ranking simulates them and names the stack of each candidate.
-  PlanOptions o;
-  o.gpus = 8;
-  o.simulate = 4;
-  o.refine = 0;
-  o.jobs = 2;
+  PlanOptions o = options(8, 4, 0);
   o.stacks = {clustersim::PYTORCH_FSDP};
   const PlanResult r = plan_layouts(base, o);
   ASSERT_FALSE(r.ranked.empty());
@@ -147,11 +145,7 @@ TEST(Planner, SearchesSoftwareStacksOnlyWhenAsked) {
 
 TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
-  PlanOptions o;
-  o.gpus = 16;
-  o.simulate = 4;
-  o.refine = 2;
-  o.jobs = 2;
+  PlanOptions o = options(16, 4, 2);
   const PlanResult r = plan_layouts(base, o);
   ASSERT_EQ(r.refined, 2);
   ASSERT_GE(r.ranked.size(), 3u);
@@ -170,11 +164,7 @@ TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
 
 TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
-  PlanOptions o;
-  o.gpus = 16;
-  o.simulate = 4;
-  o.refine = 2;
-  o.jobs = 2;
+  PlanOptions o = options(16, 4, 2);
   std::vector<std::pair<std::size_t, std::size_t>> calls;
   o.on_progress = [&calls](std::size_t done, std::size_t n) { calls.emplace_back(done, n); };
   const PlanResult r = plan_layouts(base, o);
@@ -188,11 +178,7 @@ TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
 
 TEST(Planner, TheReserveComesOffTheCapacityOfTheFitsTest) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
-  PlanOptions o;
-  o.gpus = 16;
-  o.simulate = 2;
-  o.refine = 0;
-  o.jobs = 2;
+  PlanOptions o = options(16, 2, 0);
   const PlanResult all = plan_layouts(base, o);
   const auto hbm =
       static_cast<double>(compute::hbm_capacity_bytes(compute::load_gpu_profile("h100")));

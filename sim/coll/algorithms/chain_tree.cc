@@ -21,8 +21,8 @@
 // tree pattern lands one child server's traffic on the chain's second GPU; through the same NIC,
 // so the links carry the same bytes.)
 #include <algorithm>
-#include <bit>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -153,7 +153,9 @@ Schedule build_chain_tree(const ScheduleKey& key) {
 // two trees), so past kChainTreeMessages the pieces grow until the schedule fits in it, though
 // never to fewer than kChainTreeMinChunks.
 Pipelining chain_tree_pipelining(int32_t n, int32_t local, Bytes size) {
-  const int32_t depth = std::max(1, local - 1 + static_cast<int32_t>(std::bit_width(static_cast<uint32_t>(std::max(1, n / local)))) - 1);
+  const auto servers = static_cast<uint32_t>(std::max(1, n / local));
+  const int32_t tree_depth = static_cast<int32_t>(std::bit_width(servers)) - 1;  // log2(servers)
+  const int32_t depth = std::max(1, local - 1 + tree_depth);
   const Bytes block = size / (2 * static_cast<Bytes>(local));
   Bytes piece = kSlot;
   while (block / piece < 8 * depth && piece > 128 * kKiB) piece /= 2;
