@@ -23,17 +23,19 @@ Time FluidContext::latency(uint32_t a, uint32_t b) const {
   return network.path_latency(vertices[a], vertices[b]) + step;
 }
 
+void FluidContext::add_edge(FluidLane& lane, uint32_t a, uint32_t b, double payload) const {
+  double scale = key.wire.byte_factor;
+  scale /= intra_node(a, b) ? key.wire.nvlink_efficiency : key.wire.net_efficiency;
+  const double wire = payload * scale;
+  stats.wire_bytes += static_cast<Bytes>(std::llround(wire));
+  lane.edges.push_back({vertices[a], vertices[b], wire});
+}
+
 void FluidContext::add_ring(FluidLane& lane, const std::vector<uint32_t>& ring,
                             double payload) const {
   if (ring.size() < 2) return;
-  for (std::size_t p = 0; p < ring.size(); ++p) {
-    const uint32_t a = ring[p], b = ring[(p + 1) % ring.size()];
-    double scale = key.wire.byte_factor;
-    scale /= intra_node(a, b) ? key.wire.nvlink_efficiency : key.wire.net_efficiency;
-    const double wire = payload * scale;
-    stats.wire_bytes += static_cast<Bytes>(std::llround(wire));
-    lane.edges.push_back({vertices[a], vertices[b], wire});
-  }
+  for (std::size_t p = 0; p < ring.size(); ++p)
+    add_edge(lane, ring[p], ring[(p + 1) % ring.size()], payload);
 }
 
 Time FluidContext::walk(const std::vector<uint32_t>& ring, int64_t length) const {

@@ -39,6 +39,8 @@ struct FluidContext {
   bool intra_node(uint32_t a, uint32_t b) const;
   // Route plus step latency of the connection a -> b, as a message on it pays after landing.
   Time latency(uint32_t a, uint32_t b) const;
+  // Adds the connection a -> b carrying `payload` bytes of data, scaled by the wire model.
+  void add_edge(FluidLane& lane, uint32_t a, uint32_t b, double payload) const;
   // Adds the ring's connections (position p -> p+1), each carrying `payload` bytes of data.
   void add_ring(FluidLane& lane, const std::vector<uint32_t>& ring, double payload) const;
   // The largest latency along `length` consecutive connections of the ring, cyclically.

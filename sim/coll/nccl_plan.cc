@@ -28,17 +28,14 @@ bool uniform(int32_t n, int32_t local) {
 // GPU per server, or across servers as rail-aligned channels (channel_ring), each node-ordered
 // through every GPU of a server and out on one NIC. NCCL's tree is a chain inside each server and
 // a double binary tree between servers, one channel pair per NIC: with one member per server that
-// is our double binary tree; with several, our chain-tree (`--algo chain_tree`) is the same
-// chains and trees per NIC, but it runs message by message (no fluid form yet), which makes a
-// data-parallel all-reduce at 256+ GPUs cost tens of seconds to simulate; until it has one, the
-// hierarchical schedule stands in for NCCL's choice (slower than NCCL's tree at 128+ servers:
-// 132 against chain_tree's 231 GB/s at 1,984 GPUs, 512 MiB).
+// is our double binary tree; with several, our chain-tree, whose fluid form (chain_tree.cc) keeps
+// a data-parallel all-reduce at any size cheap to simulate.
 Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
   if (algo == NcclAlgo::kNvlsTree) return Algorithm::kNvlsTree;
   if (algo == NcclAlgo::kPat) return Algorithm::kPat;
   const bool servers = local > 1 && local < n && uniform(n, local);
-  if (algo == NcclAlgo::kTree) return servers ? Algorithm::kHierarchical : Algorithm::kTree;
+  if (algo == NcclAlgo::kTree) return servers ? Algorithm::kChainTree : Algorithm::kTree;
   return resolve(Algorithm::kAuto, op);
 }
 

@@ -127,6 +127,38 @@ TEST(Fluid, RingsThatMixNvlinkAndNetworkHopsTakeTheirMessageScheduleTimeWithinAB
   EXPECT_GE(exact, cases / 2);
 }
 
+TEST(Fluid, ChainTreesTakeTheirMessageScheduleTimeWithinABound) {
+  // NCCL's Tree across servers of 2, 4 or 8 GPUs of a group (the data-parallel groups of TP 4, 2
+  // and 1) on 2 to 64 servers: the first chunk's trip plus chunks - 1 periods of the slowest hop
+  // (chain_tree.cc) stays within 9% fast and 5.5% slow of the message schedule, within 2% in a
+  // third of the cases.
+  const auto topo = cluster("dgx-h100", 512);
+  int close = 0, cases = 0;
+  for (const int32_t stride : {1, 2, 4}) {
+    for (const int32_t servers : {2, 5, 16, 64}) {
+      for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB}) {
+        if (servers == 64 && (stride > 1 || size > 16 * kMiB)) continue;  // kept short
+        const int32_t local = 8 / stride, n = servers * local;
+        SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(local) + " a server, " +
+                     std::to_string(size) + " bytes");
+        const auto key = kH100.plan(Op::kAllReduce, n, local, size, Algorithm::kChainTree);
+        ASSERT_TRUE(fluid_supported(key));
+        const auto vertices = gpus(topo, 0, n, stride);
+        const RunStats msg = time_run(topo, key, vertices, size, false);
+        const RunStats fluid = time_run(topo, key, vertices, size, true);
+        const double ratio =
+            (fluid.end - fluid.start).as_seconds() / (msg.end - msg.start).as_seconds();
+        EXPECT_GE(ratio, 0.91);
+        EXPECT_LE(ratio, 1.055);
+        EXPECT_EQ(fluid.bytes_sent, msg.bytes_sent);
+        close += std::abs(ratio - 1.0) < 0.02;
+        ++cases;
+      }
+    }
+  }
+  EXPECT_GE(close, cases / 3);
+}
+
 TEST(Fluid, SendRecvTakesItsMessageScheduleTime) {
   // Ring attention's hop: every rank sends its buffer to the next, inside a server or across.
   const auto topo = cluster("dgx-h100", 64);
@@ -165,7 +197,8 @@ TEST(Fluid, EveryFluidFormTakesItsMessageScheduleTimeWhereItFits) {
   };
   for (const AlgorithmInfo& a : algorithm_table()) {
     for (const OpForm& f : a.ops) {
-      if (f.fluid.fits == nullptr) continue;
+      // Chain-trees: their own bound above.
+      if (f.fluid.fits == nullptr || a.value == Algorithm::kChainTree) continue;
       SCOPED_TRACE(std::string(a.name) + " " + std::string(to_string(f.op)));
       int fitted = 0;
       for (const Shape s : {Shape{8, 8, 1}, Shape{8, 1, 8}, Shape{16, 8, 1}}) {
@@ -206,8 +239,8 @@ TEST(Fluid, ThePlanCacheReusesAPlanOnlyForTheSameCall) {
 TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {
   const auto topo = cluster("dgx-h100", 16);
   // A rail-aligned ring in chunks through a window; a tree, NVLS and all-to-all are not rings;
-  // hierarchical chunks pipeline through the phases; the chain-tree's chunks pipeline through
-  // chains and trees whose levels carry different loads.
+  // hierarchical chunks pipeline through the phases; a chain-tree inside one server is a chain
+  // whose NVLink hops set its pace, which its fluid form leaves to the network.
   ScheduleKey chunked = kH100.plan(Op::kReduceScatter, 16, 8, 64 * kMiB, Algorithm::kRing);
   chunked.chunks = 4;
   chunked.window = 2;
@@ -217,7 +250,7 @@ TEST(Fluid, SchedulesWithoutAFluidFormAreRefused) {
       kH100.plan(Op::kAllReduce, 8, 8, 64 * kMiB, Algorithm::kNvls),
       kH100.plan(Op::kAllToAll, 8, 8, 64 * kMiB),
       kH100.plan(Op::kAllReduce, 16, 8, 1 * kGiB, Algorithm::kHierarchical),
-      kH100.plan(Op::kAllReduce, 16, 8, 64 * kMiB, Algorithm::kChainTree),
+      kH100.plan(Op::kAllReduce, 8, 8, 64 * kMiB, Algorithm::kChainTree),
   };
   net::Routing routing(topo);
   Simulator sim;

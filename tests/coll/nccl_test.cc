@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/fluid.h"
 #include "sim/coll/nccl_model.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/nccl_test_case.h"
@@ -252,13 +253,12 @@ TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
 TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
   const NcclTuning tuning = NcclTuning::for_gpu("h100");
   // 8 servers of 8: NCCL's model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
-  // a channel pair per NIC, as our chain-tree does (our tree over all ranks would not). Until the
-  // chain-tree has a fluid form the hierarchical schedule stands in for NCCL's choice
-  // (our_algorithm in nccl_plan.cc).
+  // a channel pair per NIC, as our chain-tree does (our tree over all ranks would not), and the
+  // chain-tree is what NCCL's choice runs (our_algorithm in nccl_plan.cc), as a fluid transfer.
   EXPECT_EQ(tuning.model_choice(Op::kAllReduce, 64, 8, 16 << 20).algo, NcclAlgo::kTree);
-  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 8, 16 << 20).algo, Algorithm::kHierarchical);
-  const ScheduleKey chain = tuning.plan(Op::kAllReduce, 64, 8, 16 << 20, Algorithm::kChainTree);
+  const ScheduleKey chain = tuning.plan(Op::kAllReduce, 64, 8, 16 << 20);
   EXPECT_EQ(chain.algo, Algorithm::kChainTree);
+  EXPECT_TRUE(fluid_supported(chain));
   EXPECT_EQ(chain.channels, 8);
   EXPECT_EQ(chain.local_size, 8);
   // NCCL's Tree latencies: hwLat per NVLink and per network hop, baseLat per call.

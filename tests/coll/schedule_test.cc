@@ -249,12 +249,13 @@ TEST(AutoChunks, CutsBlocksIntoNcclSizedPiecesUpToACap) {
   // Chain-tree: a channel's tree carries S / (2 x GPUs per server) in NCCL's tree chunks, 512 KiB
   // halved while there are fewer than 8 per level of depth (7 + log2(servers)): 16 x 8 GPUs and
   // 32 MiB give 2 MiB halves in 64 KiB pieces (down to 128 KiB for 8 per level, then 64 KiB for
-  // 4). Past about a million messages the pieces grow, to no fewer than 16 per channel.
+  // 4). Past about four million messages the pieces grow, to no fewer than 16 per channel.
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, 32 * kMiB, 8), 32);
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, kGiB, 8), kMaxAutoChunks);
-  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 1024, kGiB, 8), 32);
-  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 2048, kGiB, 8), 16);
-  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 4096, kGiB, 8), 16);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 1024, kGiB, 8), kMaxAutoChunks);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 4096, kGiB, 8), 32);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 8192, kGiB, 8), 16);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16384, kGiB, 8), 16);
   // One GPU per server: NCCL's double binary tree, halves of the buffer, log2(64) levels.
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 64, 48 * kMiB, 1), 48);
   // The cap, and what never pipelines.

@@ -24,23 +24,26 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <span>
 #include <utility>
 #include <vector>
 
 #include "sim/coll/algorithms.h"
 #include "sim/coll/algorithms/entries.h"
+#include "sim/coll/fluid_form.h"
 
 namespace cs::coll {
 namespace {
 
-// What auto_chunks aims a chain-tree schedule at: about a million messages (some 50 MB of
-// schedule; 2,048 GPUs take about 2 s at 1 GiB), but never fewer than 16 chunks per channel.
-// The budget costs bandwidth at scale: every GPU of a chain and every server of a tree holds a
-// chunk until all of it has arrived, so the pipeline fills and drains in about 8 chunk-times on
+// What auto_chunks aims a chain-tree schedule at: about four million messages, but never fewer
+// than 16 chunks per channel. The fluid form costs the same at any chunk count; the budget bounds
+// the message schedule, run only with fluid collectives off (some 200 MB, and about 16 s for
+// 1,984 GPUs). It costs bandwidth at scale: every GPU of a chain and every server of a tree holds
+// a chunk until all of it has arrived, so the pipeline fills and drains in about 8 chunk-times on
 // 128 to 512 servers, which NCCL's 128 to 512 KiB chunks make negligible. On 1,984 H100s at
-// 512 MiB, 16 chunks per channel give 231 GB/s of bus bandwidth, 32 give 273 and 64 give 300;
-// NCCL's own 128 would take 8 million messages.
-constexpr int64_t kChainTreeMessages = int64_t{1} << 20;
+// 512 MiB, 16 chunks per channel give 231 GB/s of bus bandwidth, 32 give 273 and 64 (the
+// budget's) 300; NCCL's own 128 would take 8 million messages.
+constexpr int64_t kChainTreeMessages = int64_t{1} << 22;
 constexpr int64_t kChainTreeMinChunks = 16;
 
 // One (channel, tree) pair's tree over the group: the chain of server q starts at local index
@@ -74,75 +77,176 @@ struct ChannelTree {
   }
 };
 
+// One connection of a (channel, tree) pair's tree, as one chunk takes it.
+struct Hop {
+  uint32_t from, to;
+};
+
+// The n - 1 hops up, every GPU but the root to its parent (deepest servers first, each chain from
+// its last GPU to its first, so that a GPU's children come before it), then the n - 1 hops down,
+// every GPU to each of its children (root server first, each chain from its first GPU to its
+// last, so that a GPU's copy arrives before it passes it on).
+std::vector<Hop> chunk_hops(const ChannelTree& tree) {
+  std::vector<Hop> hops;
+  const std::vector<int32_t>& order = tree.servers.order;
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    const auto q = static_cast<uint32_t>(*it);
+    for (uint32_t i = tree.local; i-- > 0;)
+      if (!tree.root(q, i)) hops.push_back({tree.rank(q, i), tree.parent(q, i)});
+  }
+  for (const int32_t server : order) {
+    const auto q = static_cast<uint32_t>(server);
+    for (uint32_t i = 0; i < tree.local; ++i)
+      for (const int64_t child : tree.children(q, i))
+        if (child != kNone) hops.push_back({tree.rank(q, i), static_cast<uint32_t>(child)});
+  }
+  return hops;
+}
+
+std::array<TreeOrder, 2> server_trees(const ScheduleKey& key) {
+  const auto servers = static_cast<int32_t>(key.n / key.local_size);
+  return {tree_order(servers, 0), tree_order(servers, 1)};
+}
+
+ChannelTree channel_tree(const ScheduleKey& key, const std::array<TreeOrder, 2>& trees, uint32_t ch,
+                         uint32_t t) {
+  const auto local = static_cast<uint32_t>(key.local_size);
+  return ChannelTree{trees[t], local, ch % local};
+}
+
 // Units: (channel x 2 + tree) x chunks + chunk. Per chunk, per channel and tree, every GPU but the
 // root sends its partial sum up once (after all its children's have landed) and every GPU that
 // has children sends the sum down to each once (the root after its children's partial sums, the
-// others after their own copy arrived): 2 (n - 1) messages.
+// others after their own copy arrived): 2 (n - 1) messages, one per hop of chunk_hops.
 Schedule build_chain_tree(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
-  const auto local = static_cast<uint32_t>(key.local_size);
-  const uint32_t servers = n / local;
   const auto c = static_cast<uint32_t>(key.chunks);
   const auto channels = static_cast<uint32_t>(key.channels);
   ScheduleBuilder b(key, channels * 2 * c);
-  const std::array<TreeOrder, 2> server_trees{tree_order(static_cast<int32_t>(servers), 0),
-                                              tree_order(static_cast<int32_t>(servers), 1)};
-  // Per (channel, tree) p: up[p·n + r] rank r's sends to its parent, down[(p·n + r)·3 + slot] its
-  // sends to the child in that slot (ChannelTree::children).
-  const std::size_t pairs = std::size_t{channels} * 2;
-  std::vector<Connection> up(pairs * n), down(pairs * n * 3);
-  std::vector<int64_t> got(n, kNone);  // the message that brought the current chunk's sum to r
+  const auto trees = server_trees(key);
+  std::vector<std::vector<Hop>> hops;  // per (channel, tree) pair
+  for (uint32_t ch = 0; ch < channels; ++ch)
+    for (uint32_t t = 0; t < 2; ++t) hops.push_back(chunk_hops(channel_tree(key, trees, ch, t)));
+  // One connection per hop of each pair, the same hop chunk after chunk.
+  std::vector<std::vector<Connection>> connections;
+  for (const auto& h : hops) connections.emplace_back(h.size());
+  std::vector<std::vector<uint32_t>> sums(n);  // this chunk's partial sums that reached each GPU
+  std::vector<int64_t> got(n, kNone);  // the message that brought the chunk's sum to each GPU
   std::vector<uint32_t> deps;
   for (uint32_t j = 0; j < c; ++j) {
-    for (uint32_t ch = 0; ch < channels; ++ch) {
-      for (uint32_t t = 0; t < 2; ++t) {
-        const ChannelTree tree{server_trees[t], local, ch % local};
-        const std::size_t base = (std::size_t{ch} * 2 + t) * n;
-        const uint32_t unit = (ch * 2 + t) * c + j;
-        const auto up_of = [&](int64_t r) -> Connection& { return up[base + r]; };
-        // Reduce: deepest servers first, each chain from its last GPU to its first, so that every
-        // child's send of this chunk exists before its parent's.
-        for (auto it = tree.servers.order.rbegin(); it != tree.servers.order.rend(); ++it) {
-          const auto q = static_cast<uint32_t>(*it);
-          for (uint32_t i = local; i-- > 0;) {
-            if (tree.root(q, i)) continue;
-            const uint32_t r = tree.rank(q, i);
-            deps.clear();
-            up_of(r).add_window_dep(key.window, deps);
-            for (const int64_t child : tree.children(q, i))
-              if (child != kNone) deps.push_back(up_of(child).sends.back());
-            up_of(r).sends.push_back(
-                b.add(Message{r, tree.parent(q, i), unit, unit, 1, Action::kReduce}, deps));
-          }
-        }
-        // Broadcast: root server first, each chain from its first GPU to its last.
-        for (const int32_t server : tree.servers.order) {
-          const auto q = static_cast<uint32_t>(server);
-          for (uint32_t i = 0; i < local; ++i) {
-            const uint32_t r = tree.rank(q, i);
-            const std::array<int64_t, 3> children = tree.children(q, i);
-            for (std::size_t slot = 0; slot < children.size(); ++slot) {
-              if (children[slot] == kNone) continue;
-              const auto child = static_cast<uint32_t>(children[slot]);
-              Connection& conn = down[(base + r) * 3 + slot];
-              deps.clear();
-              conn.add_window_dep(key.window, deps);
-              if (tree.root(q, i)) {
-                for (const int64_t k : children)
-                  if (k != kNone) deps.push_back(up_of(k).sends.back());
-              } else {
-                deps.push_back(static_cast<uint32_t>(got[r]));
-              }
-              const uint32_t m = b.add(Message{r, child, unit, unit, 1, Action::kCopy}, deps);
-              conn.sends.push_back(m);
-              got[child] = m;
-            }
-          }
-        }
+    for (uint32_t p = 0; p < hops.size(); ++p) {
+      const uint32_t unit = p * c + j;
+      for (auto& s : sums) s.clear();
+      for (std::size_t h = 0; h < hops[p].size(); ++h) {
+        const Hop hop = hops[p][h];
+        const bool up = h < n - 1;
+        deps.clear();
+        connections[p][h].add_window_dep(key.window, deps);
+        // Up: after every child's partial sum. Down: the root after its children's partial sums,
+        // every other GPU after its own copy.
+        if (up || got[hop.from] == kNone)
+          deps.insert(deps.end(), sums[hop.from].begin(), sums[hop.from].end());
+        else
+          deps.push_back(static_cast<uint32_t>(got[hop.from]));
+        const uint32_t m = b.add(
+            Message{hop.from, hop.to, unit, unit, 1, up ? Action::kReduce : Action::kCopy}, deps);
+        connections[p][h].sends.push_back(m);
+        if (up)
+          sums[hop.to].push_back(m);
+        else
+          got[hop.to] = m;
       }
+      std::fill(got.begin(), got.end(), kNone);
     }
   }
   return std::move(b).build();
+}
+
+// A chunk's trip through one tree on an idle network: up from every leaf, each GPU passing its
+// sum on once all its children's have landed, to the root, and back down to every leaf, each hop
+// its message's transfer and latencies (the pipeline's fill and drain), the longest such path.
+// A hop between servers holds its sender's NIC and its receiver's for its transfer, so the two
+// child servers that send up to one server, and the two copies it sends down, go one after the
+// other where they meet.
+Time first_chunk_path(const FluidContext& ctx, const std::vector<Hop>& hops,
+                      std::span<const FluidContext::MessageCost> cost, uint32_t n) {
+  std::vector<Time> summed(n), copied(n), sending(n), receiving(n);
+  Time last;
+  for (std::size_t h = 0; h < hops.size(); ++h) {
+    const Hop hop = hops[h];
+    const bool up = h < n - 1;
+    Time start = up ? summed[hop.from] : copied[hop.from];
+    if (!ctx.intra_node(hop.from, hop.to)) {
+      start = std::max({start, sending[hop.from], receiving[hop.to]});
+      sending[hop.from] = receiving[hop.to] = start + cost[h].transfer;
+    }
+    const Time landed = start + cost[h].transfer + cost[h].route + cost[h].step;
+    if (up) {
+      summed[hop.to] = std::max(summed[hop.to], landed);
+      copied[hop.to] = summed[hop.to];  // the root's copy is its own sum
+    } else {
+      copied[hop.to] = landed;
+      last = std::max(last, landed);
+    }
+  }
+  return last;
+}
+
+// A chain-tree pair as fluid transfers: each (channel, tree) one lane over its 2 (n - 1) hops,
+// each hop carrying the tree's half of the channel's share once. The chunks pipeline through the
+// tree, so on an idle network the message schedule ends after the first chunk's trip
+// (first_chunk_path) and chunks - 1 periods of its slowest hop. A hop's period is the longer of
+// its message's transfer plus its route latency once per window of sends, and, between servers,
+// its transfer while the phase's other hops share its NIC: the other connections on a link fill
+// one connection's route gaps, so the two do not add up. NVLink's sharing is left out of the
+// period (a chain's short NVLink transfers interleave rather than queue) and to the network,
+// which runs no lane faster than its share of the links. The walk is what that adds to the
+// lane's time alone; tests/coll/fluid_test bounds the gap (from 9% fast to 5.5% slow).
+std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
+  const ScheduleKey& key = ctx.key;
+  const auto n = static_cast<uint32_t>(key.n);
+  const auto channels = static_cast<uint32_t>(key.channels);
+  const double payload = static_cast<double>(ctx.size) / (2.0 * channels);
+  const auto trees = server_trees(key);
+  FluidPhase phase;
+  std::vector<std::vector<Hop>> hops;
+  for (uint32_t ch = 0; ch < channels; ++ch) {
+    for (uint32_t t = 0; t < 2; ++t) {
+      hops.push_back(chunk_hops(channel_tree(key, trees, ch, t)));
+      FluidLane& lane = phase.emplace_back();
+      for (const Hop hop : hops.back()) ctx.add_edge(lane, hop.from, hop.to, payload);
+    }
+  }
+  const auto costs = ctx.message_costs(phase, key.chunks);
+  for (std::size_t l = 0; l < phase.size(); ++l) {
+    Time period;
+    for (std::size_t h = 0; h < hops[l].size(); ++h) {
+      const auto& c = costs[l][h];
+      const bool network = !ctx.intra_node(hops[l][h].from, hops[l][h].to);
+      period = std::max({period, c.transfer + Time::ps(c.route.count_ps() / key.window),
+                         network ? c.shared : Time{}});
+    }
+    const Time total = first_chunk_path(ctx, hops[l], costs[l], n) +
+                       Time::ps((key.chunks - 1) * period.count_ps());
+    // The network runs a lane for the longer of its time alone plus its walk and its time among
+    // the phase's other lanes (Network::send_fluid), so the walk is what `total` adds to the
+    // lane's time alone.
+    const auto solo = ctx.message_costs(FluidPhase{phase[l]}, key.chunks);
+    Time alone;
+    for (const auto& c : solo.front())
+      alone = std::max(alone, Time::ps(key.chunks * c.shared.count_ps()));
+    phase[l].walk = std::max(Time{}, total - alone);
+  }
+  ctx.stats.bytes_sent = 2 * static_cast<Bytes>(n - 1) * ctx.size;
+  ctx.stats.messages = static_cast<uint32_t>(
+      std::min<int64_t>(int64_t{channels} * 2 * key.chunks * 2 * (n - 1), UINT32_MAX));
+  return {std::move(phase)};
+}
+
+// Across servers, where the network's hops set the period. Inside one server the chain's NVLink
+// hops do, which chain_tree_fluid_phases leaves to the network.
+bool chain_tree_fluid_fits(const ScheduleKey& key) {
+  return key.local_size >= 1 && key.n > key.local_size;
 }
 
 // NCCL's tree chunk (src/enqueue.cc, Simple protocol): one buffer slot (NCCL_BUFFSIZE /
@@ -179,6 +283,7 @@ AlgorithmInfo chain_tree_algorithm() {
   all_reduce.pipelining = chain_tree_pipelining;
   all_reduce.channels = true;
   all_reduce.server_layout = "chain-tree all-reduce";
+  all_reduce.fluid = {chain_tree_fluid_fits, chain_tree_fluid_phases};
   a.ops.push_back(all_reduce);
   return a;
 }
