@@ -22,9 +22,10 @@ for op in all_gather reduce_scatter all_to_all; do
   "$bin" collective --op "$op" --gpus 64 --topology dgx-h100 --sizes "$sizes" \
     --json "$out/${op}_64xh100.json" >"$out/${op}_64xh100.txt"
 done
-# The scale check: the 128 data-parallel rings of TP 8 x PP 16 x DP 128, all at once.
+# The scale check: the 128 data-parallel rings of TP 8 x PP 16 x DP 128, all at once, as fluid
+# transfers (the README's example).
 "$bin" collective --op all_reduce --algo ring --gpus 16384 --group-size 128 --group-stride 128 \
-  --topology llama3-24k --sizes 1G --json "$out/llama3_dp_rings_16384.json" \
+  --topology llama3-24k --sizes 1G --fluid --json "$out/llama3_dp_rings_16384.json" \
   | sed 's/ *[0-9.]*$//' >"$out/llama3_dp_rings_16384.txt"
 "$py" $plots/busbw.py "$out/busbw_64xh100.png" \
   "$out"/all_reduce_{ring,tree,hierarchical}_64xh100.json \

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/coll/algorithms/registry.h"
+
 namespace cs::coll {
 
 Bytes Schedule::unit_bytes(uint32_t begin, uint32_t end, Bytes size) const {
@@ -45,6 +47,7 @@ uint32_t ScheduleBuilder::add(const Message& m, std::span<const uint32_t> deps) 
     throw std::invalid_argument("message slice out of the buffer");
   }
   const uint32_t index = size();
+  if (index >= kMaxScheduleMessages) refuse_too_many_messages();
   const std::size_t first = s_.deps_.size();
   for (uint32_t d : deps) {
     if (d >= index) {
@@ -60,6 +63,20 @@ uint32_t ScheduleBuilder::add(const Message& m, std::span<const uint32_t> deps) 
   s_.dep_begin_.push_back(static_cast<uint32_t>(s_.deps_.size()));
   s_.max_deps_ = std::max(s_.max_deps_, static_cast<uint32_t>(s_.deps_.size() - first));
   return index;
+}
+
+void ScheduleBuilder::refuse_too_many_messages() const {
+  const ScheduleKey& k = s_.key_;
+  const OpForm* form = find_form(k.algo, k.op);
+  const bool fluid = form != nullptr && form->fluid.fits != nullptr && form->fluid.fits(k);
+  throw std::invalid_argument(
+      std::string(to_string(k.algo)) + " " + std::string(to_string(k.op)) + " over " +
+      std::to_string(k.n) + " ranks (" + std::to_string(k.chunks) + " chunks, " +
+      std::to_string(k.channels) + " channels) takes more than " +
+      std::to_string(kMaxScheduleMessages) + " messages, too many to run message by message; " +
+      (fluid ? "run it as fluid transfers (collective --fluid, simulation.fluid_collectives=true)"
+               " or over a smaller group"
+             : "it has no fluid form: run it over a smaller group"));
 }
 
 Schedule ScheduleBuilder::build() && {

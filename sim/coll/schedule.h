@@ -2,6 +2,7 @@
 #pragma once
 
 #include <compare>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <span>
@@ -122,6 +123,12 @@ class Schedule {
   std::vector<uint32_t> dependents_;
 };
 
+// The most messages one schedule may hold: about 400 MB (24 bytes a message and some 24 of
+// dependency lists), and a few seconds to build. A ring over thousands of ranks, or an
+// all-to-all over tens of thousands, would take gigabytes and minutes message by message; their
+// fluid forms (fluid.h) or smaller groups are the way to run them.
+inline constexpr std::size_t kMaxScheduleMessages = std::size_t{1} << 23;
+
 // Appends messages in an order where every dependency already exists, which makes cycles
 // impossible by construction.
 class ScheduleBuilder {
@@ -138,6 +145,7 @@ class ScheduleBuilder {
   Schedule build() &&;
 
  private:
+  [[noreturn]] void refuse_too_many_messages() const;
   Schedule s_;
 };
 

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
@@ -65,6 +66,29 @@ TEST(ScheduleBuilder, StoresDepsAndDependentsAsInverseCsr) {
             (std::vector<uint32_t>{c, d}));
   EXPECT_TRUE(s.dependents(d).empty());
   EXPECT_EQ(s.max_deps(), 2u);
+}
+
+// Fills a builder for `key` to the cap and returns what the next message's refusal says.
+std::string refusal_past_the_cap(const ScheduleKey& key) {
+  ScheduleBuilder b(key, 1);
+  for (std::size_t m = 0; m < kMaxScheduleMessages; ++m) b.add(Message{0, 1, 0, 0, 1});
+  try {
+    b.add(Message{0, 1, 0, 0, 1});
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ScheduleBuilder, RefusesMoreMessagesThanTheCapAndSaysWhatToRunInstead) {
+  // A ring inside one server has a fluid form; an all-to-all has none.
+  const ScheduleKey ring{.op = Op::kAllReduce, .algo = Algorithm::kRing, .n = 8, .node_size = 8};
+  const std::string ring_refusal = refusal_past_the_cap(ring);
+  EXPECT_NE(ring_refusal.find("ring all_reduce over 8 ranks"), std::string::npos) << ring_refusal;
+  EXPECT_NE(ring_refusal.find("--fluid"), std::string::npos) << ring_refusal;
+  const ScheduleKey all_to_all{.op = Op::kAllToAll, .algo = Algorithm::kDirect, .n = 8};
+  const std::string direct_refusal = refusal_past_the_cap(all_to_all);
+  EXPECT_NE(direct_refusal.find("no fluid form"), std::string::npos) << direct_refusal;
 }
 
 TEST(Schedule, UnitBytesSplitExactlyAndAddUp) {
