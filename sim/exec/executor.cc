@@ -354,7 +354,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       // GPU with communication.
       const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
       if (interference_ && o.stream == Stream::kCompute && gpu_kernel)
-        start_kernel(rank, op);
+        start_kernel(rank, op, duration);
       else
         sim_.schedule_in(duration, [this, rank, op] { complete(rank, op); });
       break;
@@ -387,7 +387,7 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
   return variability_->duration(nominal, rank, op);
 }
 
-void Executor::start_kernel(int32_t rank, uint32_t op) {
+void Executor::start_kernel(int32_t rank, uint32_t op, Time isolated) {
   const auto& program = program_of(rank);
   const Op& o = program.ops[op];
   RunningKernel& k = running_[static_cast<std::size_t>(rank)];
@@ -402,7 +402,7 @@ void Executor::start_kernel(int32_t rank, uint32_t op) {
     k.hbm_bytes = kernel.bytes;
     k.ctas = kernel_ctas_[static_cast<std::size_t>(&program - programs_.data())][o.kernel];
   }
-  k.isolated = compute_duration(rank, op);
+  k.isolated = isolated;
   k.started = k.since = sim_.now();
   k.left_ps = static_cast<double>(k.isolated.count_ps());
   k.slowdown = 1;

@@ -289,7 +289,8 @@ class Executor {
   }
   void notify_observer(int32_t rank, uint32_t op, Time start);
   void rank_finished(int32_t rank);
-  void start_kernel(int32_t rank, uint32_t op);
+  // Starts a compute-stream kernel that lasts `isolated` (compute_duration) while alone.
+  void start_kernel(int32_t rank, uint32_t op, Time isolated);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
   CommPath path_of(const workload::Op& o) const;
