@@ -161,12 +161,30 @@ void Executor::init_ranks() {
   stats_.resize(world);
   done_bits_.assign(world * words_per_rank_, 0);
   static_assert(workload::kNumStreams <= 32, "RankState::startable holds a bit per stream");
+  rank_programs_.resize(world);
+  ep_coord_.resize(world);
   for (int32_t r = 0; r < layout_.world(); ++r) {
+    const auto i = static_cast<std::size_t>(r);
+    rank_programs_[i] = rank_program_.empty()
+                            ? &programs_[static_cast<std::size_t>(layout_.coord(r, Dim::kPp))]
+                            : &programs_[rank_program_[i]];
+    ep_coord_[i] = layout_.coord(r, Dim::kEp);
     const auto& program = program_of(r);
     ranks_[r].ops_left = static_cast<uint32_t>(program.ops.size());
-    for (int s = 0; s < workload::kNumStreams; ++s)
-      if (!program.streams[s].empty()) ranks_[r].startable |= 1u << s;
+    for (int s = 0; s < workload::kNumStreams; ++s) {
+      if (program.streams[s].empty()) continue;
+      ranks_[r].startable |= 1u << s;
+      load_head_deps(r, s);
+    }
   }
+}
+
+void Executor::load_head_deps(int32_t rank, int s) {
+  RankState& st = ranks_[rank];
+  const auto& program = program_of(rank);
+  const Op& o = program.ops[program.streams[s][st.head[s]]];
+  st.dep_next[s] = o.deps_begin;
+  st.dep_end[s] = o.deps_end;
 }
 
 coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
@@ -243,6 +261,12 @@ int32_t Executor::simulated_rank_of(int32_t rank) const {
 
 void Executor::start() {
   choose_folding();
+  if (interference_) {
+    kernel_ctas_.resize(programs_.size());
+    for (std::size_t p = 0; p < programs_.size(); ++p)
+      for (const auto& call : programs_[p].kernels)
+        kernel_ctas_[p].push_back(kernel_ctas(*interference_, call.kernel));
+  }
   const auto folded = static_cast<int32_t>(represented_.size());
   for (int32_t r = 0; r < layout_.world(); ++r) {
     if (!is_simulated(r)) {
@@ -269,12 +293,9 @@ void Executor::try_start(int32_t rank) {
     const uint32_t later = st.startable >> s;
     if (later == 0) break;
     s += std::countr_zero(later);
-    const uint32_t op = program.streams[s][st.head[s]];
-    const Op& o = program.ops[op];
-    bool ready = true;
-    for (uint32_t d = o.deps_begin; d < o.deps_end && ready; ++d)
-      ready = is_done(rank, program.deps[d]);
-    if (ready) start_op(rank, op);
+    uint32_t& d = st.dep_next[s];
+    while (d < st.dep_end[s] && is_done(rank, program.deps[d])) ++d;
+    if (d == st.dep_end[s]) start_op(rank, program.streams[s][st.head[s]]);
   }
 }
 
@@ -333,7 +354,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       // GPU with communication.
       const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
       if (interference_ && o.stream == Stream::kCompute && gpu_kernel)
-        start_kernel(rank, op);
+        start_kernel(rank, op, duration);
       else
         sim_.schedule_in(duration, [this, rank, op] { complete(rank, op); });
       break;
@@ -359,15 +380,14 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
   const Op& o = program.ops[op];
   const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
   // Expert work runs as long as the tokens this rank's experts got.
-  const Time nominal =
-      o.varies < program.rank_times.size()
-          ? program.rank_times[o.varies][static_cast<std::size_t>(layout_.coord(rank, Dim::kEp))]
-          : o.duration;
+  const Time nominal = o.varies < program.rank_times.size()
+                           ? program.rank_times[o.varies][static_cast<std::size_t>(ep_coord_[rank])]
+                           : o.duration;
   if (!variability_ || !gpu_kernel) return nominal;
   return variability_->duration(nominal, rank, op);
 }
 
-void Executor::start_kernel(int32_t rank, uint32_t op) {
+void Executor::start_kernel(int32_t rank, uint32_t op, Time isolated) {
   const auto& program = program_of(rank);
   const Op& o = program.ops[op];
   RunningKernel& k = running_[static_cast<std::size_t>(rank)];
@@ -380,9 +400,9 @@ void Executor::start_kernel(int32_t rank, uint32_t op) {
     const compute::Kernel& kernel = program.kernels[o.kernel].kernel;
     k.kind = kernel.kind;
     k.hbm_bytes = kernel.bytes;
-    k.ctas = kernel_ctas(*interference_, kernel);
+    k.ctas = kernel_ctas_[static_cast<std::size_t>(&program - programs_.data())][o.kernel];
   }
-  k.isolated = compute_duration(rank, op);
+  k.isolated = isolated;
   k.started = k.since = sim_.now();
   k.left_ps = static_cast<double>(k.isolated.count_ps());
   k.slowdown = 1;
@@ -447,7 +467,10 @@ void Executor::complete(int32_t rank, uint32_t op) {
   if (!free) {
     st.busy[s] = false;
     if (observer_) notify_observer(rank, op, st.started[s]);
-    if (++st.head[s] < program.streams[s].size()) st.startable |= 1u << s;
+    if (++st.head[s] < program.streams[s].size()) {
+      st.startable |= 1u << s;
+      load_head_deps(rank, s);
+    }
   }
   ++ops_done_;
   st.last_done_class = o.op_class;

@@ -198,6 +198,10 @@ class Executor {
  private:
   struct RankState {
     std::array<uint32_t, workload::kNumStreams> head{};  // next position in each stream
+    // Per stream, the head op's dependencies still to check: [dep_next, dep_end) in the program's
+    // deps (those before dep_next are done). Kept here so that a stream waiting on another rank
+    // rechecks one dependency without reading its op again.
+    std::array<uint32_t, workload::kNumStreams> dep_next{}, dep_end{};
     std::array<bool, workload::kNumStreams> busy{};
     // Bit s: stream s is idle with ops left, so try_start visits only those streams.
     uint32_t startable = 0;
@@ -244,9 +248,10 @@ class Executor {
   };
 
   const workload::Program& program_of(int32_t rank) const {
-    if (!rank_program_.empty()) return programs_[rank_program_[static_cast<std::size_t>(rank)]];
-    return programs_[static_cast<std::size_t>(layout_.coord(rank, workload::Dim::kPp))];
+    return *rank_programs_[static_cast<std::size_t>(rank)];
   }
+  // Points the head op of `rank`'s stream `s` at its dependencies (RankState::dep_next).
+  void load_head_deps(int32_t rank, int s);
   // The topology vertex of `rank`'s GPU under the placement.
   net::VertexId gpu_of(int32_t rank) const {
     return topology_.gpu(gpu_index_.empty() ? rank : gpu_index_[static_cast<std::size_t>(rank)]);
@@ -284,7 +289,8 @@ class Executor {
   }
   void notify_observer(int32_t rank, uint32_t op, Time start);
   void rank_finished(int32_t rank);
-  void start_kernel(int32_t rank, uint32_t op);
+  // Starts a compute-stream kernel that lasts `isolated` (compute_duration) while alone.
+  void start_kernel(int32_t rank, uint32_t op, Time isolated);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
   CommPath path_of(const workload::Op& o) const;
@@ -311,6 +317,10 @@ class Executor {
   std::optional<workload::Layout> own_layout_;  // explicit workloads: 1 x 1 x 1 x world
   const workload::Layout& layout_;
   const std::vector<workload::Program>& programs_;
+  std::vector<const workload::Program*> rank_programs_;  // per rank, set by init_ranks
+  std::vector<int32_t> ep_coord_;                        // per rank: its expert-parallel index
+  // Per program, per kernel: its thread blocks under interference (kernel_ctas), set by start().
+  std::vector<std::vector<int64_t>> kernel_ctas_;
   std::vector<int32_t> gpu_index_;  // rank -> GPU index (empty: the identity)
   std::function<void()> on_finished_;
   coll::ScheduleCache schedules_;

@@ -254,6 +254,17 @@ void run_parallel(std::size_t n, int32_t jobs, const std::function<void(std::siz
   for (auto& t : threads) t.join();
   if (error) std::rethrow_exception(error);
 }
+
+// A candidate's config as the planner simulates it: on `network`, and with steady-state
+// microbatch extrapolation unless the base config chose (a step of ~1,000 microbatches per
+// replica is simulated as two of a few dozen; sim/run/extrapolation.h).
+RunConfig simulated_config(const RunConfig& config, clustersim::NetworkMode network) {
+  RunConfig sim = config;
+  sim.set_network(network);
+  if (!sim.simulation().has_microbatch_extrapolation())
+    sim.mutable_simulation()->set_microbatch_extrapolation(true);
+  return sim;
+}
 }  // namespace
 
 PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
@@ -319,8 +330,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   if (options.on_progress) options.on_progress(0, mine.size());
   run_parallel(mine.size(), jobs, [&](std::size_t k) {
     Candidate& c = fitting[mine[k]];
-    RunConfig sim = c.config;
-    sim.set_network(options.search_network);
+    const RunConfig sim = simulated_config(c.config, options.search_network);
     try {
       c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
       c.simulated = true;
@@ -363,8 +373,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
     if (options.on_progress) options.on_progress(0, refine);
     run_parallel(refine, jobs, [&](std::size_t i) {
       Candidate& c = result.ranked[i];
-      RunConfig sim = c.config;
-      sim.set_network(clustersim::CONGESTION_AWARE);
+      const RunConfig sim = simulated_config(c.config, clustersim::CONGESTION_AWARE);
       c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
       c.refined = true;
       c.dollars = c.report.cost.dollars;

@@ -266,6 +266,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   if (r.moe.enabled) j["moe"] = moe_json(r.moe);
   j["cost"] = cost_json(r.cost);
   j["events"] = r.events;
+  if (!r.extrapolated_from.empty()) j["extrapolated_from_microbatches"] = r.extrapolated_from;
   if (include_host) {
     j["wall_time_s"] = r.wall_time_s;
     j["peak_rss_mb"] = r.peak_rss_mb;
@@ -348,6 +349,16 @@ void print_table(std::ostream& out, const StepReport& r) {
                     : std::string("never finishes: interruptions outpace checkpoints"));
   row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
                         fmt("%.0f MB", r.peak_rss_mb));
+  if (!r.extrapolated_from.empty()) {
+    std::string runs;
+    for (std::size_t i = 0; i < r.extrapolated_from.size(); ++i)
+      runs += (i == 0                                ? ""
+               : i + 1 == r.extrapolated_from.size() ? " and "
+                                                     : ", ") +
+              std::to_string(r.extrapolated_from[i]);
+    row("  extrapolated", "to " + std::to_string(r.microbatches) + " microbatches from runs of " +
+                              runs + " (the last two's steady slope)");
+  }
 }
 
 }  // namespace cs::report

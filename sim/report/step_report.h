@@ -133,6 +133,10 @@ struct StepReport {
   std::string software_stack = "MEGATRON_TE";
   int32_t gpus = 0;
   int32_t microbatches = 0;
+  // Microbatch counts of the short runs the step was extrapolated from, the last two giving the
+  // slope (steady-state extrapolation, sim/run/extrapolation.h); empty: every microbatch was
+  // simulated.
+  std::vector<int32_t> extrapolated_from;
   int64_t tokens_per_step = 0;
 
   double iteration_time_s = 0;

@@ -23,6 +23,7 @@
 #include "sim/report/kernel_breakdown.h"
 #include "sim/report/report_check.h"
 #include "sim/run/executor_setup.h"
+#include "sim/run/extrapolation.h"
 #include "sim/run/footprint.h"
 #include "sim/run/moe_figures.h"
 #include "sim/run/post_validation.h"
@@ -70,15 +71,15 @@ std::string layout_text(const clustersim::ParallelConfig& p) {
 
 // Offload figures: host bytes per GPU against the node's share, and the offload ops' time per
 // step on the stage where they take longest.
-static void fill_offload(report::StepReport& r, const clustersim::RunConfig& config,
-                         const std::vector<workload::Program>& programs) {
+static report::OffloadFigures offload_figures(const clustersim::RunConfig& config,
+                                              const std::vector<workload::Program>& programs) {
   using clustersim::OffloadConfig;
   const auto& off = config.offload();
-  auto& o = r.offload;
+  report::OffloadFigures o;
   o.optimizer = OffloadConfig::Target_Name(off.optimizer());
   o.parameters = OffloadConfig::Target_Name(off.parameters());
   o.enabled = off.optimizer() != OffloadConfig::NONE || off.parameters() != OffloadConfig::NONE;
-  if (!o.enabled) return;
+  if (!o.enabled) return o;
   const cost::HostFigures host = cost::host_figures(config.cluster().gpu(), off);
   for (std::size_t s = 0; s < programs.size(); ++s) {
     const auto& prog = programs[s];
@@ -102,6 +103,7 @@ static void fill_offload(report::StepReport& r, const clustersim::RunConfig& con
   o.host_nvme_capacity_gb = host.nvme_per_gpu() / 1e9;
   o.fits_host =
       o.host_dram_gb <= o.host_dram_capacity_gb && o.host_nvme_gb <= o.host_nvme_capacity_gb;
+  return o;
 }
 
 void apply_gradient_accumulation(clustersim::RunConfig& config, const std::string& source) {
@@ -143,6 +145,8 @@ void validate_plan_fields(const clustersim::RunConfig& config, const std::string
   if (sim.has_memory_limit_gb())
     require_range(sim.memory_limit_gb(), 0, 1e9, source, "simulation.memory_limit_gb",
                   "GiB, 0 for this machine's available memory");
+  require_int_range(sim.extrapolation_min_microbatches(), 0, 1 << 16, source,
+                    "simulation.extrapolation_min_microbatches", "microbatches per replica");
   cost::validate_cost(config.cost(), source);
   cost::validate_offload(config.offload(), source);
   if (config.offload().parameters() != clustersim::OffloadConfig::NONE && par.zero_stage() != 3)
@@ -231,7 +235,9 @@ void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
   r.comm_bytes_network = bytes(net::LinkClass::kNetwork);
 }
 
-PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
+// Validates and resolves `original` and builds each stage's work (no programs yet).
+static PreparedStep prepare_config(const clustersim::RunConfig& original, const std::string& source,
+                                   std::vector<workload::StageWork>& works) {
   clustersim::RunConfig config = original;
   canonicalize_preset_names(config);  // sweep points set cluster.gpu without load_run_config
   validate_plan_fields(config, source);
@@ -251,24 +257,46 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
   const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
                                       compute::cost_options(config));
+  const bool split = workload::schedule_info(workload::pipeline_schedule_of(par)).splits_backward;
+  for (int32_t s = 0; s < par.pp(); ++s)
+    works.push_back(build_stage_work(prepared.config, s, cost, split));
+  prepared.costs = phase_costs(works[static_cast<std::size_t>(par.pp() / 2)]);
+  return prepared;
+}
 
-  // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
+// Every stage's exact order of work items for the config's microbatch count.
+static std::vector<std::vector<workload::WorkItem>> stage_orders(
+    const clustersim::RunConfig& config, const StageCosts& costs) {
+  const auto& par = config.parallel();
   const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = workload::schedule_info(schedule).splits_backward;
   const int32_t p = par.pp(), v = par.virtual_stages();
   const int32_t m = workload::num_microbatches(par);
-  std::vector<workload::StageWork> works;
-  for (int32_t s = 0; s < p; ++s)
-    works.push_back(build_stage_work(prepared.config, s, cost, split));
-  prepared.costs = phase_costs(works[static_cast<std::size_t>(p / 2)]);
-  const StageCosts& costs = prepared.costs;
-  const auto orders =
-      split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
-            : workload::pipeline_orders(schedule, p, m, v);
+  return workload::schedule_info(schedule).splits_backward
+             ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
+             : workload::pipeline_orders(schedule, p, m, v);
+}
+
+// Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks; with `programs`
+// false only each stage's peak of held activations.
+static void build_programs(PreparedStep& prepared, const std::vector<workload::StageWork>& works,
+                           bool programs = true) {
+  const auto schedule = workload::pipeline_schedule_of(prepared.config.parallel());
+  const int32_t p = prepared.config.parallel().pp();
+  const auto orders = stage_orders(prepared.config, prepared.costs);
+  prepared.programs.clear();
+  prepared.peak_held.clear();
   for (int32_t s = 0; s < p; ++s) {
-    prepared.programs.push_back(workload::build_stage_program(works[s], orders[s], schedule, s, p));
+    if (programs)
+      prepared.programs.push_back(
+          workload::build_stage_program(works[s], orders[s], schedule, s, p));
     prepared.peak_held.push_back(workload::peak_held_activations(orders[s]));
   }
+}
+
+PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
+  std::vector<workload::StageWork> works;
+  PreparedStep prepared = prepare_config(original, source, works);
+  build_programs(prepared, works);
   return prepared;
 }
 
@@ -289,19 +317,9 @@ void retime(std::vector<workload::Program>& programs, const compute::KernelCostM
   }
 }
 
-report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
-                                 const SimulationOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  PreparedStep prepared = prepare_step(config, source);
-  auto report = simulate_prepared(prepared, source, options);
-  report.wall_time_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  return report;
-}
-
-report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& source,
-                                     const SimulationOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
+// Runs the prepared programs on the config's cluster to the end of the step.
+static StepOutcome run_programs(PreparedStep& prepared, const std::string& source,
+                                const SimulationOptions& options) {
   const clustersim::RunConfig& config = prepared.config;
   const auto& par = config.parallel();
   auto topo_desc = net::resolve_topology(config.cluster().topology());
@@ -335,13 +353,8 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
     prepared.timed_for_gpu = config.cluster().gpu();
   }
   const std::vector<workload::Program>& programs = prepared.programs;
-  const StageCosts& costs = prepared.costs;
   refuse_if_too_big(estimate_footprint(topology, routing, layout, programs),
                     config.simulation().memory_limit_gb(), source);
-  const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = workload::schedule_info(schedule).splits_backward;
-  const int32_t p = par.pp(), v = par.virtual_stages();
-  const int32_t m = workload::num_microbatches(par);
 
   Simulator sim;
   const net::NetworkMode mode = network_mode(config.network());
@@ -370,6 +383,36 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       sim, [&] { return executor.progress(); }, options.on_progress);
   executor.require_finished(source + ": the step cannot complete", 8);
 
+  StepOutcome out;
+  out.stats = executor.rank_stats();
+  out.step_end = executor.step_end();
+  out.comm = executor.comm();
+  out.traffic = network->stats();
+  out.events = sim.events_processed();
+  const compute::KernelCostModel timing(gpu, compute::cost_options(config));
+  out.kernel_groups = report::kernel_time_by_group(programs, &timing);
+  out.offload = offload_figures(config, programs);
+  if (ranks_differ)
+    out.variability = variability_figures(out.stats, layout, out.step_end,
+                                          compute_var ? &*compute_var : nullptr, degraded.links);
+  out.topology_name = topology.name;
+  out.fleet = fleet_counts(topology, layout.world());
+  return out;
+}
+
+// The report of a simulated (or extrapolated) step of `prepared.config`.
+static report::StepReport report_of(const PreparedStep& prepared, const StepOutcome& outcome,
+                                    const std::string& source) {
+  const clustersim::RunConfig& config = prepared.config;
+  const auto& par = config.parallel();
+  const workload::Layout layout = workload::layout_of(par);
+  const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
+  const StageCosts& costs = prepared.costs;
+  const auto schedule = workload::pipeline_schedule_of(par);
+  const bool split = workload::schedule_info(schedule).splits_backward;
+  const int32_t p = par.pp(), v = par.virtual_stages();
+  const int32_t m = workload::num_microbatches(par);
+
   report::StepReport r;
   r.name = config.name();
   r.model = config.model().name();
@@ -377,19 +420,20 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.expert_parallel = par.ep() > 1;
   r.schedule = std::string(workload::to_string(schedule));
   r.gpu = gpu.name();
-  r.topology = topology.name;
-  r.network = std::string(net::to_string(mode));
+  r.topology = outcome.topology_name;
+  r.network = std::string(net::to_string(network_mode(config.network())));
   r.precision = clustersim::Precision_Name(config.precision());
   r.software_stack = workload::stack_label(config);
   r.gpus = layout.world();
   r.microbatches = m;
+  r.extrapolated_from = outcome.extrapolated_from;
   r.tokens_per_step = static_cast<int64_t>(workload::tokens_per_step(config));
 
   // With post-validation no stage waits for the others at the step's end: the steady step is the
   // longest stage's span, and a stage's wait at the boundary is the gap to it, not to the end.
-  const auto& stats = executor.rank_stats();
+  const auto& stats = outcome.stats;
   const bool free_running = par.optimizer_post_validation();
-  const Time step_time = free_running ? post_validated_step(stats) : executor.step_end();
+  const Time step_time = free_running ? post_validated_step(stats) : outcome.step_end;
   auto boundary_wait = [&](const exec::RankStats& st) {
     return free_running ? step_time - rank_span(st) : st.end_wait;
   };
@@ -407,8 +451,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
   r.analytic_bubble_fraction = analytic;
   r.virtual_stages = v;
-  const compute::KernelCostModel timing(gpu, compute::cost_options(config));
-  r.compute_by_kernel_group_s = report::kernel_time_by_group(programs, &timing);
+  r.compute_by_kernel_group_s = outcome.kernel_groups;
   r.stages.resize(static_cast<std::size_t>(p));
   std::vector<int32_t> ranks_in_stage(static_cast<std::size_t>(p), 0);
   for (int32_t rank = 0; rank < layout.world(); ++rank) {
@@ -434,9 +477,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   }
   const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
   // The stages' exact orders again: the memory peak follows each held chunk (a trace keeps none).
-  const auto orders =
-      split ? workload::pipeline_orders(schedule, p, m, v, costs.t_f, costs.t_b, costs.t_w)
-            : workload::pipeline_orders(schedule, p, m, v);
+  const auto orders = stage_orders(config, costs);
   workload::MemoryBreakdown peak_memory;
   for (int32_t s = 0; s < p; ++s) {
     auto& f = r.stages[static_cast<std::size_t>(s)];
@@ -468,12 +509,10 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                       compute::KernelCostModel(gpu, compute::cost_options(config)));
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
-  fill_offload(r, config, programs);
+  r.offload = outcome.offload;
 
-  fill_comm_figures(r, executor.comm(), network->stats());
-  if (ranks_differ)
-    r.variability = variability_figures(stats, layout, executor.step_end(),
-                                        compute_var ? &*compute_var : nullptr, degraded.links);
+  fill_comm_figures(r, outcome.comm, outcome.traffic);
+  r.variability = outcome.variability;
 
   r.accumulation_steps = m;
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /
@@ -483,16 +522,86 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                                            price, config.cost().train_tokens());
   r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,
             run.wall_days,          run.gpu_hours,    run.dollars};
-  fill_goodput(r.cost, config, fleet_counts(topology, r.gpus), source);
+  fill_goodput(r.cost, config, outcome.fleet, source);
+  r.events = outcome.events;
+  return r;
+}
 
-  r.events = sim.events_processed();
+// Stamps the host figures and checks the report: inputs were checked field by field; a figure
+// that still cannot be true is our bug, and no caller may print it as a result.
+static report::StepReport finished(report::StepReport r,
+                                   std::chrono::steady_clock::time_point wall_start) {
   r.wall_time_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   r.peak_rss_mb = peak_rss_mb();
-  // Inputs were checked field by field; a figure that still cannot be true is our bug, and no
-  // caller may print it as a result.
   report::check_report(r);
   return r;
+}
+
+// The step from short runs (see extrapolation.h), or in full when the short runs it would take
+// to find a steady state cost as much; `prepared` holds no programs yet.
+static report::StepReport simulate_extrapolated(PreparedStep& prepared,
+                                                const std::vector<workload::StageWork>& works,
+                                                const ExtrapolationPlan& plan,
+                                                const std::string& source,
+                                                const SimulationOptions& options) {
+  std::vector<StepOutcome> runs;
+  std::vector<int32_t> counts;
+  uint64_t events = 0;
+  auto run = [&](int32_t microbatches) {
+    PreparedStep part;
+    part.config = with_microbatches(prepared.config, microbatches);
+    part.costs = prepared.costs;
+    part.timed_for_gpu = prepared.timed_for_gpu;
+    build_programs(part, works);
+    runs.push_back(run_programs(part, source, options));
+    counts.push_back(microbatches);
+    events += runs.back().events;
+  };
+  for (int32_t i = 0; i < 3; ++i) run(plan.first + i * plan.step);
+  int64_t simulated = plan.first_check();
+  std::size_t n = runs.size();
+  while (!is_steady(runs[n - 3], runs[n - 2], runs[n - 1])) {
+    const int32_t next = counts.back() + plan.step;
+    if (simulated + 2 * int64_t{next} + plan.step >= plan.full) {
+      build_programs(prepared, works);
+      StepOutcome outcome = run_programs(prepared, source, options);
+      outcome.events += events;
+      return report_of(prepared, outcome, source);
+    }
+    run(next);
+    run(next + plan.step);
+    simulated += 2 * int64_t{next} + plan.step;
+    n = runs.size();
+  }
+  StepOutcome outcome =
+      extrapolate(runs[n - 2], counts[n - 2], runs[n - 1], counts[n - 1], plan.full);
+  outcome.events = events;
+  outcome.extrapolated_from = counts;
+  build_programs(prepared, works, /*programs=*/false);
+  return report_of(prepared, outcome, source);
+}
+
+report::StepReport simulate_step(const clustersim::RunConfig& config, const std::string& source,
+                                 const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  std::vector<workload::StageWork> works;
+  PreparedStep prepared = prepare_config(config, source, works);
+  // A timeline shows every op, so it is always simulated in full.
+  const auto plan = options.on_op ? std::nullopt : plan_extrapolation(prepared.config);
+  if (plan) {
+    return finished(simulate_extrapolated(prepared, works, *plan, source, options), wall_start);
+  }
+  build_programs(prepared, works);
+  StepOutcome outcome = run_programs(prepared, source, options);
+  return finished(report_of(prepared, outcome, source), wall_start);
+}
+
+report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& source,
+                                     const SimulationOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const StepOutcome outcome = run_programs(prepared, source, options);
+  return finished(report_of(prepared, outcome, source), wall_start);
 }
 
 }  // namespace cs::run
