@@ -59,7 +59,7 @@ void refuse_variability(const JobInput& job) {
 }
 
 int32_t gpus_per_server(const clustersim::Topology& desc, const std::string& source) {
-  if (desc.has_tiered()) return desc.tiered().node().gpus_per_node();
+  if (desc.has_tiered()) return net::gpus_per_node_in_use(desc);
   const net::Topology whole = net::build_topology(desc, 0, source);
   int32_t n = 0;
   const int32_t node = whole.vertex(whole.gpu(0)).node;
@@ -158,6 +158,7 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
   const std::string& source = inputs[0].source;
   auto desc = net::resolve_topology(first.cluster().topology());
   net::override_load_balancing(desc, first.cluster().load_balancing(), source);
+  net::override_gpus_per_node(desc, first.cluster().gpus_per_node(), source);
   const int64_t capacity = first.cluster().num_gpus() > 0 ? first.cluster().num_gpus()
                                                           : net::topology_capacity_gpus(desc);
   const auto gpus = place_jobs(placement, sizes, gpus_per_server(desc, source), capacity);

@@ -242,6 +242,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
     throw ConfigError(source + ": cluster.topology is not set");
   auto topo_desc = net::resolve_topology(config.cluster().topology());
   net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
+  net::override_gpus_per_node(topo_desc, config.cluster().gpus_per_node(), source);
   workload::resolve_stack(config, source);
   workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
   PreparedStep prepared;
@@ -306,6 +307,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const auto& par = config.parallel();
   auto topo_desc = net::resolve_topology(config.cluster().topology());
   net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
+  net::override_gpus_per_node(topo_desc, config.cluster().gpus_per_node(), source);
   const workload::Layout layout = workload::layout_of(par);
   if (net::topology_capacity_gpus(topo_desc) < layout.world()) {
     throw ConfigError(source + ": topology " + config.cluster().topology() + " holds at most " +
