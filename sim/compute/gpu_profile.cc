@@ -4,7 +4,9 @@
 #include <cmath>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
+#include "sim/coll/nccl_model.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/text_proto.h"
@@ -51,6 +53,28 @@ GpuProfile parse_with_bases(std::string_view text, const std::string& label,
   own.clear_based_on();
   merged.MergeFrom(own);
   return merged;
+}
+
+// The figures the NCCL model, offload and cost read: architecture, links, server and price.
+void validate_hardware(const GpuProfile& p, const std::string& src) {
+  if (!p.has_architecture())
+    fail(src, "architecture must be set (one of: " + coll::gpu_arch_names() + ")");
+  try {
+    coll::parse_gpu_arch(p.architecture());
+  } catch (const std::invalid_argument& e) {
+    fail(src, std::string("architecture: ") + e.what());
+  }
+  if (!p.has_nvlinks()) fail(src, "nvlinks must be set (NVLink links per GPU; 0: none)");
+  require_int_range(p.nvlinks(), 0, 1024, src, "nvlinks", "NVLink links per GPU");
+  if (!p.has_host()) fail(src, "host { ... } must be set (the GPU's usual server)");
+  const auto& h = p.host();
+  require_int_range(h.gpus_per_node(), 1, 1024, src, "host.gpus_per_node", "GPUs per server");
+  require_positive(h.host_memory_gb(), src, "host.host_memory_gb");
+  require_positive(h.nvme_capacity_gb(), src, "host.nvme_capacity_gb");
+  require_positive(h.pcie_bandwidth_gbytes(), src, "host.pcie_bandwidth_gbytes");
+  require_positive(h.nvme_bandwidth_gbytes(), src, "host.nvme_bandwidth_gbytes");
+  require_positive(h.host_memory_bandwidth_gbytes(), src, "host.host_memory_bandwidth_gbytes");
+  require_positive(p.price_per_gpu_hour(), src, "price_per_gpu_hour");
 }
 
 }  // namespace
@@ -107,6 +131,7 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
         fail(src, "clocks.sustained_clock_mhz must be <= clocks.peak_clock_mhz");
     }
   }
+  validate_hardware(p, src);
   for (int i = 0; i < p.measured_kernels_size(); ++i) {
     const auto& m = p.measured_kernels(i);
     const std::string field = "measured_kernels[" + std::to_string(i) + "]";

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/cost/host.h"
 #include "sim/net/topology_builder.h"
@@ -72,7 +73,7 @@ std::string resolved_gpu(const clustersim::RunConfig& config) {
   if (!config.cluster().gpu().empty()) return config.cluster().gpu();
   if (!config.cluster().topology().empty())
     return net::resolve_topology(config.cluster().topology()).gpu();
-  return "h100";
+  return std::string(compute::default_gpu());
 }
 
 }  // namespace
@@ -99,7 +100,8 @@ FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_byte
   f.fits = f.peak <= hbm_capacity_bytes;
   if (f.fits && (config.offload().optimizer() != clustersim::OffloadConfig::NONE ||
                  config.offload().parameters() != clustersim::OffloadConfig::NONE)) {
-    const cost::HostFigures host = cost::host_figures(resolved_gpu(config), config.offload());
+    const cost::HostFigures host =
+        cost::host_figures(compute::load_gpu_profile(resolved_gpu(config)), config.offload());
     for (int32_t s = 0; s < config.parallel().pp(); ++s) {
       const auto m = workload::estimate_stage_memory(config, s, 0);
       if (static_cast<double>(m.host_dram) > host.host_memory_per_gpu() ||
@@ -160,7 +162,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
     r.stages.push_back(sm);
   }
   r.fits = r.peak <= r.capacity;
-  const cost::HostFigures host = cost::host_figures(r.gpu, config.offload());
+  const cost::HostFigures host = cost::host_figures(gpu, config.offload());
   r.host_dram_capacity = host.host_memory_per_gpu();
   r.host_nvme_capacity = host.nvme_per_gpu();
   r.fits_host = r.host_dram <= r.host_dram_capacity && r.host_nvme <= r.host_nvme_capacity;

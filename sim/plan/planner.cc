@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/plan/nvlink_domain.h"
@@ -95,7 +96,7 @@ using clustersim::ParallelConfig;
 using clustersim::RunConfig;
 
 std::string gpu_of(const RunConfig& c) {
-  return c.cluster().gpu().empty() ? "h100" : c.cluster().gpu();
+  return compute::gpu_or_default(c.cluster().gpu());
 }
 
 // What the whole run costs with its interruptions; one that never finishes ranks last.

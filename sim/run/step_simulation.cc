@@ -71,6 +71,7 @@ std::string layout_text(const clustersim::ParallelConfig& p) {
 // Offload figures: host bytes per GPU against the node's share, and the offload ops' time per
 // step on the stage where they take longest.
 static void fill_offload(report::StepReport& r, const clustersim::RunConfig& config,
+                         const compute::GpuProfile& gpu,
                          const std::vector<workload::Program>& programs) {
   using clustersim::OffloadConfig;
   const auto& off = config.offload();
@@ -79,7 +80,7 @@ static void fill_offload(report::StepReport& r, const clustersim::RunConfig& con
   o.parameters = OffloadConfig::Target_Name(off.parameters());
   o.enabled = off.optimizer() != OffloadConfig::NONE || off.parameters() != OffloadConfig::NONE;
   if (!o.enabled) return;
-  const cost::HostFigures host = cost::host_figures(config.cluster().gpu(), off);
+  const cost::HostFigures host = cost::host_figures(gpu, off);
   for (std::size_t s = 0; s < programs.size(); ++s) {
     const auto& prog = programs[s];
     double d2h = 0, cpu = 0, h2d = 0;
@@ -470,7 +471,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
                       compute::KernelCostModel(gpu, compute::cost_options(config)));
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
-  fill_offload(r, config, programs);
+  fill_offload(r, config, gpu, programs);
 
   fill_comm_figures(r, executor.comm(), network->stats());
   if (ranks_differ)
@@ -480,7 +481,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   r.accumulation_steps = m;
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /
                           static_cast<double>(std::max(par.global_batch_size(), 1));
-  const double price = cost::price_per_gpu_hour(gpu.name(), config.cost());
+  const double price = cost::price_per_gpu_hour(gpu, config.cost());
   const cost::RunCost run = cost::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus,
                                            price, config.cost().train_tokens());
   r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,

@@ -1,6 +1,7 @@
 // Tests of loading GPU profiles: every preset loads and is self-consistent, spec-sheet relations
 // between GPUs hold, and bad input fails with a message that locates the problem.
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/gpu_hardware.h"
 #include "tests/support/test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -27,6 +28,17 @@ constexpr const char* kMinimal = R"pb(
   sm_count: 10
   gemm { efficiency_bf16: 0.8 efficiency_fp32: 0.8 tile_m: 128 tile_n: 128 k_half: 64 }
   attention_bf16 { forward: 0.7 backward: 0.6 }
+  architecture: "ampere"
+  nvlinks: 4
+  host {
+    gpus_per_node: 4
+    host_memory_gb: 512
+    nvme_capacity_gb: 4000
+    pcie_bandwidth_gbytes: 31.5
+    nvme_bandwidth_gbytes: 7
+    host_memory_bandwidth_gbytes: 200
+  }
+  price_per_gpu_hour: 1
 )pb";
 
 TEST(GpuProfile, PresetsIncludeTheFourDocumentedGpus) {
@@ -183,6 +195,46 @@ TEST(GpuProfile, NonsenseValuesNameTheField) {
               p.add_measured_kernels()->set_time_us(0);
             }).find("measured_kernels[0].time_us"),
             std::string::npos);
+}
+
+TEST(GpuProfile, HardwareFiguresAreRequiredAndNamed) {
+  const GpuProfile ok = load_gpu_profile_text(kMinimal, "ok");
+  const auto msg_for = [&](auto mutate) {
+    GpuProfile p = ok;
+    mutate(p);
+    return error_of([&] { validate_gpu_profile(p, "f"); });
+  };
+  const std::string unknown = msg_for([](GpuProfile& p) { p.set_architecture("rubin"); });
+  EXPECT_NE(unknown.find("f: architecture: unknown GPU architecture 'rubin'"), std::string::npos)
+      << unknown;
+  EXPECT_NE(unknown.find("ampere, hopper, blackwell"), std::string::npos) << unknown;
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.clear_architecture(); }).find("f: architecture must"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.clear_nvlinks(); }).find("f: nvlinks must be set"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.clear_host(); }).find("f: host { ... } must be set"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.mutable_host()->set_pcie_bandwidth_gbytes(0);
+            }).find("f: host.pcie_bandwidth_gbytes"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.set_price_per_gpu_hour(-1); }).find("price_per_gpu_hour"),
+            std::string::npos);
+}
+
+TEST(GpuProfile, NcclFiguresComeFromTheProfile) {
+  // What NCCL's model reads: DGX A100 12 NVLink 3 links and HDR 200 Gb/s = 25 GB/s; H800 8 links.
+  const coll::NcclHardware a100 = nccl_hardware(load_gpu_profile("a100"));
+  EXPECT_EQ(a100.arch, coll::GpuArch::kAmpere);
+  EXPECT_EQ(a100.nvlinks, 12);
+  EXPECT_EQ(a100.nic_gbps, 25.0);
+  const coll::NcclHardware h800 = nccl_hardware(load_gpu_profile("h800"));
+  EXPECT_EQ(h800.arch, coll::GpuArch::kHopper);
+  EXPECT_EQ(h800.nvlinks, 8);
+  EXPECT_EQ(h800.nic_gbps, 50.0);
+  EXPECT_EQ(default_gpu(), "h100");
+  EXPECT_EQ(gpu_or_default(""), "h100");
+  EXPECT_EQ(gpu_or_default("a100"), "a100");
 }
 
 }  // namespace
