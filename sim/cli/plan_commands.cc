@@ -140,7 +140,7 @@ int memory_command(const std::vector<std::string>& args, CommandIo& given_io) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800), overriding cluster.gpu")
+      ("gpu", po::value(&gpu), "GPU profile: a preset of topologies/gpus/ or a file, overriding cluster.gpu")
       ("json", po::value(&json),
        "also write the report as JSON to this file (-: to stdout, the report then to stderr)");
   // clang-format on
@@ -210,7 +210,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800)")
+      ("gpu", po::value(&gpu), "GPU profile: a preset of topologies/gpus/ or a file")
       ("gpus", po::value(&gpus), "number of GPUs")
       ("topology", po::value(&topology), "topology preset or file (default: the config's)")
       ("objective", po::value(&objective), "time (fastest step) or cost (cheapest run; also "

@@ -87,6 +87,7 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.name().empty()) fail(src, "name must be set, e.g. name: \"h100\"");
   require_positive(p.peak_bf16_tflops(), src, "peak_bf16_tflops");
   require_non_negative(p.peak_fp8_tflops(), src, "peak_fp8_tflops");
+  require_non_negative(p.peak_fp4_tflops(), src, "peak_fp4_tflops");
   require_positive(p.peak_fp32_tflops(), src, "peak_fp32_tflops");
   require_positive(p.hbm_capacity_gb(), src, "hbm_capacity_gb");
   require_positive(p.hbm_bandwidth_tbps(), src, "hbm_bandwidth_tbps");

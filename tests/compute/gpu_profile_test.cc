@@ -41,9 +41,9 @@ constexpr const char* kMinimal = R"pb(
   price_per_gpu_hour: 1
 )pb";
 
-TEST(GpuProfile, PresetsIncludeTheFourDocumentedGpus) {
+TEST(GpuProfile, PresetsIncludeTheDocumentedGpus) {
   const auto names = gpu_profile_names();
-  for (const char* gpu : {"a100", "h100", "h200", "h800"}) {
+  for (const char* gpu : {"a100", "h100", "h200", "h800", "b200", "gb200", "b300", "gb300"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), gpu), names.end()) << gpu;
   }
 }
@@ -235,6 +235,36 @@ TEST(GpuProfile, NcclFiguresComeFromTheProfile) {
   EXPECT_EQ(default_gpu(), "h100");
   EXPECT_EQ(gpu_or_default(""), "h100");
   EXPECT_EQ(gpu_or_default("a100"), "a100");
+}
+
+TEST(GpuProfile, BlackwellProfilesFollowTheirSpecSheets) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  const GpuProfile b200 = load_gpu_profile("b200");
+  const GpuProfile gb200 = load_gpu_profile("gb200");
+  const GpuProfile b300 = load_gpu_profile("b300");
+  const GpuProfile gb300 = load_gpu_profile("gb300");
+  for (const GpuProfile* p : {&b200, &gb200, &b300, &gb300}) {
+    SCOPED_TRACE(p->name());
+    EXPECT_EQ(p->architecture(), "blackwell");
+    EXPECT_EQ(p->nvlinks(), 18);
+    EXPECT_EQ(p->nvlink_bandwidth_gbytes(), 900);  // NVLink 5: 18 x 50 GB/s per direction
+    EXPECT_GT(p->peak_fp4_tflops(), p->peak_fp8_tflops());
+    EXPECT_GT(p->peak_bf16_tflops(), 2 * h100.peak_bf16_tflops());
+  }
+  EXPECT_FALSE(h100.peak_fp4_tflops() > 0);  // Hopper has no FP4 tensor cores
+  EXPECT_EQ(b200.peak_fp4_tflops(), 2 * b200.peak_fp8_tflops());
+  // GB200 runs the B200 chip at a higher power limit; B300 adds FP4 rate, memory and CX-8.
+  EXPECT_GT(gb200.peak_bf16_tflops(), b200.peak_bf16_tflops());
+  EXPECT_EQ(b300.peak_bf16_tflops(), b200.peak_bf16_tflops());
+  EXPECT_GT(b300.peak_fp4_tflops(), b200.peak_fp4_tflops());
+  EXPECT_GT(b300.hbm_capacity_gb(), 1.4 * b200.hbm_capacity_gb());
+  EXPECT_EQ(b200.nic_bandwidth_gbits(), 400);
+  EXPECT_EQ(gb200.nic_bandwidth_gbits(), 400);
+  EXPECT_EQ(b300.nic_bandwidth_gbits(), 800);
+  EXPECT_EQ(gb300.nic_bandwidth_gbits(), 800);
+  EXPECT_EQ(gb300.hbm_capacity_gb(), b300.hbm_capacity_gb());
+  EXPECT_EQ(gb300.host().gpus_per_node(), 4);  // Grace trays: two superchips, four GPUs
+  EXPECT_EQ(b300.host().gpus_per_node(), 8);
 }
 
 }  // namespace
