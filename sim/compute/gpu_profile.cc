@@ -104,6 +104,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   require_fraction(g.efficiency_bf16(), src, "gemm.efficiency_bf16");
   require_fraction(g.efficiency_fp32(), src, "gemm.efficiency_fp32");
   if (has_fp8(p)) require_fraction(g.efficiency_fp8(), src, "gemm.efficiency_fp8");
+  if (g.has_efficiency_mxfp8())
+    require_fraction(g.efficiency_mxfp8(), src, "gemm.efficiency_mxfp8");
+  if (g.has_efficiency_nvfp4())
+    require_fraction(g.efficiency_nvfp4(), src, "gemm.efficiency_nvfp4");
   if (g.tile_m() <= 0 || g.tile_n() <= 0) {
     fail(src, "gemm.tile_m and gemm.tile_n must be > 0 (are " + std::to_string(g.tile_m()) + ", " +
                   std::to_string(g.tile_n()) + ")");
@@ -169,6 +173,13 @@ double peak_flops(const GpuProfile& profile, Precision precision) {
       return (has_fp8(profile) ? profile.peak_fp8_tflops() : profile.peak_bf16_tflops()) * 1e12;
     case Precision::kFp32:
       return profile.peak_fp32_tflops() * 1e12;
+    case Precision::kMxfp8:
+      return peak_flops(profile, Precision::kFp8);
+    case Precision::kNvfp4:
+      // A GPU without FP4 tensor cores refuses NVFP4 (require_precision_supported); the FP8
+      // rate keeps a direct caller's arithmetic finite.
+      return profile.peak_fp4_tflops() > 0 ? profile.peak_fp4_tflops() * 1e12
+                                           : peak_flops(profile, Precision::kFp8);
     case Precision::kBf16:
       break;
   }

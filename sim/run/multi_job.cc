@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/precision_formats.h"
 #include "sim/config/config_error.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
@@ -201,9 +202,8 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
     }
     f.slowdown = f.mean_step_s / f.alone_step_s;
     const double flops = workload::model_flops_per_step(config);
-    const double peak = compute::peak_flops(cluster.gpu, config.precision() == clustersim::FP8
-                                                             ? compute::Precision::kFp8
-                                                             : compute::Precision::kBf16);
+    const double peak =
+        compute::peak_flops(cluster.gpu, compute::format_of(config.precision()).gemm);
     f.mfu_alone = flops / (f.alone_step_s * f.gpus * peak);
     f.mfu_shared = flops / (f.mean_step_s * f.gpus * peak);
     report.jobs.push_back(std::move(f));

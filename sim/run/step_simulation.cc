@@ -11,6 +11,7 @@
 #include "sim/coll/runner.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/compute/precision_formats.h"
 #include "sim/config/config_error.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/run_config.h"
@@ -52,7 +53,7 @@ double peak_rss_mb() {
 }
 
 compute::Precision precision_of(clustersim::Precision p) {
-  return p == clustersim::FP8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+  return compute::format_of(p).gemm;
 }
 
 std::string layout_text(const clustersim::ParallelConfig& p) {
@@ -253,6 +254,7 @@ PreparedStep prepare_step(const clustersim::RunConfig& original, const std::stri
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
   const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
                                       compute::cost_options(config));
+  compute::require_precision_supported(cost.profile(), config.precision(), source);
 
   // Programs: one per pipeline stage, shared by all of its TP, CP and DP ranks.
   const auto schedule = workload::pipeline_schedule_of(par);
@@ -332,6 +334,7 @@ report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& 
   const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
+  compute::require_precision_supported(gpu, config.precision(), source);
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
     retime(prepared.programs, compute::KernelCostModel(gpu, compute::cost_options(config)),
            prepared.timed_for_gpu, source);
