@@ -13,6 +13,7 @@
 #include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/core/simulator.h"
 #include "sim/net/network_factory.h"
@@ -252,7 +253,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
   // Schedules depend on the size only through (algorithm, chunks, window); sizes that agree
   // share one.
   coll::ScheduleCache cache;
-  const coll::NcclTuning tuning = coll::NcclTuning::for_gpu(topo.gpu_type, settings);
+  const coll::NcclTuning tuning = compute::nccl_tuning(topo.gpu_type, settings);
   const auto schedule_for = [&](Bytes size) {
     coll::ScheduleKey planned;
     try {

@@ -28,12 +28,14 @@ namespace po = boost::program_options;
 
 namespace {
 
-int32_t gpus_per_node_of(const std::string& topology) {
-  if (topology.empty()) return 8;
-  const auto desc = net::resolve_topology(topology);
-  if (desc.has_tiered() && desc.tiered().node().gpus_per_node() > 0)
-    return desc.tiered().node().gpus_per_node();
-  return 8;
+// GPUs of one NVLink domain the job uses (cluster.gpus_per_node over the topology's own): the
+// unit the planner fills with TP and EP groups.
+int32_t gpus_per_node_of(const clustersim::ClusterConfig& cluster, const std::string& source) {
+  if (cluster.topology().empty()) return 8;
+  auto desc = net::resolve_topology(cluster.topology());
+  net::override_gpus_per_node(desc, cluster.gpus_per_node(), source);
+  const int32_t used = net::gpus_per_node_in_use(desc);
+  return used > 0 ? used : 8;
 }
 
 // --rank-order: "auto" (none pinned) or a ParallelConfig.RankOrder name.
@@ -138,7 +140,7 @@ int memory_command(const std::vector<std::string>& args, CommandIo& given_io) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800), overriding cluster.gpu")
+      ("gpu", po::value(&gpu), "GPU profile: a preset of topologies/gpus/ or a file, overriding cluster.gpu")
       ("json", po::value(&json),
        "also write the report as JSON to this file (-: to stdout, the report then to stderr)");
   // clang-format on
@@ -208,7 +210,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("gpu", po::value(&gpu), "GPU type (a100, h100, h200, h800)")
+      ("gpu", po::value(&gpu), "GPU profile: a preset of topologies/gpus/ or a file")
       ("gpus", po::value(&gpus), "number of GPUs")
       ("topology", po::value(&topology), "topology preset or file (default: the config's)")
       ("objective", po::value(&objective), "time (fastest step) or cost (cheapest run; also "
@@ -272,7 +274,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
     throw UsageError("--objective must be time or cost, got '" + objective + "'");
   run::apply_gradient_accumulation(base, loaded.source);
   const auto order = parse_rank_order(rank_order);
-  const int32_t per_node = gpus_per_node_of(base.cluster().topology());
+  const int32_t per_node = gpus_per_node_of(base.cluster(), loaded.source);
 
   if (vm.count("min-gpus"))
     return min_gpus_command(io, base, max_gpus, per_node, order, json, reserve_gb * 1e9);

@@ -9,6 +9,7 @@
 #include "sim/cli/commands.h"
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
@@ -272,7 +273,7 @@ int convert_command(const std::vector<std::string>& args, CommandIo& io) {
     if (output.empty() || !path.empty() || !to_chakra.empty())
       throw UsageError("convert --chakra PREFIX takes -o FILE.pb and nothing else to convert");
     check_trace_output("-o", output, io);
-    const compute::KernelCostModel cost(compute::load_gpu_profile(gpu.empty() ? "h100" : gpu));
+    const compute::KernelCostModel cost(compute::load_gpu_profile(compute::gpu_or_default(gpu)));
     trace::ChakraSummary summary;
     const auto workload =
         trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);

@@ -44,12 +44,61 @@ constexpr std::array<std::array<std::array<double, kProtos>, kAlgos>, 2> kHwLat{
 }};
 // [arch][nodes 1 | 2 | >2] tables (llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
 // perChMaxTreeBws), GB/s. llMaxBws rows past one node are by CPU vendor in NCCL; Intel's row
-// (index 0) is taken for every multi-node system here.
-using ArchTable = std::array<std::array<double, 3>, 3>;
-constexpr ArchTable kLlMaxBw{{{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}}};
-constexpr ArchTable kRingLl128PerCh{{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}}};
-constexpr ArchTable kTreeLl128PerCh{{{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}}};
-constexpr ArchTable kTreePerCh{{{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}}};
+// (index 0) is taken for every multi-node system here. NCCL 2.20.3 has no Blackwell row; the
+// Blackwell rows are those of the releases that support SM100 (2.25 on; tuning.cc, "Blackwell
+// (N1/N2/N4)" rows, written there as twice the Hopper rows of the same releases: llMaxBws
+// 2 x {141, 45, 35}, ring LL128 2 x 36.7, tree LL128 2 x {36.7, 36.7, 29.0}, tree 2 x {38.7,
+// 41.4, 36.0}).
+constexpr int kArchs = 4;
+using ArchTable = std::array<std::array<double, 3>, kArchs>;
+constexpr ArchTable kLlMaxBw{
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}, {282.0, 90.0, 70.0}}};
+constexpr ArchTable kRingLl128PerCh{
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}}};
+constexpr ArchTable kTreeLl128PerCh{
+    {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {73.4, 73.4, 58.0}}};
+constexpr ArchTable kTreePerCh{
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {77.4, 82.8, 72.0}}};
+
+// What else NCCL's topology search and tuning know per GPU generation, one row per GpuArch.
+struct ArchFigures {
+  std::string_view name;  // gpu.proto GpuProfile.architecture
+  // NCCL's NVLink bandwidth per link (src/graph/topo.h SMxx_NVLINK_BW) and the link's raw rate
+  // per direction, GB/s.
+  double nvlink_link_gbps;
+  double nvlink_raw_gbps;
+  // The first (top) speed of the search's intra-node speed array, GB/s.
+  double intra_top_gbps;
+  // The search's inter-node speeds, GB/s, fastest first (zeros pad the shorter lists).
+  std::array<double, 10> inter_gbps;
+  // NVLink SHARP in the NVSwitch, and NCCL's derating of it (nvlsEfficiency).
+  bool nvls;
+  double nvls_efficiency;
+};
+// Volta and Ampere: SM70/SM80_NVLINK_BW 20.0 of NVLink 2/3's 25 GB/s per link, speedArrayIntra
+// top 40, speedArrayInter; no NVLS. Hopper: SM90_NVLINK_BW 20.6 of NVLink 4's 25 GB/s,
+// sm90SpeedArrayIntra top 60, sm90SpeedArrayInter (NCCL 2.20.3). Blackwell: SM100_NVLINK_BW 40.1
+// of NVLink 5's 50 GB/s per link (NVIDIA: 18 links, 900 GB/s per direction per GPU),
+// sm100SpeedArrayIntra top 90 and sm100SpeedArrayInter 96, 48, 45.1, ... (search.cc of the
+// releases with SM100; later ones insert 86 and 80 after 96, which only 800 Gb/s NICs reach).
+// NVLS derating: 0.85 Hopper, 0.74 Blackwell (see nvls_switch_efficiency).
+constexpr std::array<double, 10> kInterBeforeBlackwell{48.0, 45.0, 42.0, 40.0, 30.0,
+                                                       24.0, 20.0, 15.0, 12.0, 6.0};
+constexpr std::array<ArchFigures, kArchs> kArchFigures{{
+    {"volta", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0},
+    {"ampere", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0},
+    {"hopper", 20.6, 25.0, 60.0, kInterBeforeBlackwell, true, 0.85},
+    {"blackwell",
+     40.1,
+     50.0,
+     90.0,
+     {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5},
+     true,
+     0.74},
+}};
+const ArchFigures& figures(GpuArch arch) {
+  return kArchFigures[static_cast<std::size_t>(arch)];
+}
 // ncclTopoGetAlgoTime's treeCorrectionFactor [LL, LL128, Simple][log2(bytes / 64)], 64 B..256 MB.
 constexpr std::array<std::array<double, 23>, kProtos> kTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
@@ -139,21 +188,30 @@ double protocol_wire_factor(Protocol p) {
   return 1.0;
 }
 
-GpuArch gpu_arch(std::string_view gpu_type) {
-  if (gpu_type == "a100") return GpuArch::kAmpere;
-  if (gpu_type == "h100" || gpu_type == "h200" || gpu_type == "h800") return GpuArch::kHopper;
-  throw std::invalid_argument("no NCCL tuning data for GPU type '" + std::string(gpu_type) +
-                              "' (known: a100, h100, h200, h800)");
+GpuArch parse_gpu_arch(std::string_view name) {
+  for (std::size_t i = 0; i < kArchFigures.size(); ++i)
+    if (kArchFigures[i].name == name) return static_cast<GpuArch>(i);
+  throw std::invalid_argument("unknown GPU architecture '" + std::string(name) +
+                              "' (known: " + gpu_arch_names() + ")");
+}
+
+std::string gpu_arch_names() {
+  std::string names;
+  for (const auto& row : kArchFigures) names += (names.empty() ? "" : ", ") + std::string(row.name);
+  return names;
+}
+
+bool has_nvls(GpuArch arch) {
+  return figures(arch).nvls;
 }
 
 double nvlink_payload_efficiency(GpuArch arch) {
-  // src/graph/topo.h: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6 GB/s per link, against 25 GB/s
-  // per direction per NVLink 3 / NVLink 4 link (A100 and H100 datasheets). The rest of the line
-  // rate goes to packet headers, CRC and flow control of the 128-byte-or-smaller writes that
-  // SM copy loops issue; NCCL's maintainers put it at about 20% (nccl-tests issue 212).
-  constexpr double kRawLinkGbps = 25.0;
-  if (arch == GpuArch::kHopper) return 20.6 / kRawLinkGbps;
-  return 20.0 / kRawLinkGbps;
+  // src/graph/topo.h: SM80_NVLINK_BW 20.0, SM90_NVLINK_BW 20.6, SM100_NVLINK_BW 40.1 GB/s per
+  // link, against 25 GB/s per direction per NVLink 3 / NVLink 4 link and 50 GB/s per NVLink 5 link
+  // (A100, H100 and B200 datasheets). The rest of the line rate goes to packet headers, CRC and
+  // flow control of the 128-byte-or-smaller writes that SM copy loops issue; NCCL's maintainers
+  // put it at about 20% (nccl-tests issue 212).
+  return figures(arch).nvlink_link_gbps / figures(arch).nvlink_raw_gbps;
 }
 
 double net_transport_efficiency() {
@@ -177,7 +235,7 @@ double nvls_switch_efficiency(GpuArch arch) {
   // NVIDIA's measured figure for the third-generation NVSwitch: multimem.ld_reduce and the
   // multicast stores do not stream at NVLink rate. With it NCCL's model gives 8 x H100 the
   // ~275 GB/s algbw (~480 busBw) its developers quote (nccl-tests issue 212).
-  return arch == GpuArch::kHopper ? 0.85 : 0.0;
+  return figures(arch).nvls_efficiency;
 }
 
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
@@ -188,24 +246,24 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
   g.ranks = ranks;
   g.nodes = nodes;
   g.arch = arch;
-  g.nvls = nvls && arch == GpuArch::kHopper && ranks / nodes > 2;
+  const ArchFigures& f = figures(arch);
+  g.nvls = nvls && f.nvls && ranks / nodes > 2;
   // Total NVLink bandwidth per GPU as NCCL's topology sees it: links x SMxx_NVLINK_BW.
-  const double per_link = arch == GpuArch::kHopper ? 20.6 : 20.0;
-  const double total = nvlinks * per_link;
-  // search.cc: rings are searched at the first speed of speedArrayIntra (top 40 GB/s) or
-  // sm90SpeedArrayIntra (top 60 GB/s) that fits, as many channels as the links carry; on
-  // NVSwitch systems channels are then duplicated at half the speed each.
-  const double top = arch == GpuArch::kHopper ? 60.0 : 40.0;
+  const double total = nvlinks * f.nvlink_link_gbps;
+  // search.cc: rings are searched at the first speed of speedArrayIntra (top 40 GB/s),
+  // sm90SpeedArrayIntra (top 60 GB/s) or sm100SpeedArrayIntra (top 90) that fits, as many
+  // channels as the links carry; on NVSwitch systems channels are then duplicated at half the
+  // speed each.
+  const double top = f.intra_top_gbps;
   const int32_t rings = std::max<int32_t>(1, static_cast<int32_t>(total / top));
   g.channels = 2 * rings;
   g.bw_intra_gbps = total > 0 ? top / 2 : 0;
   // Across servers one ring per NIC, at the first sm90SpeedArrayInter / speedArrayInter speed
-  // (48, 45, 42, 40, 30, 24, ... GB/s) within the NIC's bandwidth, duplicated like the rings.
-  constexpr std::array<double, 10> kInter{48.0, 45.0, 42.0, 40.0, 30.0,
-                                          24.0, 20.0, 15.0, 12.0, 6.0};
+  // (48, 45, 42, 40, 30, 24, ... GB/s; sm100SpeedArrayInter from 96) within the NIC's bandwidth,
+  // duplicated like the rings.
   double inter = 3.0;
-  for (double s : kInter) {
-    if (s <= nic_gbps) {
+  for (double s : f.inter_gbps) {
+    if (s > 0 && s <= nic_gbps) {
       inter = s;
       break;
     }

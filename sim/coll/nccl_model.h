@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "sim/coll/collective.h"
@@ -27,9 +28,15 @@ double protocol_wire_factor(Protocol p);
 enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree, kPat };
 
 // GPU generation, the row index of NCCL's per-architecture tables.
-enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper };
-// a100 -> Ampere; h100, h200, h800 -> Hopper. Throws std::invalid_argument for others.
-GpuArch gpu_arch(std::string_view gpu_type);
+enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper, kBlackwell };
+// "volta", "ampere", "hopper", "blackwell" (gpu.proto GpuProfile.architecture) -> GpuArch.
+// Throws std::invalid_argument naming the known ones for any other.
+GpuArch parse_gpu_arch(std::string_view name);
+// The known names, comma-separated, in GpuArch order.
+std::string gpu_arch_names();
+// Whether the architecture's NVSwitch reduces in the switch (NVLink SHARP: Hopper's
+// third-generation NVSwitch and Blackwell's fourth).
+bool has_nvls(GpuArch arch);
 
 // What NCCL's topology search hands the tuning model for one communicator.
 struct NcclGraph {
@@ -39,7 +46,7 @@ struct NcclGraph {
   double bw_intra_gbps = 0;  // per channel, GB/s
   double bw_inter_gbps = 0;  // per channel, GB/s (NIC)
   GpuArch arch = GpuArch::kHopper;
-  bool nvls = false;  // NVLink SHARP in each server (Hopper NVSwitch, more than 2 GPUs of it)
+  bool nvls = false;  // NVLink SHARP in each server (has_nvls, more than 2 GPUs of it)
   bool pat = false;   // PAT enabled (NCCL_PAT_ENABLE, NCCL 2.23+) and one GPU per server
 };
 
@@ -49,8 +56,9 @@ struct NcclGraph {
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
                      bool nvls);
 
-// NCCL's per-link NVLink bandwidth (topo.h, SMxx_NVLINK_BW) over the link's raw 25 GB/s per
-// direction (NVLink 3 and 4): the share of line rate that carries NCCL payload.
+// NCCL's per-link NVLink bandwidth (topo.h, SMxx_NVLINK_BW) over the link's raw rate per
+// direction (25 GB/s NVLink 3 and 4, 50 GB/s NVLink 5): the share of line rate that carries NCCL
+// payload.
 double nvlink_payload_efficiency(GpuArch arch);
 
 // The share of a NIC's data rate that NCCL's network transport carries as payload: 0.96, from

@@ -1,6 +1,5 @@
 #include "sim/coll/nccl_plan.h"
 
-#include <array>
 #include <utility>
 
 #include "sim/coll/algorithms.h"
@@ -8,17 +7,6 @@
 
 namespace cs::coll {
 namespace {
-
-struct HardwareRow {
-  std::string_view gpu;
-  NcclHardware hw;
-};
-constexpr std::array<HardwareRow, 4> kHardware{{
-    {"a100", {GpuArch::kAmpere, 12, 25}},
-    {"h100", {GpuArch::kHopper, 18, 50}},
-    {"h200", {GpuArch::kHopper, 18, 50}},
-    {"h800", {GpuArch::kHopper, 8, 50}},
-}};
 
 bool uniform(int32_t n, int32_t local) {
   return local > 1 && n % local == 0;
@@ -44,16 +32,6 @@ Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
 bool nccl_tuned(Op op) {
   return op == Op::kAllReduce || op == Op::kAllGather || op == Op::kReduceScatter ||
          op == Op::kBroadcast;
-}
-
-std::optional<NcclHardware> nccl_hardware(std::string_view gpu_type) {
-  for (const auto& row : kHardware)
-    if (row.gpu == gpu_type) return row.hw;
-  return std::nullopt;
-}
-
-NcclTuning NcclTuning::for_gpu(std::string_view gpu_type, NcclSettings settings) {
-  return NcclTuning(nccl_hardware(gpu_type), settings);
 }
 
 NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
@@ -83,9 +61,9 @@ void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
   if (!settings_.nvls)
     throw std::invalid_argument(name + " with NVLS switched off (--nvls off, nccl.nvls false): " +
                                 "the two contradict; drop one");
-  if (hw_->arch != GpuArch::kHopper)
+  if (!has_nvls(hw_->arch))
     throw std::invalid_argument(name + ": this GPU's NVSwitch has no NVLink SHARP (NVLS needs " +
-                                "Hopper's third-generation NVSwitch; A100 has none)");
+                                "Hopper's third-generation NVSwitch or later; A100 has none)");
   if (!graph(n, members_per_node).nvls)
     throw std::invalid_argument(name + ": NCCL runs NVLS only with more than 2 GPUs of a group " +
                                 "on each server's NVSwitch");

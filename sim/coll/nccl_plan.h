@@ -34,24 +34,20 @@ struct NcclSettings {
 // (Simple protocol, no algorithm choice).
 bool nccl_tuned(Op op);
 
-// The DGX server a GPU type comes in, as NCCL's model needs it: NVLinks per GPU (A100: 12, H100 /
-// H200: 18, H800: 8; datasheets) and NIC bandwidth per GPU (DGX A100: 200 Gb/s HDR = 25 GB/s;
-// DGX H100 / H200 / H800 systems: 400 Gb/s NDR = 50 GB/s).
+// A GPU and its server as NCCL's model needs them: the architecture (the row of NCCL's tables),
+// NVLinks per GPU and NIC bandwidth per GPU in GB/s. Filled from the GPU profile
+// (compute::nccl_hardware), where each figure cites its source.
 struct NcclHardware {
   GpuArch arch = GpuArch::kHopper;
   int32_t nvlinks = 18;
   double nic_gbps = 50;
 };
-// nullopt for GPU types without NCCL data (then plans keep the ideal wire and the size rule).
-std::optional<NcclHardware> nccl_hardware(std::string_view gpu_type);
 
 class NcclTuning {
  public:
   NcclTuning() = default;  // no NCCL data: ideal wire, choose_algorithm's size rule
   NcclTuning(std::optional<NcclHardware> hw, NcclSettings settings)
       : hw_(hw), settings_(settings) {}
-  // For the topology's GPU type.
-  static NcclTuning for_gpu(std::string_view gpu_type, NcclSettings settings = {});
 
   // The schedule key of one call: n ranks, members_per_node consecutive ranks per server
   // (>= n: one server; 1 when members are spread or servers are uneven), `bytes` the call's size

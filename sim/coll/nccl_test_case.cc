@@ -22,8 +22,8 @@ int32_t members_per_node(const net::Topology& topology, int32_t n) {
 
 }  // namespace
 
-NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, int32_t gpus,
-                             const NcclSettings& settings, Algorithm algo, net::NetworkMode mode) {
+NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tuning, Op op,
+                             Bytes size, int32_t gpus, Algorithm algo, net::NetworkMode mode) {
   const auto n = gpus > 0 ? gpus : static_cast<int32_t>(topology.num_gpus());
   if (n > static_cast<int32_t>(topology.num_gpus()))
     throw std::invalid_argument("the topology has " + std::to_string(topology.num_gpus()) +
@@ -32,7 +32,7 @@ NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, i
   const int32_t local = members_per_node(topology, n);
   const int32_t uniform = local >= n || n % local == 0 ? local : 1;
   NcclTestResult r;
-  r.key = NcclTuning::for_gpu(topology.gpu_type, settings).plan(op, n, uniform, size, algo);
+  r.key = tuning.plan(op, n, uniform, size, algo);
   const auto schedule = build_schedule(r.key);
   std::vector<net::VertexId> vertices;
   for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));

@@ -19,11 +19,11 @@ struct NcclTestResult {
   double busbw_gbytes_per_s = 0;  // algbw x the op's bus factor (nccl-tests' busbw)
 };
 
-// Runs `op` of `size` bytes over GPUs 0..gpus-1 of `topology` (all of them: 0), NCCL's tuning for
-// the topology's GPU type with `settings`, `algo` kAuto for NCCL's choice. Throws
-// std::invalid_argument for a bad group or an algorithm that does not implement the op.
-NcclTestResult run_nccl_test(const net::Topology& topology, Op op, Bytes size, int32_t gpus = 0,
-                             const NcclSettings& settings = {}, Algorithm algo = Algorithm::kAuto,
+// Runs `op` of `size` bytes over GPUs 0..gpus-1 of `topology` (all of them: 0) with `tuning`
+// (NCCL's for the topology's GPU type: compute::nccl_tuning), `algo` kAuto for NCCL's choice.
+// Throws std::invalid_argument for a bad group or an algorithm that does not implement the op.
+NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tuning, Op op,
+                             Bytes size, int32_t gpus = 0, Algorithm algo = Algorithm::kAuto,
                              net::NetworkMode mode = net::NetworkMode::kCongestionAware);
 
 }  // namespace cs::coll

@@ -4,7 +4,9 @@
 #include <cmath>
 #include <optional>
 #include <sstream>
+#include <stdexcept>
 
+#include "sim/coll/nccl_model.h"
 #include "sim/config/embedded_presets.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/text_proto.h"
@@ -53,6 +55,28 @@ GpuProfile parse_with_bases(std::string_view text, const std::string& label,
   return merged;
 }
 
+// The figures the NCCL model, offload and cost read: architecture, links, server and price.
+void validate_hardware(const GpuProfile& p, const std::string& src) {
+  if (!p.has_architecture())
+    fail(src, "architecture must be set (one of: " + coll::gpu_arch_names() + ")");
+  try {
+    coll::parse_gpu_arch(p.architecture());
+  } catch (const std::invalid_argument& e) {
+    fail(src, std::string("architecture: ") + e.what());
+  }
+  if (!p.has_nvlinks()) fail(src, "nvlinks must be set (NVLink links per GPU; 0: none)");
+  require_int_range(p.nvlinks(), 0, 1024, src, "nvlinks", "NVLink links per GPU");
+  if (!p.has_host()) fail(src, "host { ... } must be set (the GPU's usual server)");
+  const auto& h = p.host();
+  require_int_range(h.gpus_per_node(), 1, 1024, src, "host.gpus_per_node", "GPUs per server");
+  require_positive(h.host_memory_gb(), src, "host.host_memory_gb");
+  require_positive(h.nvme_capacity_gb(), src, "host.nvme_capacity_gb");
+  require_positive(h.pcie_bandwidth_gbytes(), src, "host.pcie_bandwidth_gbytes");
+  require_positive(h.nvme_bandwidth_gbytes(), src, "host.nvme_bandwidth_gbytes");
+  require_positive(h.host_memory_bandwidth_gbytes(), src, "host.host_memory_bandwidth_gbytes");
+  require_positive(p.price_per_gpu_hour(), src, "price_per_gpu_hour");
+}
+
 }  // namespace
 
 std::vector<std::string> gpu_profile_names() {
@@ -63,6 +87,7 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.name().empty()) fail(src, "name must be set, e.g. name: \"h100\"");
   require_positive(p.peak_bf16_tflops(), src, "peak_bf16_tflops");
   require_non_negative(p.peak_fp8_tflops(), src, "peak_fp8_tflops");
+  require_non_negative(p.peak_fp4_tflops(), src, "peak_fp4_tflops");
   require_positive(p.peak_fp32_tflops(), src, "peak_fp32_tflops");
   require_positive(p.hbm_capacity_gb(), src, "hbm_capacity_gb");
   require_positive(p.hbm_bandwidth_tbps(), src, "hbm_bandwidth_tbps");
@@ -79,6 +104,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   require_fraction(g.efficiency_bf16(), src, "gemm.efficiency_bf16");
   require_fraction(g.efficiency_fp32(), src, "gemm.efficiency_fp32");
   if (has_fp8(p)) require_fraction(g.efficiency_fp8(), src, "gemm.efficiency_fp8");
+  if (g.has_efficiency_mxfp8())
+    require_fraction(g.efficiency_mxfp8(), src, "gemm.efficiency_mxfp8");
+  if (g.has_efficiency_nvfp4())
+    require_fraction(g.efficiency_nvfp4(), src, "gemm.efficiency_nvfp4");
   if (g.tile_m() <= 0 || g.tile_n() <= 0) {
     fail(src, "gemm.tile_m and gemm.tile_n must be > 0 (are " + std::to_string(g.tile_m()) + ", " +
                   std::to_string(g.tile_n()) + ")");
@@ -107,6 +136,7 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
         fail(src, "clocks.sustained_clock_mhz must be <= clocks.peak_clock_mhz");
     }
   }
+  validate_hardware(p, src);
   for (int i = 0; i < p.measured_kernels_size(); ++i) {
     const auto& m = p.measured_kernels(i);
     const std::string field = "measured_kernels[" + std::to_string(i) + "]";
@@ -143,6 +173,13 @@ double peak_flops(const GpuProfile& profile, Precision precision) {
       return (has_fp8(profile) ? profile.peak_fp8_tflops() : profile.peak_bf16_tflops()) * 1e12;
     case Precision::kFp32:
       return profile.peak_fp32_tflops() * 1e12;
+    case Precision::kMxfp8:
+      return peak_flops(profile, Precision::kFp8);
+    case Precision::kNvfp4:
+      // A GPU without FP4 tensor cores refuses NVFP4 (require_precision_supported); the FP8
+      // rate keeps a direct caller's arithmetic finite.
+      return profile.peak_fp4_tflops() > 0 ? profile.peak_fp4_tflops() * 1e12
+                                           : peak_flops(profile, Precision::kFp8);
     case Precision::kBf16:
       break;
   }

@@ -30,7 +30,8 @@ GpuProfile load_gpu_profile_text(std::string_view text, const std::string& sourc
 void validate_gpu_profile(const GpuProfile& profile, const std::string& source_name);
 
 // Peak dense FLOP/s that GEMMs of `precision` run at. FP8 on a GPU without FP8 tensor cores runs
-// at the BF16 peak (the kernels fall back to BF16).
+// at the BF16 peak (the kernels fall back to BF16); MXFP8 at the FP8 peak, NVFP4 at the FP4 peak
+// (runs on GPUs without them are refused: precision_formats.h).
 double peak_flops(const GpuProfile& profile, Precision precision);
 
 // Sustained over peak SM clock of dense tensor-core work at the power limit (ClockModel); 1 when

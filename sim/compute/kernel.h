@@ -7,7 +7,8 @@
 
 namespace cs::compute {
 
-enum class Precision : uint8_t { kBf16, kFp8, kFp32 };
+// In the order of trace.proto Precision, which traces store them as.
+enum class Precision : uint8_t { kBf16, kFp8, kFp32, kMxfp8, kNvfp4 };
 
 enum class KernelKind : uint8_t {
   kGemm,         // C[m,n] (+)= A[m,k] B[k,n], `batch` independent times

@@ -45,6 +45,10 @@ clustersim::MeasuredKernel::Precision to_measured(Precision p) {
       return clustersim::MeasuredKernel::FP8;
     case Precision::kFp32:
       return clustersim::MeasuredKernel::FP32;
+    case Precision::kMxfp8:
+      return clustersim::MeasuredKernel::MXFP8;
+    case Precision::kNvfp4:
+      return clustersim::MeasuredKernel::NVFP4;
     case Precision::kBf16:
       break;
   }
@@ -165,6 +169,10 @@ double KernelCostModel::gemm_ceiling(Precision precision) const {
       return gemm_clock_ * (has_fp8(profile_) ? g.efficiency_fp8() : g.efficiency_bf16());
     case Precision::kFp32:
       return gemm_clock_ * g.efficiency_fp32();
+    case Precision::kMxfp8:
+      return gemm_clock_ * (g.has_efficiency_mxfp8() ? g.efficiency_mxfp8() : g.efficiency_fp8());
+    case Precision::kNvfp4:
+      return gemm_clock_ * (g.has_efficiency_nvfp4() ? g.efficiency_nvfp4() : g.efficiency_fp8());
     case Precision::kBf16:
       break;
   }

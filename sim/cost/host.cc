@@ -4,43 +4,16 @@
 
 namespace cs::cost {
 
-namespace {
-
-// DGX H100 / H200 (NVIDIA DGX H100 and DGX H200 datasheets): 2 TB DDR5 system memory, 8x 3.84 TB
-// U.2 NVMe internal storage (30 TB), two Intel Xeon Platinum 8480C. Each Xeon has 8 DDR5-4800
-// channels (Intel ARK): 8 x 38.4 GB/s = 307 GB/s per socket, 614 GB/s per node. PCIe Gen5 x16:
-// 32 GT/s x 16 x 128/130 = 63 GB/s per direction. NVMe bandwidth is an assumption: ~3.5 GB/s of
-// sustained write per PCIe Gen4 data-center U.2 drive (reads are ~2x faster), 8 drives = 28 GB/s.
-HostFigures dgx_h100() {
+HostFigures host_figures(const compute::GpuProfile& gpu, const clustersim::OffloadConfig& o) {
+  // The server's figures, each cited in the GPU's profile (topologies/gpus/*.textproto host).
+  const auto& server = gpu.host();
   HostFigures h;
-  h.gpus_per_node = 8;
-  h.host_memory_bytes = 2e12;
-  h.nvme_capacity_bytes = 8 * 3.84e12;
-  h.pcie_bytes_per_s = 63e9;
-  h.nvme_bytes_per_s = 8 * 3.5e9;
-  h.host_memory_bytes_per_s = 2 * 307.2e9;
-  return h;
-}
-
-// DGX A100 (NVIDIA DGX A100 datasheet): 1 TB system memory, 15 TB internal NVMe (4x 3.84 TB),
-// two AMD EPYC 7742 with 8 DDR4-3200 channels each (AMD spec: 204.8 GB/s per socket). PCIe Gen4
-// x16: 16 GT/s x 16 x 128/130 = 31.5 GB/s per direction. NVMe: 4 drives x 3.5 GB/s (assumption
-// as above).
-HostFigures dgx_a100() {
-  HostFigures h;
-  h.gpus_per_node = 8;
-  h.host_memory_bytes = 1e12;
-  h.nvme_capacity_bytes = 4 * 3.84e12;
-  h.pcie_bytes_per_s = 31.5e9;
-  h.nvme_bytes_per_s = 4 * 3.5e9;
-  h.host_memory_bytes_per_s = 2 * 204.8e9;
-  return h;
-}
-
-}  // namespace
-
-HostFigures host_figures(const std::string& gpu, const clustersim::OffloadConfig& o) {
-  HostFigures h = gpu == "a100" ? dgx_a100() : dgx_h100();
+  h.gpus_per_node = server.gpus_per_node();
+  h.host_memory_bytes = server.host_memory_gb() * 1e9;
+  h.nvme_capacity_bytes = server.nvme_capacity_gb() * 1e9;
+  h.pcie_bytes_per_s = server.pcie_bandwidth_gbytes() * 1e9;
+  h.nvme_bytes_per_s = server.nvme_bandwidth_gbytes() * 1e9;
+  h.host_memory_bytes_per_s = server.host_memory_bandwidth_gbytes() * 1e9;
   if (o.has_gpus_per_node() && o.gpus_per_node() > 0) h.gpus_per_node = o.gpus_per_node();
   if (o.host_memory_gb() > 0) h.host_memory_bytes = o.host_memory_gb() * 1e9;
   if (o.nvme_capacity_gb() > 0) h.nvme_capacity_bytes = o.nvme_capacity_gb() * 1e9;
@@ -92,14 +65,8 @@ double cpu_adam_seconds(const HostFigures& host, double params, bool states_on_n
   return s;
 }
 
-double price_per_gpu_hour(const std::string& gpu, const clustersim::CostConfig& cost) {
-  if (cost.price_per_gpu_hour() > 0) return cost.price_per_gpu_hour();
-  // A100 $2, H100 $3.50, H800 $2: the figures of the lesson this project grows from (DESIGN.md).
-  // H200 $4.50: the low end of hyperscaler on-demand H200 SXM rates (mercatus-ai.com "Cloud GPU
-  // pricing", May 2026: $4.50-7.00; Spheron on-demand $4.54/h, March 2026).
-  if (gpu == "a100" || gpu == "h800") return 2.0;
-  if (gpu == "h200") return 4.5;
-  return 3.5;
+double price_per_gpu_hour(const compute::GpuProfile& gpu, const clustersim::CostConfig& cost) {
+  return cost.price_per_gpu_hour() > 0 ? cost.price_per_gpu_hour() : gpu.price_per_gpu_hour();
 }
 
 RunCost run_cost(double step_seconds, double tokens_per_step, int64_t gpus, double price_per_hour,

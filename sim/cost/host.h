@@ -1,11 +1,13 @@
 // Host-side figures of a GPU type's usual server (RAM, NVMe, PCIe, CPU memory bandwidth) and its
-// rental price, with the run config's overrides applied: what offload and cost estimates need,
-// shared by run (the step's offload ops and cost) and plan (memory fit, layout ranking).
+// rental price, from its profile with the run config's overrides applied: what offload and cost
+// estimates need, shared by run (the step's offload ops and cost) and plan (memory fit, layout
+// ranking).
 #pragma once
 
 #include <string>
 
 #include "proto/config.pb.h"
+#include "sim/compute/gpu_profile.h"
 
 namespace cs::cost {
 
@@ -24,9 +26,10 @@ struct HostFigures {
   double nvme_per_gpu() const { return nvme_capacity_bytes / gpus_per_node; }
 };
 
-// The defaults for `gpu` (a100, h100, h200, h800; others get the H100 server's figures), with
-// every field set in config.offload() replacing its default.
-HostFigures host_figures(const std::string& gpu, const clustersim::OffloadConfig& offload = {});
+// The figures of the GPU profile's `host`, with every field set in config.offload() replacing
+// its default.
+HostFigures host_figures(const compute::GpuProfile& gpu,
+                         const clustersim::OffloadConfig& offload = {});
 // Throws ConfigError naming `source` and the field for a node figure that is set but not a
 // positive finite number in its range (an unset one takes the server's default).
 void validate_offload(const clustersim::OffloadConfig& offload, const std::string& source);
@@ -40,8 +43,8 @@ inline constexpr double kCpuAdamBytesPerParam = 28.0;
 // are also read and written back at the node's NVMe bandwidth (not overlapped: an upper bound).
 double cpu_adam_seconds(const HostFigures& host, double params, bool states_on_nvme);
 
-// Dollars per GPU-hour: config.cost.price_per_gpu_hour when > 0, else the GPU type's default.
-double price_per_gpu_hour(const std::string& gpu, const clustersim::CostConfig& cost = {});
+// Dollars per GPU-hour: config.cost.price_per_gpu_hour when > 0, else the profile's.
+double price_per_gpu_hour(const compute::GpuProfile& gpu, const clustersim::CostConfig& cost = {});
 // Throws ConfigError naming `source` and the field for a negative, non-finite or absurd price
 // (0 keeps the default) or a run of no, negative or absurdly many tokens.
 void validate_cost(const clustersim::CostConfig& cost, const std::string& source);

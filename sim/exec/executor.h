@@ -18,6 +18,7 @@
 #include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/core/simulator.h"
 #include "sim/exec/all_to_all_v.h"
 #include "sim/exec/interference.h"
@@ -325,7 +326,7 @@ class Executor {
   std::function<void()> on_finished_;
   coll::ScheduleCache schedules_;
   coll::FluidPlanCache fluid_plans_;
-  coll::NcclTuning nccl_ = coll::NcclTuning::for_gpu(topology_.gpu_type);  // after topology_
+  coll::NcclTuning nccl_ = compute::nccl_tuning(topology_.gpu_type);  // after topology_
   // Per dimension: consecutive group members that share a server (layouts are regular, so the
   // first group tells for all).
   std::array<int32_t, workload::kNumDims> members_per_node_{};

@@ -37,6 +37,11 @@ int64_t tier_capacity_servers(const clustersim::TieredTopology& t) {
   return described_capacity_servers(t);
 }
 
+// GPUs of a node a run uses: the first gpus_used_per_node, or all of them.
+int32_t used_per_node(const clustersim::NodeFabric& n) {
+  return n.gpus_used_per_node() > 0 ? n.gpus_used_per_node() : n.gpus_per_node();
+}
+
 bool grows(const clustersim::TieredTopology& t) {
   return t.growth().mode() != clustersim::Growth::NONE && t.tiers_size() > 0;
 }
@@ -44,7 +49,7 @@ bool grows(const clustersim::TieredTopology& t) {
 // A growing fabric is bounded only by max_nodes and by what this simulator builds.
 int64_t capacity_servers(const clustersim::TieredTopology& t) {
   if (t.max_nodes() > 0) return t.max_nodes();
-  if (grows(t)) return kMaxBuildGpus / std::max(t.node().gpus_per_node(), 1);
+  if (grows(t)) return kMaxBuildGpus / std::max(used_per_node(t.node()), 1);
   return tier_capacity_servers(t);
 }
 
@@ -54,6 +59,11 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
   if (n.gpus_per_node() <= 0) {
     fail(src,
          "tiered.node.gpus_per_node must be > 0 (is " + std::to_string(n.gpus_per_node()) + ")");
+  }
+  if (n.gpus_used_per_node() < 0 || n.gpus_used_per_node() > n.gpus_per_node()) {
+    fail(src, "tiered.node.gpus_used_per_node must be in [0, gpus_per_node = " +
+                  std::to_string(n.gpus_per_node()) + "] (is " +
+                  std::to_string(n.gpus_used_per_node()) + ")");
   }
   if (n.gpus_per_node() > 1) {
     require_positive(n.nvlink_bandwidth_gbytes(), src, "tiered.node.nvlink_bandwidth_gbytes");
@@ -211,15 +221,19 @@ int32_t uplink_fan_out(double child_up, double port, int32_t child_switches, int
   return static_cast<int32_t>(std::clamp<int64_t>(std::max(ports, cover), 1, per_group));
 }
 
-// Expands the parametric description. Vertex order: per server its GPUs (so GPU index = rank),
-// its NVSwitch, its NICs; then the switches tier by tier, group by group.
+// Expands the parametric description. Vertex order: per server its GPUs in use (so GPU index =
+// rank), its NVSwitch, their NICs; then the switches tier by tier, group by group. A server's
+// idle GPUs (gpus_used_per_node) are not built, but its NICs keep their rails and the leaves
+// their size, as the cables are laid for every GPU.
 Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
   const auto& n = t.node();
-  const int32_t gpn = n.gpus_per_node();
+  const int32_t gpn = used_per_node(n);
   const auto servers = static_cast<int32_t>((gpus + gpn - 1) / gpn);
   const bool network = t.tiers_size() > 0;
   const int32_t nics_per_gpu = network ? n.nics_per_gpu() : 0;
-  const int32_t nics_per_node = gpn * nics_per_gpu;
+  const int32_t nics_used = gpn * nics_per_gpu;
+  // Every GPU's NICs, idle ones too: what the rails and the leaf cables are laid for.
+  const int32_t nics_per_node = n.gpus_per_node() * nics_per_gpu;
   const Bandwidth nvlink = Bandwidth::gigabytes_per_s(n.nvlink_bandwidth_gbytes());
   const Bandwidth pcie = Bandwidth::gigabytes_per_s(n.pcie_bandwidth_gbytes());
   const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
@@ -228,7 +242,7 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
   int32_t nvswitches = 0;
   int32_t nic_count = 0;
   std::vector<VertexId> nics;  // by server, then local NIC index (GPU-major)
-  nics.reserve(static_cast<std::size_t>(servers) * nics_per_node);
+  nics.reserve(static_cast<std::size_t>(servers) * nics_used);
   std::vector<VertexId> gpu_vertices(static_cast<std::size_t>(gpn));
   for (int32_t s = 0; s < servers; ++s) {
     for (int32_t i = 0; i < gpn; ++i) {
@@ -279,13 +293,13 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
   const int64_t block =
       (int64_t{leaf_size} * nics_per_node + leaves_per_group - 1) / leaves_per_group;
   for (int32_t s = 0; s < servers; ++s) {
-    for (int32_t k = 0; k < nics_per_node; ++k) {
+    for (int32_t k = 0; k < nics_used; ++k) {
       const int64_t in_group = t.rail_optimized()
                                    ? k % leaves_per_group
                                    : (int64_t{s % leaf_size} * nics_per_node + k) / block;
       const VertexId sw =
           below[static_cast<std::size_t>((s / leaf_size) * leaves_per_group + in_group)];
-      topo.add_duplex_link(nics[static_cast<std::size_t>(s) * nics_per_node + k], sw, nic,
+      topo.add_duplex_link(nics[static_cast<std::size_t>(s) * nics_used + k], sw, nic,
                            from_ns(leaf.link_latency_ns()), LinkClass::kNetwork);
     }
   }
@@ -436,7 +450,7 @@ void validate_topology(const clustersim::Topology& desc, const std::string& sour
 
 int64_t topology_capacity_gpus(const clustersim::Topology& desc) {
   if (desc.has_tiered()) {
-    return capacity_servers(desc.tiered()) * std::max(desc.tiered().node().gpus_per_node(), 1);
+    return capacity_servers(desc.tiered()) * std::max(used_per_node(desc.tiered().node()), 1);
   }
   int64_t gpus = 0;
   for (const auto& v : desc.explicit_().vertices()) gpus += v.kind() == clustersim::Vertex::GPU;
@@ -466,6 +480,26 @@ void override_load_balancing(clustersim::Topology& desc,
   *desc.mutable_load_balancing() = override_lb;
 }
 
+int32_t gpus_per_node_in_use(const clustersim::Topology& desc) {
+  return desc.has_tiered() ? used_per_node(desc.tiered().node()) : 0;
+}
+
+void override_gpus_per_node(clustersim::Topology& desc, int32_t gpus_per_node,
+                            const std::string& source) {
+  if (gpus_per_node == 0) return;
+  if (!desc.has_tiered()) {
+    fail(source, "cluster.gpus_per_node applies to tiered topologies only; '" + desc.name() +
+                     "' is explicit (its GPUs are all used)");
+  }
+  const int32_t all = desc.tiered().node().gpus_per_node();
+  if (gpus_per_node < 0 || gpus_per_node > all) {
+    fail(source, "cluster.gpus_per_node must be in [0, " + std::to_string(all) +
+                     "], the GPUs of a node of '" + desc.name() + "' (is " +
+                     std::to_string(gpus_per_node) + ")");
+  }
+  desc.mutable_tiered()->mutable_node()->set_gpus_used_per_node(gpus_per_node);
+}
+
 Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
                         const std::string& source_name) {
   validate_topology(desc, source_name);
@@ -478,7 +512,7 @@ Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
   // "The whole cluster" of a growing fabric is the one its tiers describe.
   const int64_t whole =
       desc.has_tiered() && grows(desc.tiered()) && desc.tiered().max_nodes() == 0
-          ? tier_capacity_servers(desc.tiered()) * desc.tiered().node().gpus_per_node()
+          ? tier_capacity_servers(desc.tiered()) * used_per_node(desc.tiered().node())
           : capacity;
   const int64_t gpus = num_gpus > 0 ? num_gpus : whole;
   if (gpus > kMaxBuildGpus) {
@@ -487,7 +521,7 @@ Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
                       " this simulator builds; ask for fewer GPUs");
   }
   // Built in place: the graph must not be copied, as the link index holds its edge descriptors.
-  const int64_t gpn = std::max(desc.tiered().node().gpus_per_node(), 1);
+  const int64_t gpn = std::max(used_per_node(desc.tiered().node()), 1);
   Topology topo =
       desc.has_tiered()
           ? build_tiered(grow_for_servers(desc.tiered(), (gpus + gpn - 1) / gpn, name), gpus)

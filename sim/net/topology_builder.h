@@ -38,6 +38,16 @@ void override_load_balancing(clustersim::Topology& desc,
                              const clustersim::LoadBalancing& override_lb,
                              const std::string& source);
 
+// GPUs a run uses in each node of a tiered description (gpus_used_per_node, else all); 0 for an
+// explicit graph, whose servers need not be alike.
+int32_t gpus_per_node_in_use(const clustersim::Topology& desc);
+
+// Sets `desc`'s GPUs used per node to `gpus_per_node` (ClusterConfig.gpus_per_node) unless it is
+// 0; throws ConfigError naming cluster.gpus_per_node when it is out of [0, gpus_per_node] or the
+// description is explicit.
+void override_gpus_per_node(clustersim::Topology& desc, int32_t gpus_per_node,
+                            const std::string& source);
+
 // Builds the graph for a run on `num_gpus` GPUs (<= 0: the whole cluster as its tiers describe it,
 // before any growth). A tiered description grows as its `growth` says when its tiers are too
 // small. The tiered form builds

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/precision_formats.h"
 #include "sim/cost/host.h"
 #include "sim/net/topology_builder.h"
 #include "sim/report/json.h"
@@ -72,7 +74,7 @@ std::string resolved_gpu(const clustersim::RunConfig& config) {
   if (!config.cluster().gpu().empty()) return config.cluster().gpu();
   if (!config.cluster().topology().empty())
     return net::resolve_topology(config.cluster().topology()).gpu();
-  return "h100";
+  return std::string(compute::default_gpu());
 }
 
 }  // namespace
@@ -99,7 +101,8 @@ FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_byte
   f.fits = f.peak <= hbm_capacity_bytes;
   if (f.fits && (config.offload().optimizer() != clustersim::OffloadConfig::NONE ||
                  config.offload().parameters() != clustersim::OffloadConfig::NONE)) {
-    const cost::HostFigures host = cost::host_figures(resolved_gpu(config), config.offload());
+    const cost::HostFigures host =
+        cost::host_figures(compute::load_gpu_profile(resolved_gpu(config)), config.offload());
     for (int32_t s = 0; s < config.parallel().pp(); ++s) {
       const auto m = workload::estimate_stage_memory(config, s, 0);
       if (static_cast<double>(m.host_dram) > host.host_memory_per_gpu() ||
@@ -123,6 +126,9 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   r.schedule = std::string(workload::schedule_info(p.schedule()).name);
   r.gpu = resolved_gpu(config);
   r.precision = clustersim::Precision_Name(config.precision());
+  if (compute::format_of(config.precision()).quantized &&
+      config.effects().memory_fp8_linear_inputs())
+    r.quantized_input_bytes = compute::stored_bytes_per_element(config.precision());
   r.gpus = static_cast<int32_t>(workload::world_of(workload::dim_sizes(p)));
   r.microbatches = workload::num_microbatches(p);
   const auto gpu = compute::load_gpu_profile(r.gpu);
@@ -160,7 +166,7 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
     r.stages.push_back(sm);
   }
   r.fits = r.peak <= r.capacity;
-  const cost::HostFigures host = cost::host_figures(r.gpu, config.offload());
+  const cost::HostFigures host = cost::host_figures(gpu, config.offload());
   r.host_dram_capacity = host.host_memory_per_gpu();
   r.host_nvme_capacity = host.nvme_per_gpu();
   r.fits_host = r.host_dram <= r.host_dram_capacity && r.host_nvme <= r.host_nvme_capacity;
@@ -230,9 +236,22 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
   return r;
 }
 
+// The precision's kept linear inputs, element and block scales apart (precision_formats.h).
+static void print_quantized_inputs(std::ostream& out, const MemoryReport& r) {
+  clustersim::Precision p = clustersim::BF16;
+  if (!(r.quantized_input_bytes > 0) || !clustersim::Precision_Parse(r.precision, &p)) return;
+  const compute::PrecisionFormat& f = compute::format_of(p);
+  out << "linear inputs kept for backward: " << r.quantized_input_bytes << " B per element";
+  if (f.block > 0)
+    out << " (" << f.element_bytes << " B " << f.name << " + a " << f.scale_bytes << " B scale per "
+        << f.block << " elements)";
+  out << '\n';
+}
+
 void print_memory_report(std::ostream& out, const MemoryReport& r) {
   out << r.name << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
       << " microbatches, " << r.gpus << " x " << r.gpu << " (" << r.precision << ")\n";
+  print_quantized_inputs(out, r);
   out << "per GPU, GB:\n  " << pad("stage", 7) << pad("layers", 8) << pad("held", 6)
       << pad("weights", 9) << pad("grads", 8) << pad("master", 8) << pad("adam_m", 8)
       << pad("adam_v", 8) << pad("activ.", 8) << pad("temp", 7) << pad("bwd ws", 8)
@@ -298,6 +317,7 @@ void write_memory_json(std::ostream& out, const MemoryReport& r) {
                     {"schedule", r.schedule},
                     {"gpu", r.gpu},
                     {"precision", r.precision},
+                    {"quantized_input_bytes_per_element", r.quantized_input_bytes},
                     {"gpus", r.gpus},
                     {"microbatches", r.microbatches},
                     {"capacity_gb", r.capacity / 1e9},

@@ -44,6 +44,10 @@ struct MemoryReport {
   // Host side, per GPU: offloaded bytes against the node's share.
   double host_dram = 0, host_nvme = 0, host_dram_capacity = 0, host_nvme_capacity = 0;
   bool fits_host = true;
+  // Bytes per element of the quantized copies that FP8 / MXFP8 / NVFP4 linears keep for their
+  // weight gradient, block scales included (compute::stored_bytes_per_element); 0 when the
+  // linears keep 16-bit inputs (BF16, or effects.memory_fp8_linear_inputs off).
+  double quantized_input_bytes = 0;
   std::vector<VariantRow> precision_rows;
   std::vector<VariantRow> checkpoint_rows;
 };

@@ -12,14 +12,17 @@
 #include <sstream>
 #include <thread>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/plan/nvlink_domain.h"
 #include "sim/report/json.h"
 #include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
+#include "sim/workload/stack.h"
 
 namespace cs::plan {
 
@@ -93,7 +96,7 @@ using clustersim::ParallelConfig;
 using clustersim::RunConfig;
 
 std::string gpu_of(const RunConfig& c) {
-  return c.cluster().gpu().empty() ? "h100" : c.cluster().gpu();
+  return compute::gpu_or_default(c.cluster().gpu());
 }
 
 // What the whole run costs with its interruptions; one that never finishes ranks last.
@@ -448,6 +451,8 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
     out << "  #" << i + 1 << ": " << why(c, result.ranked.front()) << '\n';
+    const std::string domain = nvlink_domain_line(c.config, options.gpus_per_node);
+    if (!domain.empty()) out << "      NVLink domain: " << domain << '\n';
   }
   if (!result.ranked.empty()) {
     const auto& c = result.ranked.front().report.cost;
@@ -465,7 +470,7 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
 namespace {
 
 // One ranked layout: its sizes, schedule and figures, as `plan --json` lists it.
-report::Json candidate_json(const Candidate& c) {
+report::Json candidate_json(const Candidate& c, int32_t gpus_per_node) {
   const auto& p = c.config.parallel();
   const auto& r = c.report;
   report::Json j = {{"layout", short_layout(c.config)}};
@@ -499,6 +504,8 @@ report::Json candidate_json(const Candidate& c) {
   j["interruptions_per_day_by_cause"] = report::interruptions_by_cause_json(r.cost);
   j["run_dollars_with_failures"] = r.cost.effective_dollars;
   j["run_days"] = r.cost.wall_days;
+  const std::string domain = nvlink_domain_line(c.config, gpus_per_node);
+  if (!domain.empty()) j["nvlink_domain"] = domain;
   return j;
 }
 
@@ -512,7 +519,8 @@ void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOpti
                     {"simulated", result.simulated},
                     {"refined", result.refined},
                     {"ranked", report::Json::array()}};
-  for (const Candidate& c : result.ranked) j["ranked"].push_back(candidate_json(c));
+  for (const Candidate& c : result.ranked)
+    j["ranked"].push_back(candidate_json(c, options.gpus_per_node));
   const Refusals& r = result.refused;
   report::Json refused = {
       {"invalid", report::Json::object()}, {"over_hbm", r.over_hbm}, {"over_host", r.over_host}};

@@ -22,7 +22,9 @@ enum class Objective : uint8_t { kTime, kCost };
 
 struct PlanOptions {
   int64_t gpus = 0;
-  int32_t gpus_per_node = 8;  // TP stays inside a node: tp divides this
+  // GPUs of one NVLink domain the job uses (8 on DGX servers, up to 72 on an NVL72 rack): TP
+  // stays inside it (tp divides this), and the planner says which groups fill more than a server.
+  int32_t gpus_per_node = 8;
   Objective objective = Objective::kTime;
   int32_t top = 5;
   int32_t simulate = 12;  // candidates simulated, best first by the analytical pre-estimate

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/run/stage_work.h"
@@ -52,8 +53,7 @@ double compute_seconds(const workload::StageWork& work, const workload::PhaseOps
 
 double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const auto& p = config.parallel();
-  const auto gpu =
-      compute::load_gpu_profile(config.cluster().gpu().empty() ? "h100" : config.cluster().gpu());
+  const auto gpu = compute::load_gpu_profile(compute::gpu_or_default(config.cluster().gpu()));
   const compute::KernelCostModel cost(gpu);
   const int32_t stage = p.pp() / 2;
   const auto work = run::build_stage_work(config, stage, cost, false);

@@ -1,6 +1,7 @@
 #include "sim/run/executor_setup.h"
 
 #include "sim/coll/runner.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/config/config_error.h"
 #include "sim/exec/interference.h"
 
@@ -37,7 +38,7 @@ void configure_executor(exec::Executor& executor, const clustersim::RunConfig& c
                         const ExecutorSetup& setup, const std::string& source) {
   if (config.nccl().channels() < 0)
     throw ConfigError(source + ": nccl.channels must not be negative (0: one ring per NIC)");
-  executor.set_nccl_tuning(coll::NcclTuning::for_gpu(
+  executor.set_nccl_tuning(compute::nccl_tuning(
       config.cluster().gpu().empty() ? setup.topology.gpu_type : config.cluster().gpu(),
       nccl_settings(config)));
   executor.set_fluid_collectives(config.simulation().fluid_collectives());

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/precision_formats.h"
 #include "sim/config/config_error.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
@@ -59,7 +60,7 @@ void refuse_variability(const JobInput& job) {
 }
 
 int32_t gpus_per_server(const clustersim::Topology& desc, const std::string& source) {
-  if (desc.has_tiered()) return desc.tiered().node().gpus_per_node();
+  if (desc.has_tiered()) return net::gpus_per_node_in_use(desc);
   const net::Topology whole = net::build_topology(desc, 0, source);
   int32_t n = 0;
   const int32_t node = whole.vertex(whole.gpu(0)).node;
@@ -158,6 +159,7 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
   const std::string& source = inputs[0].source;
   auto desc = net::resolve_topology(first.cluster().topology());
   net::override_load_balancing(desc, first.cluster().load_balancing(), source);
+  net::override_gpus_per_node(desc, first.cluster().gpus_per_node(), source);
   const int64_t capacity = first.cluster().num_gpus() > 0 ? first.cluster().num_gpus()
                                                           : net::topology_capacity_gpus(desc);
   const auto gpus = place_jobs(placement, sizes, gpus_per_server(desc, source), capacity);
@@ -200,9 +202,8 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
     }
     f.slowdown = f.mean_step_s / f.alone_step_s;
     const double flops = workload::model_flops_per_step(config);
-    const double peak = compute::peak_flops(cluster.gpu, config.precision() == clustersim::FP8
-                                                             ? compute::Precision::kFp8
-                                                             : compute::Precision::kBf16);
+    const double peak =
+        compute::peak_flops(cluster.gpu, compute::format_of(config.precision()).gemm);
     f.mfu_alone = flops / (f.alone_step_s * f.gpus * peak);
     f.mfu_shared = flops / (f.mean_step_s * f.gpus * peak);
     report.jobs.push_back(std::move(f));

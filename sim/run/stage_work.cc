@@ -95,7 +95,7 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   const auto& offload = config.offload();
   const bool offload_optimizer = offload.optimizer() != OffloadConfig::NONE;
   const bool offload_params = offload.parameters() != OffloadConfig::NONE && zero == 3;
-  const cost::HostFigures host = cost::host_figures(config.cluster().gpu(), offload);
+  const cost::HostFigures host = cost::host_figures(cost.profile(), offload);
   // ZeRO shards optimizer states (and, at stage 3, weights) over the DP group.
   const int64_t shard_div = zero >= 1 ? dp : 1;
 

@@ -11,6 +11,7 @@
 #include "sim/coll/runner.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/compute/precision_formats.h"
 #include "sim/config/config_error.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/run_config.h"
@@ -53,7 +54,7 @@ double peak_rss_mb() {
 }
 
 compute::Precision precision_of(clustersim::Precision p) {
-  return p == clustersim::FP8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+  return compute::format_of(p).gemm;
 }
 
 std::string layout_text(const clustersim::ParallelConfig& p) {
@@ -72,6 +73,7 @@ std::string layout_text(const clustersim::ParallelConfig& p) {
 // Offload figures: host bytes per GPU against the node's share, and the offload ops' time per
 // step on the stage where they take longest.
 static report::OffloadFigures offload_figures(const clustersim::RunConfig& config,
+                                              const compute::GpuProfile& gpu,
                                               const std::vector<workload::Program>& programs) {
   using clustersim::OffloadConfig;
   const auto& off = config.offload();
@@ -80,7 +82,7 @@ static report::OffloadFigures offload_figures(const clustersim::RunConfig& confi
   o.parameters = OffloadConfig::Target_Name(off.parameters());
   o.enabled = off.optimizer() != OffloadConfig::NONE || off.parameters() != OffloadConfig::NONE;
   if (!o.enabled) return o;
-  const cost::HostFigures host = cost::host_figures(config.cluster().gpu(), off);
+  const cost::HostFigures host = cost::host_figures(gpu, off);
   for (std::size_t s = 0; s < programs.size(); ++s) {
     const auto& prog = programs[s];
     double d2h = 0, cpu = 0, h2d = 0;
@@ -248,6 +250,7 @@ static PreparedStep prepare_config(const clustersim::RunConfig& original, const 
     throw ConfigError(source + ": cluster.topology is not set");
   auto topo_desc = net::resolve_topology(config.cluster().topology());
   net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
+  net::override_gpus_per_node(topo_desc, config.cluster().gpus_per_node(), source);
   workload::resolve_stack(config, source);
   workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
   PreparedStep prepared;
@@ -257,6 +260,7 @@ static PreparedStep prepare_config(const clustersim::RunConfig& original, const 
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
   const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
                                       compute::cost_options(config));
+  compute::require_precision_supported(cost.profile(), config.precision(), source);
   const bool split = workload::schedule_info(workload::pipeline_schedule_of(par)).splits_backward;
   for (int32_t s = 0; s < par.pp(); ++s)
     works.push_back(build_stage_work(prepared.config, s, cost, split));
@@ -324,6 +328,7 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   const auto& par = config.parallel();
   auto topo_desc = net::resolve_topology(config.cluster().topology());
   net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
+  net::override_gpus_per_node(topo_desc, config.cluster().gpus_per_node(), source);
   const workload::Layout layout = workload::layout_of(par);
   if (net::topology_capacity_gpus(topo_desc) < layout.world()) {
     throw ConfigError(source + ": topology " + config.cluster().topology() + " holds at most " +
@@ -347,6 +352,7 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
+  compute::require_precision_supported(gpu, config.precision(), source);
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
     retime(prepared.programs, compute::KernelCostModel(gpu, compute::cost_options(config)),
            prepared.timed_for_gpu, source);
@@ -391,7 +397,7 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   out.events = sim.events_processed();
   const compute::KernelCostModel timing(gpu, compute::cost_options(config));
   out.kernel_groups = report::kernel_time_by_group(programs, &timing);
-  out.offload = offload_figures(config, programs);
+  out.offload = offload_figures(config, gpu, programs);
   if (ranks_differ)
     out.variability = variability_figures(out.stats, layout, out.step_end,
                                           compute_var ? &*compute_var : nullptr, degraded.links);
@@ -517,7 +523,7 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
   r.accumulation_steps = m;
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /
                           static_cast<double>(std::max(par.global_batch_size(), 1));
-  const double price = cost::price_per_gpu_hour(gpu.name(), config.cost());
+  const double price = cost::price_per_gpu_hour(gpu, config.cost());
   const cost::RunCost run = cost::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus,
                                            price, config.cost().train_tokens());
   r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,

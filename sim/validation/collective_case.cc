@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "sim/coll/nccl_test_case.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/config/field_checks.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/topology_builder.h"
@@ -12,9 +13,9 @@ namespace cs::validation {
 CollectiveTiming time_collective(const clustersim::CollectiveCase& c) {
   const auto desc = net::resolve_topology(c.topology());
   const net::Topology topo = net::build_topology(desc, c.gpus(), c.topology());
-  const auto r =
-      coll::run_nccl_test(topo, coll::parse_op(c.op()), c.size_bytes(), c.gpus(), {},
-                          coll::parse_algorithm(c.algo()), net::parse_network_mode(c.network()));
+  const auto r = coll::run_nccl_test(
+      topo, compute::nccl_tuning(topo.gpu_type), coll::parse_op(c.op()), c.size_bytes(), c.gpus(),
+      coll::parse_algorithm(c.algo()), net::parse_network_mode(c.network()));
   return {r.key.algo, r.time, r.algbw_gbytes_per_s, r.busbw_gbytes_per_s};
 }
 

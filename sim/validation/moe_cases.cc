@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/coll/nccl_plan.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/grouped_gemm.h"
 #include "sim/config/field_checks.h"
@@ -101,7 +102,7 @@ double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   Time latency;
   for (const auto& e : edges) latency = std::max(latency, network->path_latency(e.src, e.dst));
   const coll::ScheduleKey key =
-      coll::NcclTuning::for_gpu(desc.gpu()).plan(coll::Op::kAllToAll, a.gpus(), per_server, bytes);
+      compute::nccl_tuning(desc.gpu()).plan(coll::Op::kAllToAll, a.gpus(), per_server, bytes);
   if (wire_costs) exec::apply_wire_model(edges, key.wire, topo);
   Time end;
   sim.schedule_in(key.wire.launch_latency, [&] {

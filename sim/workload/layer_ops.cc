@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/compute/precision_formats.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/moe_ops.h"
 #include "sim/workload/stack.h"
@@ -65,7 +66,8 @@ class Builder {
     norm_tokens_ = sp_ ? tokens_ / t_ : tokens_;
     swiglu_ = model_.activation() == clustersim::ModelConfig::SWIGLU;
     vocab_shard_ = padded_vocab(model_, t_) / t_;
-    fp8_casts_ = precision_ == clustersim::FP8 && effects_.fp8_casts();
+    fp8_casts_ = compute::format_of(precision_).quantized && effects_.fp8_casts();
+    quant_bytes_ = compute::stored_bytes_per_element(precision_);
     hidden_dropout_ = model_.hidden_dropout() > 0;
     attention_dropout_ = model_.attention_dropout() > 0;
   }
@@ -234,7 +236,7 @@ class Builder {
     if (replaces(slot)) return stack_rows(slot);
     const double n = norm_elements();
     const bool layernorm = model_.norm() == clustersim::ModelConfig::LAYERNORM;
-    const double out = !backward && feeds_fp8_gemm && fp8_casts_ ? 1.0 : kActBytes;
+    const double out = !backward && feeds_fp8_gemm && fp8_casts_ ? quant_bytes_ : kActBytes;
     const double bytes = backward ? 3.0 * kActBytes * n : (kActBytes + out) * n;
     const double flops = (backward ? 8.0 : 5.0) * n + (layernorm ? 2.0 * n : 0.0);
     memory(name, bytes, flops, KernelGroup::kNorm);
@@ -295,13 +297,15 @@ class Builder {
   // Transformer Engine delayed scaling: a bf16 tensor entering an FP8 GEMM is cast to FP8 and
   // transposed in one kernel (cast_transpose, amax taken on the way): read 2 bytes, write the
   // FP8 tensor and its transpose (1 + 1). The transpose feeds the wgrad GEMM, since Hopper FP8
-  // GEMMs take only the TN layout.
+  // GEMMs take only the TN layout. MXFP8 and NVFP4 (TE's quantize with rowwise and columnwise
+  // usage) write a rowwise and a columnwise copy the same way, each with its block scales: the
+  // wgrad GEMM needs blocks along the other dimension (quant_bytes_: element + scale bytes).
   void fp8_cast_transpose(std::string_view name, double elements) {
-    memory(name, (kActBytes + 2.0) * elements, elements, KernelGroup::kFp8Cast);
+    memory(name, (kActBytes + 2.0 * quant_bytes_) * elements, elements, KernelGroup::kFp8Cast);
   }
   // The norm kernel already wrote an FP8 input; wgrad needs its transpose (read 1, write 1).
   void fp8_transpose(std::string_view name, double elements) {
-    memory(name, 2.0 * elements, 0, KernelGroup::kFp8Cast);
+    memory(name, 2.0 * quant_bytes_ * elements, 0, KernelGroup::kFp8Cast);
   }
 
   void attention(std::string_view name, bool backward) {
@@ -384,6 +388,7 @@ class Builder {
   int64_t dqk_ = 0, dv_ = 0;  // head_dims(): query/key and value widths (both d_ without MLA)
   int64_t tokens_ = 0, norm_tokens_ = 0, vocab_shard_ = 0;
   bool sp_ = false, swiglu_ = false, fp8_casts_ = false;
+  double quant_bytes_ = kActBytes;  // a quantized GEMM input element with its scales
   bool hidden_dropout_ = false, attention_dropout_ = false;
   const clustersim::StackProfile& stack_;
 
@@ -484,7 +489,7 @@ struct MlaShapes {
 void latent_norm(Builder& b, std::string_view name, int64_t width, bool backward) {
   const double n = static_cast<double>(b.norm_tokens_) * static_cast<double>(width);
   const bool layernorm = b.model_.norm() == clustersim::ModelConfig::LAYERNORM;
-  const double out = !backward && b.fp8_casts_ ? 1.0 : kActBytes;
+  const double out = !backward && b.fp8_casts_ ? b.quant_bytes_ : kActBytes;
   const double bytes = backward ? 3.0 * kActBytes * n : (kActBytes + out) * n;
   b.memory(name, bytes, (backward ? 8.0 : 5.0) * n + (layernorm ? 2.0 * n : 0.0),
            KernelGroup::kNorm);
@@ -669,12 +674,11 @@ double main_grad_bytes(const clustersim::RunConfig& config) {
 }
 
 double gemm_input_bytes(clustersim::Precision precision) {
-  return precision == clustersim::FP8 ? 1.0 : 2.0;
+  return compute::stored_bytes_per_element(precision);
 }
 
 LayerOp gemm_op(std::string_view name, int64_t m, int64_t n, int64_t k,
                 clustersim::Precision precision, int64_t batch) {
-  const bool fp8 = precision == clustersim::FP8;
   const double e = gemm_input_bytes(precision);
   LayerOp op;
   op.kernel = compute::gemm(name, m, n, k, e, batch);
@@ -683,7 +687,7 @@ LayerOp gemm_op(std::string_view name, int64_t m, int64_t n, int64_t k,
     op.kernel.bytes =
         e * static_cast<double>(m * k + k * n) + kActBytes * static_cast<double>(m * n);
   }
-  op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+  op.precision = compute::format_of(precision).gemm;
   return op;
 }
 

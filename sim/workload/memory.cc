@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "sim/compute/precision_formats.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 
@@ -30,11 +31,14 @@ bool has_hidden_dropout(const ModelConfig& m) {
   return m.hidden_dropout() > 0;
 }
 
-// Bytes per element an FP8 linear keeps of its input for the weight gradient (the FP8 copy it
-// multiplied with), else 2.
+// Bytes per element a quantized linear (FP8, MXFP8, NVFP4) keeps of its input for the weight
+// gradient (the copy it multiplied with, its block scales included: MXFP8 1 + 1/32, NVFP4
+// 0.5 + 1/16), else 2.
 double linear_input_bytes(const clustersim::RunConfig& config) {
-  return config.precision() == clustersim::FP8 && config.effects().memory_fp8_linear_inputs() ? 1.0
-                                                                                              : 2.0;
+  return compute::format_of(config.precision()).quantized &&
+                 config.effects().memory_fp8_linear_inputs()
+             ? compute::stored_bytes_per_element(config.precision())
+             : 2.0;
 }
 
 // Bytes per element of an MLP activation's kept input: 1 under activation_fp8_input_store.

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "sim/compute/precision_formats.h"
 #include "sim/workload/layout_config.h"
 
 namespace cs::workload {
@@ -174,9 +175,9 @@ class MoeBuilder {
       if (m > 0) op.rank_parts[x / per_rank].push_back(make(m));
     }
     op.kernel = make(std::max<int64_t>(tokens / ep_, 1));  // the mean rank's whole load
-    const bool fp8 =
-        op.kernel.kind == compute::KernelKind::kGemm && config_.precision() == clustersim::FP8;
-    op.precision = fp8 ? compute::Precision::kFp8 : compute::Precision::kBf16;
+    op.precision = op.kernel.kind == compute::KernelKind::kGemm
+                       ? compute::format_of(config_.precision()).gemm
+                       : compute::Precision::kBf16;
     add(std::move(op));
   }
 

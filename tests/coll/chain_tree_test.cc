@@ -14,6 +14,7 @@
 #include "sim/coll/fluid.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/runner.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/core/simulator.h"
 #include "sim/net/flow_network.h"
 #include "sim/net/routing.h"
@@ -24,7 +25,7 @@ namespace cs::coll::chain_tree_test {
 namespace {
 
 constexpr Bytes kGiB = Bytes{1} << 30;
-const NcclTuning kH100 = NcclTuning::for_gpu("h100");
+const NcclTuning kH100 = compute::nccl_tuning("h100");
 
 net::Topology dgx_h100(int32_t servers) {
   return net::build_topology(net::resolve_topology("dgx-h100"), 8 * servers, "dgx-h100");

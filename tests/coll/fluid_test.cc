@@ -10,6 +10,7 @@
 #include "sim/coll/algorithms.h"
 #include "sim/coll/algorithms/registry.h"
 #include "sim/coll/nccl_plan.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/core/simulator.h"
 #include "sim/net/flow_network.h"
 #include "sim/net/routing.h"
@@ -73,7 +74,7 @@ void expect_same(const net::Topology& topo, const ScheduleKey& key,
   EXPECT_EQ(fluid.bytes_sent, msg.bytes_sent);
 }
 
-const auto kH100 = NcclTuning::for_gpu("h100");
+const auto kH100 = compute::nccl_tuning("h100");
 
 TEST(Fluid, RingsInOneServerTakeTheirMessageScheduleTime) {
   const auto topo = cluster("dgx-h100", 8);

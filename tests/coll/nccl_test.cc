@@ -11,6 +11,7 @@
 #include "sim/coll/nccl_model.h"
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/nccl_test_case.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/net/topology_builder.h"
 
 namespace cs::coll {
@@ -26,6 +27,24 @@ TEST(NcclModel, GraphOfOneH100Server) {
   EXPECT_EQ(g.channels, 12);
   EXPECT_DOUBLE_EQ(g.bw_intra_gbps, 30.0);
   EXPECT_TRUE(g.nvls);
+}
+
+TEST(NcclModel, BlackwellRowsAreNcclsSm100Figures) {
+  // topo.h SM100_NVLINK_BW 40.1 GB/s per NVLink 5 link (50 GB/s raw); sm100SpeedArrayIntra tops
+  // at 90 GB/s: 18 x 40.1 = 721.8 GB/s carries 8 rings, doubled to 16 channels at 45 GB/s.
+  EXPECT_EQ(parse_gpu_arch("blackwell"), GpuArch::kBlackwell);
+  EXPECT_DOUBLE_EQ(nvlink_payload_efficiency(GpuArch::kBlackwell), 40.1 / 50.0);
+  EXPECT_DOUBLE_EQ(nvls_switch_efficiency(GpuArch::kBlackwell), 0.74);
+  const NcclGraph g = nccl_graph(GpuArch::kBlackwell, 8, 1, 18, 50, true);
+  EXPECT_EQ(g.channels, 16);
+  EXPECT_DOUBLE_EQ(g.bw_intra_gbps, 45.0);
+  EXPECT_TRUE(g.nvls);
+  // Across servers a 400 Gb/s NIC gets sm100SpeedArrayInter's 48 GB/s, an 800 Gb/s one its 96.
+  EXPECT_DOUBLE_EQ(nccl_graph(GpuArch::kBlackwell, 16, 2, 18, 50, true).bw_inter_gbps * 16 / 8,
+                   48.0);
+  EXPECT_DOUBLE_EQ(nccl_graph(GpuArch::kBlackwell, 16, 2, 18, 100, true).bw_inter_gbps * 16 / 8,
+                   96.0);
+  EXPECT_THROW(parse_gpu_arch("rubin"), std::invalid_argument);
 }
 
 TEST(NcclModel, RingClosedForms) {
@@ -139,7 +158,8 @@ Result simulate(Op op, int32_t servers, Bytes bytes, NcclSettings settings = {},
                 Algorithm algo = Algorithm::kAuto) {
   const net::Topology topo =
       net::build_topology(net::resolve_topology("dgx-h100"), 8 * servers, "dgx-h100");
-  const NcclTestResult r = run_nccl_test(topo, op, bytes, 0, settings, algo);
+  const NcclTestResult r =
+      run_nccl_test(topo, compute::nccl_tuning(topo.gpu_type, settings), op, bytes, 0, algo);
   return {r.key, r.busbw_gbytes_per_s, r.time.as_us()};
 }
 
@@ -173,7 +193,7 @@ TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
   // shard from every GPU, multimem.st multicasts every sum to all), where the schedule's messages
   // carry 2(n-1)/n; the switch sustains nvls_switch_efficiency of the link rate.
   // Both only on NVLink hops: NVLS-tree's network hops carry their messages' bytes.
-  const NcclTuning tuning = NcclTuning::for_gpu("h100");
+  const NcclTuning tuning = compute::nccl_tuning("h100");
   const double link = 20.6 / 25;
   for (int32_t n : {4, 8}) {
     const ScheduleKey key = tuning.plan(Op::kAllReduce, n, n, kGiB);
@@ -188,7 +208,7 @@ TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
   NcclSettings off;
   off.nvls_efficiency = false;
   EXPECT_DOUBLE_EQ(
-      NcclTuning::for_gpu("h100", off).plan(Op::kAllReduce, 8, 8, kGiB).wire.nvlink_efficiency,
+      compute::nccl_tuning("h100", off).plan(Op::kAllReduce, 8, 8, kGiB).wire.nvlink_efficiency,
       link / (9.0 / 14.0));
 }
 
@@ -251,7 +271,7 @@ TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
 }
 
 TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
-  const NcclTuning tuning = NcclTuning::for_gpu("h100");
+  const NcclTuning tuning = compute::nccl_tuning("h100");
   // 8 servers of 8: NCCL's model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
   // a channel pair per NIC, as our chain-tree does (our tree over all ranks would not), and the
   // chain-tree is what NCCL's choice runs (our_algorithm in nccl_plan.cc), as a fluid transfer.
@@ -271,12 +291,22 @@ TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
   // The fixed size rule when NCCL's choice is off.
   NcclSettings rule;
   rule.nccl_choice = false;
-  EXPECT_EQ(NcclTuning::for_gpu("h100", rule).plan(Op::kAllReduce, 8, 8, 1 << 30).algo,
+  EXPECT_EQ(compute::nccl_tuning("h100", rule).plan(Op::kAllReduce, 8, 8, 1 << 30).algo,
             Algorithm::kRing);
 }
 
-TEST(NcclPlan, UnknownGpuKeepsTheIdealWire) {
-  const NcclTuning none = NcclTuning::for_gpu("tpu");
+TEST(NcclPlan, UnknownGpuIsRefusedWithTheKnownOnes) {
+  try {
+    compute::nccl_tuning("tpu");
+    FAIL() << "an unknown GPU must be refused";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown GPU 'tpu'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("h100"), std::string::npos) << e.what();
+  }
+}
+
+TEST(NcclPlan, TopologyWithoutGpuTypeKeepsTheIdealWire) {
+  const NcclTuning none = compute::nccl_tuning("");
   EXPECT_FALSE(none.has_hardware());
   const ScheduleKey key = none.plan(Op::kAllReduce, 8, 8, kGiB);
   EXPECT_EQ(key.wire, WireModel{});

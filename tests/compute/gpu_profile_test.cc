@@ -1,6 +1,7 @@
 // Tests of loading GPU profiles: every preset loads and is self-consistent, spec-sheet relations
 // between GPUs hold, and bad input fails with a message that locates the problem.
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/gpu_hardware.h"
 #include "tests/support/test_helpers.h"
 
 #include <gtest/gtest.h>
@@ -27,11 +28,22 @@ constexpr const char* kMinimal = R"pb(
   sm_count: 10
   gemm { efficiency_bf16: 0.8 efficiency_fp32: 0.8 tile_m: 128 tile_n: 128 k_half: 64 }
   attention_bf16 { forward: 0.7 backward: 0.6 }
+  architecture: "ampere"
+  nvlinks: 4
+  host {
+    gpus_per_node: 4
+    host_memory_gb: 512
+    nvme_capacity_gb: 4000
+    pcie_bandwidth_gbytes: 31.5
+    nvme_bandwidth_gbytes: 7
+    host_memory_bandwidth_gbytes: 200
+  }
+  price_per_gpu_hour: 1
 )pb";
 
-TEST(GpuProfile, PresetsIncludeTheFourDocumentedGpus) {
+TEST(GpuProfile, PresetsIncludeTheDocumentedGpus) {
   const auto names = gpu_profile_names();
-  for (const char* gpu : {"a100", "h100", "h200", "h800"}) {
+  for (const char* gpu : {"a100", "h100", "h200", "h800", "b200", "gb200", "b300", "gb300"}) {
     EXPECT_NE(std::find(names.begin(), names.end(), gpu), names.end()) << gpu;
   }
 }
@@ -183,6 +195,76 @@ TEST(GpuProfile, NonsenseValuesNameTheField) {
               p.add_measured_kernels()->set_time_us(0);
             }).find("measured_kernels[0].time_us"),
             std::string::npos);
+}
+
+TEST(GpuProfile, HardwareFiguresAreRequiredAndNamed) {
+  const GpuProfile ok = load_gpu_profile_text(kMinimal, "ok");
+  const auto msg_for = [&](auto mutate) {
+    GpuProfile p = ok;
+    mutate(p);
+    return error_of([&] { validate_gpu_profile(p, "f"); });
+  };
+  const std::string unknown = msg_for([](GpuProfile& p) { p.set_architecture("rubin"); });
+  EXPECT_NE(unknown.find("f: architecture: unknown GPU architecture 'rubin'"), std::string::npos)
+      << unknown;
+  EXPECT_NE(unknown.find("ampere, hopper, blackwell"), std::string::npos) << unknown;
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.clear_architecture(); }).find("f: architecture must"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.clear_nvlinks(); }).find("f: nvlinks must be set"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.clear_host(); }).find("f: host { ... } must be set"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.mutable_host()->set_pcie_bandwidth_gbytes(0);
+            }).find("f: host.pcie_bandwidth_gbytes"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) { p.set_price_per_gpu_hour(-1); }).find("price_per_gpu_hour"),
+            std::string::npos);
+}
+
+TEST(GpuProfile, NcclFiguresComeFromTheProfile) {
+  // What NCCL's model reads: DGX A100 12 NVLink 3 links and HDR 200 Gb/s = 25 GB/s; H800 8 links.
+  const coll::NcclHardware a100 = nccl_hardware(load_gpu_profile("a100"));
+  EXPECT_EQ(a100.arch, coll::GpuArch::kAmpere);
+  EXPECT_EQ(a100.nvlinks, 12);
+  EXPECT_EQ(a100.nic_gbps, 25.0);
+  const coll::NcclHardware h800 = nccl_hardware(load_gpu_profile("h800"));
+  EXPECT_EQ(h800.arch, coll::GpuArch::kHopper);
+  EXPECT_EQ(h800.nvlinks, 8);
+  EXPECT_EQ(h800.nic_gbps, 50.0);
+  EXPECT_EQ(default_gpu(), "h100");
+  EXPECT_EQ(gpu_or_default(""), "h100");
+  EXPECT_EQ(gpu_or_default("a100"), "a100");
+}
+
+TEST(GpuProfile, BlackwellProfilesFollowTheirSpecSheets) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  const GpuProfile b200 = load_gpu_profile("b200");
+  const GpuProfile gb200 = load_gpu_profile("gb200");
+  const GpuProfile b300 = load_gpu_profile("b300");
+  const GpuProfile gb300 = load_gpu_profile("gb300");
+  for (const GpuProfile* p : {&b200, &gb200, &b300, &gb300}) {
+    SCOPED_TRACE(p->name());
+    EXPECT_EQ(p->architecture(), "blackwell");
+    EXPECT_EQ(p->nvlinks(), 18);
+    EXPECT_EQ(p->nvlink_bandwidth_gbytes(), 900);  // NVLink 5: 18 x 50 GB/s per direction
+    EXPECT_GT(p->peak_fp4_tflops(), p->peak_fp8_tflops());
+    EXPECT_GT(p->peak_bf16_tflops(), 2 * h100.peak_bf16_tflops());
+  }
+  EXPECT_FALSE(h100.peak_fp4_tflops() > 0);  // Hopper has no FP4 tensor cores
+  EXPECT_EQ(b200.peak_fp4_tflops(), 2 * b200.peak_fp8_tflops());
+  // GB200 runs the B200 chip at a higher power limit; B300 adds FP4 rate, memory and CX-8.
+  EXPECT_GT(gb200.peak_bf16_tflops(), b200.peak_bf16_tflops());
+  EXPECT_EQ(b300.peak_bf16_tflops(), b200.peak_bf16_tflops());
+  EXPECT_GT(b300.peak_fp4_tflops(), b200.peak_fp4_tflops());
+  EXPECT_GT(b300.hbm_capacity_gb(), 1.4 * b200.hbm_capacity_gb());
+  EXPECT_EQ(b200.nic_bandwidth_gbits(), 400);
+  EXPECT_EQ(gb200.nic_bandwidth_gbits(), 400);
+  EXPECT_EQ(b300.nic_bandwidth_gbits(), 800);
+  EXPECT_EQ(gb300.nic_bandwidth_gbits(), 800);
+  EXPECT_EQ(gb300.hbm_capacity_gb(), b300.hbm_capacity_gb());
+  EXPECT_EQ(gb300.host().gpus_per_node(), 4);  // Grace trays: two superchips, four GPUs
+  EXPECT_EQ(b300.host().gpus_per_node(), 8);
 }
 
 }  // namespace

@@ -119,12 +119,14 @@ TEST(TopologyPresets, EachLoadsAndBuildsOneServer) {
   for (const auto& name : preset_names("topologies")) {
     SCOPED_TRACE(name);
     const clustersim::Topology desc = resolve_topology(name);
-    const Topology t = build_topology(desc, 8, name);
+    // One server: 8 GPUs of a DGX, 72 of an NVL72 rack.
+    const int32_t one = desc.has_tiered() ? desc.tiered().node().gpus_per_node() : 8;
+    const Topology t = build_topology(desc, one, name);
     EXPECT_EQ(t.name, desc.name());
     EXPECT_EQ(t.gpu_type, desc.gpu());
-    EXPECT_EQ(t.num_gpus(), 8u);
+    EXPECT_EQ(t.num_gpus(), static_cast<std::size_t>(one));
     EXPECT_EQ(count_kind(t, VertexKind::kNvSwitch), 1u);
-    EXPECT_LE(8, topology_capacity_gpus(desc));
+    EXPECT_LE(one, topology_capacity_gpus(desc));
   }
 }
 

@@ -45,7 +45,7 @@ TEST(Offload, OptimizerOffloadOpsAreTimedFromTheirBytesAndSlowTheStep) {
   off.mutable_offload()->set_optimizer(clustersim::OffloadConfig::CPU);
   PreparedStep prepared = prepare_step(off, "offload");
   const auto& prog = prepared.programs.front();
-  const cost::HostFigures host = cost::host_figures("h100");
+  const cost::HostFigures host = cost::host_figures(compute::load_gpu_profile("h100"));
   int d2h = 0, adam = 0, h2d = 0;
   for (const auto& op : prog.ops) {
     const std::string& label = prog.labels[op.label];

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "sim/coll/nccl_test_case.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/net/topology_builder.h"
 #include "sim/trace/chakra.h"
@@ -58,7 +59,8 @@ std::string error_of(const std::vector<PtRank>& ranks, const ChakraImportOptions
 double nccl_seconds(coll::Op op, int n, Bytes size) {
   const auto desc = net::resolve_topology("dgx-h100");
   const net::Topology topo = net::build_topology(desc, n, "dgx-h100");
-  return coll::run_nccl_test(topo, op, size, n).time.as_seconds();
+  return coll::run_nccl_test(topo, compute::nccl_tuning(topo.gpu_type), op, size, n)
+      .time.as_seconds();
 }
 
 // n ranks that each run one collective the way PyTorch launches it: the thread root calls

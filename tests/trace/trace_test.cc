@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "sim/coll/nccl_test_case.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/net/topology_builder.h"
@@ -160,7 +161,8 @@ report::StepReport replay_chakra(const std::string& prefix,
 double nccl_test_seconds(const std::string& op, int n, double size) {
   const auto desc = net::resolve_topology("dgx-h100");
   const net::Topology topo = net::build_topology(desc, n, "dgx-h100");
-  return coll::run_nccl_test(topo, coll::parse_op(op), static_cast<Bytes>(size), n)
+  return coll::run_nccl_test(topo, compute::nccl_tuning(topo.gpu_type), coll::parse_op(op),
+                             static_cast<Bytes>(size), n)
       .time.as_seconds();
 }
 

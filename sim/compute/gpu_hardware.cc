@@ -1,0 +1,26 @@
+#include "sim/compute/gpu_hardware.h"
+
+namespace cs::compute {
+
+std::string_view default_gpu() {
+  return "h100";
+}
+
+std::string gpu_or_default(const std::string& configured) {
+  return configured.empty() ? std::string(default_gpu()) : configured;
+}
+
+coll::NcclHardware nccl_hardware(const GpuProfile& profile) {
+  coll::NcclHardware hw;
+  hw.arch = coll::parse_gpu_arch(profile.architecture());
+  hw.nvlinks = profile.nvlinks();
+  hw.nic_gbps = profile.nic_bandwidth_gbits() / 8.0;  // Gb/s to GB/s
+  return hw;
+}
+
+coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings) {
+  if (gpu.empty()) return coll::NcclTuning(std::nullopt, settings);
+  return coll::NcclTuning(nccl_hardware(load_gpu_profile(gpu)), settings);
+}
+
+}  // namespace cs::compute
