@@ -36,6 +36,12 @@ bool has_block_scaling(const GpuProfile& profile) {
   return coll::parse_gpu_arch(profile.architecture()) >= coll::GpuArch::kBlackwell;
 }
 
+int quantized_copies(const GpuProfile& gpu, clustersim::Precision precision) {
+  const PrecisionFormat& f = format_of(precision);
+  if (!f.quantized) return 0;
+  return !f.block_scaled && has_block_scaling(gpu) ? 1 : 2;
+}
+
 std::string unsupported_precision(const GpuProfile& gpu, clustersim::Precision precision) {
   const PrecisionFormat& f = format_of(precision);
   const std::string on = "GPU '" + gpu.name() + "' (architecture: " + gpu.architecture() + ")";

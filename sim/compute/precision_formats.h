@@ -34,6 +34,13 @@ double stored_bytes_per_element(clustersim::Precision precision);
 // the profile's architecture.
 bool has_block_scaling(const GpuProfile& profile);
 
+// Copies Transformer Engine writes of each quantized GEMM input: a rowwise one for the forward
+// and dgrad GEMMs and a columnwise (transposed) one for wgrad. A per-tensor FP8 tensor's transpose
+// is skipped on GPUs whose FP8 GEMMs take every layout (TE is_non_tn_fp8_gemm_supported:
+// compute capability 10.x, Blackwell); block-scaled formats always need both, since the scales
+// run along the other dimension. 0 for BF16.
+int quantized_copies(const GpuProfile& gpu, clustersim::Precision precision);
+
 // "" when `gpu` runs GEMMs in `precision`; else why not, naming the profile field that says so.
 std::string unsupported_precision(const GpuProfile& gpu, clustersim::Precision precision);
 

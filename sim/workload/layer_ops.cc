@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/precision_formats.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/moe_ops.h"
@@ -68,6 +69,10 @@ class Builder {
     vocab_shard_ = padded_vocab(model_, t_) / t_;
     fp8_casts_ = compute::format_of(precision_).quantized && effects_.fp8_casts();
     quant_bytes_ = compute::stored_bytes_per_element(precision_);
+    if (fp8_casts_) {
+      const auto gpu = compute::load_gpu_profile(compute::gpu_or_default(config.cluster().gpu()));
+      quant_copies_ = compute::quantized_copies(gpu, precision_);
+    }
     hidden_dropout_ = model_.hidden_dropout() > 0;
     attention_dropout_ = model_.attention_dropout() > 0;
   }
@@ -300,11 +305,14 @@ class Builder {
   // GEMMs take only the TN layout. MXFP8 and NVFP4 (TE's quantize with rowwise and columnwise
   // usage) write a rowwise and a columnwise copy the same way, each with its block scales: the
   // wgrad GEMM needs blocks along the other dimension (quant_bytes_: element + scale bytes).
+  // On Blackwell a per-tensor FP8 cast writes the rowwise copy only (quant_copies_).
   void fp8_cast_transpose(std::string_view name, double elements) {
-    memory(name, (kActBytes + 2.0 * quant_bytes_) * elements, elements, KernelGroup::kFp8Cast);
+    memory(name, (kActBytes + quant_copies_ * quant_bytes_) * elements, elements,
+           KernelGroup::kFp8Cast);
   }
   // The norm kernel already wrote an FP8 input; wgrad needs its transpose (read 1, write 1).
   void fp8_transpose(std::string_view name, double elements) {
+    if (quant_copies_ < 2) return;  // wgrad reads the rowwise copy as it is
     memory(name, 2.0 * quant_bytes_ * elements, 0, KernelGroup::kFp8Cast);
   }
 
@@ -389,6 +397,7 @@ class Builder {
   int64_t tokens_ = 0, norm_tokens_ = 0, vocab_shard_ = 0;
   bool sp_ = false, swiglu_ = false, fp8_casts_ = false;
   double quant_bytes_ = kActBytes;  // a quantized GEMM input element with its scales
+  int quant_copies_ = 2;            // rowwise and columnwise copies per cast
   bool hidden_dropout_ = false, attention_dropout_ = false;
   const clustersim::StackProfile& stack_;
 

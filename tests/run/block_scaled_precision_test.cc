@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/compute/gpu_profile.h"
 #include "sim/compute/precision_formats.h"
 #include "sim/config/run_config.h"
 #include "sim/plan/memory_report.h"
@@ -58,6 +59,20 @@ TEST(BlockScaledPrecision, QuantizeKernelsAreTheirOwnSwitchableLine) {
   // The MXFP8 casts write their copies' scales: more bytes than FP8's casts of the same tensors.
   const auto fp8 = simulate_step(on_b200("llama3-8b", "FP8"), "test");
   EXPECT_GT(group_seconds(on, "fp8_cast"), group_seconds(fp8, "fp8_cast"));
+}
+
+TEST(BlockScaledPrecision, Fp8OnBlackwellWritesNoTransposedCopy) {
+  // TE skips a per-tensor FP8 tensor's transpose where FP8 GEMMs take every layout (compute
+  // capability 10.x): a cast writes 1 byte per element against MXFP8's 2 x (1 + 1/32), and the
+  // norm outputs need no transpose kernel. Block-scaled formats keep both copies everywhere.
+  EXPECT_EQ(compute::quantized_copies(compute::load_gpu_profile("b200"), clustersim::FP8), 1);
+  EXPECT_EQ(compute::quantized_copies(compute::load_gpu_profile("h100"), clustersim::FP8), 2);
+  EXPECT_EQ(compute::quantized_copies(compute::load_gpu_profile("b200"), clustersim::MXFP8), 2);
+  EXPECT_EQ(compute::quantized_copies(compute::load_gpu_profile("b200"), clustersim::BF16), 0);
+  const auto fp8 = simulate_step(on_b200("llama3-8b", "FP8"), "test");
+  const auto mx = simulate_step(on_b200("llama3-8b", "MXFP8"), "test");
+  EXPECT_GT(group_seconds(mx, "fp8_cast"),
+            (2.0 + 2.0 * 1.03125) / 3.0 * group_seconds(fp8, "fp8_cast"));
 }
 
 TEST(BlockScaledPrecision, KeptLinearInputsIncludeTheScales) {
