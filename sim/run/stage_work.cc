@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <unordered_map>
 
 #include "sim/cost/host.h"
@@ -111,31 +112,48 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   struct LayerWork {
     std::vector<LayerOp> fwd, bwd, wgrad, recompute, segment_recompute;
   };
-  auto layer_work = [&](const workload::ExpertLoad* experts) {
+  // The first and last layers Megatron-Core keeps in BF16 under a quantized precision.
+  clustersim::RunConfig bf16 = config, bf16_full = full;
+  bf16.set_precision(clustersim::BF16);
+  bf16_full.set_precision(clustersim::BF16);
+  const int32_t layers = config.model().num_layers();
+  auto in_bf16 = [&](int32_t layer) {
+    return config.precision() != clustersim::BF16 && layer < layers &&
+           (layer < config.num_layers_at_start_in_bf16() ||
+            layer >= layers - config.num_layers_at_end_in_bf16());
+  };
+  auto layer_work = [&](const workload::ExpertLoad* experts, bool high_precision) {
+    const clustersim::RunConfig& c = high_precision ? bf16 : config;
     LayerWork w;
-    w.fwd = workload::layer_ops(config, Phase::kForward, experts);
-    w.bwd = workload::layer_ops(config, Phase::kBackward, experts);
-    w.wgrad = workload::layer_ops(config, Phase::kWeightGrad, experts);
-    w.recompute = workload::layer_recompute_ops(config, experts);
-    if (segmented) w.segment_recompute = workload::layer_recompute_ops(full, experts);
+    w.fwd = workload::layer_ops(c, Phase::kForward, experts);
+    w.bwd = workload::layer_ops(c, Phase::kBackward, experts);
+    w.wgrad = workload::layer_ops(c, Phase::kWeightGrad, experts);
+    w.recompute = workload::layer_recompute_ops(c, experts);
+    if (segmented)
+      w.segment_recompute =
+          workload::layer_recompute_ops(high_precision ? bf16_full : full, experts);
     return w;
   };
-  const LayerWork dense_layer = layer_work(nullptr);
-  std::unordered_map<int32_t, LayerWork> moe_layers;
-  if (config.model().has_moe()) {
-    const workload::RoutingTable routing(config);
-    for (const int32_t l : workload::stage_layers(config, stage))
-      if (workload::is_moe_layer(config.model(), l)) {
-        const workload::ExpertLoad load = routing.load(l);
-        moe_layers.emplace(l, layer_work(&load));
-      }
+  const LayerWork dense_layer = layer_work(nullptr, false);
+  std::unordered_map<int32_t, LayerWork> own_layers;  // MoE layers and BF16 dense ones
+  const workload::RoutingTable* routing_ptr = nullptr;
+  std::optional<workload::RoutingTable> routing;
+  if (config.model().has_moe()) routing.emplace(config);
+  routing_ptr = routing ? &*routing : nullptr;
+  for (const int32_t l : workload::stage_layers(config, stage)) {
+    if (routing_ptr && workload::is_moe_layer(config.model(), l)) {
+      const workload::ExpertLoad load = routing_ptr->load(l);
+      own_layers.emplace(l, layer_work(&load, in_bf16(l)));
+    } else if (in_bf16(l)) {
+      own_layers.emplace(l, layer_work(nullptr, true));
+    }
   }
   std::vector<int32_t> mtp_layers;  // the multi-token prediction blocks, after the head
   for (int32_t k = 0; k < config.model().mtp_layers(); ++k)
     mtp_layers.push_back(config.model().num_layers() + k);
   auto work_of = [&](int32_t layer) -> const LayerWork& {
-    const auto it = moe_layers.find(layer);
-    return it == moe_layers.end() ? dense_layer : it->second;
+    const auto it = own_layers.find(layer);
+    return it == own_layers.end() ? dense_layer : it->second;
   };
   // Routed experts' gradients are reduced over their expert-data-parallel group (EP > 1).
   const bool expert_groups = par.ep() > 1;
@@ -415,8 +433,9 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
   } else {
     int64_t layer_weights = 0;  // FP8 runs cast this stage's layer weights once per step
     for (const int32_t l : workload::stage_layers(config, stage))
-      layer_weights +=
-          workload::layer_dense_params(config, l) + workload::layer_expert_params(config, l);
+      if (!in_bf16(l))
+        layer_weights +=
+            workload::layer_dense_params(config, l) + workload::layer_expert_params(config, l);
     // Gradient buffers are whole on each GPU unless ZeRO 2 or 3 reduce-scatters every
     // microbatch into a shard (reducing once per step accumulates them whole first).
     const int64_t grad_buffer = work.grad_sync_every_microbatch ? shard : params;

@@ -308,6 +308,12 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
     c.fail("parallel.recompute_modules names MOE_ACT but the model has no model.moe");
   if (p.activation_fp8_input_store() && config.precision() != clustersim::FP8)
     c.fail("parallel.activation_fp8_input_store needs precision: FP8");
+  for (const auto& [v, name] :
+       {std::pair{config.num_layers_at_start_in_bf16(), "num_layers_at_start_in_bf16"},
+        std::pair{config.num_layers_at_end_in_bf16(), "num_layers_at_end_in_bf16"}}) {
+    if (v < 0) c.fail(std::string(name) + " must not be negative (is " + std::to_string(v) + ")");
+    c.at_most(name, v, m.num_layers());
+  }
   if (p.sharded_grad_reduce() != clustersim::ParallelConfig::EVERY_MICROBATCH &&
       p.zero_stage() < 2) {
     c.fail("parallel.sharded_grad_reduce = ONCE_PER_STEP needs parallel.zero_stage 2 or 3 (at " +

@@ -90,6 +90,21 @@ TEST(BlockScaledPrecision, KeptLinearInputsIncludeTheScales) {
   EXPECT_EQ(plan::build_memory_report(bf, "t").quantized_input_bytes, 0.0);
 }
 
+TEST(BlockScaledPrecision, FirstAndLastLayersCanStayInBf16) {
+  // Megatron-Core first_last_layers_bf16: those layers' GEMMs at the BF16 rate, no casts.
+  const double nvfp4 = step_s(on_b200("llama3-8b", "NVFP4"));
+  const double last4 = step_s(on_b200("llama3-8b", "NVFP4", {"num_layers_at_end_in_bf16=4"}));
+  const double bf16 = step_s(on_b200("llama3-8b", "BF16"));
+  EXPECT_GT(last4, nvfp4);
+  EXPECT_LT(last4, bf16);
+  // All 32 layers in BF16 is the BF16 step; under BF16 the fields change nothing.
+  EXPECT_DOUBLE_EQ(step_s(on_b200("llama3-8b", "NVFP4", {"num_layers_at_start_in_bf16=32"})), bf16);
+  EXPECT_DOUBLE_EQ(step_s(on_b200("llama3-8b", "BF16", {"num_layers_at_end_in_bf16=4"})), bf16);
+  const std::string msg = error_of(
+      [&] { simulate_step(on_b200("llama3-8b", "NVFP4", {"num_layers_at_end_in_bf16=33"}), "f"); });
+  EXPECT_NE(msg.find("num_layers_at_end_in_bf16 = 33"), std::string::npos) << msg;
+}
+
 TEST(BlockScaledPrecision, RefusedOnHopperNamingTheField) {
   for (const char* precision : {"MXFP8", "NVFP4"}) {
     SCOPED_TRACE(precision);
