@@ -10,33 +10,16 @@
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 #include "tests/support/test_helpers.h"
+#include "tests/support/topology_counts.h"
 
 namespace cs::net {
 namespace {
 
 using testing_support::error_of;
+using testing_support::uplink_bytes_per_s;
 
 std::size_t switches_in_tier(const Topology& t, int32_t tier) {
-  std::size_t n = 0;
-  for (VertexId v = 0; v < t.num_vertices(); ++v) {
-    n += t.vertex(v).kind == VertexKind::kSwitch && t.vertex(v).tier == tier;
-  }
-  return n;
-}
-
-// Bandwidth of all links from tier `from` up to tier `from + 1` (from = -1: NICs to leaves).
-double uplink_bytes_per_s(const Topology& t, int32_t from) {
-  double sum = 0;
-  for (LinkId id = 0; id < t.num_links(); ++id) {
-    const VertexInfo& a = t.vertex(t.link_source(id));
-    const VertexInfo& b = t.vertex(t.link_target(id));
-    const bool a_is = from < 0 ? a.kind == VertexKind::kNic : a.kind == VertexKind::kSwitch;
-    if (a_is && a.tier == (from < 0 ? -1 : from) && b.kind == VertexKind::kSwitch &&
-        b.tier == from + 1) {
-      sum += t.link(id).bandwidth.in_bytes_per_s();
-    }
-  }
-  return sum;
+  return testing_support::count_vertices(t, VertexKind::kSwitch, tier);
 }
 
 struct RaRow {
