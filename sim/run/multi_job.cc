@@ -171,6 +171,8 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
   const int32_t build = net::cluster_build_gpus(needed, first.cluster().num_gpus(), source);
   Cluster cluster{net::build_topology(desc, build, first.cluster().topology()), nullptr,
                   compute::load_gpu_profile(first.cluster().gpu()), network_mode(first.network())};
+  // cluster.gpu in place of the topology's own.
+  if (!first.cluster().gpu().empty()) cluster.topology.gpu_type = first.cluster().gpu();
   cluster.routing = std::make_unique<net::Routing>(cluster.topology);
 
   JobsReport report;

@@ -349,6 +349,8 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   refuse_cluster_if_too_big(cluster_gpus, config.simulation().memory_limit_gb(), source);
   net::Topology topology =
       net::build_topology(topo_desc, cluster_gpus, config.cluster().topology());
+  // The run's GPU, which cluster.gpu may have put in place of the topology's own.
+  if (!config.cluster().gpu().empty()) topology.gpu_type = config.cluster().gpu();
   const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());

@@ -38,7 +38,8 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
     throw ConfigError(source + ": topology " + target.topology + " holds at most " +
                       std::to_string(net::topology_capacity_gpus(desc)) + " GPUs, the trace has " +
                       std::to_string(world) + " ranks");
-  const net::Topology topology = net::build_topology(desc, world, target.topology);
+  net::Topology topology = net::build_topology(desc, world, target.topology);
+  topology.gpu_type = target_gpu(target);  // --gpu in place of the topology's own
   net::Routing routing(topology);
   const compute::GpuProfile gpu = compute::load_gpu_profile(target_gpu(target));
   Simulator sim;

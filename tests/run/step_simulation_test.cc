@@ -200,6 +200,23 @@ TEST(StepSimulation, ARunNeedingMoreMemoryThanAllowedIsRefusedWithTheEstimate) {
             0);
 }
 
+TEST(StepSimulation, ClusterGpuStandsInForATopologysGpuThatHasNoProfile) {
+  // A site's topology file naming its own GPU: with cluster.gpu set, that name is never looked up.
+  const std::string topology = testing_support::temp_file(
+      "site-topology.textproto",
+      "name: \"site\" gpu: \"site-gpu\"\n"
+      "tiered { node { gpus_per_node: 8 nvlink_bandwidth_gbytes: 450 nics_per_gpu: 1\n"
+      "  nic_bandwidth_gbits: 400 pcie_bandwidth_gbytes: 63 }\n"
+      "  tiers { name: \"leaf\" group_size: 4 switches_per_group: 1 } }\n");
+  const auto with_gpu = [&](const std::string& gpu) {
+    return simulate_step(
+        testing_support::small_llama({"cluster.topology=" + topology, "cluster.gpu=" + gpu,
+                                      "cluster.num_gpus=16", "parallel.dp=2"}),
+        "test");
+  };
+  EXPECT_GT(with_gpu("h100").iteration_time_s, with_gpu("b200").iteration_time_s);
+}
+
 TEST(RunConfig, OverridesGoThroughReflection) {
   const auto c =
       load_run_config("", "llama3-405b",
