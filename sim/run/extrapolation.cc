@@ -88,10 +88,10 @@ std::vector<std::pair<std::string, double>> extend(
     const std::vector<std::pair<std::string, double>>& a,
     const std::vector<std::pair<std::string, double>>& b, const SteadySlope& line) {
   std::vector<std::pair<std::string, double>> out;
-  for (const auto& [group, seconds] : b) {
+  for (const auto& entry : b) {
     const auto it =
-        std::find_if(a.begin(), a.end(), [&](const auto& g) { return g.first == group; });
-    out.emplace_back(group, line(it == a.end() ? 0.0 : it->second, seconds));
+        std::find_if(a.begin(), a.end(), [&](const auto& g) { return g.first == entry.first; });
+    out.emplace_back(entry.first, line(it == a.end() ? 0.0 : it->second, entry.second));
   }
   return out;
 }
