@@ -61,17 +61,21 @@ std::vector<std::vector<FluidContext::MessageCost>> FluidContext::message_costs(
     return Ends{a, b, intra_node(a, b)};
   };
   std::vector<int32_t> out(2 * vertices.size()), in(2 * vertices.size());
-  for (const FluidLane& lane : phase) {
+  std::vector<int32_t> lane_out(out.size()), lane_in(in.size());  // one lane's, reset after it
+  const auto count = [&](const FluidLane& lane, std::vector<int32_t>& from,
+                         std::vector<int32_t>& to, int32_t step) {
     for (const net::FluidEdge& e : lane.edges) {
       if (e.src == e.dst || e.wire_bytes <= 0) continue;
       const Ends x = ends(e);
-      ++out[2 * x.a + x.intra];
-      ++in[2 * x.b + x.intra];
+      from[2 * x.a + x.intra] += step;
+      to[2 * x.b + x.intra] += step;
     }
-  }
+  };
+  for (const FluidLane& lane : phase) count(lane, out, in, 1);
   const double per_message = 1.0 / static_cast<double>(std::max<int64_t>(messages, 1));
   std::vector<std::vector<MessageCost>> costs(phase.size());
   for (std::size_t l = 0; l < phase.size(); ++l) {
+    count(phase[l], lane_out, lane_in, 1);
     for (const net::FluidEdge& e : phase[l].edges) {
       MessageCost cost;
       if (e.src != e.dst) {
@@ -83,10 +87,13 @@ std::vector<std::vector<FluidContext::MessageCost>> FluidContext::message_costs(
           const int32_t sharing = std::max(out[2 * x.a + x.intra], in[2 * x.b + x.intra]);
           cost.transfer = network.alone_transfer_time(e.src, e.dst, bytes, 1);
           cost.shared = network.alone_transfer_time(e.src, e.dst, bytes, sharing);
+          const int32_t own = std::max(lane_out[2 * x.a + x.intra], lane_in[2 * x.b + x.intra]);
+          cost.own = Time::ps(own * cost.transfer.count_ps());
         }
       }
       costs[l].push_back(cost);
     }
+    count(phase[l], lane_out, lane_in, -1);
   }
   return costs;
 }

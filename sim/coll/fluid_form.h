@@ -47,11 +47,12 @@ struct FluidContext {
   Time walk(const std::vector<uint32_t>& ring, int64_t length) const;
   // What one message costs on each connection of each lane of `phase` (per lane, one per edge,
   // in order) when every edge carries `messages` equal messages: its transfer time on the
-  // network alone (`transfer`), and while the edges of the phase that leave the same GPU (or
-  // reach it) over the same class of link send at once (`shared`), its route's latency and
-  // NCCL's per-step latency.
+  // network alone (`transfer`), while the edges of the phase that leave the same GPU (or reach
+  // it) over the same class of link send at once (`shared`), as many transfers as its own lane
+  // has such edges (`own`: the lane alone on the network), its route's latency and NCCL's
+  // per-step latency.
   struct MessageCost {
-    Time transfer, shared, route, step;
+    Time transfer, shared, own, route, step;
   };
   std::vector<std::vector<MessageCost>> message_costs(const FluidPhase& phase,
                                                       int64_t messages) const;

@@ -4,7 +4,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "sim/coll/algorithms/registry.h"
+#include "sim/coll/fluid.h"
 
 namespace cs::coll {
 
@@ -67,16 +67,15 @@ uint32_t ScheduleBuilder::add(const Message& m, std::span<const uint32_t> deps) 
 
 void ScheduleBuilder::refuse_too_many_messages() const {
   const ScheduleKey& k = s_.key_;
-  const OpForm* form = find_form(k.algo, k.op);
-  const bool fluid = form != nullptr && form->fluid.fits != nullptr && form->fluid.fits(k);
   throw std::invalid_argument(
       std::string(to_string(k.algo)) + " " + std::string(to_string(k.op)) + " over " +
       std::to_string(k.n) + " ranks (" + std::to_string(k.chunks) + " chunks, " +
       std::to_string(k.channels) + " channels) takes more than " +
       std::to_string(kMaxScheduleMessages) + " messages, too many to run message by message; " +
-      (fluid ? "run it as fluid transfers (collective --fluid, simulation.fluid_collectives=true)"
-               " or over a smaller group"
-             : "it has no fluid form: run it over a smaller group"));
+      (fluid_supported(k)
+           ? "run it as fluid transfers (collective --fluid, simulation.fluid_collectives=true)"
+             " or over a smaller group"
+           : "it has no fluid form: run it over a smaller group"));
 }
 
 Schedule ScheduleBuilder::build() && {

@@ -25,7 +25,6 @@
 #include <bit>
 #include <cstdint>
 #include <span>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -193,27 +192,6 @@ Time first_chunk_path(const FluidContext& ctx, const std::vector<Hop>& hops,
   return last;
 }
 
-// A lane's time alone on an idle network: its busiest hop's `chunks` messages, each sent while
-// the lane's other hops from the same GPU (or to it) over the same class of link send too.
-Time lane_alone(const FluidContext& ctx, const std::vector<Hop>& hops,
-                std::span<const FluidContext::MessageCost> cost, int32_t chunks) {
-  std::unordered_map<uint64_t, int32_t> out, in;  // (rank, class) -> the lane's hops
-  const auto port = [&](uint32_t rank, const Hop& hop) {
-    return uint64_t{rank} << 1 | static_cast<uint64_t>(ctx.intra_node(hop.from, hop.to));
-  };
-  for (const Hop& hop : hops) {
-    ++out[port(hop.from, hop)];
-    ++in[port(hop.to, hop)];
-  }
-  Time alone;
-  for (std::size_t h = 0; h < hops.size(); ++h) {
-    const int32_t sharing =
-        std::max(out[port(hops[h].from, hops[h])], in[port(hops[h].to, hops[h])]);
-    alone = std::max(alone, Time::ps(int64_t{chunks} * sharing * cost[h].transfer.count_ps()));
-  }
-  return alone;
-}
-
 // A chain-tree pair as fluid transfers: each (channel, tree) one lane over its 2 (n - 1) hops,
 // each hop carrying the tree's half of the channel's share once. The chunks pipeline through the
 // tree, so on an idle network the message schedule ends after the first chunk's trip
@@ -253,7 +231,9 @@ std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
     // The network runs a lane for the longer of its time alone plus its walk and its time among
     // the phase's other lanes (Network::send_fluid), so the walk is what `total` adds to the
     // lane's time alone.
-    phase[l].walk = std::max(Time{}, total - lane_alone(ctx, hops[l], costs[l], key.chunks));
+    Time alone;
+    for (const auto& c : costs[l]) alone = std::max(alone, Time::ps(key.chunks * c.own.count_ps()));
+    phase[l].walk = std::max(Time{}, total - alone);
   }
   ctx.stats.bytes_sent = 2 * static_cast<Bytes>(n - 1) * ctx.size;
   ctx.stats.messages = static_cast<uint32_t>(
