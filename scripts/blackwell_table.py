@@ -7,11 +7,10 @@ GPU and exposed communication come from its --json report.
 
 Usage: blackwell_table.py BIN OUT.md
 """
-import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from run_report import run_report
 
 # (row label, preset, --set overrides)
 LLAMA = [
@@ -38,15 +37,6 @@ DEEPSEEK = [
 ]
 
 
-def run(binary, preset, sets):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [binary, "run", "--preset", preset, "--json", out.name]
-        for s in sets:
-            cmd += ["--set", s]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        return json.load(open(out.name))
-
-
 def row(label, r):
     exposed = r["exposed_comm_s"]
     parts = ", ".join(f"{k.upper()} {v:.2f}" for k, v in exposed.items() if v >= 0.005)
@@ -62,7 +52,7 @@ def table(binary, title, rows):
     lines = [f"## {title}", "",
              "| run | GPU | GPUs | precision | step s | tokens/s per GPU | MFU | peak GB per GPU "
              "| exposed comm s (by dimension) |", "|---" * 9 + "|"]
-    lines += [row(label, run(binary, preset, sets)) for label, preset, sets in rows]
+    lines += [row(label, run_report(binary, preset, sets)) for label, preset, sets in rows]
     return lines + [""]
 
 

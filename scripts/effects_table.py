@@ -6,12 +6,11 @@ effect appears here without touching this script.
 Usage: effects_table.py BIN OUT.md [PRESET ...]   (default: every preset; deepseek-v3's step takes
 about 10 s to simulate, so the table takes about 8 minutes)
 """
-import json
 import re
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from run_report import run_report
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -23,12 +22,7 @@ def effect_fields():
 
 
 def step_time(binary, preset, overrides):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [binary, "run", "--preset", preset, "--json", out.name]
-        for o in overrides:
-            cmd += ["--set", o]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        report = json.load(open(out.name))
+    report = run_report(binary, preset, overrides)
     return report["iteration_time_s"], report["mfu"], report["memory"]["peak_gb"]
 
 

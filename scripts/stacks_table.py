@@ -6,11 +6,10 @@ and DeepSpeed at ZeRO-2 and ZeRO-1 against Megatron-TE at the same stage.
 
 Usage: stacks_table.py BIN OUT.md
 """
-import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
+
+from run_report import run_report
 
 LAYOUT = ["parallel.tp=1", "parallel.pp=1", "parallel.dp=64", "parallel.sequence_parallel=false"]
 MODELS = {  # preset: its batch and recompute on this layout
@@ -30,12 +29,7 @@ PARTS = ["stack_kernels", "stack_attention", "stack_sharding"]
 
 
 def step(binary, preset, overrides):
-    with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        cmd = [binary, "run", "--preset", preset, "--json", out.name]
-        for o in LAYOUT + MODELS[preset] + overrides:
-            cmd += ["--set", o]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-        report = json.load(open(out.name))
+    report = run_report(binary, preset, LAYOUT + MODELS[preset] + overrides)
     return report["iteration_time_s"], report["mfu"]
 
 
