@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <functional>
 #include <stdexcept>
 
 #include "sim/coll/fluid.h"
@@ -199,6 +200,25 @@ void Executor::set_done(int32_t rank, uint32_t op) {
   done_bits_[rank * words_per_rank_ + op / 64] |= uint64_t{1} << (op % 64);
 }
 
+namespace {
+
+// Whether every expert-parallel rank runs alike: each EP-varying compute row holds one duration
+// and each all-to-all routes an equal share to every member.
+bool expert_ranks_alike(const std::vector<workload::Program>& programs) {
+  auto flat = [](const auto& row) {
+    return std::adjacent_find(row.begin(), row.end(), std::not_equal_to<>()) == row.end();
+  };
+  for (const auto& program : programs) {
+    for (const auto& row : program.rank_times)
+      if (!flat(row)) return false;
+    for (const auto& v : program.all_to_alls)
+      if (!flat(v.share)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 void Executor::choose_folding() {
   const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
   fold_.fill(1);
@@ -208,7 +228,10 @@ void Executor::choose_folding() {
       owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
     fold_[tp] = layout_.size(Dim::kTp);
   if (fold_dp_requested_ && alike && !groups_) {
-    if (layout_.size(Dim::kEp) == 1) {
+    if (layout_.size(Dim::kEp) == 1 || expert_ranks_alike(programs_)) {
+      // Under balanced routing every EP rank computes alike and every server's NICs carry the
+      // same all-to-all load, so an EP group's all-to-all is sent whole by its one simulated
+      // member (run_all_to_all_v builds every member's edges from one routing row).
       fold_[dp] = layout_.size(Dim::kDp);
     } else {
       // Expert-parallel groups span data-parallel replicas, so only whole expert-data-parallel
@@ -862,9 +885,9 @@ void Executor::run_schedule(const coll::ScheduleKey& key,
                             std::function<void(const coll::RunStats&)> done) {
   if (fluid_ && coll::fluid_supported(key)) {
     // Folded data-parallel replicas stand for servers that load their links alike: a ring's
-    // segments on the other servers may then fold too. Not with experts (only whole EDP
-    // replicas fold there): a server's NICs carry its own EP ranks' all-to-alls, which skewed
-    // routing makes differ from server to server.
+    // segments on the other servers may then fold too. With experts, DP folds only under
+    // balanced routing (choose_folding), which loads every server's NICs alike; under skewed
+    // routing only whole EDP replicas fold, and fold_[kDp] stays 1.
     const bool alike_servers = fold_[static_cast<int>(Dim::kDp)] > 1;
     coll::run_fluid_plan(sim_, network_, fluid_plans_.plan(network_, key, vertices, bytes, copies),
                          copies, std::move(done), alike_servers);

@@ -98,6 +98,26 @@ TEST(Abstractions, SmallTensorParallelLayoutsKeepTheStepWithinHalfAPercent) {
   }
 }
 
+// Mixtral's layout (EP 8 inside DP 16, EDP 2 on 64 H100s). Under balanced routing every EP rank
+// runs alike, so whole DP replicas fold and each EP group's all-to-all is sent by one member;
+// under skewed routing the EP ranks differ and only whole EDP replicas may fold.
+report::StepReport moe_step(const std::string& routing, std::vector<std::string> overrides) {
+  overrides.insert(overrides.begin(), "model.moe.routing.kind=" + routing);
+  return simulate_step(load_run_config("", "mixtral-8x7b", overrides).config, "test");
+}
+
+TEST(Abstractions, FoldingExpertParallelRanksKeepsTheStepUnderEitherRouting) {
+  for (const std::string routing : {"BALANCED", "SKEWED"}) {
+    SCOPED_TRACE(routing);
+    const auto unfolded = moe_step(routing, {kNoDpFold});
+    const auto folded = moe_step(routing, {});
+    expect_close(folded, unfolded);
+    EXPECT_LT(folded.events, unfolded.events);
+  }
+  // Balanced: one rank of each EP group runs, against every EP rank of one EDP replica.
+  EXPECT_LT(moe_step("BALANCED", {}).events, moe_step("SKEWED", {}).events / 4);
+}
+
 TEST(Abstractions, FoldingNeedsTensorParallelGroupsThatOwnTheirNvlink) {
   // TP 4 leaves room for a second group on each server: nothing is folded, nothing changes.
   const std::vector<std::string> tp4 = {"parallel.tp=4", "parallel.dp=16",
