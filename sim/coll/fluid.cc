@@ -150,9 +150,12 @@ class FluidRun {
     run->lanes_left_ = phases[i].size();
     for (const FluidLane& lane : phases[i]) {
       const int32_t mirrors = run->alike_servers_ ? run->mirrors_ * lane.runs : run->mirrors_;
-      run->network_.send_fluid(lane.edges, mirrors, lane.walk, [run, i] {
-        if (--run->lanes_left_ == 0) run_phase(run, i + 1);
-      });
+      run->network_.send_fluid(
+          lane.edges, mirrors, lane.walk,
+          [run, i] {
+            if (--run->lanes_left_ == 0) run_phase(run, i + 1);
+          },
+          &lane.slot);
     }
   }
 

@@ -22,6 +22,7 @@ struct FluidLane {
   std::vector<net::FluidEdge> edges;
   Time walk;
   int32_t runs = 1;
+  mutable net::FluidPlanSlot slot;  // the network's plan for `edges`, kept across sends
 };
 // Lanes that run side by side (a ring's channels); the next phase starts when all have ended.
 using FluidPhase = std::vector<FluidLane>;

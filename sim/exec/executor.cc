@@ -661,10 +661,12 @@ void Executor::run_explicit_all_to_all_v(std::vector<std::pair<int32_t, uint32_t
       sim_.schedule_in(latency, std::move(done));
       return;
     }
-    network_.send_fluid(*shared, 1, Time{},
-                        [this, shared, latency, done = std::move(done)]() mutable {
-                          sim_.schedule_in(latency, std::move(done));
-                        });
+    network_.send_fluid(
+        *shared, 1, Time{},
+        [this, shared, latency, done = std::move(done)]() mutable {
+          sim_.schedule_in(latency, std::move(done));
+        },
+        nullptr);
   });
 }
 
@@ -871,13 +873,16 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
       complete(m, op);
     }
   };
-  sim_.schedule_in(launch, [this, edges = plan.edges, copies = copy_offsets.size(), latency,
-                            done = std::move(done)]() mutable {
-    network_.send_fluid(*edges, static_cast<int32_t>(copies), Time{},
-                        [this, latency, done = std::move(done)]() mutable {
-                          sim_.schedule_in(latency, std::move(done));
-                        });
-  });
+  sim_.schedule_in(
+      launch, [this, edges = plan.edges, slot = plan.slot, copies = copy_offsets.size(), latency,
+               done = std::move(done)]() mutable {
+        network_.send_fluid(
+            *edges, static_cast<int32_t>(copies), Time{},
+            [this, latency, done = std::move(done)]() mutable {
+              sim_.schedule_in(latency, std::move(done));
+            },
+            slot.get());
+      });
 }
 
 void Executor::run_schedule(const coll::ScheduleKey& key,
@@ -959,10 +964,12 @@ void Executor::arrive_p2p(int32_t rank, uint32_t op) {
     edges.push_back({from, to, static_cast<double>(o.bytes)});
     latency = std::max(latency, network_.path_latency(from, to));
   }
-  network_.send_fluid(edges, folded, Time{},
-                      [this, latency, arrived = std::move(arrived)]() mutable {
-                        sim_.schedule_in(latency, std::move(arrived));
-                      });
+  network_.send_fluid(
+      edges, folded, Time{},
+      [this, latency, arrived = std::move(arrived)]() mutable {
+        sim_.schedule_in(latency, std::move(arrived));
+      },
+      nullptr);
 }
 
 bool Executor::all_finished() const {

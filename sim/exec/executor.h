@@ -359,6 +359,7 @@ class Executor {
     Bytes sent = 0;
     // Busiest endpoint's time at line rate over its time with the wire costs (all_to_all_v.h).
     double line_rate_share = 1;
+    std::shared_ptr<net::FluidPlanSlot> slot = std::make_shared<net::FluidPlanSlot>();
   };
   static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
   std::unordered_map<AllToAllKey, CachedAllToAll, AllToAllKeyHash> all_to_all_cache_;

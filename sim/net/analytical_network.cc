@@ -20,7 +20,7 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
 }
 
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits,
-                                   Done done) {
+                                   Done done, FluidPlanSlot*) {
   Time slowest;
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
@@ -38,7 +38,8 @@ Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double b
                        routing_.route(src, dst).bottleneck);
 }
 
-void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits, Done done) {
+void IdealNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits, Done done,
+                              FluidPlanSlot*) {
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     stats_.count(&routing_.route(e.src, e.dst), static_cast<Bytes>(std::llround(e.wire_bytes)));

@@ -17,8 +17,8 @@ class AnalyticalNetwork final : public Network {
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
   // Takes as long as its slowest edge alone.
-  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
-                  Done done) override;
+  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
+                  FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override {
     return src == dst ? Time{} : routing_.route(src, dst).latency;
   }
@@ -41,8 +41,8 @@ class IdealNetwork final : public Network {
   IdealNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
-                  Done done) override;
+  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
+                  FluidPlanSlot* slot) override;
   Time path_latency(VertexId, VertexId) override { return Time{}; }
   Time alone_transfer_time(VertexId, VertexId, double, int32_t) override { return Time{}; }
   std::string_view name() const override { return "ideal"; }

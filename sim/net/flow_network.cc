@@ -1,6 +1,7 @@
 #include "sim/net/flow_network.h"
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -162,9 +163,14 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
   return out;
 }
 
+uint64_t FlowNetwork::next_id() {
+  static std::atomic<uint64_t> last{0};
+  return ++last;
+}
+
 void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
-                             Done done) {
-  const FluidPlan& plan = fluid_plan(edges, mirrors);
+                             Done done, FluidPlanSlot* slot) {
+  const FluidPlan& plan = fluid_plan(edges, mirrors, slot);
   for (std::size_t c = 0; c < plan.stats.bytes_by_class.size(); ++c) {
     stats_.bytes_by_class[c] += plan.stats.bytes_by_class[c];
     stats_.messages_by_class[c] += plan.stats.messages_by_class[c];
@@ -190,8 +196,13 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, 
 }
 
 const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge> edges,
-                                                      int32_t mirrors) {
+                                                      int32_t mirrors, FluidPlanSlot* slot) {
   // Adaptive routing picks network paths by the load of the moment: only the rest is reused.
+  auto kept = [&](const FluidPlan& plan) -> const FluidPlan& {
+    return plan.adaptive.empty() ? plan : with_adaptive_paths(plan);
+  };
+  if (slot && slot->network == id_ && slot->mirrors == mirrors)
+    return kept(fluid_plans_[slot->plan]);
   uint64_t hash = static_cast<uint64_t>(mirrors) * 0x9E3779B97F4A7C15ull;
   for (const FluidEdge& e : edges) {
     uint64_t bits;
@@ -206,8 +217,13 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
                         return a.src == b.src && a.dst == b.dst && a.wire_bytes == b.wire_bytes;
                       });
   };
-  for (const FluidPlan& plan : fluid_plans_[hash])
-    if (same(plan)) return plan.adaptive.empty() ? plan : with_adaptive_paths(plan);
+  auto remembered = [&](uint32_t index) -> const FluidPlan& {
+    if (slot) *slot = {id_, index, mirrors};
+    return kept(fluid_plans_[index]);
+  };
+  auto& bucket = fluid_plan_index_[hash];
+  for (const uint32_t index : bucket)
+    if (same(fluid_plans_[index])) return remembered(index);
   FluidPlan plan = build_fluid_plan(edges, mirrors);
   const std::size_t size = plan.edges.size() + plan.links.size();
   if (fluid_plan_entries_ + size > kMaxFluidPlanEntries) {
@@ -219,9 +235,9 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
     return with_adaptive_paths(base);
   }
   fluid_plan_entries_ += size;
-  auto& bucket = fluid_plans_[hash];
-  bucket.push_back(std::move(plan));
-  return bucket.back().adaptive.empty() ? bucket.back() : with_adaptive_paths(bucket.back());
+  bucket.push_back(static_cast<uint32_t>(fluid_plans_.size()));
+  fluid_plans_.push_back(std::move(plan));
+  return remembered(bucket.back());
 }
 
 const FlowNetwork::FluidPlan& FlowNetwork::with_adaptive_paths(const FluidPlan& base) {

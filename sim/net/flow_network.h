@@ -3,6 +3,7 @@
 
 #include <bit>
 #include <cstdint>
+#include <deque>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -41,8 +42,8 @@ class FlowNetwork final : public Network {
   FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing);
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
-                  Done done) override;
+  void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
+                  FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override;
   // The route's slowest link split evenly among `sharing` flows.
   Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) override;
@@ -199,7 +200,11 @@ class FlowNetwork final : public Network {
   };
   // At most this many edges and links are kept in reusable plans (about 16 bytes each).
   static constexpr std::size_t kMaxFluidPlanEntries = std::size_t{1} << 24;
-  const FluidPlan& fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
+  // The plan for `edges`: the one `slot` names when this network filled it for these mirrors,
+  // else a kept one with equal edges, else a new one (kept, and named in `slot`, while
+  // kMaxFluidPlanEntries allows).
+  const FluidPlan& fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors,
+                              FluidPlanSlot* slot);
   FluidPlan build_fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
   // `base` with its adaptive edges routed by the present load (in scratch_plan_).
   const FluidPlan& with_adaptive_paths(const FluidPlan& base);
@@ -347,7 +352,10 @@ class FlowNetwork final : public Network {
   std::vector<FillKey> heap_;
   std::vector<double> unit_weights_;  // all 1, for single-path flows
   std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched
-  std::unordered_map<uint64_t, std::vector<FluidPlan>> fluid_plans_;  // by hash of the edges
+  static uint64_t next_id();
+  const uint64_t id_ = next_id();      // unique per process, for FluidPlanSlot
+  std::deque<FluidPlan> fluid_plans_;  // kept plans (stable addresses)
+  std::unordered_map<uint64_t, std::vector<uint32_t>> fluid_plan_index_;  // by hash of the edges
   std::size_t fluid_plan_entries_ = 0;
   FluidPlan scratch_plan_;  // a plan not kept
   std::vector<LinkId> merged_links_;

@@ -38,6 +38,16 @@ struct FluidEdge {
   double wire_bytes = 0;
 };
 
+// The caller's note of the plan a network built for an edge list it sends again and again (a
+// cached collective's lane, an EP group's all-to-all): the network fills it on the first send and
+// reads it on the next, instead of hashing and comparing the whole list. It belongs beside a list
+// that never changes.
+struct FluidPlanSlot {
+  uint64_t network = 0;  // the id of the network that filled it; 0: empty
+  uint32_t plan = 0;
+  int32_t mirrors = 0;
+};
+
 class Network {
  public:
   using Done = std::function<void()>;
@@ -59,9 +69,9 @@ class Network {
   // other replicas of a folded data-parallel one). A congestion-aware network may then keep only
   // run 0's links that touch a GPU or NIC, since every run loads its own such links alike, and
   // add up the runs' shares of the switch links: one flow instead of `mirrors`, with the same
-  // loads.
-  virtual void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
-                          Done done) = 0;
+  // loads. `slot`, when not null, remembers the network's plan for `edges` (FluidPlanSlot).
+  virtual void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
+                          FluidPlanSlot* slot) = 0;
   // The latency send() adds to a message from `src` to `dst` after its last byte leaves.
   virtual Time path_latency(VertexId src, VertexId dst) = 0;
   // How long `bytes` take to leave `src` for `dst` on an otherwise idle network while `sharing`

@@ -145,6 +145,37 @@ TEST(FlowNetwork, TwoFlowsOnOneBottleneckEachTakeTwiceAsLong) {
   EXPECT_NEAR_PS(h.t(b), expected);
 }
 
+// A fluid transfer's plan slot: filled on the first send, it names the same plan on the next;
+// a slot filled by another network (for other edges) is not trusted.
+TEST(FlowNetwork, AFluidPlanSlotReusesOnlyItsOwnNetworksPlan) {
+  Star star(3, kBw, kLat);
+  const Bytes size = 64 * kMiB;
+  const std::vector<FluidEdge> two{{star.gpus[0], star.gpus[1], static_cast<double>(size)},
+                                   {star.gpus[0], star.gpus[2], static_cast<double>(size)}};
+  const std::vector<FluidEdge> one{{star.gpus[1], star.gpus[2], static_cast<double>(size)}};
+  auto time_of = [&](FlowNetwork& net, Simulator& sim, const std::vector<FluidEdge>& edges,
+                     FluidPlanSlot* slot) {
+    const Time start = sim.now();
+    Time end = Time::max();
+    net.send_fluid(
+        edges, 1, Time{}, [&] { end = sim.now(); }, slot);
+    sim.run();
+    return end - start;
+  };
+  Simulator sim_a, sim_b;
+  Routing routing_a(star.topo), routing_b(star.topo);
+  FlowNetwork a(sim_a, star.topo, routing_a), b(sim_b, star.topo, routing_b);
+  FluidPlanSlot slot;
+  const Time first = time_of(a, sim_a, two, &slot);
+  EXPECT_NE(slot.network, 0u);
+  EXPECT_EQ(time_of(a, sim_a, two, &slot), first);
+  EXPECT_EQ(first, transfer_time(2 * size, kBw));  // GPU 0's uplink carries both edges
+  // Network b gets a's slot with other edges: it plans them itself and takes the slot over.
+  const uint64_t filled_by_a = slot.network;
+  EXPECT_EQ(time_of(b, sim_b, one, &slot), transfer_time(size, kBw));
+  EXPECT_NE(slot.network, filled_by_a);
+}
+
 TEST(FlowNetwork, LateJoinerFollowsTheMaxMinTimeline) {
   // A alone for T/2 (half done), then A and B at B/2 each: A finishes T/2 later, at 3T/2, with
   // B half done; B alone again finishes at 2T.
