@@ -70,6 +70,26 @@ def layout_points():
     return rows
 
 
+def family_points():
+    """The other layout families on 16,384 and 98,304 GPUs: context parallelism and experts."""
+    families = [("llama3-70b, TP 8 x CP 2 x PP 4 on dgx-h100", "llama3-70b", 64, 16,
+                 ["--set", "parallel.cp=2", "--set", "cluster.topology=dgx-h100"]),
+                ("mixtral-8x7b, EP 8 in DP (PP 4)", "mixtral-8x7b", 4, 16, []),
+                ("qwen3-30b-a3b, TP 4, EP 8 (PP 1)", "qwen3-30b-a3b", 4, 32, []),
+                ("deepseek-v3, EP 64 in DP (PP 16, DualPipe)", "deepseek-v3", 16, 32, [])]
+    rows = {}
+    for what, preset, gpus_per_dp, microbatches, extra in families:
+        rows[what] = []
+        for gpus in [16384, 98304]:
+            dp = gpus // gpus_per_dp
+            wall, rss, r = timed([BIN, "run", "--preset", preset, "--set", f"parallel.dp={dp}",
+                                  "--set", f"parallel.global_batch_size={microbatches * dp}",
+                                  "--set", f"cluster.num_gpus={gpus}"] + extra)
+            rows[what].append((gpus, wall, rss, r["events"], r["iteration_time_s"]))
+            print("family", what, rows[what][-1], flush=True)
+    return rows
+
+
 def preset_points():
     rows = []
     listing = subprocess.run([BIN, "presets"], capture_output=True, text=True,
@@ -138,7 +158,7 @@ def table(title, rows):
 
 def main():
     run_rows, replay_rows, targets = run_points(), replay_points(), target_points()
-    layouts, presets = layout_points(), preset_points()
+    layouts, families, presets = layout_points(), family_points(), preset_points()
     fig, axes = plt.subplots(1, 3, figsize=(14, 4))
     series = [(run_rows, "run llama3-405b"), (replay_rows, "replay Chakra DP")]
     series += [(rows, f"run llama3-8b TP {tp}") for tp, rows in layouts.items()]
@@ -175,6 +195,8 @@ def main():
         text += table(f"`run --preset llama3-8b` at TP {tp}, PP 1, DP = GPUs / {tp} on "
                       f"`dgx-h100` ({'ZeRO-3, no sequence parallelism' if tp == 1 else 'ZeRO-1'}"
                       ", 2 microbatches a replica)", rows)
+    for what, rows in families.items():
+        text += table(f"`run --preset` {what}, DP grown with the cluster", rows)
     text += ["### Every preset as it comes", "",
              "| preset | GPUs | wall s | peak RSS MB | events | step s |", "|---|---|---|---|---|---|"]
     text += [f"| {n} | {g:,} | {w:.2f} | {m:.0f} | {e:,} | {t:.4f} |"

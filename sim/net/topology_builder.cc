@@ -501,7 +501,7 @@ void override_gpus_per_node(clustersim::Topology& desc, int32_t gpus_per_node,
 }
 
 Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
-                        const std::string& source_name) {
+                        const std::string& source_name, int64_t fabric_gpus) {
   validate_topology(desc, source_name);
   const std::string name = desc.name().empty() ? stem_of(source_name) : desc.name();
   const int64_t capacity = topology_capacity_gpus(desc);
@@ -522,9 +522,10 @@ Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
   }
   // Built in place: the graph must not be copied, as the link index holds its edge descriptors.
   const int64_t gpn = std::max(used_per_node(desc.tiered().node()), 1);
+  const int64_t fabric = std::max(gpus, std::min(fabric_gpus, capacity));
   Topology topo =
       desc.has_tiered()
-          ? build_tiered(grow_for_servers(desc.tiered(), (gpus + gpn - 1) / gpn, name), gpus)
+          ? build_tiered(grow_for_servers(desc.tiered(), (fabric + gpn - 1) / gpn, name), gpus)
           : build_explicit(desc.explicit_());
   topo.name = name;
   topo.gpu_type = desc.gpu();

@@ -12,8 +12,10 @@
 namespace cs::net {
 
 // Largest cluster we agree to build, so a typo in a group size fails fast instead of exhausting
-// memory. 2^21 GPUs is ~85x the largest published training cluster we model.
-inline constexpr int64_t kMaxBuildGpus = int64_t{1} << 21;
+// memory. 2^20 GPUs is ~40x the largest published training cluster we model (Llama 3's 24K) and
+// already about 5 GB of topology, routes and link state (run/footprint.h); twice that took over
+// 100 s to build before any check could refuse it.
+inline constexpr int64_t kMaxBuildGpus = int64_t{1} << 20;
 
 // Parses and validates a description. Throws ConfigError "<source>:<line>:<column>: <reason>" on
 // syntax errors and "<source>: <field> <problem>" on values that make no sense.
@@ -54,7 +56,10 @@ void override_gpus_per_node(clustersim::Topology& desc, int32_t gpus_per_node,
 // whole servers, ceil(num_gpus / gpus_per_node) of them, so num_gpus() may exceed the request by
 // less than one server; the explicit form is built whole and only checked to be large enough.
 // Throws ConfigError "topology X holds at most N GPUs, asked for M" when it does not fit.
+// `fabric_gpus` > num_gpus builds only the first num_gpus of a cluster of that many: a tiered
+// fabric grows its tiers as the whole cluster's, while only the servers in use and the switches
+// that join them are built (a job's routes never climb past the tier that joins its servers).
 Topology build_topology(const clustersim::Topology& desc, int32_t num_gpus,
-                        const std::string& source_name);
+                        const std::string& source_name, int64_t fabric_gpus = 0);
 
 }  // namespace cs::net

@@ -346,9 +346,11 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   if (config.simulation().memory_limit_gb() < 0)
     throw ConfigError(source +
                       ": simulation.memory_limit_gb must not be negative (0: this machine)");
-  refuse_cluster_if_too_big(cluster_gpus, config.simulation().memory_limit_gb(), source);
-  net::Topology topology =
-      net::build_topology(topo_desc, cluster_gpus, config.cluster().topology());
+  // The job runs on the cluster's first GPUs: only those are built, in a fabric grown for the
+  // whole cluster.
+  refuse_cluster_if_too_big(layout.world(), config.simulation().memory_limit_gb(), source);
+  net::Topology topology = net::build_topology(topo_desc, layout.world(),
+                                               config.cluster().topology(), cluster_gpus);
   // The run's GPU, which cluster.gpu may have put in place of the topology's own.
   if (!config.cluster().gpu().empty()) topology.gpu_type = config.cluster().gpu();
   const DegradedLinks degraded = degrade_links(topology, config.variability(), source);

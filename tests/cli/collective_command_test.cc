@@ -52,6 +52,11 @@ TEST(Cli, ImpossibleRequestsGetOneLineErrors) {
   const auto too_many = run_cli({"collective", "--gpus", "3000000", "--topology", "dgx-h100"});
   EXPECT_EQ(too_many.code, 1);
   EXPECT_NE(too_many.err.find("holds at most"), std::string::npos);
+  // Past the largest cluster this simulator builds (2^20 GPUs): refused before anything is built.
+  const auto two_million =
+      run_cli({"collective", "--gpus", "2097152", "--sizes", "1K", "--topology", "dgx-h100"});
+  EXPECT_EQ(two_million.code, 1);
+  EXPECT_NE(two_million.err.find("holds at most 1048576"), std::string::npos) << two_million.err;
   const auto algo = run_cli({"collective", "--gpus", "8", "--algo", "bogus"});
   EXPECT_EQ(algo.code, 2);
   EXPECT_NE(algo.err.find("bogus"), std::string::npos);

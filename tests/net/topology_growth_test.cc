@@ -138,6 +138,28 @@ TEST(TopologyGrowth, ClusterBiggerThanTheJob) {
   EXPECT_EQ(switches_in_tier(t, 2), 64u);  // 16 SUs: the core tier is there
 }
 
+// A job on part of a grown cluster: only its servers and the switches joining them are built,
+// and its routes are those of the whole cluster (hops, latency and bottleneck).
+TEST(TopologyGrowth, AJobBuildsOnlyItsPartOfTheClustersFabric) {
+  const clustersim::Topology desc = resolve_topology("dgx-h100");
+  const Topology whole = build_topology(desc, 16384, "dgx-h100");
+  const Topology part = build_topology(desc, 2048, "dgx-h100", 16384);
+  EXPECT_EQ(part.num_gpus(), 2048u);
+  EXPECT_LT(part.num_links() * 4, whole.num_links());
+  // The job's 8 SUs reach each other through the core of the 64-SU fabric, not a 2-tier one.
+  EXPECT_GT(switches_in_tier(part, 2), 0u);
+  EXPECT_EQ(switches_in_tier(build_topology(desc, 2048, "dgx-h100"), 2), 0u);
+  Routing whole_routes(whole), part_routes(part);
+  for (const int32_t far : {8, 8 * 32 * 3, 2048 - 8}) {
+    SCOPED_TRACE(far);
+    const Route& a = whole_routes.route(whole.gpu(0), whole.gpu(far));
+    const Route& b = part_routes.route(part.gpu(0), part.gpu(far));
+    EXPECT_EQ(a.links.size(), b.links.size());
+    EXPECT_EQ(a.latency, b.latency);
+    EXPECT_EQ(a.bottleneck.in_bytes_per_s(), b.bottleneck.in_bytes_per_s());
+  }
+}
+
 TEST(TopologyGrowth, ImpossibleSizesAndBadGrowthFieldsFailClearly) {
   clustersim::Topology fixed = resolve_topology("dgx-h100");
   fixed.mutable_tiered()->clear_growth();
