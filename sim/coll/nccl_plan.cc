@@ -15,14 +15,15 @@ bool uniform(int32_t n, int32_t local) {
 // What NCCL's algorithms are, in our schedules. NCCL's ring is our ring: on one server, with one
 // GPU per server, or across servers as rail-aligned channels (channel_ring), each node-ordered
 // through every GPU of a server and out on one NIC. NCCL's tree is a chain inside each server and
-// a double binary tree between servers, one channel pair per NIC: with one member per server that
-// is our double binary tree; with several, our chain-tree, whose fluid form (chain_tree.cc) keeps
-// a data-parallel all-reduce at any size cheap to simulate.
+// a double binary tree between servers, one channel pair per NIC: our chain-tree, whose fluid form
+// (chain_tree.cc) keeps a data-parallel all-reduce at any size cheap to simulate. With one member
+// per server its chains are single GPUs: NCCL's double binary tree between servers, with the
+// chunks NCCL's tree uses (chain_tree_pipelining).
 Algorithm our_algorithm(NcclAlgo algo, Op op, int32_t n, int32_t local) {
   if (algo == NcclAlgo::kNvls) return Algorithm::kNvls;
   if (algo == NcclAlgo::kNvlsTree) return Algorithm::kNvlsTree;
   if (algo == NcclAlgo::kPat) return Algorithm::kPat;
-  const bool servers = local > 1 && local < n && uniform(n, local);
+  const bool servers = local < n && (local == 1 || uniform(n, local));
   if (algo == NcclAlgo::kTree) return servers ? Algorithm::kChainTree : Algorithm::kTree;
   return resolve(Algorithm::kAuto, op);
 }

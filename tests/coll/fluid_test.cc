@@ -136,10 +136,12 @@ TEST(Fluid, ChainTreesTakeTheirMessageScheduleTimeWithinABound) {
   // NCCL's Tree across servers of 2, 4 or 8 GPUs of a group (the data-parallel groups of TP 4, 2
   // and 1) on 2 to 64 servers: the first chunk's trip plus chunks - 1 periods of the slowest hop
   // (chain_tree.cc) stays within 9% fast and 5.5% slow of the message schedule, within 2% in a
-  // third of the cases.
+  // third of the cases. With one GPU a server (TP 8's groups) the chains are single GPUs: within
+  // 1% fast and 9% slow, the slowest at 1 MiB, whose 4-chunk pipelines the walk's whole periods
+  // overstate; within 2% in half of the cases.
   const auto topo = cluster("dgx-h100", 512);
-  int close = 0, cases = 0;
-  for (const int32_t stride : {1, 2, 4}) {
+  int close = 0, cases = 0, close_single = 0, single = 0;
+  for (const int32_t stride : {1, 2, 4, 8}) {
     for (const int32_t servers : {2, 5, 16, 64}) {
       for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB}) {
         if (servers == 64 && (stride > 1 || size > 16 * kMiB)) continue;  // kept short
@@ -149,14 +151,23 @@ TEST(Fluid, ChainTreesTakeTheirMessageScheduleTimeWithinABound) {
         const auto key = kH100.plan(Op::kAllReduce, n, local, size, Algorithm::kChainTree);
         ASSERT_TRUE(fluid_supported(key));
         const double ratio = fluid_over_message(topo, key, gpus(topo, 0, n, stride), size);
+        const bool is_close = std::abs(ratio - 1.0) < 0.02;
+        if (local == 1) {
+          EXPECT_GE(ratio, 0.99);
+          EXPECT_LE(ratio, 1.09);
+          close_single += is_close;
+          ++single;
+          continue;
+        }
         EXPECT_GE(ratio, 0.91);
         EXPECT_LE(ratio, 1.055);
-        close += std::abs(ratio - 1.0) < 0.02;
+        close += is_close;
         ++cases;
       }
     }
   }
   EXPECT_GE(close, cases / 3);
+  EXPECT_GE(close_single, single / 2);
 }
 
 TEST(Fluid, SendRecvTakesItsMessageScheduleTime) {

@@ -286,8 +286,11 @@ TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
                    step_latency_us(NcclAlgo::kTree, chain.protocol, true));
   EXPECT_DOUBLE_EQ(chain.wire.intra_step_latency.as_us(),
                    step_latency_us(NcclAlgo::kTree, chain.protocol, false));
-  // One GPU per server: the double binary tree itself.
-  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 1, 64 << 10).algo, Algorithm::kTree);
+  // One GPU per server: chains of one GPU, whose messages are our double binary tree's, run as
+  // the chain-tree for its fluid form.
+  const ScheduleKey single = tuning.plan(Op::kAllReduce, 64, 1, 64 << 10);
+  EXPECT_EQ(single.algo, Algorithm::kChainTree);
+  EXPECT_TRUE(fluid_supported(single));
   // The fixed size rule when NCCL's choice is off.
   NcclSettings rule;
   rule.nccl_choice = false;
