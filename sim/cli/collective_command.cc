@@ -279,8 +279,25 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
       throw UsageError(e.what());
     }
   };
-  // Check the request before printing anything: an impossible one gets a one-line error.
-  schedule_for(sizes.front());
+  // Check the request before printing anything: an impossible one gets a one-line error, and so
+  // does one whose groups together would start more flows than one schedule may hold messages
+  // (multi-flow ECMP spreads a message over several flows, each a share of max-min solving).
+  const auto flows_per_message =
+      static_cast<std::size_t>(std::max(topo.load_balancing.flows_per_message, 1));
+  for (const Bytes size : sizes) {
+    const auto schedule = schedule_for(size);
+    const std::size_t messages =
+        schedule ? schedule->num_messages() * static_cast<std::size_t>(groups) : 0;
+    if (messages * flows_per_message <= coll::kMaxScheduleMessages) continue;
+    throw UsageError(
+        std::to_string(groups) + " groups of " + std::string(coll::to_string(key.algo)) + " " +
+        req.op + " at " + format_size(size) + " send " + std::to_string(messages) +
+        " messages of " + std::to_string(flows_per_message) + " flows, more than the " +
+        std::to_string(coll::kMaxScheduleMessages) + " flows run message by message; " +
+        (coll::fluid_supported(key) ? "add --fluid to run them as fluid transfers, or " : "") +
+        "run fewer groups (--gpus)");
+  }
+  schedule_for(sizes.front());  // the key of the first size, for the header
   const double factor = coll::bus_bandwidth_factor(key.op, key.n);
 
   io.out << "# clustersim collective: " << req.op << " (" << req.algo << "), " << groups

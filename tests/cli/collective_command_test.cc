@@ -57,6 +57,18 @@ TEST(Cli, ImpossibleRequestsGetOneLineErrors) {
       run_cli({"collective", "--gpus", "2097152", "--sizes", "1K", "--topology", "dgx-h100"});
   EXPECT_EQ(two_million.code, 1);
   EXPECT_NE(two_million.err.find("holds at most 1048576"), std::string::npos) << two_million.err;
+  // 128 trees of 128 servers on a 16-flow ECMP fabric, message by message: refused up front,
+  // naming the way to run it; as fluid transfers it runs.
+  const std::vector<std::string> trees = {
+      "collective", "--op",           "all_reduce", "--gpus",     "16384",      "--group-size",
+      "128",        "--group-stride", "128",        "--topology", "llama3-24k", "--sizes",
+      "1G"};
+  const auto messages = run_cli(trees);
+  EXPECT_EQ(messages.code, 2);
+  EXPECT_NE(messages.err.find("add --fluid"), std::string::npos) << messages.err;
+  auto fluid = trees;
+  fluid.push_back("--fluid");
+  EXPECT_EQ(run_cli(fluid).code, 0);
   const auto algo = run_cli({"collective", "--gpus", "8", "--algo", "bogus"});
   EXPECT_EQ(algo.code, 2);
   EXPECT_NE(algo.err.find("bogus"), std::string::npos);
