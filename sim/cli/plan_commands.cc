@@ -292,8 +292,22 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
                      std::to_string(simulate) +
                      " (each candidate is a whole step simulation; the analytical estimate ranks "
                      "the rest)");
-  options.simulate = simulate;
   if (refine < 0) throw UsageError("--refine must not be negative, got " + std::to_string(refine));
+  // A candidate's step costs about its GPU count to simulate: past 16,384 GPUs the defaults
+  // shrink so that a search costs what the defaults cost there (flags given are kept).
+  std::string bounded;
+  constexpr int64_t kDefaultsAtGpus = 16384;
+  auto scaled = [&](int32_t& value, const std::string& option, int32_t floor) {
+    if (vm.count(option) || gpus <= kDefaultsAtGpus) return;
+    const auto fewer =
+        static_cast<int32_t>(std::max<int64_t>(floor, value * kDefaultsAtGpus / gpus));
+    bounded += (bounded.empty() ? "--" : ", --") + option + " " + std::to_string(fewer) +
+               " (default " + std::to_string(value) + ")";
+    value = fewer;
+  };
+  scaled(simulate, "simulate", 1);
+  scaled(refine, "refine", 0);
+  options.simulate = simulate;
   options.refine = refine;
   options.rank_order = order;
   options.stacks = parse_stacks(stacks);
@@ -320,6 +334,10 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   io.out << base.model().name() << " on " << gpus << " x " << base.cluster().gpu() << " ("
          << base.cluster().topology() << "), global batch " << base.parallel().global_batch_size()
          << " x " << base.model().seq_length() << " tokens\n";
+  if (!bounded.empty())
+    io.out << "bounded at " << gpus
+           << " GPUs, where a candidate takes seconds to simulate: " << bounded
+           << "; give them to choose\n";
   plan::print_plan(io.out, result, options);
   print_run_lines(io.out, config, path, as_loaded, result, top);
   if (!json.empty())

@@ -61,6 +61,22 @@ TEST(CliPlan, SimulatingMoreThanTheBoundIsRefusedUpFront) {
   EXPECT_NE(r.err.find("--simulate must be in [0, 1000], got 100000"), std::string::npos) << r.err;
 }
 
+// Past 16,384 GPUs the default candidate counts shrink with the cluster, and the plan says so;
+// a count given on the command line is kept.
+TEST(CliPlan, LargeClustersBoundTheDefaultSimulationsAndSaySo) {
+  const auto big =
+      run_cli({"plan", "--preset", "llama3.2-1b", "--gpus", "98304", "--simulate", "0"});
+  EXPECT_NE(big.out.find("bounded at 98304 GPUs"), std::string::npos) << big.out;
+  EXPECT_NE(big.out.find("--refine 0 (default 5)"), std::string::npos) << big.out;
+  EXPECT_EQ(big.out.find("--simulate"), big.out.find("--simulate 0)"));  // only in the why
+  const auto given = run_cli(
+      {"plan", "--preset", "llama3.2-1b", "--gpus", "98304", "--simulate", "0", "--refine", "5"});
+  EXPECT_EQ(given.out.find("bounded"), std::string::npos) << given.out;
+  const auto small =
+      run_cli({"plan", "--preset", "llama3.2-1b", "--gpus", "16384", "--simulate", "0"});
+  EXPECT_EQ(small.out.find("bounded"), std::string::npos) << small.out;
+}
+
 TEST(CliPlan, RankOrderPinsEveryCandidate) {
   const std::string json = temp_file("plan_moe_pinned.json", "");
   const auto r = run_cli(with(kSmallMoe, {"--rank-order", "TP_CP_PP_DP", "--json", json}));
