@@ -6,6 +6,8 @@
 #include <charconv>
 #include <stdexcept>
 #include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #include "sim/report/json.h"
 
@@ -162,7 +164,14 @@ void Timeline::write_json(std::ostream& out) const {
     out << (first ? "" : ",\n") << one_line(event);
     first = false;
   };
-  std::vector<bool> used(workload::kNumStreams);
+  // The streams each rank used, from the events in rank order (one pass, at any rank count).
+  std::unordered_map<int32_t, std::vector<bool>> used_by_rank;
+  for (const Event* e : sorted) {
+    auto& streams = used_by_rank[e->rank];
+    if (streams.empty()) streams.resize(workload::kNumStreams);
+    streams[static_cast<std::size_t>(e->stream)] = true;
+  }
+  const std::vector<bool> none(workload::kNumStreams);
   for (const int32_t rank : ranks_) {
     const int32_t stage = layout_.coord(rank, Dim::kPp);
     const std::string name =
@@ -172,9 +181,8 @@ void Timeline::write_json(std::ostream& out) const {
           {"pid", rank},
           {"name", "process_sort_index"},
           {"args", {{"sort_index", rank}}}});
-    std::fill(used.begin(), used.end(), false);
-    for (const auto& e : events_)
-      if (e.rank == rank) used[static_cast<std::size_t>(e.stream)] = true;
+    const auto found = used_by_rank.find(rank);
+    const std::vector<bool>& used = found == used_by_rank.end() ? none : found->second;
     for (int s = 0; s < workload::kNumStreams; ++s) {
       if (!used[static_cast<std::size_t>(s)]) continue;
       line({{"ph", "M"},

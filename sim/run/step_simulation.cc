@@ -168,6 +168,22 @@ net::NetworkMode network_mode(clustersim::NetworkMode mode) {
   throw std::logic_error("unknown network mode");
 }
 
+// A timeline keeps every op of its ranks (about 80 bytes each, and 230 of JSON): at most
+// kMaxTimelineOps, a gigabyte of JSON, which is what a trace viewer still opens.
+constexpr std::size_t kMaxTimelineOps = 5'000'000;
+
+void refuse_timeline_if_too_big(const std::vector<int32_t>& ranks, const exec::Executor& executor,
+                                const std::string& source) {
+  std::size_t ops = 0;
+  for (const int32_t r : ranks) ops += executor.program_of_rank(r).ops.size();
+  if (ops <= kMaxTimelineOps) return;
+  throw ConfigError(source + ": a timeline of " + std::to_string(ranks.size()) +
+                    " ranks would hold " + std::to_string(ops) + " ops, more than the " +
+                    std::to_string(kMaxTimelineOps) +
+                    " (about 1 GB of JSON) a trace viewer opens; give fewer --timeline-ranks "
+                    "(the default is the first rank of each pipeline stage)");
+}
+
 // The job's GPUs, the servers they sit in, and the NICs on those GPUs' PCIe links, which the
 // per-component failure rates count (a topology may hold more than the job uses). A server
 // fails the job whatever share of it the job holds; another GPU's NIC does not.
@@ -349,8 +365,8 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   // The job runs on the cluster's first GPUs: only those are built, in a fabric grown for the
   // whole cluster.
   refuse_cluster_if_too_big(layout.world(), config.simulation().memory_limit_gb(), source);
-  net::Topology topology = net::build_topology(topo_desc, layout.world(),
-                                               config.cluster().topology(), cluster_gpus);
+  net::Topology topology =
+      net::build_topology(topo_desc, layout.world(), config.cluster().topology(), cluster_gpus);
   // The run's GPU, which cluster.gpu may have put in place of the topology's own.
   if (!config.cluster().gpu().empty()) topology.gpu_type = config.cluster().gpu();
   const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
@@ -379,6 +395,7 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
                      {gpu, mode, topology, routing, reuse_isolated, ranks_differ, compute_var},
                      source);
   if (options.on_op) {
+    refuse_timeline_if_too_big(options.op_ranks, executor, source);
     std::vector<bool> watched(static_cast<std::size_t>(layout.world()), false);
     for (const int32_t r : options.op_ranks)
       if (r >= 0 && r < layout.world()) watched[static_cast<std::size_t>(r)] = true;

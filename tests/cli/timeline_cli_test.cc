@@ -34,5 +34,15 @@ TEST(CliTimeline, SchedulesSendingBothWaysNameTheirStreams) {
   EXPECT_NE(timeline_of("ONE_F_ONE_B", "1").find("pp send next"), std::string::npos);
 }
 
+// Every rank of the 405B step is 77 M ops, some 18 GB of JSON: refused before the simulation.
+TEST(CliTimeline, ATimelineTooBigToOpenIsRefusedNamingTheRanksOption) {
+  const std::string path = testing_support::temp_path("timeline_all_ranks.json");
+  const auto r = run_cli(
+      {"run", "--preset", "llama3-405b", "--timeline", path, "--timeline-ranks", "0-16383"});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("--timeline-ranks"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("16384 ranks"), std::string::npos) << r.err;
+}
+
 }  // namespace
 }  // namespace cs::cli
