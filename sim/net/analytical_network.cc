@@ -19,17 +19,32 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   if (done) sim_.schedule_in(delay, std::move(done));
 }
 
-void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t, Time waits,
-                                   Done done, FluidPlanSlot*) {
-  Time slowest;
+AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges) {
+  FluidPlan plan;
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     const Route& route = routing_.route(e.src, e.dst);
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
-    stats_.count(&route, bytes);
-    slowest = std::max(slowest, transfer_time(bytes, route.bottleneck));
+    plan.traffic.count(&route, bytes);
+    plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
   }
-  if (done) sim_.schedule_in(slowest + waits, std::move(done));
+  return plan;
+}
+
+void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
+                                   Done done, FluidPlanSlot* slot) {
+  const bool named = slot && slot->network == slot_id_;
+  if (slot && !named) {
+    *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
+    fluid_plans_.push_back(plan_fluid(edges));
+  }
+  const FluidPlan plan = slot ? fluid_plans_[slot->plan] : plan_fluid(edges);
+  for (std::size_t c = 0; c < plan.traffic.bytes_by_class.size(); ++c) {
+    stats_.bytes_by_class[c] += plan.traffic.bytes_by_class[c];
+    stats_.messages_by_class[c] += plan.traffic.messages_by_class[c];
+  }
+  stats_.messages += plan.traffic.messages;
+  if (done) sim_.schedule_in(plan.slowest + waits, std::move(done));
 }
 
 Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t) {

@@ -1,7 +1,9 @@
 // Contention-free transfer models for fast sweeps: analytical (alpha-beta per route) and ideal.
 #pragma once
 
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include "sim/core/simulator.h"
 #include "sim/net/network.h"
@@ -16,7 +18,8 @@ class AnalyticalNetwork final : public Network {
   AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  // Takes as long as its slowest edge alone.
+  // Takes as long as its slowest edge alone; with a slot, that time and the traffic are worked
+  // out once per edge list.
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
                   FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override {
@@ -28,9 +31,17 @@ class AnalyticalNetwork final : public Network {
   const TrafficStats& stats() const override { return stats_; }
 
  private:
+  // What one fluid send takes and adds to the traffic.
+  struct FluidPlan {
+    Time slowest;
+    TrafficStats traffic;
+  };
+  FluidPlan plan_fluid(std::span<const FluidEdge> edges);
+
   Simulator& sim_;
   Routing& routing_;
   TrafficStats stats_;
+  std::vector<FluidPlan> fluid_plans_;  // those named by slots
 };
 
 // Communication is free: every message completes at the time it was sent (as a scheduled event,

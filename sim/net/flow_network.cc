@@ -1,7 +1,6 @@
 #include "sim/net/flow_network.h"
 
 #include <algorithm>
-#include <atomic>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -163,11 +162,6 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
   return out;
 }
 
-uint64_t FlowNetwork::next_id() {
-  static std::atomic<uint64_t> last{0};
-  return ++last;
-}
-
 void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                              Done done, FluidPlanSlot* slot) {
   const FluidPlan& plan = fluid_plan(edges, mirrors, slot);
@@ -201,7 +195,7 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
   auto kept = [&](const FluidPlan& plan) -> const FluidPlan& {
     return plan.adaptive.empty() ? plan : with_adaptive_paths(plan);
   };
-  if (slot && slot->network == id_ && slot->mirrors == mirrors)
+  if (slot && slot->network == slot_id_ && slot->mirrors == mirrors)
     return kept(fluid_plans_[slot->plan]);
   uint64_t hash = static_cast<uint64_t>(mirrors) * 0x9E3779B97F4A7C15ull;
   for (const FluidEdge& e : edges) {
@@ -218,7 +212,7 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
                       });
   };
   auto remembered = [&](uint32_t index) -> const FluidPlan& {
-    if (slot) *slot = {id_, index, mirrors};
+    if (slot) *slot = {slot_id_, index, mirrors};
     return kept(fluid_plans_[index]);
   };
   auto& bucket = fluid_plan_index_[hash];

@@ -350,10 +350,8 @@ class FlowNetwork final : public Network {
     return static_cast<FillKey>(bits) << 64 | static_cast<FillKey>(link) << 32 | slot;
   }
   std::vector<FillKey> heap_;
-  std::vector<double> unit_weights_;  // all 1, for single-path flows
-  std::vector<double> link_share_;    // scratch by link: a fluid flow's share, 0 when untouched
-  static uint64_t next_id();
-  const uint64_t id_ = next_id();      // unique per process, for FluidPlanSlot
+  std::vector<double> unit_weights_;   // all 1, for single-path flows
+  std::vector<double> link_share_;     // scratch by link: a fluid flow's share, 0 when untouched
   std::deque<FluidPlan> fluid_plans_;  // kept plans (stable addresses)
   std::unordered_map<uint64_t, std::vector<uint32_t>> fluid_plan_index_;  // by hash of the edges
   std::size_t fluid_plan_entries_ = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <span>
@@ -80,6 +81,16 @@ class Network {
   virtual Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) = 0;
   virtual std::string_view name() const = 0;
   virtual const TrafficStats& stats() const = 0;
+
+ protected:
+  // Names this network in the FluidPlanSlots it fills: unique per process, never 0.
+  const uint64_t slot_id_ = next_slot_id();
+
+ private:
+  static uint64_t next_slot_id() {
+    static std::atomic<uint64_t> last{0};
+    return ++last;
+  }
 };
 
 }  // namespace cs::net

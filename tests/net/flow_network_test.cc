@@ -176,6 +176,30 @@ TEST(FlowNetwork, AFluidPlanSlotReusesOnlyItsOwnNetworksPlan) {
   EXPECT_NE(slot.network, filled_by_a);
 }
 
+// The analytical network keeps a slot's time and traffic: a second send through the slot takes
+// the same time and counts the same bytes again.
+TEST(AnalyticalNetwork, AFluidPlanSlotKeepsTheTimeAndTheTraffic) {
+  Star star(3, kBw, kLat);
+  const Bytes size = 64 * kMiB;
+  const std::vector<FluidEdge> two{{star.gpus[0], star.gpus[1], static_cast<double>(size)},
+                                   {star.gpus[0], star.gpus[2], static_cast<double>(2 * size)}};
+  Simulator sim;
+  Routing routing(star.topo);
+  AnalyticalNetwork net(sim, routing);
+  FluidPlanSlot slot;
+  for (int send = 0; send < 2; ++send) {
+    const Time start = sim.now();
+    Time end = Time::max();
+    net.send_fluid(
+        two, 1, Time{}, [&] { end = sim.now(); }, &slot);
+    sim.run();
+    EXPECT_EQ(end - start, transfer_time(2 * size, kBw));  // the larger edge, alone
+    EXPECT_EQ(net.stats().messages, 2u * (send + 1));
+    EXPECT_EQ(net.stats().bytes_by_class[static_cast<int>(kNet)], 3 * size * (send + 1));
+  }
+  EXPECT_NE(slot.network, 0u);
+}
+
 TEST(FlowNetwork, LateJoinerFollowsTheMaxMinTimeline) {
   // A alone for T/2 (half done), then A and B at B/2 each: A finishes T/2 later, at 3T/2, with
   // B half done; B alone again finishes at 2T.
