@@ -34,16 +34,13 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                                    Done done, FluidPlanSlot* slot) {
   const bool named = slot && slot->network == slot_id_;
-  if (slot && !named) {
+  if (slot && !named && fluid_plans_.size() < kMaxFluidPlans) {
     *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
     fluid_plans_.push_back(plan_fluid(edges));
   }
-  const FluidPlan plan = slot ? fluid_plans_[slot->plan] : plan_fluid(edges);
-  for (std::size_t c = 0; c < plan.traffic.bytes_by_class.size(); ++c) {
-    stats_.bytes_by_class[c] += plan.traffic.bytes_by_class[c];
-    stats_.messages_by_class[c] += plan.traffic.messages_by_class[c];
-  }
-  stats_.messages += plan.traffic.messages;
+  const bool kept = slot && slot->network == slot_id_;
+  const FluidPlan plan = kept ? fluid_plans_[slot->plan] : plan_fluid(edges);
+  stats_.add(plan.traffic);
   if (done) sim_.schedule_in(plan.slowest + waits, std::move(done));
 }
 

@@ -41,7 +41,8 @@ class AnalyticalNetwork final : public Network {
   Simulator& sim_;
   Routing& routing_;
   TrafficStats stats_;
-  std::vector<FluidPlan> fluid_plans_;  // those named by slots
+  static constexpr std::size_t kMaxFluidPlans = std::size_t{1} << 20;  // about 100 MB
+  std::vector<FluidPlan> fluid_plans_;                                 // those named by slots
 };
 
 // Communication is free: every message completes at the time it was sent (as a scheduled event,

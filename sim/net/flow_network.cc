@@ -165,11 +165,7 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
 void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                              Done done, FluidPlanSlot* slot) {
   const FluidPlan& plan = fluid_plan(edges, mirrors, slot);
-  for (std::size_t c = 0; c < plan.stats.bytes_by_class.size(); ++c) {
-    stats_.bytes_by_class[c] += plan.stats.bytes_by_class[c];
-    stats_.messages_by_class[c] += plan.stats.messages_by_class[c];
-  }
-  stats_.messages += plan.stats.messages;
+  stats_.add(plan.stats);
   if (plan.reference <= 0) {
     if (done) sim_.schedule_in(waits, std::move(done));
     return;

@@ -30,6 +30,13 @@ struct TrafficStats {
     bytes_by_class[c] += bytes;
     ++messages_by_class[c];
   }
+  void add(const TrafficStats& other) {
+    for (std::size_t c = 0; c < bytes_by_class.size(); ++c) {
+      bytes_by_class[c] += other.bytes_by_class[c];
+      messages_by_class[c] += other.messages_by_class[c];
+    }
+    messages += other.messages;
+  }
 };
 
 // One connection of a fluid transfer: `wire_bytes` leave `src` for `dst` over the transfer.
