@@ -268,6 +268,10 @@ class Executor {
   void arrive_explicit_p2p(int32_t rank, uint32_t op);
   // Marks (rank, op) as unable to proceed, with the reason stuck_ops() will give.
   void block(int32_t rank, uint32_t op, std::string reason);
+  // One key for a pair of ids (rank and op, communicator and sequence number).
+  static uint64_t pair_key(int64_t a, int64_t b) {
+    return static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
+  }
   std::string describe(int32_t rank, uint32_t op) const;
   bool is_done(int32_t rank, uint32_t op) const;
   void set_done(int32_t rank, uint32_t op);
