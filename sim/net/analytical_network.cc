@@ -33,8 +33,7 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
 
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                                    Done done, FluidPlanSlot* slot) {
-  const bool named = slot && slot->network == slot_id_;
-  if (slot && !named && fluid_plans_.size() < kMaxFluidPlans) {
+  if (slot && slot->network != slot_id_ && fluid_plans_.size() < kMaxFluidPlans) {
     *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
     fluid_plans_.push_back(plan_fluid(edges));
   }

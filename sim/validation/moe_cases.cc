@@ -106,7 +106,8 @@ double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   if (wire_costs) exec::apply_wire_model(edges, key.wire, topo);
   Time end;
   sim.schedule_in(key.wire.launch_latency, [&] {
-    network->send_fluid(edges, 1, Time{}, [&] { end = sim.now() + latency; }, nullptr);
+    network->send_fluid(
+        edges, 1, Time{}, [&] { end = sim.now() + latency; }, nullptr);
   });
   sim.run();
   const double seconds = end.as_seconds();

@@ -144,7 +144,8 @@ TEST(LoadBalancing, AdaptiveFluidEdgesAvoidEachOther) {
   const std::vector<FluidEdge> edges{{t.gpu(0), t.gpu(a), static_cast<double>(kSize)},
                                      {t.gpu(1), t.gpu(b), static_cast<double>(kSize)}};
   Time done = Time::max();
-  net.send_fluid(edges, 1, Time{}, [&] { done = sim.now(); }, nullptr);
+  net.send_fluid(
+      edges, 1, Time{}, [&] { done = sim.now(); }, nullptr);
   sim.run();
   const double alone =
       transfer_time(kSize, routing.route(t.gpu(0), t.gpu(a)).bottleneck).as_seconds();

@@ -42,6 +42,13 @@ report::StepReport extrapolation_step(const std::string& schedule, int32_t v, in
   return simulate_step(small_llama(overrides), "test");
 }
 
+// A preset's step with `layout` and one more override (kExtrapolate or kFullRun).
+report::StepReport preset_step(const std::string& preset, std::vector<std::string> layout,
+                               const std::string& switch_) {
+  layout.push_back(switch_);
+  return simulate_step(load_run_config("", preset, layout).config, "test");
+}
+
 void expect_matches_full_run(const report::StepReport& fast, const report::StepReport& full) {
   EXPECT_NEAR(fast.iteration_time_s / full.iteration_time_s, 1.0, 0.005);
   EXPECT_NEAR(fast.mfu / full.mfu, 1.0, 0.005);
@@ -137,12 +144,8 @@ TEST(Extrapolation, ExpertParallelStepIsWithinHalfAPercent) {
                                            "parallel.schedule=ONE_F_ONE_B",
                                            "cluster.topology=dgx-h100",
                                            kAnyLength};
-  auto with = [&](const std::string& switch_) {
-    auto overrides = layout;
-    overrides.push_back(switch_);
-    return simulate_step(load_run_config("", "qwen3-30b-a3b", overrides).config, "test");
-  };
-  const auto full = with(kFullRun), fast = with(kExtrapolate);
+  const auto full = preset_step("qwen3-30b-a3b", layout, kFullRun);
+  const auto fast = preset_step("qwen3-30b-a3b", layout, kExtrapolate);
   expect_matches_full_run(fast, full);
   ASSERT_TRUE(full.moe.enabled);
   EXPECT_NEAR(fast.moe.all_to_all_s / full.moe.all_to_all_s, 1.0, 0.005);
@@ -201,12 +204,8 @@ TEST(Extrapolation, ARunThatIsNotYetSteadyIsFollowedByLongerOnes) {
                                            "network=ANALYTICAL",
                                            "cluster.topology=dgx-h100",
                                            kAnyLength};
-  auto with = [&](const std::string& switch_) {
-    auto overrides = layout;
-    overrides.push_back(switch_);
-    return simulate_step(load_run_config("", "llama3-70b", overrides).config, "test");
-  };
-  const auto full = with(kFullRun), fast = with(kExtrapolate);
+  const auto full = preset_step("llama3-70b", layout, kFullRun);
+  const auto fast = preset_step("llama3-70b", layout, kExtrapolate);
   EXPECT_EQ(fast.extrapolated_from, (std::vector<int32_t>{4, 6, 8, 10, 12}));
   expect_matches_full_run(fast, full);
 }
