@@ -72,7 +72,7 @@ record bad-config "$BIN" run --preset llama3-8b --set parallel.tp=3
 cp "$ROOT/README.md" not-a-config.textproto
 record bad-file "$BIN" run not-a-config.textproto
 rm -f ./*.tmp
-# The Python package, when its module is on PYTHONPATH (scripts/python-path.sh).
+# The Python package, when its module is on PYTHONPATH (an absolute path; scripts/python-path.sh).
 if /usr/bin/python3 -c "import clustersim" 2>/dev/null; then
   record python /usr/bin/python3 -c 'import clustersim, json
 r = clustersim.run(preset="llama3-8b"); r.pop("wall_time_s", None); r.pop("peak_rss_mb", None)
