@@ -4,9 +4,12 @@
 
 # A shared module links the static library, so the library is built position-independent;
 # no-semantic-interposition keeps calls inside it as direct (and inlinable) as in an executable.
-set_target_properties(clustersim_proto clustersim_lib PROPERTIES POSITION_INDEPENDENT_CODE ON)
+set_target_properties(clustersim_proto ${CLUSTERSIM_LAYER_TARGETS} PROPERTIES
+                      POSITION_INDEPENDENT_CODE ON)
 if(CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang")
-  target_compile_options(clustersim_lib PRIVATE -fno-semantic-interposition)
+  foreach(target ${CLUSTERSIM_LAYER_TARGETS})
+    target_compile_options(${target} PRIVATE -fno-semantic-interposition)
+  endforeach()
 endif()
 
 set(CLUSTERSIM_PYTHON_DIR ${CMAKE_BINARY_DIR}/python)

@@ -15,6 +15,7 @@ cd "$OUT"
 steady() {
   sed -E -e 's/("(wall_time_s|peak_rss_mb|wall_s|elapsed_s|seconds)": )[-0-9.e+]+/\1X/g' \
          -e 's/events, [0-9.]+ s(, [0-9]+ MB)?/events, X s/' \
+         -e 's/skipped\) in [0-9.]+ s/skipped) in X s/' \
          -e 's/(built|written) in [0-9.]+ s/\1 in X s/g' \
          -e 's/events in all runs, [0-9.]+ s wall/events in all runs, X s wall/' \
          -e 's/(congestion-aware|analytical ranking only|simulated), [0-9.]+ s$/\1, X s/' \
