@@ -13,7 +13,9 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, 
                              Done done, FluidPlanSlot* slot) {
   const FluidPlan& plan = fluid_plan(edges, mirrors, slot);
   stats_.add(plan.stats);
-  if (plan.reference <= 0) {
+  // Nothing to carry, or nothing to carry it over: mirrors whose run 0 has no edge of its own
+  // (outside their contract, since the runs are images of run 0) leave every link out.
+  if (plan.reference <= 0 || (plan.links.empty() && waits <= Time{})) {
     if (done) sim_.schedule_in(waits, std::move(done));
     return;
   }
