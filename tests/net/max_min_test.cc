@@ -13,7 +13,8 @@
 #include <vector>
 
 namespace cs::net {
-namespace {
+// Named, not anonymous: the test binary is a unity build (see blackwell_topology_test.cc).
+namespace max_min_test {
 
 // A flow as the tests describe it: its links and the weight it puts on each.
 struct FlowSpec {
@@ -299,5 +300,5 @@ TEST(MaxMin, AFlowItsOwnerFindsDoneLeavesAndFreesItsShare) {
   EXPECT_EQ(solver.next_flow_id(), b);
 }
 
-}  // namespace
+}  // namespace max_min_test
 }  // namespace cs::net
