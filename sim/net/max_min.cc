@@ -325,12 +325,7 @@ bool MaxMin::grow_set() {
   return !grown_.empty();
 }
 
-void MaxMin::water_fill() {
-  // Progressive filling: repeatedly take the link with the smallest fair share of its residual
-  // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
-  // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
-  // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
-  const auto cmp = std::greater<FillKey>{};
+void MaxMin::start_fill() {
   heap_.clear();
   fill_.resize(comp_links_.size());
   // Flows outside the set keep their rates and take their share of each link first.
@@ -355,8 +350,16 @@ void MaxMin::water_fill() {
           fill_key(std::max(fill.residual, 0.0) / fill.unfrozen_weight, comp_links_[i], i));
   }
   for (FlowId f : comp_flows_) share_[f].new_rate = -1;
-  std::make_heap(heap_.begin(), heap_.end(), cmp);
+}
 
+void MaxMin::water_fill() {
+  // Progressive filling: repeatedly take the link with the smallest fair share of its residual
+  // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
+  // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
+  // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
+  const auto cmp = std::greater<FillKey>{};
+  start_fill();
+  std::make_heap(heap_.begin(), heap_.end(), cmp);
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     const FillKey top = heap_.back();

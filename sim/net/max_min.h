@@ -189,6 +189,9 @@ class MaxMin {
   // `from` past the rest.
   void advance_set(std::size_t& from, Progress& progress);
   void collect_links();
+  // The filling's start: each link's residual capacity once the fixed flows are charged, and the
+  // heap of its fair shares (unordered).
+  void start_fill();
   void water_fill();
   // Adds the fixed flows the last filling invalidated: above a share it froze on a shared link,
   // or whose bottleneck is no longer full or no longer theirs. Returns whether the set grew.
