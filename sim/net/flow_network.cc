@@ -10,25 +10,30 @@
 
 namespace cs::net {
 
+namespace {
+
+// A flow with less than this left is done: it absorbs the rounding of rates and of
+// completion times to whole picoseconds.
+constexpr double kDoneBytes = 1e-3;
+
+}  // namespace
+
 FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& routing)
     : sim_(sim),
       routing_(routing),
       balancing_(topology.load_balancing),
-      link_load_([this](LinkId l) { return static_cast<uint32_t>(links_[l].flows.size()); }),
+      link_load_([this](LinkId l) { return solver_.flows_on(l); }),
       plan_load_([this](LinkId l) {
-        return static_cast<uint32_t>(links_[l].flows.size() + std::ceil(link_share_[l]));
-      }),
-      links_(topology.num_links()),
-      tags_(topology.num_links()) {
-  private_link_.resize(links_.size());
-  for (LinkId l = 0; l < links_.size(); ++l) {
-    links_[l].capacity = topology.link(l).bandwidth.in_bytes_per_s();
+        return static_cast<uint32_t>(solver_.flows_on(l) + std::ceil(link_share_[l]));
+      }) {
+  private_link_.resize(topology.num_links());
+  for (LinkId l = 0; l < topology.num_links(); ++l) {
+    solver_.add_link(topology.link(l).bandwidth.in_bytes_per_s());
     const auto own = [&](VertexId v) {
       const VertexKind kind = topology.vertex(v).kind;
       return kind == VertexKind::kGpu || kind == VertexKind::kNic;
     };
     private_link_[l] = own(topology.link_source(l)) || own(topology.link_target(l));
-    tags_[l].slack = slack(links_[l]);
   }
   if (balancing_.mode == LoadBalancingMode::kAdaptive && routing.uses_tiered_routing())
     build_trunks(topology);
@@ -50,15 +55,12 @@ void FlowNetwork::build_trunks(const Topology& topology) {
     const auto key = std::make_tuple(up, lower.tier, lower.tier == 0 ? int64_t{low} : lower.group);
     auto [it, fresh] = trunks.try_emplace(key, kNone);
     if (fresh) {
-      it->second = static_cast<LinkId>(links_.size());
-      links_.emplace_back();
-      tags_.emplace_back();
+      it->second = solver_.add_link(0);
       private_link_.push_back(false);
     }
-    links_[it->second].capacity += links_[l].capacity;
+    solver_.set_capacity(it->second, solver_.capacity(it->second) + solver_.capacity(l));
     trunk_of_[l] = it->second;
   }
-  for (const auto& [key, trunk] : trunks) tags_[trunk].slack = slack(links_[trunk]);
 }
 
 const std::vector<LinkId>& FlowNetwork::through_trunks(const std::vector<LinkId>& links) {
@@ -147,149 +149,48 @@ const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId d
 }
 
 LinkId FlowNetwork::allocate_pace_link(double capacity) {
-  LinkId l;
-  if (!free_pace_links_.empty()) {
-    l = free_pace_links_.back();
-    free_pace_links_.pop_back();
-  } else {
-    l = static_cast<LinkId>(links_.size());
-    links_.emplace_back();
-    tags_.emplace_back();
+  if (free_pace_links_.empty()) {
     private_link_.push_back(true);
+    return solver_.add_link(capacity);
   }
-  links_[l].capacity = capacity;
-  tags_[l].slack = slack(links_[l]);
+  const LinkId l = free_pace_links_.back();
+  free_pace_links_.pop_back();
+  solver_.set_capacity(l, capacity);
   return l;
 }
 
 void FlowNetwork::start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                              Time latency, VertexId src, VertexId dst, double bytes, Done done) {
   if (unit_weights_.size() < links.size()) unit_weights_.resize(links.size(), 1.0);
-  const uint32_t f = allocate_flow();
-  reserve_hops(f, links.size());
+  if (solver_.next_flow_id() > kSlotMask) throw std::length_error("too many flows at once");
+  if (next_seq_ >> (64 - kSlotBits) != 0) throw std::length_error("too many flows");
+  const uint32_t f = solver_.add_flow(links, weights);
+  if (f >= flows_.size()) {
+    flows_.resize(f + 1);
+    clock_.resize(f + 1);
+    heap_pos_.resize(f + 1, kNone);
+  }
   Flow& flow = flows_[f];
   clock_[f] = {bytes, sim_.now()};
-  share_[f].rate = 0;
   flow.latency = latency;
   flow.done = std::move(done);
-  if (next_seq_ >> (64 - kSlotBits) != 0) throw std::length_error("too many flows");
   flow.seq = next_seq_++;
   flow.src = src;
   flow.dst = dst;
-  share_[f].num_hops = static_cast<uint32_t>(links.size());
   flow.pace = kNone;
-  share_[f].bottleneck = kNone;
   last_started_ = f;
-  Hop* hop = hops(f);
-  for (std::size_t h = 0; h < links.size(); ++h) {
-    hop[h].link = links[h];
-    hop[h].weight = weights[h];
-  }
-  set_alone_rates(f);
-  attach(f);
-}
-
-void FlowNetwork::set_alone_rates(uint32_t f) {
-  Flow& flow = flows_[f];
-  flow.alone = flow.alone_second = std::numeric_limits<double>::infinity();
-  const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
-    const double rate = links_[hop[h].link].capacity / hop[h].weight;
-    if (rate < flow.alone) {
-      flow.alone_second = flow.alone;
-      flow.alone = rate;
-      flow.tightest = hop[h].link;
-    } else if (rate < flow.alone_second) {
-      flow.alone_second = rate;
-    }
-  }
-  // A single link: anything above the flow's own rate keeps that link tight.
-  if (!std::isfinite(flow.alone_second)) flow.alone_second = 2 * flow.alone;
+  request_recompute();
 }
 
 std::vector<FlowNetwork::FlowView> FlowNetwork::active_flows() const {
   std::vector<FlowView> out;
-  out.reserve(active_);
-  for (std::size_t f = 0; f < flows_.size(); ++f) {
+  out.reserve(solver_.num_flows());
+  for (uint32_t f = 0; f < flows_.size(); ++f) {
     const Flow& flow = flows_[f];
-    if (share_[f].num_hops > 0)
-      out.push_back({flow.src, flow.dst, share_[f].rate, clock_[f].remaining});
+    if (solver_.has_flow(f))
+      out.push_back({flow.src, flow.dst, solver_.rate(f), clock_[f].remaining});
   }
   return out;
-}
-
-uint32_t FlowNetwork::allocate_flow() {
-  ++active_;
-  if (free_head_ != kNone) {
-    const uint32_t f = free_head_;
-    free_head_ = flows_[f].next_free;
-    flows_[f].next_free = kNone;
-    return f;
-  }
-  if (flows_.size() > kSlotMask) throw std::length_error("too many flows at once");
-  flows_.emplace_back();
-  share_.emplace_back();
-  clock_.emplace_back();
-  heap_pos_.push_back(kNone);
-  return static_cast<uint32_t>(flows_.size() - 1);
-}
-
-void FlowNetwork::free_flow(uint32_t f) {
-  --active_;
-  Flow& flow = flows_[f];
-  if (flow.pace != kNone) free_pace_links_.push_back(flow.pace);
-  flow.pace = kNone;
-  share_[f].num_hops = 0;
-  flow.done = nullptr;
-  flow.next_free = free_head_;
-  free_head_ = f;
-}
-
-void FlowNetwork::reserve_hops(uint32_t f, std::size_t num_hops) {
-  Flow& flow = flows_[f];
-  if (num_hops <= flow.hop_capacity) return;
-  // A new range at the end of the pool; the slot keeps it for later flows. Most flows have a
-  // handful of hops, so a fresh slot takes room for 8.
-  flow.hop_capacity = static_cast<uint32_t>(std::max<std::size_t>(num_hops, 8));
-  share_[f].hop_begin = static_cast<uint32_t>(hops_.size());
-  hops_.resize(hops_.size() + flow.hop_capacity);
-}
-
-void FlowNetwork::attach(uint32_t f) {
-  Hop* hop = hops(f);
-  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
-    LinkState& link = links_[hop[h].link];
-    hop[h].pos = static_cast<uint32_t>(link.flows.size());
-    link.flows.push_back({f, h, hop[h].weight});
-    link.demand += hop[h].weight * demand_of(flows_[f], hop[h].link);
-    LinkTag& tag = tags_[hop[h].link];
-    tag.slack = slack(link);
-    if (!tag.dirty) {
-      tag.dirty = true;
-      dirty_links_.push_back(hop[h].link);
-    }
-  }
-  request_recompute();
-}
-
-void FlowNetwork::detach(uint32_t f, bool mark) {
-  const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
-    LinkState& link = links_[hop[h].link];
-    const LinkEntry moved = link.flows.back();
-    link.flows[hop[h].pos] = moved;
-    hops(moved.flow)[moved.hop].pos = hop[h].pos;
-    link.flows.pop_back();
-    // Reset when empty, so rounding cannot build up over a long run.
-    link.demand =
-        link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(flows_[f], hop[h].link);
-    LinkTag& tag = tags_[hop[h].link];
-    tag.slack = slack(link);
-    if (mark && !tag.dirty) {
-      tag.dirty = true;
-      dirty_links_.push_back(hop[h].link);
-    }
-  }
 }
 
 void FlowNetwork::request_recompute() {
@@ -300,11 +201,52 @@ void FlowNetwork::request_recompute() {
 
 void FlowNetwork::finish(uint32_t f) {
   Flow& flow = flows_[f];
+  if (flow.pace != kNone) free_pace_links_.push_back(flow.pace);
+  flow.pace = kNone;
   const Time latency = flow.latency;
   Done done = std::move(flow.done);
-  free_flow(f);
+  flow.done = nullptr;
   // The last byte has left the sender; it arrives one route latency later.
   if (done) sim_.schedule_in(latency, std::move(done));
+}
+
+bool FlowNetwork::Advance::done(MaxMin::FlowId f) {
+  FlowClock& clock = net.clock_[f];
+  clock.remaining -= net.solver_.rate(f) * (now - clock.last_update).as_seconds();
+  clock.last_update = now;
+  // Done by a rounding instant: it finishes now rather than at an event a picosecond later.
+  return clock.remaining < kDoneBytes;
+}
+
+void FlowNetwork::recompute() {
+  recompute_pending_ = false;
+  Advance advance(*this, sim_.now());
+  solver_.solve(advance);
+  for (uint32_t f : solver_.finished()) {
+    heap_remove(f);
+    finish(f);
+  }
+  moved_.clear();
+  bool starved = false;
+  for (uint32_t f : solver_.changed()) {
+    const double rate = solver_.rate(f);
+    moved_.push_back({f, finish_at(f, rate)});
+    starved = starved || rate <= 0;
+  }
+  // One flow in eight or more moved: heapifying the whole heap costs less than sifting each.
+  if (!starved && moved_.size() * 8 > finish_heap_.size()) {
+    heap_rebuild_with_moved();
+  } else {
+    for (const auto& [f, finish] : moved_) heap_update(f, finish);
+  }
+  arm_timer();
+}
+
+Time FlowNetwork::finish_at(uint32_t f, double rate) const {
+  if (rate <= 0) return Time::max();  // starved: only a later recompute can move it
+  // Rounded up like transfer_time, so a lone flow matches it exactly.
+  const double ps = std::ceil(clock_[f].remaining * 1e12 / rate);
+  return sim_.now() + Time::ps(Time::checked_ps(ps));
 }
 
 void FlowNetwork::heap_place(std::size_t i, const HeapEntry& entry) {
@@ -405,7 +347,7 @@ void FlowNetwork::on_timer() {
   while (!finish_heap_.empty() && finish_heap_.front().finish <= now) {
     const uint32_t f = finish_heap_.front().flow();
     heap_remove(f);
-    detach(f, /*mark=*/true);
+    solver_.remove_flow(f);
     finish(f);
     request_recompute();
   }

@@ -1,7 +1,6 @@
 // Congestion-aware transfer model: each message is a flow whose rate is its max-min fair share.
 #pragma once
 
-#include <bit>
 #include <cstdint>
 #include <deque>
 #include <span>
@@ -12,6 +11,7 @@
 
 #include "sim/core/simulator.h"
 #include "sim/core/units.h"
+#include "sim/net/max_min.h"
 #include "sim/net/network.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology.h"
@@ -23,19 +23,16 @@ namespace cs::net {
 // latency, so a lone flow takes exactly route.latency + transfer_time(bytes, route.bottleneck).
 //
 // Rates change only when flows start or end. All starts and ends at one timestamp are batched
-// into one recompute event. A recompute starts from the flows the change can move first (new
-// flows, and those whose bottleneck link changed), solves them against the fixed rates of all
-// others, and adds any fixed flow that the new rates leave without a valid bottleneck (a full link
-// on which no flow is faster), until none is left: that is the max-min allocation, usually found
-// without touching most of a large component. Flows whose rate did not change keep their finish
-// time. The topology's load balancing decides the paths: one hashed flow per message (static
-// ECMP), the message split evenly over several hashed paths (multi-flow ECMP, network messages
-// only, as NCCL opens its queue pairs per network connection: modelled as one flow whose links
-// carry the fraction of its paths that cross them, since NCCL stripes a message evenly over its
-// queue pairs, so they advance together), or, adaptive, sprayed: on a tiered fabric one flow
-// through the trunks of the switch tiers it crosses (see build_trunks), elsewhere one flow down
-// the least-loaded equal-cost hops at its start. A fluid transfer (send_fluid) is one flow as
-// well, whose links carry each edge's share of its bytes.
+// into one recompute event, in which the max-min solver (max_min.h) re-solves only the flows the
+// change can move. Flows whose rate did not change keep their finish time. The topology's load
+// balancing decides the paths: one hashed flow per message (static ECMP), the message split evenly
+// over several hashed paths (multi-flow ECMP, network messages only, as NCCL opens its queue pairs
+// per network connection: modelled as one flow whose links carry the fraction of its paths that
+// cross them, since NCCL stripes a message evenly over its queue pairs, so they advance together),
+// or, adaptive, sprayed: on a tiered fabric one flow through the trunks of the switch tiers it
+// crosses (see build_trunks), elsewhere one flow down the least-loaded equal-cost hops at its
+// start. A fluid transfer (send_fluid) is one flow as well, whose links carry each edge's share of
+// its bytes.
 class FlowNetwork final : public Network {
  public:
   // `sim` and `routing` must outlive the network.
@@ -52,9 +49,7 @@ class FlowNetwork final : public Network {
 
   // Memory per link of the topology, and per GPU pair that sends over `paths` hashed paths of
   // `hops` links each (the cached spread of multi-flow ECMP).
-  static std::size_t bytes_per_link() {
-    return sizeof(LinkState) + sizeof(LinkTag) + sizeof(LinkFill) + sizeof(bool);
-  }
+  static std::size_t bytes_per_link() { return MaxMin::bytes_per_link() + sizeof(bool); }
   static std::size_t bytes_per_spread_pair(std::size_t paths, std::size_t hops) {
     return sizeof(PairLinks) + 64 + paths * hops * (sizeof(LinkId) + sizeof(double));
   }
@@ -69,114 +64,46 @@ class FlowNetwork final : public Network {
   // Active flows in slot order. Rates reflect the last recompute, which runs as an event at the
   // time of the change: run the simulator up to now() before reading them.
   std::vector<FlowView> active_flows() const;
-  std::size_t num_active_flows() const { return active_; }
+  std::size_t num_active_flows() const { return solver_.num_flows(); }
 
   // Incremental recomputes (the default) re-solve only the flows whose fair share a change can
   // move; off, every recompute re-solves the whole connected component. Both give the max-min
   // allocation; the switch is for tests and benchmarks that compare them.
-  void set_incremental(bool on) { incremental_ = on; }
+  void set_incremental(bool on) { solver_.set_incremental(on); }
 
   // Cost counters: how many recomputes ran, how many flows they revisited in total, and how many
   // water-fillings they took (an incremental recompute fills again each time its set grows).
-  uint64_t recomputes() const { return recomputes_; }
-  uint64_t recomputed_flows() const { return recomputed_flows_; }
-  uint64_t solve_rounds() const { return solve_rounds_; }
+  uint64_t recomputes() const { return solver_.solves(); }
+  uint64_t recomputed_flows() const { return solver_.solved_flows(); }
+  uint64_t solve_rounds() const { return solver_.fill_rounds(); }
 
  private:
-  static constexpr uint32_t kNone = 0xFFFFFFFFu;
+  static constexpr uint32_t kNone = MaxMin::kNone;
 
+  // A flow's record beside its rates, which the solver keeps under the same id.
   struct Flow {
     Time latency;  // of the route: the last byte arrives this long after it leaves
     Done done;
     uint64_t seq = 0;  // start order: breaks ties between flows finishing at the same time
     VertexId src = 0;
     VertexId dst = 0;
-    uint32_t next_free = kNone;
-    uint32_t hop_capacity = 0;
-    // The flow's rate alone on the network (its tightest link's capacity / weight), the next
-    // tightest, and which link is the tightest: what it could ever ask of each of its links.
-    double alone = 0;
-    double alone_second = 0;
-    LinkId tightest = 0;
     LinkId pace = kNone;  // a paced fluid transfer's own link, which caps its rate
   };
-  // What a recompute reads of every flow on every link it fills, and where its hops are, kept
-  // apart from the flow's record (whose other fields only starts, ends and rate changes use):
-  // those reads scatter over the flows, and this way each touches one 32-byte entry instead of a
-  // record that spans two cache lines.
-  struct FlowShare {
-    double rate = 0;      // bytes per second
-    double new_rate = 0;  // the recompute's result; negative while not frozen
-    uint32_t mark = 0;    // epoch of the last recompute that visited this flow
-    // The link whose filling froze the flow's rate at the last recompute that solved it; kNone
-    // until its first. It stays a bottleneck (full, and no flow on it faster) until it changes.
-    LinkId bottleneck = kNone;
-    uint32_t num_hops = 0;   // 0 while the slot is free
-    uint32_t hop_begin = 0;  // this slot's hops in hops_, kept when the slot is reused
-  };
   // A flow's progress, which every recompute that revisits the flow brings up to date, apart
-  // from its record as FlowShare is: 16 bytes instead of a record spanning cache lines. Its
-  // finish time lives in the finish heap.
+  // from its record: 16 bytes instead of a record spanning cache lines. Its finish time lives in
+  // the finish heap.
   struct FlowClock {
     double remaining = 0;  // bytes still to leave the sender, as of `last_update`
     Time last_update;
   };
-  // Hop h of flow f, kept in one pooled array at share_[f].hop_begin + h rather than read
-  // through the route, so a recompute walks contiguous memory. `pos` is the flow's index in the
-  // link's list. `weight` is the share of the flow's rate the link carries: 1 on a single path;
-  // a multi-flow message spread over several paths puts (its flows on this link) / (its flows)
-  // on each; a fluid transfer the sum of its edges' shares.
-  struct Hop {
-    LinkId link;
-    uint32_t pos;
-    double weight;
-  };
-  // The links a message between one pair of GPUs loads, with the share of its rate each carries,
-  // and the latency of its slowest path: cached per pair for multi-flow ECMP.
+  // The links a message between one pair of GPUs loads, with the share of its rate each carries
+  // (its weight in the solver), and the latency of its slowest path: cached per pair for
+  // multi-flow ECMP.
   struct PairLinks {
     std::vector<LinkId> links;
     std::vector<double> weights;
     Time latency;
   };
-  // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
-  // swap-remove can fix the moved flow's position; `weight` copies that hop's, so the filling
-  // reads a link's flows without visiting their hop records.
-  struct LinkEntry {
-    uint32_t flow;
-    uint32_t hop;
-    double weight;
-  };
-  struct LinkState {
-    std::vector<LinkEntry> flows;
-    double capacity = 0;  // bytes per second
-    // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
-    // leaving this link out). Below capacity the link can never limit any of them.
-    double demand = 0;
-  };
-  // What a recompute checks of every link on a flow's route before it reads the link's record,
-  // 12 bytes a link where the record spans cache lines. `slack` caches slack(link), updated
-  // whenever the link's demand or capacity changes.
-  struct LinkTag {
-    uint32_t mark = 0;   // link epoch of the last recompute round that visited this link
-    uint32_t slot = 0;   // while marked: the link's index in comp_links_ (and fill_)
-    bool slack = false;  // whether the link can limit none of its flows
-    bool dirty = false;  // changed since the last recompute
-  };
-  // Water-filling scratch of one link of the round, by its index in comp_links_: freezing a flow
-  // charges each of its links here, in a small dense array, rather than in the link's record.
-  struct LinkFill {
-    double residual = 0;  // capacity left
-    double unfrozen_weight = 0;
-    double frozen_share = 0;  // the rate its filling froze flows at; infinite if none
-    uint32_t unfrozen = 0;    // flows not yet frozen
-  };
-  // A link that can limit none of its flows, whatever else happens: max-min fairness does not
-  // depend on it, so recomputes neither fill it nor cross it to reach other flows.
-  bool slack(const LinkState& link) const { return link.demand < link.capacity * (1 - 1e-9); }
-  // What flow f could ever ask of `link` (one of its hops), per unit of weight.
-  double demand_of(const Flow& flow, LinkId link) const {
-    return link == flow.tightest ? flow.alone_second : flow.alone;
-  }
 
   // A fluid transfer's links and the share of its rate each carries, built once per distinct
   // edge list (unless routing is adaptive) since a run sends the same transfers again and again:
@@ -214,7 +141,6 @@ class FlowNetwork final : public Network {
   // Starts one flow of `bytes` over `links`, each carrying `weight` of its rate (parallel arrays).
   void start_flow(const std::vector<LinkId>& links, const std::vector<double>& weights,
                   Time latency, VertexId src, VertexId dst, double bytes, Done done);
-  void set_alone_rates(uint32_t f);
   LinkId allocate_pace_link(double capacity);
   // Adaptive routing on a tiered fabric, as InfiniBand's adaptive routing does it: packet by packet
   // over every up-port, so that a connection's bytes spread evenly over all its equal-cost paths.
@@ -230,41 +156,21 @@ class FlowNetwork final : public Network {
   // A message spread evenly over the topology's `flows_per_message` hashed paths (cached).
   const PairLinks& spread_links(VertexId src, VertexId dst);
   bool spreads(const Route& route) const;
-  uint32_t allocate_flow();
-  void free_flow(uint32_t f);
-  Hop* hops(uint32_t f) { return hops_.data() + share_[f].hop_begin; }
-  const Hop* hops(uint32_t f) const { return hops_.data() + share_[f].hop_begin; }
-  void reserve_hops(uint32_t f, std::size_t num_hops);
-  void attach(uint32_t f);
-  // Takes the flow off its links and marks them for the next recompute when `mark` is set.
-  void detach(uint32_t f, bool mark);
   void request_recompute();
-  // Frees a detached flow and schedules its callback one route latency later.
+  // Frees a flow the solver let go and schedules its callback one route latency later.
   void finish(uint32_t f);
 
-  // A recompute re-solves a set of flows (comp_flows_, marked with epoch_) over their links
-  // that can bind (comp_links_, marked with link_epoch_); flows outside the set keep their rates.
+  // Re-solves the rates the changes at this instant can move (MaxMin::solve), bringing every
+  // flow it revisits up to now first and finishing those numerically done, and moves the flows
+  // whose rate changed in the finish heap.
   void recompute();
-  bool in_set(uint32_t f) const { return share_[f].mark == epoch_; }
-  void add_to_set(uint32_t f);
-  void next_epochs();
-  void next_link_epoch();
-  // Adds flow f's links that can bind and are not yet in comp_links_.
-  void add_binding_links(uint32_t f);
-  // Marks link l as the next of comp_links_.
-  void add_link(LinkTag& tag, LinkId l);
-  // The whole connected component of the changed links (the non-incremental solve).
-  void collect_component();
-  // The incremental seed: new flows, and flows whose bottleneck is a changed link.
-  void seed_from_dirty_links();
-  // Brings the set's flows from index `from` on up to now, finishing those numerically done, and
-  // moves `from` past them.
-  void advance_set(std::size_t& from);
-  void collect_links();
-  void water_fill();
-  // Adds the fixed flows the last filling invalidated: above a share it froze on a shared link,
-  // or whose bottleneck is no longer full or no longer theirs. Returns whether the set grew.
-  bool grow_set();
+  // What the solver asks as it takes a flow in: its bytes left, brought up to now.
+  struct Advance final : MaxMin::Progress {
+    FlowNetwork& net;
+    Time now;
+    Advance(FlowNetwork& n, Time t) : net(n), now(t) {}
+    bool done(MaxMin::FlowId f) override;
+  };
   // When flow f's last byte leaves the sender at `rate` from now (Time::max() when starved).
   Time finish_at(uint32_t f, double rate) const;
 
@@ -306,51 +212,28 @@ class FlowNetwork final : public Network {
   Route chosen_;  // the path of the last adaptive message, kept for its capacity
   TrafficStats stats_;
 
+  // The flows' rates over the links: the topology's links by their ids, then trunks and pace
+  // links. Flow ids are the solver's; flows_, clock_ and heap_pos_ are indexed by them.
+  MaxMin solver_;
   std::vector<Flow> flows_;
-  std::vector<FlowShare> share_;  // by flow slot
-  std::vector<FlowClock> clock_;  // by flow slot
-  uint32_t free_head_ = kNone;
-  std::size_t active_ = 0;
-  uint32_t last_started_ = kNone;  // the slot start_flow filled last
-  std::vector<Hop> hops_;
+  std::vector<FlowClock> clock_;
+  uint32_t last_started_ = kNone;                         // the flow start_flow started last
   std::unordered_map<uint64_t, PairLinks> spread_cache_;  // key: src << 32 | dst
 
   std::vector<HeapEntry> finish_heap_;
-  std::vector<uint32_t> heap_pos_;  // by flow slot: index in finish_heap_, kNone if not queued
+  std::vector<uint32_t> heap_pos_;  // by flow: index in finish_heap_, kNone if not queued
   EventId timer_;
   Time timer_at_;
   uint64_t next_seq_ = 0;
 
-  std::vector<LinkState> links_;
-  std::vector<LinkTag> tags_;        // by link
   std::vector<bool> private_link_;   // by link: touches a GPU or a NIC, or is a pace link
   std::vector<LinkId> trunk_of_;     // by topology link: its trunk, or itself (adaptive, tiered)
   std::vector<LinkId> trunk_route_;  // scratch: the last route through_trunks mapped
   // Pace links: one per paced fluid flow, after the topology's links, reused once it ends.
   std::vector<LinkId> free_pace_links_;
-  std::vector<LinkId> dirty_links_;
   bool recompute_pending_ = false;
-  bool incremental_ = true;
-  uint32_t epoch_ = 0;
-  uint32_t link_epoch_ = 0;
-
-  // Recompute scratch, kept to avoid reallocating.
-  std::vector<uint32_t> comp_flows_;
-  std::vector<LinkId> comp_links_;
-  std::vector<LinkFill> fill_;  // by index in comp_links_
-  std::vector<uint32_t> finished_;
-  std::vector<uint32_t> grown_;
   std::vector<std::pair<uint32_t, Time>> moved_;  // flows whose rate changed, new finish times
-  // A link in the filling's heap: its fair share's bits (shares are never negative, so their
-  // bits order like their values), its id (which breaks ties) and its index in comp_links_, in
-  // one integer that compares without branches.
-  using FillKey = unsigned __int128;
-  static FillKey fill_key(double share, LinkId link, uint32_t slot) {
-    const auto bits = std::bit_cast<uint64_t>(share + 0.0);  // + 0.0: -0.0 sorts as 0.0
-    return static_cast<FillKey>(bits) << 64 | static_cast<FillKey>(link) << 32 | slot;
-  }
-  std::vector<FillKey> heap_;
-  std::vector<double> unit_weights_;   // all 1, for single-path flows
+  std::vector<double> unit_weights_;              // all 1, for single-path flows
   std::vector<double> link_share_;     // scratch by link: a fluid flow's share, 0 when untouched
   std::deque<FluidPlan> fluid_plans_;  // kept plans (stable addresses)
   std::unordered_map<uint64_t, std::vector<uint32_t>> fluid_plan_index_;  // by hash of the edges
@@ -358,10 +241,6 @@ class FlowNetwork final : public Network {
   FluidPlan scratch_plan_;  // a plan not kept
   std::vector<LinkId> merged_links_;
   std::vector<double> merged_weights_;
-
-  uint64_t recomputes_ = 0;
-  uint64_t recomputed_flows_ = 0;
-  uint64_t solve_rounds_ = 0;
 };
 
 }  // namespace cs::net

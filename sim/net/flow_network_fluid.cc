@@ -13,7 +13,9 @@ void FlowNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, 
                              Done done, FluidPlanSlot* slot) {
   const FluidPlan& plan = fluid_plan(edges, mirrors, slot);
   stats_.add(plan.stats);
-  if (plan.reference <= 0) {
+  // Nothing to carry, or nothing to carry it over: mirrors whose run 0 has no edge of its own
+  // (outside their contract, since the runs are images of run 0) leave every link out.
+  if (plan.reference <= 0 || (plan.links.empty() && waits <= Time{})) {
     if (done) sim_.schedule_in(waits, std::move(done));
     return;
   }
@@ -79,7 +81,7 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
 
 const FlowNetwork::FluidPlan& FlowNetwork::with_adaptive_paths(const FluidPlan& base) {
   FluidPlan& out = scratch_plan_;
-  if (link_share_.size() < links_.size()) link_share_.resize(links_.size(), 0.0);
+  if (link_share_.size() < solver_.num_links()) link_share_.resize(solver_.num_links(), 0.0);
   out.mirrors = base.mirrors;
   out.reference = base.reference;
   out.stats = base.stats;
@@ -104,7 +106,7 @@ void FlowNetwork::finish_links(FluidPlan& plan) {
   plan.alone = std::numeric_limits<double>::infinity();
   for (const LinkId l : plan.links) {
     plan.weights.push_back(link_share_[l]);
-    plan.alone = std::min(plan.alone, links_[l].capacity / link_share_[l]);
+    plan.alone = std::min(plan.alone, solver_.capacity(l) / link_share_[l]);
     link_share_[l] = 0;
   }
 }
@@ -121,7 +123,7 @@ FlowNetwork::FluidPlan FlowNetwork::build_fluid_plan(std::span<const FluidEdge> 
   const std::size_t run = mirrors > 1 && edges.size() % static_cast<std::size_t>(mirrors) == 0
                               ? edges.size() / static_cast<std::size_t>(mirrors)
                               : edges.size();
-  if (link_share_.size() < links_.size()) link_share_.resize(links_.size(), 0.0);
+  if (link_share_.size() < solver_.num_links()) link_share_.resize(solver_.num_links(), 0.0);
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const FluidEdge& e = edges[i];
     if (e.src == e.dst || e.wire_bytes <= 0) continue;

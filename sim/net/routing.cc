@@ -94,138 +94,148 @@ namespace {
 
 using Index = detail::TieredIndex;
 
-// Returns null when `topology` is not a well-formed tiered graph.
-std::shared_ptr<const Index> build_index(const Topology& topology) {
-  const Graph& g = topology.graph();
-  const std::size_t n = topology.num_vertices();
-  if (n == 0) return nullptr;
-  auto idx = std::make_shared<Index>();
-  idx->slot.assign(n, kNoSlot);
+VertexId edge_source(const Graph& g, Graph::edge_descriptor e) {
+  return static_cast<VertexId>(boost::source(e, g));
+}
+VertexId edge_target(const Graph& g, Graph::edge_descriptor e) {
+  return static_cast<VertexId>(boost::target(e, g));
+}
+
+// Gives every GPU and switch its slot and lists each switch in its (tier, group); false when a
+// vertex has no group or a switch's tier is out of range.
+bool index_vertices(const Graph& g, std::size_t n, Index& idx) {
+  idx.slot.assign(n, kNoSlot);
   for (VertexId v = 0; v < n; ++v) {
     const VertexInfo& info = g[v];
-    if (info.group < 0) return nullptr;
+    if (info.group < 0) return false;
     if (info.kind == VertexKind::kGpu) {
-      idx->slot[v] = static_cast<int32_t>(idx->gpus.size());
-      idx->gpus.emplace_back();
+      idx.slot[v] = static_cast<int32_t>(idx.gpus.size());
+      idx.gpus.emplace_back();
     } else if (info.kind == VertexKind::kSwitch) {
-      if (info.tier < 0 || static_cast<std::size_t>(info.tier) >= kMaxTiers) return nullptr;
-      idx->slot[v] = static_cast<int32_t>(idx->switches.size());
-      idx->switches.push_back({.tier = info.tier, .group = info.group});
+      if (info.tier < 0 || static_cast<std::size_t>(info.tier) >= kMaxTiers) return false;
+      idx.slot[v] = static_cast<int32_t>(idx.switches.size());
+      idx.switches.push_back({.tier = info.tier, .group = info.group});
       const auto t = static_cast<std::size_t>(info.tier);
-      if (idx->members.size() <= t) idx->members.resize(t + 1);
-      auto& groups = idx->members[t];
+      if (idx.members.size() <= t) idx.members.resize(t + 1);
+      auto& groups = idx.members[t];
       if (groups.size() <= static_cast<std::size_t>(info.group)) groups.resize(info.group + 1);
       groups[info.group].push_back(v);  // v grows, so each list stays sorted
     }
   }
-  const auto kind = [&](VertexId v) { return g[v].kind; };
-  const auto target = [&](auto e) { return static_cast<VertexId>(boost::target(e, g)); };
-  const auto source = [&](auto e) { return static_cast<VertexId>(boost::source(e, g)); };
+  return true;
+}
 
-  for (VertexId v = 0; v < n; ++v) {
-    if (kind(v) != VertexKind::kGpu) continue;
-    Index::Gpu& gpu = idx->gpus[static_cast<std::size_t>(idx->slot[v])];
-    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
-      const VertexId w = target(*e);
-      if (kind(w) == VertexKind::kNvSwitch) {
-        if (gpu.nvswitch != kNoVertex) return nullptr;
-        gpu.nvswitch = w;
-        gpu.to_nvswitch = g[*e].id;
-      } else if (kind(w) == VertexKind::kNic) {
-        Index::Nic nic;
-        nic.gpu_to_nic = g[*e].id;
-        bool back = false;
-        for (auto [f, fend] = boost::out_edges(w, g); f != fend; ++f) {
-          const VertexId x = target(*f);
-          if (x == v) {
-            nic.nic_to_gpu = g[*f].id;
-            back = true;
-          } else if (kind(x) == VertexKind::kSwitch && g[x].tier == 0 && nic.leaf == kNoVertex) {
-            nic.leaf = x;
-            nic.nic_to_leaf = g[*f].id;
-          } else {
-            return nullptr;  // a NIC serves one GPU and one leaf
-          }
-        }
-        bool down = false;
-        for (auto [f, fend] = boost::in_edges(w, g); f != fend; ++f) {
-          if (source(*f) == nic.leaf) {
-            nic.leaf_to_nic = g[*f].id;
-            down = true;
-          }
-        }
-        if (!back || nic.leaf == kNoVertex || !down) return nullptr;
-        gpu.nics.push_back(nic);
-      } else {
-        return nullptr;
-      }
+// The NIC `to_nic` leads to from GPU `gpu`: its links back to the GPU and to and from its leaf;
+// false unless it serves that one GPU and one leaf, both ways.
+bool index_nic(const Graph& g, VertexId gpu, Graph::edge_descriptor to_nic, Index::Nic& nic) {
+  const VertexId w = edge_target(g, to_nic);
+  nic.gpu_to_nic = g[to_nic].id;
+  bool back = false;
+  for (auto [f, fend] = boost::out_edges(w, g); f != fend; ++f) {
+    const VertexId x = edge_target(g, *f);
+    if (x == gpu) {
+      nic.nic_to_gpu = g[*f].id;
+      back = true;
+    } else if (g[x].kind == VertexKind::kSwitch && g[x].tier == 0 && nic.leaf == kNoVertex) {
+      nic.leaf = x;
+      nic.nic_to_leaf = g[*f].id;
+    } else {
+      return false;  // a NIC serves one GPU and one leaf
     }
-    bool from_nvswitch = gpu.nvswitch == kNoVertex;
-    for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
-      if (source(*e) == gpu.nvswitch) {
-        gpu.from_nvswitch = g[*e].id;
-        from_nvswitch = true;
-      }
-    }
-    if (!from_nvswitch) return nullptr;
   }
+  bool down = false;
+  for (auto [f, fend] = boost::in_edges(w, g); f != fend; ++f) {
+    if (edge_source(g, *f) == nic.leaf) {
+      nic.leaf_to_nic = g[*f].id;
+      down = true;
+    }
+  }
+  return back && nic.leaf != kNoVertex && down;
+}
 
-  idx->parent_group.resize(idx->members.size());
-  for (std::size_t t = 0; t < idx->members.size(); ++t) {
-    idx->parent_group[t].assign(idx->members[t].size(), -1);
-  }
-  for (VertexId v = 0; v < n; ++v) {
-    if (kind(v) != VertexKind::kSwitch) continue;
-    Index::Switch& s = idx->switches[static_cast<std::size_t>(idx->slot[v])];
-    for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
-      const VertexId w = target(*e);
-      if (kind(w) == VertexKind::kNic && s.tier == 0) continue;
-      if (kind(w) != VertexKind::kSwitch) return nullptr;
-      if (g[w].tier == s.tier + 1) {
-        s.up.push_back(g[*e].id);
-        int32_t& parent = idx->parent_group[s.tier][s.group];
-        if (parent != -1 && parent != g[w].group) return nullptr;
-        parent = g[w].group;
-      } else if (g[w].tier == s.tier - 1) {
-        s.down.emplace_back(w, g[*e].id);
-      } else {
-        return nullptr;
-      }
-    }
-    std::sort(s.down.begin(), s.down.end());
-    s.by_group = s.down;
-    const auto group_of = [&](const std::pair<VertexId, LinkId>& e) { return g[e.first].group; };
-    std::stable_sort(s.by_group.begin(), s.by_group.end(),
-                     [&](const auto& a, const auto& b) { return group_of(a) < group_of(b); });
-    for (uint32_t i = 0; i < s.by_group.size(); ++i) {
-      if (i == 0 || group_of(s.by_group[i]) != group_of(s.by_group[i - 1]))
-        s.group_begin.emplace_back(group_of(s.by_group[i]), i);
+// GPU v's ports: at most one NVSwitch, reached both ways, and its NICs; nothing else.
+bool index_gpu(const Graph& g, VertexId v, Index::Gpu& gpu) {
+  for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+    const VertexId w = edge_target(g, *e);
+    if (g[w].kind == VertexKind::kNvSwitch) {
+      if (gpu.nvswitch != kNoVertex) return false;
+      gpu.nvswitch = w;
+      gpu.to_nvswitch = g[*e].id;
+    } else if (g[w].kind == VertexKind::kNic) {
+      Index::Nic nic;
+      if (!index_nic(g, v, *e, nic)) return false;
+      gpu.nics.push_back(nic);
+    } else {
+      return false;
     }
   }
-  // Up/down routing is only shortest and complete if every up-link has its down-link back, every
-  // leaf reaches every switch of its parent group and every switch above reaches each child group
-  // below its own group: then any switch a path climbs to can descend to the destination. Above
-  // the leaves a switch may reach only some switches of its parent group (a plane of a grown fat
-  // tree's core).
-  std::vector<std::vector<int32_t>> children(idx->members.size());  // [tier][group] -> count
-  for (std::size_t t = 0; t + 1 < idx->members.size(); ++t) {
-    children[t + 1].assign(idx->members[t + 1].size(), 0);
-    for (const int32_t parent : idx->parent_group[t])
+  bool from_nvswitch = gpu.nvswitch == kNoVertex;
+  for (auto [e, end] = boost::in_edges(v, g); e != end; ++e) {
+    if (edge_source(g, *e) == gpu.nvswitch) {
+      gpu.from_nvswitch = g[*e].id;
+      from_nvswitch = true;
+    }
+  }
+  return from_nvswitch;
+}
+
+// Switch v's up-links (all into one parent group) and its down-links to switches, sorted by
+// vertex and by group; false when a link skips a tier or climbs into two groups.
+bool index_switch(const Graph& g, VertexId v, Index& idx) {
+  Index::Switch& s = idx.switches[static_cast<std::size_t>(idx.slot[v])];
+  for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
+    const VertexId w = edge_target(g, *e);
+    if (g[w].kind == VertexKind::kNic && s.tier == 0) continue;
+    if (g[w].kind != VertexKind::kSwitch) return false;
+    if (g[w].tier == s.tier + 1) {
+      s.up.push_back(g[*e].id);
+      int32_t& parent = idx.parent_group[s.tier][s.group];
+      if (parent != -1 && parent != g[w].group) return false;
+      parent = g[w].group;
+    } else if (g[w].tier == s.tier - 1) {
+      s.down.emplace_back(w, g[*e].id);
+    } else {
+      return false;
+    }
+  }
+  std::sort(s.down.begin(), s.down.end());
+  s.by_group = s.down;
+  const auto group_of = [&](const std::pair<VertexId, LinkId>& e) { return g[e.first].group; };
+  std::stable_sort(s.by_group.begin(), s.by_group.end(),
+                   [&](const auto& a, const auto& b) { return group_of(a) < group_of(b); });
+  for (uint32_t i = 0; i < s.by_group.size(); ++i) {
+    if (i == 0 || group_of(s.by_group[i]) != group_of(s.by_group[i - 1]))
+      s.group_begin.emplace_back(group_of(s.by_group[i]), i);
+  }
+  return true;
+}
+
+// Up/down routing is only shortest and complete if every up-link has its down-link back, every
+// leaf reaches every switch of its parent group and every switch above reaches each child group
+// below its own group: then any switch a path climbs to can descend to the destination. Above
+// the leaves a switch may reach only some switches of its parent group (a plane of a grown fat
+// tree's core).
+bool up_down_complete(const Topology& topology, const Index& idx) {
+  const Graph& g = topology.graph();
+  std::vector<std::vector<int32_t>> children(idx.members.size());  // [tier][group] -> count
+  for (std::size_t t = 0; t + 1 < idx.members.size(); ++t) {
+    children[t + 1].assign(idx.members[t + 1].size(), 0);
+    for (const int32_t parent : idx.parent_group[t])
       if (parent >= 0) ++children[t + 1][static_cast<std::size_t>(parent)];
   }
   std::vector<int32_t> reached;
-  for (VertexId v = 0; v < n; ++v) {
-    if (kind(v) != VertexKind::kSwitch) continue;
-    const Index::Switch& s = idx->sw(v);
+  for (VertexId v = 0; v < topology.num_vertices(); ++v) {
+    if (g[v].kind != VertexKind::kSwitch) continue;
+    const Index::Switch& s = idx.sw(v);
     for (LinkId up : s.up) {
-      const auto& down = idx->sw(topology.link_target(up)).down;
+      const auto& down = idx.sw(topology.link_target(up)).down;
       const auto it = std::lower_bound(down.begin(), down.end(), std::make_pair(v, LinkId{0}));
-      if (it == down.end() || it->first != v) return nullptr;
+      if (it == down.end() || it->first != v) return false;
     }
     if (s.tier == 0) {
-      const auto parent = idx->parent_group[0][static_cast<std::size_t>(s.group)];
-      if (!s.up.empty() && s.up.size() != idx->members[1][static_cast<std::size_t>(parent)].size())
-        return nullptr;
+      const auto parent = idx.parent_group[0][static_cast<std::size_t>(s.group)];
+      if (!s.up.empty() && s.up.size() != idx.members[1][static_cast<std::size_t>(parent)].size())
+        return false;
       continue;
     }
     reached.clear();
@@ -233,8 +243,30 @@ std::shared_ptr<const Index> build_index(const Topology& topology) {
     std::sort(reached.begin(), reached.end());
     const auto distinct = std::unique(reached.begin(), reached.end()) - reached.begin();
     if (distinct != children[static_cast<std::size_t>(s.tier)][static_cast<std::size_t>(s.group)])
-      return nullptr;
+      return false;
   }
+  return true;
+}
+
+// Returns null when `topology` is not a well-formed tiered graph.
+std::shared_ptr<const Index> build_index(const Topology& topology) {
+  const Graph& g = topology.graph();
+  const std::size_t n = topology.num_vertices();
+  if (n == 0) return nullptr;
+  auto idx = std::make_shared<Index>();
+  if (!index_vertices(g, n, *idx)) return nullptr;
+  for (VertexId v = 0; v < n; ++v) {
+    if (g[v].kind != VertexKind::kGpu) continue;
+    if (!index_gpu(g, v, idx->gpus[static_cast<std::size_t>(idx->slot[v])])) return nullptr;
+  }
+  idx->parent_group.resize(idx->members.size());
+  for (std::size_t t = 0; t < idx->members.size(); ++t) {
+    idx->parent_group[t].assign(idx->members[t].size(), -1);
+  }
+  for (VertexId v = 0; v < n; ++v) {
+    if (g[v].kind == VertexKind::kSwitch && !index_switch(g, v, *idx)) return nullptr;
+  }
+  if (!up_down_complete(topology, *idx)) return nullptr;
   return idx;
 }
 

@@ -221,28 +221,16 @@ int32_t uplink_fan_out(double child_up, double port, int32_t child_switches, int
   return static_cast<int32_t>(std::clamp<int64_t>(std::max(ports, cover), 1, per_group));
 }
 
-// Expands the parametric description. Vertex order: per server its GPUs in use (so GPU index =
-// rank), its NVSwitch, their NICs; then the switches tier by tier, group by group. A server's
-// idle GPUs (gpus_used_per_node) are not built, but its NICs keep their rails and the leaves
-// their size, as the cables are laid for every GPU.
-Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
-  const auto& n = t.node();
-  const int32_t gpn = used_per_node(n);
-  const auto servers = static_cast<int32_t>((gpus + gpn - 1) / gpn);
-  const bool network = t.tiers_size() > 0;
-  const int32_t nics_per_gpu = network ? n.nics_per_gpu() : 0;
-  const int32_t nics_used = gpn * nics_per_gpu;
-  // Every GPU's NICs, idle ones too: what the rails and the leaf cables are laid for.
-  const int32_t nics_per_node = n.gpus_per_node() * nics_per_gpu;
+// Adds `servers` servers of `gpn` GPUs each, as build_tiered orders them: per server its GPUs,
+// its NVSwitch, their NICs. Returns the NICs, by server, then local NIC index (GPU-major).
+std::vector<VertexId> build_servers(const clustersim::NodeFabric& n, int32_t servers, int32_t gpn,
+                                    int32_t nics_per_gpu, Topology& topo) {
   const Bandwidth nvlink = Bandwidth::gigabytes_per_s(n.nvlink_bandwidth_gbytes());
   const Bandwidth pcie = Bandwidth::gigabytes_per_s(n.pcie_bandwidth_gbytes());
-  const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
-
-  Topology topo;
   int32_t nvswitches = 0;
   int32_t nic_count = 0;
-  std::vector<VertexId> nics;  // by server, then local NIC index (GPU-major)
-  nics.reserve(static_cast<std::size_t>(servers) * nics_used);
+  std::vector<VertexId> nics;
+  nics.reserve(static_cast<std::size_t>(servers) * gpn * nics_per_gpu);
   std::vector<VertexId> gpu_vertices(static_cast<std::size_t>(gpn));
   for (int32_t s = 0; s < servers; ++s) {
     for (int32_t i = 0; i < gpn; ++i) {
@@ -266,29 +254,46 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
       }
     }
   }
-  if (!network) return topo;
+  return nics;
+}
 
-  int32_t switch_count = 0;
-  const auto add_switches = [&](int32_t tier, int64_t groups, int32_t per_group) {
-    std::vector<VertexId> made;
-    made.reserve(static_cast<std::size_t>(groups * per_group));
-    for (int64_t g = 0; g < groups; ++g) {
-      for (int32_t k = 0; k < per_group; ++k) {
-        made.push_back(topo.add_vertex({.kind = VertexKind::kSwitch,
-                                        .tier = tier,
-                                        .index = switch_count++,
-                                        .group = static_cast<int32_t>(g)}));
-      }
+// The switch tiers as build_tiered lays them, one on top of the last: the tier below's switch
+// groups, its switches (group g's are [g * per_group, (g + 1) * per_group)) and each one's
+// downlink bandwidth, sized for full groups (nominal), so a run on part of the cluster sees the
+// same cables as the whole cluster has.
+struct TierBelow {
+  int64_t groups = 0;
+  std::vector<VertexId> switches;
+  double down = 0;  // bytes per second
+};
+
+std::vector<VertexId> add_switch_groups(Topology& topo, int32_t& switch_count, int32_t tier,
+                                        int64_t groups, int32_t per_group) {
+  std::vector<VertexId> made;
+  made.reserve(static_cast<std::size_t>(groups * per_group));
+  for (int64_t g = 0; g < groups; ++g) {
+    for (int32_t k = 0; k < per_group; ++k) {
+      made.push_back(topo.add_vertex({.kind = VertexKind::kSwitch,
+                                      .tier = tier,
+                                      .index = switch_count++,
+                                      .group = static_cast<int32_t>(g)}));
     }
-    return made;  // group g's switches are [g * per_group, (g + 1) * per_group)
-  };
+  }
+  return made;
+}
 
-  // Tier 0: leaves. The last group may be partly filled; its leaves are all built all the same.
+// Tier 0: leaves, and every used NIC's cable to its leaf. The last group may be partly filled;
+// its leaves are all built all the same. Every GPU's NICs, idle ones too (`nics_per_node`), are
+// what the rails and the leaf cables are laid for.
+TierBelow build_leaves(const clustersim::TieredTopology& t, const std::vector<VertexId>& nics,
+                       int32_t servers, int32_t nics_used, int32_t nics_per_node, Bandwidth nic,
+                       Topology& topo, int32_t& switch_count) {
   const auto& leaf = t.tiers(0);
   const int32_t leaf_size = leaf.group_size();
   const int32_t leaves_per_group = leaf.switches_per_group();
-  int64_t groups = (servers + leaf_size - 1) / leaf_size;
-  std::vector<VertexId> below = add_switches(0, groups, leaves_per_group);
+  TierBelow below;
+  below.groups = (servers + leaf_size - 1) / leaf_size;
+  below.switches = add_switch_groups(topo, switch_count, 0, below.groups, leaves_per_group);
   // Non-rail: consecutive blocks of the group's NICs, in server order, share a leaf.
   const int64_t block =
       (int64_t{leaf_size} * nics_per_node + leaves_per_group - 1) / leaves_per_group;
@@ -298,48 +303,76 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
                                    ? k % leaves_per_group
                                    : (int64_t{s % leaf_size} * nics_per_node + k) / block;
       const VertexId sw =
-          below[static_cast<std::size_t>((s / leaf_size) * leaves_per_group + in_group)];
+          below.switches[static_cast<std::size_t>((s / leaf_size) * leaves_per_group + in_group)];
       topo.add_duplex_link(nics[static_cast<std::size_t>(s) * nics_used + k], sw, nic,
                            from_ns(leaf.link_latency_ns()), LinkClass::kNetwork);
     }
   }
-  // Links are sized for full groups (nominal), so a run on part of the cluster sees the same
-  // cables as the whole cluster has: per switch downlink bandwidth of the tier below.
-  double down =
+  below.down =
       static_cast<double>(leaf_size) * nics_per_node * nic.in_bytes_per_s() / leaves_per_group;
+  return below;
+}
 
-  // Tier k joins tier k-1 groups; it is built only while there is more than one switch group
-  // below to join (or, above the leaves, more than one leaf in the single leaf group).
-  for (int k = 1; k < t.tiers_size(); ++k) {
-    const auto& child = t.tiers(k - 1);
-    const auto& tier = t.tiers(k);
-    if (groups == 1 && !(k == 1 && leaves_per_group > 1)) break;
-    const int64_t child_groups = groups;
-    groups = (child_groups + tier.group_size() - 1) / tier.group_size();
-    const int32_t per_group = tier.switches_per_group();
-    std::vector<VertexId> above = add_switches(k, groups, per_group);
-    const double over = child.oversubscription() > 0 ? child.oversubscription() : 1.0;
-    const double child_up = down / over;  // each child switch's uplink bandwidth
-    // Leaves cable to every switch above them: two leaves of a group meet only through a switch
-    // both reach.
-    const int32_t fan = k == 1 ? per_group
-                               : uplink_fan_out(child_up, nic.in_bytes_per_s(),
-                                                child.switches_per_group(), per_group);
-    const Bandwidth up = Bandwidth::bytes_per_s(child_up / fan);
-    for (int64_t c = 0; c < child_groups; ++c) {
-      const int64_t parent = c / tier.group_size();
-      for (int32_t i = 0; i < child.switches_per_group(); ++i) {
-        const VertexId from = below[static_cast<std::size_t>(c * child.switches_per_group() + i)];
-        for (int32_t j = 0; j < fan; ++j) {
-          const int64_t to = (int64_t{i} * fan + j) % per_group;
-          topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + to)], up,
-                               from_ns(tier.link_latency_ns()), LinkClass::kNetwork);
-        }
+// Tier k (>= 1): switch groups joining the tier below's groups, and their cables; `below`
+// becomes tier k.
+void build_upper_tier(const clustersim::TieredTopology& t, int k, Bandwidth nic, Topology& topo,
+                      int32_t& switch_count, TierBelow& below) {
+  const auto& child = t.tiers(k - 1);
+  const auto& tier = t.tiers(k);
+  const int64_t child_groups = below.groups;
+  const int64_t groups = (child_groups + tier.group_size() - 1) / tier.group_size();
+  const int32_t per_group = tier.switches_per_group();
+  std::vector<VertexId> above = add_switch_groups(topo, switch_count, k, groups, per_group);
+  const double over = child.oversubscription() > 0 ? child.oversubscription() : 1.0;
+  const double child_up = below.down / over;  // each child switch's uplink bandwidth
+  // Leaves cable to every switch above them: two leaves of a group meet only through a switch
+  // both reach.
+  const int32_t fan = k == 1 ? per_group
+                             : uplink_fan_out(child_up, nic.in_bytes_per_s(),
+                                              child.switches_per_group(), per_group);
+  const Bandwidth up = Bandwidth::bytes_per_s(child_up / fan);
+  for (int64_t c = 0; c < child_groups; ++c) {
+    const int64_t parent = c / tier.group_size();
+    for (int32_t i = 0; i < child.switches_per_group(); ++i) {
+      const VertexId from =
+          below.switches[static_cast<std::size_t>(c * child.switches_per_group() + i)];
+      for (int32_t j = 0; j < fan; ++j) {
+        const int64_t to = (int64_t{i} * fan + j) % per_group;
+        topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + to)], up,
+                             from_ns(tier.link_latency_ns()), LinkClass::kNetwork);
       }
     }
-    down =
-        static_cast<double>(tier.group_size()) * child.switches_per_group() * child_up / per_group;
-    below = std::move(above);
+  }
+  below.groups = groups;
+  below.down =
+      static_cast<double>(tier.group_size()) * child.switches_per_group() * child_up / per_group;
+  below.switches = std::move(above);
+}
+
+// Expands the parametric description. Vertex order: per server its GPUs in use (so GPU index =
+// rank), its NVSwitch, their NICs; then the switches tier by tier, group by group. A server's
+// idle GPUs (gpus_used_per_node) are not built, but its NICs keep their rails and the leaves
+// their size, as the cables are laid for every GPU.
+Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
+  const auto& n = t.node();
+  const int32_t gpn = used_per_node(n);
+  const auto servers = static_cast<int32_t>((gpus + gpn - 1) / gpn);
+  const bool network = t.tiers_size() > 0;
+  const int32_t nics_per_gpu = network ? n.nics_per_gpu() : 0;
+  Topology topo;
+  const std::vector<VertexId> nics = build_servers(n, servers, gpn, nics_per_gpu, topo);
+  if (!network) return topo;
+
+  const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
+  int32_t switch_count = 0;
+  TierBelow below = build_leaves(t, nics, servers, gpn * nics_per_gpu,
+                                 n.gpus_per_node() * nics_per_gpu, nic, topo, switch_count);
+  // Tier k joins tier k-1 groups; it is built only while there is more than one switch group
+  // below to join (or, above the leaves, more than one leaf in the single leaf group).
+  const bool several_leaves = t.tiers(0).switches_per_group() > 1;
+  for (int k = 1; k < t.tiers_size(); ++k) {
+    if (below.groups == 1 && !(k == 1 && several_leaves)) break;
+    build_upper_tier(t, k, nic, topo, switch_count, below);
   }
   return topo;
 }

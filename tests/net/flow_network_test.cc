@@ -176,6 +176,27 @@ TEST(FlowNetwork, AFluidPlanSlotReusesOnlyItsOwnNetworksPlan) {
   EXPECT_NE(slot.network, filled_by_a);
 }
 
+// Mirrors promise that every run is an image of run 0; when run 0 moves nothing of its own, all
+// of an image's links (each touches a GPU here) are left out and the flow would cross no link:
+// the transfer then ends after its waits instead of never.
+TEST(FlowNetwork, AMirroredTransferThatKeepsNoLinkEndsAfterItsWaits) {
+  Star star(3, kBw, kLat);
+  const double size = 64.0 * kMiB;
+  const std::vector<FluidEdge> edges{{star.gpus[0], star.gpus[0], size},
+                                     {star.gpus[1], star.gpus[2], size}};
+  for (const Time waits : {Time{}, Time::us(3)}) {
+    Simulator sim;
+    Routing routing(star.topo);
+    FlowNetwork net(sim, star.topo, routing);
+    Time end = Time::max();
+    net.send_fluid(
+        edges, 2, waits, [&] { end = sim.now(); }, nullptr);
+    sim.run();
+    EXPECT_EQ(end, waits);
+    EXPECT_EQ(net.num_active_flows(), 0u);
+  }
+}
+
 // The analytical network keeps a slot's time and traffic: a second send through the slot takes
 // the same time and counts the same bytes again.
 TEST(AnalyticalNetwork, AFluidPlanSlotKeepsTheTimeAndTheTraffic) {

@@ -1,26 +1,146 @@
-// FlowNetwork's incremental max-min solve: the flows a change reaches and their water-filled rates.
-#include "sim/net/flow_network.h"
+#include "sim/net/max_min.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <functional>
 #include <limits>
+#include <stdexcept>
 
 namespace cs::net {
 
 namespace {
 
-// A flow with less than this left is done: it absorbs the rounding of rates and of
-// completion times to whole picoseconds.
-constexpr double kDoneBytes = 1e-3;
 // Rates that differ by less than this fraction are treated as unchanged, so floating noise from
-// a different filling order does not move a finish time.
+// a different filling order does not move a rate, nor make a link look less than full.
 constexpr double kRateTolerance = 1e-12;
+
+struct NeverDone final : MaxMin::Progress {
+  bool done(MaxMin::FlowId) override { return false; }
+};
 
 }  // namespace
 
-void FlowNetwork::next_epochs() {
+LinkId MaxMin::add_link(double capacity) {
+  const auto l = static_cast<LinkId>(links_.size());
+  links_.emplace_back();
+  tags_.emplace_back();
+  links_[l].capacity = capacity;
+  tags_[l].slack = slack(links_[l]);
+  return l;
+}
+
+void MaxMin::set_capacity(LinkId l, double capacity) {
+  if (!links_[l].flows.empty()) throw std::logic_error("MaxMin: capacity of a link in use");
+  links_[l].capacity = capacity;
+  tags_[l].slack = slack(links_[l]);
+}
+
+MaxMin::FlowId MaxMin::add_flow(std::span<const LinkId> links, std::span<const double> weights) {
+  if (links.empty()) throw std::invalid_argument("MaxMin: a flow must cross a link");
+  if (weights.size() < links.size()) throw std::invalid_argument("MaxMin: a weight per link");
+  for (std::size_t h = 0; h < links.size(); ++h)
+    if (!(weights[h] > 0)) throw std::invalid_argument("MaxMin: weights must be > 0");
+  const FlowId f = allocate_flow();
+  reserve_hops(f, links.size());
+  FlowShare& share = share_[f];
+  share.rate = 0;
+  share.num_hops = static_cast<uint32_t>(links.size());
+  share.bottleneck = kNone;
+  Hop* hop = hops(f);
+  for (std::size_t h = 0; h < links.size(); ++h) {
+    hop[h].link = links[h];
+    hop[h].weight = weights[h];
+  }
+  set_alone_rates(f);
+  attach(f);
+  return f;
+}
+
+void MaxMin::remove_flow(FlowId f) {
+  detach(f, /*mark=*/true);
+}
+
+MaxMin::FlowId MaxMin::allocate_flow() {
+  ++num_flows_;
+  if (free_head_ != kNone) {
+    const FlowId f = free_head_;
+    free_head_ = slots_[f].next_free;
+    slots_[f].next_free = kNone;
+    return f;
+  }
+  slots_.emplace_back();
+  share_.emplace_back();
+  return static_cast<FlowId>(slots_.size() - 1);
+}
+
+void MaxMin::reserve_hops(FlowId f, std::size_t num_hops) {
+  FlowSlot& slot = slots_[f];
+  if (num_hops <= slot.hop_capacity) return;
+  // A new range at the end of the pool; the slot keeps it for later flows. Most flows have a
+  // handful of hops, so a fresh slot takes room for 8.
+  slot.hop_capacity = static_cast<uint32_t>(std::max<std::size_t>(num_hops, 8));
+  share_[f].hop_begin = static_cast<uint32_t>(hops_.size());
+  hops_.resize(hops_.size() + slot.hop_capacity);
+}
+
+void MaxMin::set_alone_rates(FlowId f) {
+  FlowSlot& slot = slots_[f];
+  slot.alone = slot.alone_second = std::numeric_limits<double>::infinity();
+  const Hop* hop = hops(f);
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+    const double rate = links_[hop[h].link].capacity / hop[h].weight;
+    if (rate < slot.alone) {
+      slot.alone_second = slot.alone;
+      slot.alone = rate;
+      slot.tightest = hop[h].link;
+    } else if (rate < slot.alone_second) {
+      slot.alone_second = rate;
+    }
+  }
+  // A single link: anything above the flow's own rate keeps that link tight.
+  if (!std::isfinite(slot.alone_second)) slot.alone_second = 2 * slot.alone;
+}
+
+void MaxMin::mark_dirty(LinkId l) {
+  LinkTag& tag = tags_[l];
+  if (tag.dirty) return;
+  tag.dirty = true;
+  dirty_links_.push_back(l);
+}
+
+void MaxMin::attach(FlowId f) {
+  Hop* hop = hops(f);
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+    LinkState& link = links_[hop[h].link];
+    hop[h].pos = static_cast<uint32_t>(link.flows.size());
+    link.flows.push_back({f, h, hop[h].weight});
+    link.demand += hop[h].weight * demand_of(slots_[f], hop[h].link);
+    tags_[hop[h].link].slack = slack(link);
+    mark_dirty(hop[h].link);
+  }
+}
+
+void MaxMin::detach(FlowId f, bool mark) {
+  const Hop* hop = hops(f);
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+    LinkState& link = links_[hop[h].link];
+    const LinkEntry moved = link.flows.back();
+    link.flows[hop[h].pos] = moved;
+    hops(moved.flow)[moved.hop].pos = hop[h].pos;
+    link.flows.pop_back();
+    // Reset when empty, so rounding cannot build up over a long run.
+    link.demand =
+        link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(slots_[f], hop[h].link);
+    tags_[hop[h].link].slack = slack(link);
+    if (mark) mark_dirty(hop[h].link);
+  }
+  --num_flows_;
+  share_[f].num_hops = 0;
+  slots_[f].next_free = free_head_;
+  free_head_ = f;
+}
+
+void MaxMin::next_epochs() {
   if (++epoch_ == 0) {  // wrapped: old marks could alias the new epoch
     for (FlowShare& share : share_) share.mark = 0;
     epoch_ = 1;
@@ -28,97 +148,92 @@ void FlowNetwork::next_epochs() {
   next_link_epoch();
 }
 
-void FlowNetwork::next_link_epoch() {
+void MaxMin::next_link_epoch() {
   if (++link_epoch_ == 0) {
     for (LinkTag& tag : tags_) tag.mark = 0;
     link_epoch_ = 1;
   }
 }
 
-void FlowNetwork::add_to_set(uint32_t f) {
+void MaxMin::add_to_set(FlowId f) {
   if (in_set(f)) return;
   share_[f].mark = epoch_;
   comp_flows_.push_back(f);
 }
 
-void FlowNetwork::recompute() {
-  recompute_pending_ = false;
-  ++recomputes_;
+void MaxMin::solve() {
+  NeverDone never;
+  solve(never);
+}
+
+void MaxMin::solve(Progress& progress) {
+  ++solves_;
   next_epochs();
   comp_flows_.clear();
   comp_links_.clear();
+  finished_.clear();
   if (incremental_) {
     seed_from_dirty_links();
   } else {
     collect_component();
   }
   std::size_t advanced = 0;
-  advance_set(advanced);
+  advance_set(advanced, progress);
   if (incremental_) {
     while (true) {
-      ++solve_rounds_;
+      ++fill_rounds_;
       collect_links();
       water_fill();
       if (!grow_set()) break;
-      advance_set(advanced);
+      advance_set(advanced, progress);
     }
   } else {
-    ++solve_rounds_;
+    ++fill_rounds_;
     water_fill();
   }
-  recomputed_flows_ += comp_flows_.size();
-
-  moved_.clear();
-  bool starved = false;
-  for (uint32_t f : comp_flows_) {
-    const double old_rate = share_[f].rate;
-    const double rate = share_[f].new_rate;
-    // Same rate: the finish time computed earlier still holds.
-    if (old_rate > 0 && std::abs(rate - old_rate) <= kRateTolerance * old_rate) continue;
-    share_[f].rate = rate;
-    moved_.push_back({f, finish_at(f, rate)});
-    starved = starved || rate <= 0;
-  }
-  // One flow in eight or more moved: heapifying the whole heap costs less than sifting each.
-  if (!starved && moved_.size() * 8 > finish_heap_.size()) {
-    heap_rebuild_with_moved();
-  } else {
-    for (const auto& [f, finish] : moved_) heap_update(f, finish);
-  }
-  arm_timer();
+  solved_flows_ += comp_flows_.size();
+  commit_rates();
 }
 
-void FlowNetwork::advance_set(std::size_t& from) {
-  // Flows that are (numerically) done finish here rather than at an event a rounding picosecond
-  // later. A whole component already holds their links; an incremental set re-seeds from them.
-  const Time now = sim_.now();
+void MaxMin::commit_rates() {
+  changed_.clear();
+  for (FlowId f : comp_flows_) {
+    FlowShare& share = share_[f];
+    const double old_rate = share.rate;
+    const double rate = share.new_rate;
+    // Same rate: what the owner worked out from it still holds.
+    if (old_rate > 0 && std::abs(rate - old_rate) <= kRateTolerance * old_rate) continue;
+    share.rate = rate;
+    changed_.push_back(f);
+  }
+}
+
+void MaxMin::advance_set(std::size_t& from, Progress& progress) {
+  // Flows that are done leave here rather than at an event a rounding instant later. A whole
+  // component already holds their links; an incremental set re-seeds from them.
   while (from < comp_flows_.size()) {
     std::size_t kept = from;
-    finished_.clear();
+    done_.clear();
     for (std::size_t i = from; i < comp_flows_.size(); ++i) {
-      const uint32_t f = comp_flows_[i];
-      FlowClock& clock = clock_[f];
-      clock.remaining -= share_[f].rate * (now - clock.last_update).as_seconds();
-      clock.last_update = now;
-      if (clock.remaining < kDoneBytes) {
-        finished_.push_back(f);
+      const FlowId f = comp_flows_[i];
+      if (progress.done(f)) {
+        done_.push_back(f);
       } else {
         comp_flows_[kept++] = f;
       }
     }
     comp_flows_.resize(kept);
     from = kept;
-    for (uint32_t f : finished_) {
-      heap_remove(f);
+    for (FlowId f : done_) {
       detach(f, /*mark=*/incremental_);
       share_[f].mark = 0;
-      finish(f);
+      finished_.push_back(f);
     }
     if (incremental_) seed_from_dirty_links();
   }
 }
 
-void FlowNetwork::seed_from_dirty_links() {
+void MaxMin::seed_from_dirty_links() {
   // A flow crossing a changed link keeps its rate unless the link was its bottleneck: its own
   // bottleneck is unchanged, still full and still without a faster flow. grow_set() catches the
   // flows the seed's new rates then disturb.
@@ -132,7 +247,7 @@ void FlowNetwork::seed_from_dirty_links() {
   dirty_links_.clear();
 }
 
-void FlowNetwork::collect_component() {
+void MaxMin::collect_component() {
   // A changed link's flows are revisited even when it is slack now: it may have limited them
   // before the change. Only links that can limit someone are filled and crossed.
   for (LinkId l : dirty_links_) {
@@ -141,7 +256,7 @@ void FlowNetwork::collect_component() {
     if (tag.slack) {
       for (const LinkEntry& entry : links_[l].flows) add_to_set(entry.flow);
     } else if (tag.mark != link_epoch_) {
-      add_link(tag, l);
+      add_link_to_set(tag, l);
     }
   }
   dirty_links_.clear();
@@ -155,28 +270,28 @@ void FlowNetwork::collect_component() {
   }
 }
 
-void FlowNetwork::add_binding_links(uint32_t f) {
+void MaxMin::add_binding_links(FlowId f) {
   const Hop* hop = hops(f);
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkTag& tag = tags_[hop[h].link];
     if (tag.mark == link_epoch_ || tag.slack) continue;
-    add_link(tag, hop[h].link);
+    add_link_to_set(tag, hop[h].link);
   }
 }
 
-void FlowNetwork::add_link(LinkTag& tag, LinkId l) {
+void MaxMin::add_link_to_set(LinkTag& tag, LinkId l) {
   tag.mark = link_epoch_;
   tag.slot = static_cast<uint32_t>(comp_links_.size());
   comp_links_.push_back(l);
 }
 
-void FlowNetwork::collect_links() {
+void MaxMin::collect_links() {
   next_link_epoch();
   comp_links_.clear();
-  for (uint32_t f : comp_flows_) add_binding_links(f);
+  for (FlowId f : comp_flows_) add_binding_links(f);
 }
 
-bool FlowNetwork::grow_set() {
+bool MaxMin::grow_set() {
   grown_.clear();
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     const LinkId l = comp_links_[i];
@@ -206,16 +321,11 @@ bool FlowNetwork::grow_set() {
       if (above_share || lost_bottleneck) grown_.push_back(entry.flow);
     }
   }
-  for (uint32_t f : grown_) add_to_set(f);
+  for (FlowId f : grown_) add_to_set(f);
   return !grown_.empty();
 }
 
-void FlowNetwork::water_fill() {
-  // Progressive filling: repeatedly take the link with the smallest fair share of its residual
-  // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
-  // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
-  // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
-  const auto cmp = std::greater<FillKey>{};
+void MaxMin::start_fill() {
   heap_.clear();
   fill_.resize(comp_links_.size());
   // Flows outside the set keep their rates and take their share of each link first.
@@ -239,9 +349,17 @@ void FlowNetwork::water_fill() {
       heap_.push_back(
           fill_key(std::max(fill.residual, 0.0) / fill.unfrozen_weight, comp_links_[i], i));
   }
-  for (uint32_t f : comp_flows_) share_[f].new_rate = -1;
-  std::make_heap(heap_.begin(), heap_.end(), cmp);
+  for (FlowId f : comp_flows_) share_[f].new_rate = -1;
+}
 
+void MaxMin::water_fill() {
+  // Progressive filling: repeatedly take the link with the smallest fair share of its residual
+  // capacity, freeze its unfrozen flows at that share, and charge them to their other links.
+  // Freezing at the smallest share only raises other links' shares, so the heap holds possibly
+  // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
+  const auto cmp = std::greater<FillKey>{};
+  start_fill();
+  std::make_heap(heap_.begin(), heap_.end(), cmp);
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     const FillKey top = heap_.back();
@@ -274,13 +392,6 @@ void FlowNetwork::water_fill() {
       }
     }
   }
-}
-
-Time FlowNetwork::finish_at(uint32_t f, double rate) const {
-  if (rate <= 0) return Time::max();  // starved: only a later recompute can move it
-  // Rounded up like transfer_time, so a lone flow matches it exactly.
-  const double ps = std::ceil(clock_[f].remaining * 1e12 / rate);
-  return sim_.now() + Time::ps(Time::checked_ps(ps));
 }
 
 }  // namespace cs::net
