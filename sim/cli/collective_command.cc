@@ -131,20 +131,12 @@ void write_json(const CommandIo& io, const std::string& path, const Request& req
   });
 }
 
-}  // namespace
-
-int collective_command(const std::vector<std::string>& args, CommandIo& given_io) {
-  Request req;
+// Adds every option of `clustersim collective` to `opts`, each writing into `req`.
+void add_collective_options(po::options_description& opts, Request& req) {
   std::string algo_help;  // every algorithm of the table, then auto
   for (const coll::AlgorithmInfo& a : coll::algorithm_table())
     algo_help += std::string(a.name) + " | ";
   algo_help += "auto (NCCL's choice by its cost model)";
-  po::options_description opts(
-      "usage: clustersim collective --gpus N [options]\n\n"
-      "Times one collective on the simulated cluster for each size, like nccl-tests: simulated\n"
-      "time, algorithm bandwidth (size / time) and bus bandwidth (algbw x the op's factor).\n"
-      "With --group-size, the GPUs split into groups that all run the collective at once.\n\n"
-      "options");
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
@@ -192,24 +184,21 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
       ("json", po::value(&req.json),
        "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
-  po::variables_map vm;
-  if (!parse_options(args, opts, nullptr, vm, given_io.out)) return 0;
-  CommandIo io = check_outputs(given_io, {{"--json", req.json}});
+}
 
+// What the options ask for once parsed: the op (in `key`), the algorithm, NCCL's settings, the
+// sizes and the network.
+struct ParsedRequest {
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;
   coll::NcclSettings settings;
   std::vector<Bytes> sizes;
   net::NetworkMode mode;
-  try {
-    key.op = coll::parse_op(req.op);
-    requested = coll::parse_algorithm(req.algo);
-    sizes = parse_size_list(req.sizes);
-    mode = net::parse_network_mode(req.network);
-    settings.protocol = coll::parse_protocol(req.protocol);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(e.what());
-  }
+};
+
+// Throws UsageError for group shapes, counts and switches out of range; --group-size defaults
+// to every GPU here.
+void check_collective_shape(Request& req) {
   if (req.group_size == 0) req.group_size = req.gpus;
   if (req.gpus < 1 || req.group_size < 1 || req.group_stride < 1)
     throw UsageError("--gpus, --group-size and --group-stride must be positive");
@@ -218,6 +207,10 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
   for (const auto& [name, value] : {std::pair{"--nvls", req.nvls}, std::pair{"--pat", req.pat}})
     if (value != "on" && value != "off")
       throw UsageError(std::string(name) + " must be on or off, not '" + value + "'");
+}
+
+// Sets the NCCL settings that --channels, --nvls, --pat and the effect switches give.
+void apply_nccl_switches(const Request& req, coll::NcclSettings& settings) {
   settings.channels = req.channels;
   settings.nvls = req.nvls == "on";
   settings.pat = req.pat == "on";
@@ -227,68 +220,118 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
   settings.rail_rings = !req.no_rail_rings;
   settings.nvls_efficiency = !req.no_nvls_efficiency;
   settings.network_overhead = !req.no_network_overhead;
+}
+
+// Parses and checks the request, throwing UsageError for anything it cannot run.
+ParsedRequest parse_collective_request(Request& req) {
+  ParsedRequest parsed;
+  try {
+    parsed.key.op = coll::parse_op(req.op);
+    parsed.requested = coll::parse_algorithm(req.algo);
+    parsed.sizes = parse_size_list(req.sizes);
+    parsed.mode = net::parse_network_mode(req.network);
+    parsed.settings.protocol = coll::parse_protocol(req.protocol);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+  check_collective_shape(req);
+  apply_nccl_switches(req, parsed.settings);
   if (req.gpus % (req.group_size * req.group_stride) != 0) {
     throw UsageError(
         "--gpus " + std::to_string(req.gpus) + " is not a multiple of group size x stride (" +
         std::to_string(req.group_size) + " x " + std::to_string(req.group_stride) + ")");
   }
+  return parsed;
+}
 
+// The topology --topology names, sized to --gpus; req.topology becomes its canonical name.
+net::Topology build_collective_topology(Request& req) {
   req.topology = canonical_preset_name("topologies", req.topology);  // "DGX-H100" too
   const auto desc = net::resolve_topology(req.topology);
   // A topology too small says so first; one that fits is estimated before it is built.
   if (req.gpus <= net::topology_capacity_gpus(desc))
     run::refuse_cluster_if_too_big(req.gpus, 0, "--gpus " + std::to_string(req.gpus));
-  const net::Topology topo = net::build_topology(desc, req.gpus, req.topology);
-  net::Routing routing(topo);
-  const int32_t groups = req.gpus / req.group_size;
-  std::vector<std::vector<net::VertexId>> members;
-  for (int32_t g = 0; g < groups; ++g)
-    members.push_back(group_vertices(topo, g, req.group_size, req.group_stride));
+  return net::build_topology(desc, req.gpus, req.topology);
+}
 
-  key.n = req.group_size;
-  key.root = req.root;
-  const int32_t local = members_per_node(topo, members[0]);
-  // The auto chooser only sees servers as a member count when they split the group evenly.
-  const int32_t auto_local = uniform_nodes(topo, members[0], local) ? local : 1;
-  // Schedules depend on the size only through (algorithm, chunks, window); sizes that agree
-  // share one.
-  coll::ScheduleCache cache;
-  const coll::NcclTuning tuning = compute::nccl_tuning(topo.gpu_type, settings);
-  const auto schedule_for = [&](Bytes size) {
+// Picks each size's schedule as NCCL would, or as --algo, --chunks and --window ask, and keeps
+// the key of the size planned last. Schedules depend on the size only through (algorithm,
+// chunks, window); sizes that agree share one.
+class CollectivePlanner {
+ public:
+  CollectivePlanner(const Request& req, const ParsedRequest& parsed, const net::Topology& topo,
+                    const std::vector<net::VertexId>& first_group)
+      : req_(req),
+        key_(parsed.key),
+        requested_(parsed.requested),
+        local_(members_per_node(topo, first_group)),
+        // The auto chooser only sees servers as a member count when they split the group evenly.
+        auto_local_(uniform_nodes(topo, first_group, local_) ? local_ : 1),
+        tuning_(compute::nccl_tuning(topo.gpu_type, parsed.settings)) {
+    key_.n = req.group_size;
+    key_.root = req.root;
+  }
+
+  // The schedule of `size`, or null where it runs as fluid transfers; throws UsageError for an
+  // algorithm that cannot run it.
+  std::shared_ptr<const coll::Schedule> schedule_for(Bytes size) {
     coll::ScheduleKey planned;
     try {
-      planned = tuning.plan(key.op, key.n, auto_local, size, requested);
+      planned = tuning_.plan(key_.op, key_.n, auto_local_, size, requested_);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-    const int32_t root = key.root;
-    key = planned;
-    key.root = root;
-    if (req.chunks > 0) key.chunks = req.chunks;
-    if (req.window > 0 || req.chunks > 0)
-      key.window = req.window > 0
-                       ? req.window
-                       : coll::auto_window(key.op, key.algo, key.n, key.chunks, size, auto_local);
-    const coll::OpForm* form = coll::find_form(key.algo, key.op);
-    if (form != nullptr && form->on_servers()) key.local_size = local;
+    const int32_t root = key_.root;
+    key_ = planned;
+    key_.root = root;
+    if (req_.chunks > 0) key_.chunks = req_.chunks;
+    if (req_.window > 0 || req_.chunks > 0)
+      key_.window = req_.window > 0 ? req_.window
+                                    : coll::auto_window(key_.op, key_.algo, key_.n, key_.chunks,
+                                                        size, auto_local_);
+    const coll::OpForm* form = coll::find_form(key_.algo, key_.op);
+    if (form != nullptr && form->on_servers()) key_.local_size = local_;
     try {
-      key = coll::normalize(key);
+      key_ = coll::normalize(key_);
       // A fluid run needs no message schedule (at 16K ranks it would take gigabytes).
-      return req.fluid && coll::fluid_supported(key) ? nullptr : cache.get(key);
+      return req_.fluid && coll::fluid_supported(key_) ? nullptr : cache_.get(key_);
     } catch (const std::invalid_argument& e) {
       throw UsageError(e.what());
     }
-  };
-  // Check the request before printing anything: an impossible one gets a one-line error, and so
-  // does one whose groups together would start more flows than one schedule may hold messages
-  // (multi-flow ECMP spreads a message over several flows, each a share of max-min solving).
+  }
+
+  // NCCL's own cost model's time of `size` in microseconds (0 where it has none).
+  double model_us(Bytes size) const {
+    return tuning_.has_hardware() && coll::nccl_tuned(key_.op)
+               ? tuning_.model_choice(key_.op, key_.n, auto_local_, size, requested_).time_us
+               : 0;
+  }
+
+  const coll::ScheduleKey& key() const { return key_; }
+
+ private:
+  const Request& req_;
+  coll::ScheduleKey key_;
+  coll::Algorithm requested_;
+  int32_t local_;
+  int32_t auto_local_;
+  coll::ScheduleCache cache_;
+  coll::NcclTuning tuning_;
+};
+
+// Checks the request before printing anything: an impossible one gets a one-line error, and so
+// does one whose groups together would start more flows than one schedule may hold messages
+// (multi-flow ECMP spreads a message over several flows, each a share of max-min solving).
+void check_flow_budget(CollectivePlanner& planner, const Request& req, const net::Topology& topo,
+                       const std::vector<Bytes>& sizes, int32_t groups) {
   const auto flows_per_message =
       static_cast<std::size_t>(std::max(topo.load_balancing.flows_per_message, 1));
   for (const Bytes size : sizes) {
-    const auto schedule = schedule_for(size);
+    const auto schedule = planner.schedule_for(size);
     const std::size_t messages =
         schedule ? schedule->num_messages() * static_cast<std::size_t>(groups) : 0;
     if (messages * flows_per_message <= coll::kMaxScheduleMessages) continue;
+    const coll::ScheduleKey& key = planner.key();
     throw UsageError(
         std::to_string(groups) + " groups of " + std::string(coll::to_string(key.algo)) + " " +
         req.op + " at " + format_size(size) + " send " + std::to_string(messages) +
@@ -297,60 +340,109 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
         (coll::fluid_supported(key) ? "add --fluid to run them as fluid transfers, or " : "") +
         "run fewer groups (--gpus)");
   }
-  schedule_for(sizes.front());  // the key of the first size, for the header
-  const double factor = coll::bus_bandwidth_factor(key.op, key.n);
+}
 
-  io.out << "# clustersim collective: " << req.op << " (" << req.algo << "), " << groups
-         << " group(s) of " << key.n << " GPUs on " << topo.name << " (" << topo.gpu_type << ", "
-         << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, " << topo.num_links()
-         << " links), " << req.network << " network\n";
-  io.out << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
-         << std::setw(8) << "window" << std::setw(8) << "proto" << std::setw(5) << "ch"
-         << std::setw(16) << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14)
-         << "busbw(GB/s)" << std::setw(12) << "events" << std::setw(10) << "wall(s)" << '\n';
+// The two header lines of the table: what runs where, then the column names.
+void print_collective_header(std::ostream& out, const Request& req, int32_t groups, int32_t n,
+                             const net::Topology& topo) {
+  out << "# clustersim collective: " << req.op << " (" << req.algo << "), " << groups
+      << " group(s) of " << n << " GPUs on " << topo.name << " (" << topo.gpu_type << ", "
+      << topo.num_gpus() << " GPUs, " << topo.num_vertices() << " vertices, " << topo.num_links()
+      << " links), " << req.network << " network\n";
+  out << "#" << std::setw(13) << "size" << std::setw(14) << "algo" << std::setw(8) << "chunks"
+      << std::setw(8) << "window" << std::setw(8) << "proto" << std::setw(5) << "ch"
+      << std::setw(16) << "time(us)" << std::setw(14) << "algbw(GB/s)" << std::setw(14)
+      << "busbw(GB/s)" << std::setw(12) << "events" << std::setw(10) << "wall(s)" << '\n';
+}
+
+// Where one size runs: the cluster, its groups and the bus bandwidth factor of the op.
+struct CollectiveRun {
+  const ParsedRequest& parsed;
+  const net::Topology& topo;
+  net::Routing& routing;
+  const std::vector<std::vector<net::VertexId>>& members;
+  double factor;
+};
+
+// Simulates every group's collective at `size` at once, on a fresh network, and times it.
+SizeResult run_collective_size(const CollectiveRun& run, CollectivePlanner& planner, Bytes size) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  const std::shared_ptr<const coll::Schedule> schedule = planner.schedule_for(size);
+  const coll::ScheduleKey& key = planner.key();
+  Simulator sim;
+  auto network = net::make_network(run.parsed.mode, sim, run.topo, run.routing);
+  Time finish;
+  const auto ended = [&](const coll::RunStats& s) { finish = std::max(finish, s.end); };
+  for (const auto& group : run.members) {
+    if (schedule)
+      coll::run_collective(sim, *network, *schedule, group, size, ended);
+    else
+      coll::run_fluid_collective(sim, *network, key, group, size, ended);
+  }
+  sim.run();
+  SizeResult r;
+  r.size = size;
+  r.algo = key.algo;
+  r.protocol = key.protocol;
+  r.channels = key.channels;
+  r.chunks = key.chunks;
+  r.window = key.window;
+  r.time = finish;
+  const double seconds = finish.as_seconds();
+  r.algbw_gbytes_per_s = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
+  r.busbw_gbytes_per_s = r.algbw_gbytes_per_s * run.factor;
+  const double model_us = planner.model_us(size);
+  if (model_us > 0)
+    r.model_busbw_gbytes_per_s = static_cast<double>(size) * 1e-3 * run.factor / model_us;
+  r.events = sim.events_processed();
+  r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  return r;
+}
+
+// One row of the table.
+void print_size_row(std::ostream& out, const SizeResult& r) {
+  out << std::setw(14) << format_size(r.size) << std::setw(14) << coll::to_string(r.algo)
+      << std::setw(8) << r.chunks << std::setw(8) << r.window << std::setw(8)
+      << coll::to_string(r.protocol) << std::setw(5) << r.channels << std::fixed
+      << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
+      << std::setw(14) << r.algbw_gbytes_per_s << std::setw(14) << r.busbw_gbytes_per_s
+      << std::setw(12) << r.events << std::setprecision(3) << std::setw(10) << r.wall_s << '\n';
+  out.unsetf(std::ios::fixed);
+}
+
+}  // namespace
+
+int collective_command(const std::vector<std::string>& args, CommandIo& given_io) {
+  Request req;
+  po::options_description opts(
+      "usage: clustersim collective --gpus N [options]\n\n"
+      "Times one collective on the simulated cluster for each size, like nccl-tests: simulated\n"
+      "time, algorithm bandwidth (size / time) and bus bandwidth (algbw x the op's factor).\n"
+      "With --group-size, the GPUs split into groups that all run the collective at once.\n\n"
+      "options");
+  add_collective_options(opts, req);
+  po::variables_map vm;
+  if (!parse_options(args, opts, nullptr, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", req.json}});
+  const ParsedRequest parsed = parse_collective_request(req);
+
+  const net::Topology topo = build_collective_topology(req);
+  net::Routing routing(topo);
+  const int32_t groups = req.gpus / req.group_size;
+  std::vector<std::vector<net::VertexId>> members;
+  for (int32_t g = 0; g < groups; ++g)
+    members.push_back(group_vertices(topo, g, req.group_size, req.group_stride));
+
+  CollectivePlanner planner(req, parsed, topo, members[0]);
+  check_flow_budget(planner, req, topo, parsed.sizes, groups);
+  planner.schedule_for(parsed.sizes.front());  // the key of the first size, for the header
+  const CollectiveRun run{parsed, topo, routing, members,
+                          coll::bus_bandwidth_factor(planner.key().op, planner.key().n)};
+  print_collective_header(io.out, req, groups, planner.key().n, topo);
   std::vector<SizeResult> results;
-  for (const Bytes size : sizes) {
-    const auto wall_start = std::chrono::steady_clock::now();
-    const std::shared_ptr<const coll::Schedule> schedule = schedule_for(size);
-    Simulator sim;
-    auto network = net::make_network(mode, sim, topo, routing);
-    Time finish;
-    const auto ended = [&](const coll::RunStats& s) { finish = std::max(finish, s.end); };
-    for (const auto& group : members) {
-      if (schedule)
-        coll::run_collective(sim, *network, *schedule, group, size, ended);
-      else
-        coll::run_fluid_collective(sim, *network, key, group, size, ended);
-    }
-    sim.run();
-    SizeResult r;
-    r.size = size;
-    r.algo = key.algo;
-    r.protocol = key.protocol;
-    r.channels = key.channels;
-    r.chunks = key.chunks;
-    r.window = key.window;
-    r.time = finish;
-    const double seconds = finish.as_seconds();
-    r.algbw_gbytes_per_s = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;
-    r.busbw_gbytes_per_s = r.algbw_gbytes_per_s * factor;
-    const double model_us =
-        tuning.has_hardware() && coll::nccl_tuned(key.op)
-            ? tuning.model_choice(key.op, key.n, auto_local, size, requested).time_us
-            : 0;
-    if (model_us > 0)
-      r.model_busbw_gbytes_per_s = static_cast<double>(size) * 1e-3 * factor / model_us;
-    r.events = sim.events_processed();
-    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-    io.out << std::setw(14) << format_size(size) << std::setw(14) << coll::to_string(r.algo)
-           << std::setw(8) << r.chunks << std::setw(8) << r.window << std::setw(8)
-           << coll::to_string(r.protocol) << std::setw(5) << r.channels << std::fixed
-           << std::setprecision(3) << std::setw(16) << r.time.as_us() << std::setprecision(2)
-           << std::setw(14) << r.algbw_gbytes_per_s << std::setw(14) << r.busbw_gbytes_per_s
-           << std::setw(12) << r.events << std::setprecision(3) << std::setw(10) << r.wall_s
-           << '\n';
-    io.out.unsetf(std::ios::fixed);
-    results.push_back(r);
+  for (const Bytes size : parsed.sizes) {
+    results.push_back(run_collective_size(run, planner, size));
+    print_size_row(io.out, results.back());
   }
   if (!req.json.empty()) write_json(io, req.json, req, topo, req.algo, groups, results);
   return 0;

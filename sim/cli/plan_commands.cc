@@ -183,14 +183,169 @@ std::vector<clustersim::SoftwareStack> parse_stacks(const std::string& text) {
   return out;
 }
 
-}  // namespace
-
-int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
-  std::string path, preset, gpu, topology, objective = "time", json, rank_order = "auto", stacks;
+// What `clustersim plan` was asked, as its options give it.
+struct PlanArgs {
+  std::string path, gpu, topology, objective = "time", json, rank_order = "auto", stacks;
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
   int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
   double price = 0, tokens = 0, reserve_gb = 0;
+};
+
+// Adds every option of `clustersim plan` to `opts`, each writing into `a`.
+void add_plan_options(po::options_description& opts, PlanArgs& a) {
+  a.config.add_to(opts, "override a field (repeatable)");
+  // clang-format off
+  opts.add_options()
+      ("help,h", "show this help")
+      ("gpu", po::value(&a.gpu), "GPU profile: a preset of topologies/gpus/ or a file")
+      ("gpus", po::value(&a.gpus), "number of GPUs")
+      ("topology", po::value(&a.topology), "topology preset or file (default: the config's)")
+      ("objective", po::value(&a.objective), "time (fastest step) or cost (cheapest run; also "
+       "tries N/2 and N/4 GPUs)")
+      ("top", po::value(&a.top), "candidates to print (default 5)")
+      ("simulate", po::value(&a.simulate), "candidates to simulate (default 12)")
+      ("refine", po::value(&a.refine), "leaders re-run congestion-aware and ranked by it "
+       "(default 5; 0: analytical ranking only)")
+      ("jobs", po::value(&a.jobs), "simulation threads (default: hardware threads)")
+      ("rank-order", po::value(&a.rank_order), "rank order of every candidate: TP_CP_PP_DP or "
+       "TP_CP_DP_PP (default auto: TP_CP_DP_PP where experts are split over EP > 1, keeping an "
+       "EP group on one server; otherwise the config's)")
+      ("stacks", po::value(&a.stacks), "software stacks to search, comma-separated "
+       "(MEGATRON_TE, PYTORCH_FSDP, DEEPSPEED_ZERO) or all (default: the config's own)")
+      ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
+      ("reserve-gb", po::value(&a.reserve_gb), "GB of HBM per GPU kept free by the fits test, for "
+       "what the memory model leaves out: CUDA context, NCCL buffers, allocator fragmentation "
+       "(default 0: a layout fits when its modelled peak fits the whole HBM; 2-5 GB is typical)")
+      ("max-gpus", po::value(&a.max_gpus), "upper bound of the --min-gpus search (default 16384)")
+      ("price-per-gpu-hour", po::value(&a.price), "dollars per GPU-hour (default per GPU type: "
+       "a100 2, h100 3.5, h200 4.5, h800 2)")
+      ("train-tokens", po::value(&a.tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
+      ("json", po::value(&a.json), "also write the ranking (or the --min-gpus answer) as JSON to "
+       "this file (-: to stdout, the ranking then to stderr)");
+  // clang-format on
+}
+
+// Applies --gpu, --topology, --price-per-gpu-hour and --train-tokens to `base`. A flag given is a
+// value the user means: refused when out of range, never skipped.
+void apply_plan_flags(clustersim::RunConfig& base, const PlanArgs& a, const po::variables_map& vm) {
+  if (!a.gpu.empty()) base.mutable_cluster()->set_gpu(a.gpu);
+  if (!a.topology.empty()) base.mutable_cluster()->set_topology(a.topology);
+  canonicalize_preset_names(base);
+  if (base.cluster().gpu().empty() && !base.cluster().topology().empty())
+    base.mutable_cluster()->set_gpu(net::resolve_topology(base.cluster().topology()).gpu());
+  if (vm.count("price-per-gpu-hour")) {
+    if (!(a.price > 0 && a.price <= 1e6))
+      throw UsageError("--price-per-gpu-hour must be in (0, 1e6] dollars, got " +
+                       number_text(a.price));
+    base.mutable_cost()->set_price_per_gpu_hour(a.price);
+  }
+  if (vm.count("train-tokens")) {
+    if (!(a.tokens > 0 && a.tokens <= 1e18))
+      throw UsageError("--train-tokens must be in (0, 1e18], got " + number_text(a.tokens));
+    base.mutable_cost()->set_train_tokens(a.tokens);
+  }
+}
+
+// Throws UsageError for counts out of range, a bad cost section or an unknown objective.
+void check_plan_request(const clustersim::RunConfig& base, const PlanArgs& a,
+                        const po::variables_map& vm, const std::string& source) {
+  for (const auto& [flag, v] :
+       {std::pair{"--simulate", a.simulate}, {"--top", a.top}, {"--jobs", a.jobs}})
+    if (v < 0)
+      throw UsageError(std::string(flag) + " must not be negative, got " + std::to_string(v));
+  if (vm.count("max-gpus") && a.max_gpus <= 0)
+    throw UsageError("--max-gpus must be positive, got " + std::to_string(a.max_gpus));
+  if (vm.count("gpus") && a.gpus <= 0)
+    throw UsageError("--gpus must be positive, got " + std::to_string(a.gpus));
+  cost::validate_cost(base.cost(), source);
+  if (a.objective != "time" && a.objective != "cost")
+    throw UsageError("--objective must be time or cost, got '" + a.objective + "'");
+}
+
+// Throws UsageError unless --simulate and --refine are in range. Each candidate simulated is a
+// whole step (seconds at thousands of GPUs); the analytical pre-estimate exists so that a few
+// suffice. A bound keeps a typo from running for hours.
+void check_search_counts(const PlanArgs& a) {
+  constexpr int32_t kMaxSimulate = 1000;
+  if (a.simulate < 0 || a.simulate > kMaxSimulate)
+    throw UsageError("--simulate must be in [0, " + std::to_string(kMaxSimulate) + "], got " +
+                     std::to_string(a.simulate) +
+                     " (each candidate is a whole step simulation; the analytical estimate ranks "
+                     "the rest)");
+  if (a.refine < 0)
+    throw UsageError("--refine must not be negative, got " + std::to_string(a.refine));
+}
+
+// A candidate's step costs about its GPU count to simulate: past 16,384 GPUs the default
+// --simulate and --refine shrink so that a search costs what the defaults cost there (flags given
+// are kept). Returns what was shrunk, for the heading ("" when nothing).
+std::string shrink_search_defaults(PlanArgs& a, const po::variables_map& vm) {
+  std::string bounded;
+  constexpr int64_t kDefaultsAtGpus = 16384;
+  auto scaled = [&](int32_t& value, const std::string& option, int32_t floor) {
+    if (vm.count(option) || a.gpus <= kDefaultsAtGpus) return;
+    const auto fewer =
+        static_cast<int32_t>(std::max<int64_t>(floor, value * kDefaultsAtGpus / a.gpus));
+    bounded += (bounded.empty() ? "--" : ", --") + option + " " + std::to_string(fewer) +
+               " (default " + std::to_string(value) + ")";
+    value = fewer;
+  };
+  scaled(a.simulate, "simulate", 1);
+  scaled(a.refine, "refine", 0);
+  return bounded;
+}
+
+// The planner's options from the command's, before the MPI world and progress are added.
+plan::PlanOptions plan_options_of(const PlanArgs& a, int32_t per_node,
+                                  std::optional<clustersim::ParallelConfig::RankOrder> order) {
+  plan::PlanOptions options;
+  options.gpus = a.gpus;
+  options.gpus_per_node = per_node;
+  options.objective = a.objective == "cost" ? plan::Objective::kCost : plan::Objective::kTime;
+  options.top = a.top;
+  options.simulate = a.simulate;
+  options.refine = a.refine;
+  options.rank_order = order;
+  options.stacks = parse_stacks(a.stacks);
+  options.reserve_bytes = a.reserve_gb * 1e9;
+  return options;
+}
+
+// Runs the planner on this rank; a failure under mpirun aborts every rank, which would otherwise
+// wait for this one.
+plan::PlanResult plan_on_this_rank(const clustersim::RunConfig& base,
+                                   const plan::PlanOptions& options, const World& world) {
+  try {
+    return plan::plan_layouts(base, options);
+  } catch (const std::exception& e) {
+    if (world.size() == 1) throw;
+    std::fprintf(stderr, "clustersim plan (rank %d): error: %s\n", world.rank(), e.what());
+    world.abort();
+  }
+}
+
+// The heading, the ranking with the run lines that reproduce it, and the JSON when asked for.
+void print_plan_outputs(const CommandIo& io, const PlanArgs& a, const clustersim::RunConfig& base,
+                        const clustersim::RunConfig& as_loaded, const std::string& bounded,
+                        const plan::PlanResult& result, const plan::PlanOptions& options) {
+  io.out << base.model().name() << " on " << a.gpus << " x " << base.cluster().gpu() << " ("
+         << base.cluster().topology() << "), global batch " << base.parallel().global_batch_size()
+         << " x " << base.model().seq_length() << " tokens\n";
+  if (!bounded.empty())
+    io.out << "bounded at " << a.gpus
+           << " GPUs, where a candidate takes seconds to simulate: " << bounded
+           << "; give them to choose\n";
+  plan::print_plan(io.out, result, options);
+  print_run_lines(io.out, a.config, a.path, as_loaded, result, a.top);
+  if (!a.json.empty())
+    write_file(io, a.json, [&](std::ostream& out) { plan::write_plan_json(out, result, options); });
+}
+
+}  // namespace
+
+int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
+  PlanArgs a;
   po::options_description opts(
       "usage: clustersim plan --preset NAME --gpus N [options]\n       clustersim plan CONFIG "
       "--gpus N [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
@@ -206,115 +361,30 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
       "memory among those that do not fit) and exits 3. Each ranked layout comes with the\n"
       "`clustersim run` line that simulates it. On a terminal, stderr shows the progress.\n\n"
       "options");
-  config.add_to(opts, "override a field (repeatable)");
-  // clang-format off
-  opts.add_options()
-      ("help,h", "show this help")
-      ("gpu", po::value(&gpu), "GPU profile: a preset of topologies/gpus/ or a file")
-      ("gpus", po::value(&gpus), "number of GPUs")
-      ("topology", po::value(&topology), "topology preset or file (default: the config's)")
-      ("objective", po::value(&objective), "time (fastest step) or cost (cheapest run; also "
-       "tries N/2 and N/4 GPUs)")
-      ("top", po::value(&top), "candidates to print (default 5)")
-      ("simulate", po::value(&simulate), "candidates to simulate (default 12)")
-      ("refine", po::value(&refine), "leaders re-run congestion-aware and ranked by it "
-       "(default 5; 0: analytical ranking only)")
-      ("jobs", po::value(&jobs), "simulation threads (default: hardware threads)")
-      ("rank-order", po::value(&rank_order), "rank order of every candidate: TP_CP_PP_DP or "
-       "TP_CP_DP_PP (default auto: TP_CP_DP_PP where experts are split over EP > 1, keeping an "
-       "EP group on one server; otherwise the config's)")
-      ("stacks", po::value(&stacks), "software stacks to search, comma-separated "
-       "(MEGATRON_TE, PYTORCH_FSDP, DEEPSPEED_ZERO) or all (default: the config's own)")
-      ("min-gpus", "find the fewest GPUs on which the model fits, and the layout")
-      ("reserve-gb", po::value(&reserve_gb), "GB of HBM per GPU kept free by the fits test, for "
-       "what the memory model leaves out: CUDA context, NCCL buffers, allocator fragmentation "
-       "(default 0: a layout fits when its modelled peak fits the whole HBM; 2-5 GB is typical)")
-      ("max-gpus", po::value(&max_gpus), "upper bound of the --min-gpus search (default 16384)")
-      ("price-per-gpu-hour", po::value(&price), "dollars per GPU-hour (default per GPU type: "
-       "a100 2, h100 3.5, h200 4.5, h800 2)")
-      ("train-tokens", po::value(&tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
-      ("json", po::value(&json), "also write the ranking (or the --min-gpus answer) as JSON to "
-       "this file (-: to stdout, the ranking then to stderr)");
-  // clang-format on
+  add_plan_options(opts, a);
   po::variables_map vm;
-  if (!parse_options(args, opts, &path, vm, given_io.out)) return 0;
-  CommandIo io = check_outputs(given_io, {{"--json", json}});
-  if (reserve_gb < 0)
-    throw UsageError("--reserve-gb must not be negative, got " + report::one_line(reserve_gb));
-  LoadedConfig loaded = config.load(path);
+  if (!parse_options(args, opts, &a.path, vm, given_io.out)) return 0;
+  CommandIo io = check_outputs(given_io, {{"--json", a.json}});
+  if (a.reserve_gb < 0)
+    throw UsageError("--reserve-gb must not be negative, got " + report::one_line(a.reserve_gb));
+  LoadedConfig loaded = a.config.load(a.path);
   const clustersim::RunConfig as_loaded = loaded.config;  // what the run lines start from
   auto& base = loaded.config;
-  if (!gpu.empty()) base.mutable_cluster()->set_gpu(gpu);
-  if (!topology.empty()) base.mutable_cluster()->set_topology(topology);
-  canonicalize_preset_names(base);
-  if (base.cluster().gpu().empty() && !base.cluster().topology().empty())
-    base.mutable_cluster()->set_gpu(net::resolve_topology(base.cluster().topology()).gpu());
-  // A flag given is a value the user means: refused when out of range, never skipped.
-  if (vm.count("price-per-gpu-hour")) {
-    if (!(price > 0 && price <= 1e6))
-      throw UsageError("--price-per-gpu-hour must be in (0, 1e6] dollars, got " +
-                       number_text(price));
-    base.mutable_cost()->set_price_per_gpu_hour(price);
-  }
-  if (vm.count("train-tokens")) {
-    if (!(tokens > 0 && tokens <= 1e18))
-      throw UsageError("--train-tokens must be in (0, 1e18], got " + number_text(tokens));
-    base.mutable_cost()->set_train_tokens(tokens);
-  }
-  for (const auto& [flag, v] :
-       {std::pair{"--simulate", simulate}, {"--top", top}, {"--jobs", jobs}})
-    if (v < 0)
-      throw UsageError(std::string(flag) + " must not be negative, got " + std::to_string(v));
-  if (vm.count("max-gpus") && max_gpus <= 0)
-    throw UsageError("--max-gpus must be positive, got " + std::to_string(max_gpus));
-  if (vm.count("gpus") && gpus <= 0)
-    throw UsageError("--gpus must be positive, got " + std::to_string(gpus));
-  cost::validate_cost(base.cost(), loaded.source);
-  if (objective != "time" && objective != "cost")
-    throw UsageError("--objective must be time or cost, got '" + objective + "'");
+  apply_plan_flags(base, a, vm);
+  check_plan_request(base, a, vm, loaded.source);
   run::apply_gradient_accumulation(base, loaded.source);
-  const auto order = parse_rank_order(rank_order);
+  const auto order = parse_rank_order(a.rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster(), loaded.source);
 
   if (vm.count("min-gpus"))
-    return min_gpus_command(io, base, max_gpus, per_node, order, json, reserve_gb * 1e9);
-  if (gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
-  plan::PlanOptions options;
-  options.gpus = gpus;
-  options.gpus_per_node = per_node;
-  options.objective = objective == "cost" ? plan::Objective::kCost : plan::Objective::kTime;
-  options.top = top;
-  // Each candidate simulated is a whole step (seconds at thousands of GPUs); the analytical
-  // pre-estimate exists so that a few suffice. A bound keeps a typo from running for hours.
-  constexpr int32_t kMaxSimulate = 1000;
-  if (simulate < 0 || simulate > kMaxSimulate)
-    throw UsageError("--simulate must be in [0, " + std::to_string(kMaxSimulate) + "], got " +
-                     std::to_string(simulate) +
-                     " (each candidate is a whole step simulation; the analytical estimate ranks "
-                     "the rest)");
-  if (refine < 0) throw UsageError("--refine must not be negative, got " + std::to_string(refine));
-  // A candidate's step costs about its GPU count to simulate: past 16,384 GPUs the defaults
-  // shrink so that a search costs what the defaults cost there (flags given are kept).
-  std::string bounded;
-  constexpr int64_t kDefaultsAtGpus = 16384;
-  auto scaled = [&](int32_t& value, const std::string& option, int32_t floor) {
-    if (vm.count(option) || gpus <= kDefaultsAtGpus) return;
-    const auto fewer =
-        static_cast<int32_t>(std::max<int64_t>(floor, value * kDefaultsAtGpus / gpus));
-    bounded += (bounded.empty() ? "--" : ", --") + option + " " + std::to_string(fewer) +
-               " (default " + std::to_string(value) + ")";
-    value = fewer;
-  };
-  scaled(simulate, "simulate", 1);
-  scaled(refine, "refine", 0);
-  options.simulate = simulate;
-  options.refine = refine;
-  options.rank_order = order;
-  options.stacks = parse_stacks(stacks);
-  options.reserve_bytes = reserve_gb * 1e9;
+    return min_gpus_command(io, base, a.max_gpus, per_node, order, a.json, a.reserve_gb * 1e9);
+  if (a.gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
+  check_search_counts(a);
+  const std::string bounded = shrink_search_defaults(a, vm);
+  plan::PlanOptions options = plan_options_of(a, per_node, order);
   // Under mpirun the candidates are spread over the ranks and rank 0 prints the ranking.
   World world(io.join_mpi);
-  options.jobs = jobs > 0 ? jobs : world.local_jobs();
+  options.jobs = a.jobs > 0 ? a.jobs : world.local_jobs();
   options.rank = world.rank();
   options.ranks = world.size();
   options.gather = [&world](const std::string& mine) { return world.gather(mine); };
@@ -322,26 +392,9 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   PointProgress progress(io.terminal_progress && world.rank() == 0 && stderr_is_terminal(),
                          "candidates simulated");
   options.on_progress = [&progress](std::size_t done, std::size_t n) { progress.update(done, n); };
-  plan::PlanResult result;
-  try {
-    result = plan::plan_layouts(base, options);
-  } catch (const std::exception& e) {
-    if (world.size() == 1) throw;
-    std::fprintf(stderr, "clustersim plan (rank %d): error: %s\n", world.rank(), e.what());
-    world.abort();
-  }
+  const plan::PlanResult result = plan_on_this_rank(base, options, world);
   if (world.rank() != 0) return 0;
-  io.out << base.model().name() << " on " << gpus << " x " << base.cluster().gpu() << " ("
-         << base.cluster().topology() << "), global batch " << base.parallel().global_batch_size()
-         << " x " << base.model().seq_length() << " tokens\n";
-  if (!bounded.empty())
-    io.out << "bounded at " << gpus
-           << " GPUs, where a candidate takes seconds to simulate: " << bounded
-           << "; give them to choose\n";
-  plan::print_plan(io.out, result, options);
-  print_run_lines(io.out, config, path, as_loaded, result, top);
-  if (!json.empty())
-    write_file(io, json, [&](std::ostream& out) { plan::write_plan_json(out, result, options); });
+  print_plan_outputs(io, a, base, as_loaded, bounded, result, options);
   return result.ranked.empty() ? 3 : 0;
 }
 

@@ -113,14 +113,11 @@ FitCheck check_fit(const clustersim::RunConfig& config, double hbm_capacity_byte
   return f;
 }
 
-MemoryReport build_memory_report(const clustersim::RunConfig& original, const std::string& source) {
-  clustersim::RunConfig config = original;
-  run::validate_plan_fields(config, source);
-  run::apply_gradient_accumulation(config, source);
-  workload::resolve_stack(config, source);
-  workload::validate_run_config(config, 0, source);
+namespace {
+
+// The report's heading: names, the layout, the GPU and the precision, before any stage.
+void fill_memory_heading(MemoryReport& r, const clustersim::RunConfig& config) {
   const auto& p = config.parallel();
-  MemoryReport r;
   r.name = config.name().empty() ? config.model().name() : config.name();
   r.layout = layout_text(p);
   r.schedule = std::string(workload::schedule_info(p.schedule()).name);
@@ -131,30 +128,41 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
     r.quantized_input_bytes = compute::stored_bytes_per_element(config.precision());
   r.gpus = static_cast<int32_t>(workload::world_of(workload::dim_sizes(p)));
   r.microbatches = workload::num_microbatches(p);
-  const auto gpu = compute::load_gpu_profile(r.gpu);
-  r.capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+}
 
-  const auto orders = stage_orders(config);
-  const int64_t ranks_per_stage = int64_t{p.tp()} * p.cp() * p.dp();
+// Stage `s`'s memory under its work order, with the optimizer bytes split into fp32 master,
+// Adam m and Adam v (dense states sharded over DP x CP, expert states over their own shards).
+StageMemory stage_memory_of(const clustersim::RunConfig& config, int32_t s,
+                            const std::vector<workload::WorkItem>& order) {
+  const auto& p = config.parallel();
   const int64_t shards = int64_t{p.dp()} * p.cp();
+  StageMemory sm;
+  sm.stage = s;
+  sm.layers = workload::layers_on_stage(config, s);
+  sm.in_flight = workload::peak_held_activations(order);
+  sm.mem = workload::estimate_stage_memory(config, s, std::span<const workload::WorkItem>(order));
+  if (sm.mem.optimizer > 0) {
+    const auto detail = [&](int64_t params, int64_t over) {
+      return workload::model_state_detail(static_cast<double>(params), p.zero_stage(), over,
+                                          workload::StatePrecision::kBf16);
+    };
+    const auto dense = detail(sm.mem.params - sm.mem.expert_params, shards);
+    const auto experts = detail(sm.mem.expert_params, workload::expert_state_shards(p));
+    sm.master = dense.master + experts.master;
+    sm.adam_m = dense.adam_m + experts.adam_m;
+    sm.adam_v = dense.adam_v + experts.adam_v;
+  }
+  return sm;
+}
+
+// Every stage's memory, and from them the peak stage, the sum over all GPUs and the largest
+// offloaded bytes.
+void fill_memory_stages(MemoryReport& r, const clustersim::RunConfig& config,
+                        const std::vector<std::vector<workload::WorkItem>>& orders) {
+  const auto& p = config.parallel();
+  const int64_t ranks_per_stage = int64_t{p.tp()} * p.cp() * p.dp();
   for (int32_t s = 0; s < p.pp(); ++s) {
-    StageMemory sm;
-    sm.stage = s;
-    sm.layers = workload::layers_on_stage(config, s);
-    const auto& order = orders[static_cast<std::size_t>(s)];
-    sm.in_flight = workload::peak_held_activations(order);
-    sm.mem = workload::estimate_stage_memory(config, s, std::span<const workload::WorkItem>(order));
-    if (sm.mem.optimizer > 0) {
-      const auto detail = [&](int64_t params, int64_t over) {
-        return workload::model_state_detail(static_cast<double>(params), p.zero_stage(), over,
-                                            workload::StatePrecision::kBf16);
-      };
-      const auto dense = detail(sm.mem.params - sm.mem.expert_params, shards);
-      const auto experts = detail(sm.mem.expert_params, workload::expert_state_shards(p));
-      sm.master = dense.master + experts.master;
-      sm.adam_m = dense.adam_m + experts.adam_m;
-      sm.adam_v = dense.adam_v + experts.adam_v;
-    }
+    StageMemory sm = stage_memory_of(config, s, orders[static_cast<std::size_t>(s)]);
     const double total = static_cast<double>(sm.mem.total());
     if (s == 0 || total > r.peak) {
       r.peak = total;
@@ -165,74 +173,101 @@ MemoryReport build_memory_report(const clustersim::RunConfig& original, const st
     r.host_nvme = std::max(r.host_nvme, static_cast<double>(sm.mem.host_nvme));
     r.stages.push_back(sm);
   }
+}
+
+// Mixed precision side by side, on the peak stage (offload ignored: model states on the GPU).
+std::vector<VariantRow> precision_rows_of(
+    const clustersim::RunConfig& config, const std::vector<std::vector<workload::WorkItem>>& orders,
+    const MemoryReport& r) {
+  clustersim::RunConfig c = config;
+  c.clear_offload();
+  const auto base = row_of(c, orders, r.capacity);
+  const double params =
+      static_cast<double>(r.stages[static_cast<std::size_t>(r.peak_stage)].mem.params);
+  struct P {
+    const char* name;
+    workload::StatePrecision prec;
+    double act_scale;
+    const char* note;
+  };
+  const P rows[] = {
+      {"FP32", workload::StatePrecision::kFp32, 2.0,
+       "fp32 weights 4 + grads 4 + Adam m,v 8 = 16 B/param; 4-byte activations"},
+      {"BF16 + FP32 master", workload::StatePrecision::kBf16, 1.0,
+       "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param (fp32 main_grad: 18)"},
+      {"FP8 (Transformer Engine)", workload::StatePrecision::kFp8, 1.0,
+       "same states as BF16: weights cast to FP8 per GEMM; activations taken as BF16"},
+  };
+  std::vector<VariantRow> out;
+  for (const P& pr : rows) {
+    // Unsharded (ZeRO-0) states: sharding would hide which state dominates.
+    const auto d = workload::model_state_detail(params, 0, 1, pr.prec);
+    VariantRow v = base;
+    v.name = pr.name;
+    v.note = pr.note;
+    v.weights = d.weights;
+    v.gradients = d.gradients;
+    v.optimizer = d.optimizer();
+    v.activations = base.activations * pr.act_scale;
+    v.working_set = base.working_set * pr.act_scale;
+    v.total = v.weights + v.gradients + v.optimizer + v.activations + v.temporary + v.working_set;
+    v.fits = v.total <= r.capacity;
+    out.push_back(v);
+  }
+  return out;
+}
+
+// Checkpointing: memory against recompute, on the peak stage.
+std::vector<VariantRow> checkpoint_rows_of(
+    const clustersim::RunConfig& config, const std::vector<std::vector<workload::WorkItem>>& orders,
+    const MemoryReport& r, const compute::GpuProfile& gpu) {
+  const double model_flops = workload::model_flops_per_step(config);
+  const double throughput =
+      r.gpus * compute::peak_flops(gpu, compute::Precision::kBf16) * gpu.gemm().efficiency_bf16();
+  std::vector<VariantRow> out;
+  auto add = [&](const std::string& name, ParallelConfig::Recompute rc, int32_t k) {
+    clustersim::RunConfig c = config;
+    c.mutable_parallel()->set_recompute(rc);
+    c.mutable_parallel()->set_checkpoint_every_k_layers(k);
+    VariantRow v = row_of(c, orders, r.capacity);
+    v.name = name;
+    const double extra = recompute_flops(c);
+    v.extra_flops_fraction = extra / model_flops;
+    v.extra_seconds = extra / throughput;
+    out.push_back(v);
+  };
+  add("none", ParallelConfig::NONE, 0);
+  add("selective", ParallelConfig::SELECTIVE, 0);
+  int32_t max_layers = 0;
+  for (const auto& st : r.stages) max_layers = std::max(max_layers, st.layers);
+  for (int32_t k : {8, 4, 2})
+    if (k < max_layers) add("every " + std::to_string(k) + " layers", ParallelConfig::NONE, k);
+  add("full", ParallelConfig::FULL, 0);
+  return out;
+}
+
+}  // namespace
+
+MemoryReport build_memory_report(const clustersim::RunConfig& original, const std::string& source) {
+  clustersim::RunConfig config = original;
+  run::validate_plan_fields(config, source);
+  run::apply_gradient_accumulation(config, source);
+  workload::resolve_stack(config, source);
+  workload::validate_run_config(config, 0, source);
+  MemoryReport r;
+  fill_memory_heading(r, config);
+  const auto gpu = compute::load_gpu_profile(r.gpu);
+  r.capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+
+  const auto orders = stage_orders(config);
+  fill_memory_stages(r, config, orders);
   r.fits = r.peak <= r.capacity;
   const cost::HostFigures host = cost::host_figures(gpu, config.offload());
   r.host_dram_capacity = host.host_memory_per_gpu();
   r.host_nvme_capacity = host.nvme_per_gpu();
   r.fits_host = r.host_dram <= r.host_dram_capacity && r.host_nvme <= r.host_nvme_capacity;
-
-  // Mixed precision side by side, on the peak stage (offload ignored: model states on the GPU).
-  {
-    clustersim::RunConfig c = config;
-    c.clear_offload();
-    const auto base = row_of(c, orders, r.capacity);
-    const double params =
-        static_cast<double>(r.stages[static_cast<std::size_t>(r.peak_stage)].mem.params);
-    struct P {
-      const char* name;
-      workload::StatePrecision prec;
-      double act_scale;
-      const char* note;
-    };
-    const P rows[] = {
-        {"FP32", workload::StatePrecision::kFp32, 2.0,
-         "fp32 weights 4 + grads 4 + Adam m,v 8 = 16 B/param; 4-byte activations"},
-        {"BF16 + FP32 master", workload::StatePrecision::kBf16, 1.0,
-         "bf16 weights 2 + grads 2 + fp32 master, m, v 12 = 16 B/param (fp32 main_grad: 18)"},
-        {"FP8 (Transformer Engine)", workload::StatePrecision::kFp8, 1.0,
-         "same states as BF16: weights cast to FP8 per GEMM; activations taken as BF16"},
-    };
-    for (const P& pr : rows) {
-      // Unsharded (ZeRO-0) states: sharding would hide which state dominates.
-      const auto d = workload::model_state_detail(params, 0, 1, pr.prec);
-      VariantRow v = base;
-      v.name = pr.name;
-      v.note = pr.note;
-      v.weights = d.weights;
-      v.gradients = d.gradients;
-      v.optimizer = d.optimizer();
-      v.activations = base.activations * pr.act_scale;
-      v.working_set = base.working_set * pr.act_scale;
-      v.total = v.weights + v.gradients + v.optimizer + v.activations + v.temporary + v.working_set;
-      v.fits = v.total <= r.capacity;
-      r.precision_rows.push_back(v);
-    }
-  }
-
-  // Checkpointing: memory against recompute, on the peak stage.
-  {
-    const double model_flops = workload::model_flops_per_step(config);
-    const double throughput =
-        r.gpus * compute::peak_flops(gpu, compute::Precision::kBf16) * gpu.gemm().efficiency_bf16();
-    auto add = [&](const std::string& name, ParallelConfig::Recompute rc, int32_t k) {
-      clustersim::RunConfig c = config;
-      c.mutable_parallel()->set_recompute(rc);
-      c.mutable_parallel()->set_checkpoint_every_k_layers(k);
-      VariantRow v = row_of(c, orders, r.capacity);
-      v.name = name;
-      const double extra = recompute_flops(c);
-      v.extra_flops_fraction = extra / model_flops;
-      v.extra_seconds = extra / throughput;
-      r.checkpoint_rows.push_back(v);
-    };
-    add("none", ParallelConfig::NONE, 0);
-    add("selective", ParallelConfig::SELECTIVE, 0);
-    int32_t max_layers = 0;
-    for (const auto& st : r.stages) max_layers = std::max(max_layers, st.layers);
-    for (int32_t k : {8, 4, 2})
-      if (k < max_layers) add("every " + std::to_string(k) + " layers", ParallelConfig::NONE, k);
-    add("full", ParallelConfig::FULL, 0);
-  }
+  r.precision_rows = precision_rows_of(config, orders, r);
+  r.checkpoint_rows = checkpoint_rows_of(config, orders, r, gpu);
   return r;
 }
 

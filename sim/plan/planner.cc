@@ -268,11 +268,11 @@ RunConfig simulated_config(const RunConfig& config, clustersim::NetworkMode netw
     sim.mutable_simulation()->set_microbatch_extrapolation(true);
   return sim;
 }
-}  // namespace
 
-PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
-  const auto wall_start = std::chrono::steady_clock::now();
-  PlanResult result;
+// Every layout of the base on options.gpus GPUs (and, for cost, on half and a quarter of them)
+// that fits in HBM less the reserve; the others are counted in result.refused.
+std::vector<Candidate> fitting_candidates(const RunConfig& base, const PlanOptions& options,
+                                          PlanResult& result) {
   const auto gpu = compute::load_gpu_profile(gpu_of(base));
   const double capacity =
       static_cast<double>(compute::hbm_capacity_bytes(gpu)) - options.reserve_bytes;
@@ -300,8 +300,12 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
       fitting.push_back(std::move(cand));
     }
   }
-  result.fitting = static_cast<int64_t>(fitting.size());
-  // Pre-rank by the estimate (in dollars when the objective is cost: time x GPUs).
+  return fitting;
+}
+
+// Keeps the best options.simulate candidates by the analytical estimate (in dollars when the
+// objective is cost: time x GPUs), best first.
+void keep_best_estimates(std::vector<Candidate>& fitting, const PlanOptions& options) {
   auto pre = [&](const Candidate& c) {
     const auto& p = c.config.parallel();
     const auto g = static_cast<double>(workload::world_of(workload::dim_sizes(p)));
@@ -310,27 +314,38 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   std::sort(fitting.begin(), fitting.end(),
             [&](const Candidate& a, const Candidate& b) { return pre(a) < pre(b); });
   if (static_cast<int64_t>(fitting.size()) > options.simulate) fitting.resize(options.simulate);
+}
 
+// Counts finished candidates of one pass (search, then refine) for options.on_progress, from
+// any of the pass's threads.
+class PlanPassProgress {
+ public:
+  explicit PlanPassProgress(const PlanOptions& options) : options_(options) {}
+
+  void start(std::size_t total) {
+    done_ = 0;
+    if (options_.on_progress) options_.on_progress(0, total);
+  }
+  void finished(std::size_t total) {
+    if (!options_.on_progress) return;
+    const std::lock_guard lock(mutex_);
+    options_.on_progress(++done_, total);
+  }
+
+ private:
+  const PlanOptions& options_;
+  std::mutex mutex_;
+  std::size_t done_ = 0;
+};
+
+// Simulates this rank's candidates (`mine`) on the search network, on `jobs` threads. A candidate
+// that fails is left out; the first error is returned in case none succeeds ("" when none).
+std::string simulate_candidates(std::vector<Candidate>& fitting,
+                                const std::vector<std::size_t>& mine, const PlanOptions& options,
+                                int32_t jobs, PlanPassProgress& progress) {
   std::mutex error_mutex;
   std::string first_error;
-  const int32_t jobs =
-      options.jobs > 0 ? options.jobs
-                       : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  // Candidate i belongs to MPI rank i % ranks; the threads of a rank share its candidates. A
-  // candidate that fails is left out (the first error is kept in case none succeeds).
-  std::vector<std::size_t> mine;
-  for (std::size_t i = static_cast<std::size_t>(options.rank); i < fitting.size();
-       i += static_cast<std::size_t>(std::max(1, options.ranks)))
-    mine.push_back(i);
-  std::mutex progress_mutex;
-  std::size_t done = 0;
-  // Counts a finished candidate of a pass of `total` for options.on_progress.
-  const auto finished = [&](std::size_t total) {
-    if (!options.on_progress) return;
-    const std::lock_guard lock(progress_mutex);
-    options.on_progress(++done, total);
-  };
-  if (options.on_progress) options.on_progress(0, mine.size());
+  progress.start(mine.size());
   run_parallel(mine.size(), jobs, [&](std::size_t k) {
     Candidate& c = fitting[mine[k]];
     const RunConfig sim = simulated_config(c.config, options.search_network);
@@ -342,50 +357,86 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
       const std::lock_guard lock(error_mutex);
       if (first_error.empty()) first_error = e.what();
     }
-    finished(mine.size());
+    progress.finished(mine.size());
   });
-  if (options.ranks > 1) {
-    std::string text;
-    for (const std::size_t i : mine)
-      if (fitting[i].simulated) text += serialize_figures(i, fitting[i].report) + '\n';
-    const std::vector<std::string> all = options.gather(text);
-    if (options.rank != 0) return result;
-    for (const auto& part : all) {
-      std::size_t begin = 0;
-      for (std::size_t end; (end = part.find('\n', begin)) != std::string::npos; begin = end + 1) {
-        const std::size_t index = parse_figures(part.substr(begin, end - begin), fitting);
-        fitting[index].simulated = true;
-        fitting[index].dollars = fitting[index].report.cost.dollars;
-      }
+  return first_error;
+}
+
+// Under MPI: brings every rank's simulated figures to rank 0, which marks those candidates
+// simulated. Returns false on the other ranks, whose part is done.
+bool gather_candidate_figures(std::vector<Candidate>& fitting, const std::vector<std::size_t>& mine,
+                              const PlanOptions& options) {
+  std::string text;
+  for (const std::size_t i : mine)
+    if (fitting[i].simulated) text += serialize_figures(i, fitting[i].report) + '\n';
+  const std::vector<std::string> all = options.gather(text);
+  if (options.rank != 0) return false;
+  for (const auto& part : all) {
+    std::size_t begin = 0;
+    for (std::size_t end; (end = part.find('\n', begin)) != std::string::npos; begin = end + 1) {
+      const std::size_t index = parse_figures(part.substr(begin, end - begin), fitting);
+      fitting[index].simulated = true;
+      fitting[index].dollars = fitting[index].report.cost.dollars;
     }
   }
+  return true;
+}
+
+// Sorts [begin, end) by the objective, keeping the order of ties.
+void sort_by_objective(std::vector<Candidate>::iterator begin, std::vector<Candidate>::iterator end,
+                       Objective objective) {
+  std::stable_sort(begin, end, [&](const Candidate& a, const Candidate& b) {
+    return objective_value(a, objective) < objective_value(b, objective);
+  });
+}
+
+// The leaders again, with congestion: ranked among themselves ahead of the rest.
+void refine_leaders(PlanResult& result, const PlanOptions& options, int32_t jobs,
+                    PlanPassProgress& progress) {
+  const auto refine = std::min<std::size_t>(result.ranked.size(),
+                                            static_cast<std::size_t>(std::max(options.refine, 0)));
+  if (refine == 0) return;
+  progress.start(refine);
+  run_parallel(refine, jobs, [&](std::size_t i) {
+    Candidate& c = result.ranked[i];
+    const RunConfig sim = simulated_config(c.config, clustersim::CONGESTION_AWARE);
+    c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
+    c.refined = true;
+    c.dollars = c.report.cost.dollars;
+    progress.finished(refine);
+  });
+  sort_by_objective(result.ranked.begin(),
+                    result.ranked.begin() + static_cast<std::ptrdiff_t>(refine), options.objective);
+  result.refined = static_cast<int64_t>(refine);
+}
+
+}  // namespace
+
+PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
+  const auto wall_start = std::chrono::steady_clock::now();
+  PlanResult result;
+  std::vector<Candidate> fitting = fitting_candidates(base, options, result);
+  result.fitting = static_cast<int64_t>(fitting.size());
+  keep_best_estimates(fitting, options);
+
+  const int32_t jobs =
+      options.jobs > 0 ? options.jobs
+                       : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
+  // Candidate i belongs to MPI rank i % ranks; the threads of a rank share its candidates.
+  std::vector<std::size_t> mine;
+  for (std::size_t i = static_cast<std::size_t>(options.rank); i < fitting.size();
+       i += static_cast<std::size_t>(std::max(1, options.ranks)))
+    mine.push_back(i);
+  PlanPassProgress progress(options);
+  const std::string first_error = simulate_candidates(fitting, mine, options, jobs, progress);
+  if (options.ranks > 1 && !gather_candidate_figures(fitting, mine, options)) return result;
   for (auto& c : fitting)
     if (c.simulated) result.ranked.push_back(std::move(c));
   result.simulated = static_cast<int64_t>(result.ranked.size());
   if (result.ranked.empty() && !first_error.empty()) throw std::runtime_error(first_error);
-  auto by_objective = [&](const Candidate& a, const Candidate& b) {
-    return objective_value(a, options.objective) < objective_value(b, options.objective);
-  };
-  std::stable_sort(result.ranked.begin(), result.ranked.end(), by_objective);
+  sort_by_objective(result.ranked.begin(), result.ranked.end(), options.objective);
   for (auto& c : result.ranked) c.search_step_s = c.report.iteration_time_s;
-  // The leaders again, with congestion: ranked among themselves ahead of the rest.
-  const auto refine = std::min<std::size_t>(result.ranked.size(),
-                                            static_cast<std::size_t>(std::max(options.refine, 0)));
-  if (refine > 0) {
-    done = 0;
-    if (options.on_progress) options.on_progress(0, refine);
-    run_parallel(refine, jobs, [&](std::size_t i) {
-      Candidate& c = result.ranked[i];
-      const RunConfig sim = simulated_config(c.config, clustersim::CONGESTION_AWARE);
-      c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
-      c.refined = true;
-      c.dollars = c.report.cost.dollars;
-      finished(refine);
-    });
-    std::stable_sort(result.ranked.begin(),
-                     result.ranked.begin() + static_cast<std::ptrdiff_t>(refine), by_objective);
-    result.refined = static_cast<int64_t>(refine);
-  }
+  refine_leaders(result, options, jobs, progress);
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;

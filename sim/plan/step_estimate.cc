@@ -49,68 +49,76 @@ double compute_seconds(const workload::StageWork& work, const workload::PhaseOps
   return s;
 }
 
-}  // namespace
+// What a collective's seconds are reckoned from: NVLink and NIC bytes per second, and where the
+// EP group's all-to-all bytes go.
+struct EstimateLinks {
+  double nvlink = 0, nic = 0;
+  EpSpread ep;
+};
 
-double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
-  const auto& p = config.parallel();
-  const auto gpu = compute::load_gpu_profile(compute::gpu_or_default(config.cluster().gpu()));
-  const compute::KernelCostModel cost(gpu);
-  const int32_t stage = p.pp() / 2;
-  const auto work = run::build_stage_work(config, stage, cost, false);
-  const double nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
-  const double nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
-  const EpSpread ep = p.ep() > 1 ? ep_spread(config, gpus_per_node) : EpSpread{};
-  // Seconds of the phase's collectives: the expert all-to-alls' or the others'.
-  auto comm_seconds = [&](const workload::PhaseOps& phase, bool expert) {
-    double s = 0;
-    for (const auto& e : phase.ops) {
-      const auto& op = e.op;
-      if (op.kind != workload::OpKind::kCollective) continue;
-      const auto bytes = static_cast<double>(op.bytes);
-      if ((op.dim == workload::Dim::kEp) != expert) continue;
-      if (expert) {
-        // A MoE layer's dispatch and combine all-to-alls, forward and backward: 4 per layer and
-        // microbatch, each moving this GPU's T x top_k token copies of h bf16 values. The copies
-        // for experts on this GPU stay; those for its server's peers go over NVLink while those
-        // for other servers leave over its NIC, at once (node-limited dedup is left out, so
-        // this is an upper bound when model.moe.max_nodes_per_token is set).
-        s += 5e-6 + std::max(bytes * ep.local / nvlink, bytes * ep.remote / nic);
-        continue;
-      }
-      const int32_t n = op.dim == workload::Dim::kTp   ? p.tp()
-                        : op.dim == workload::Dim::kCp ? p.cp()
-                                                       : 1;
-      if (n <= 1) continue;
-      const double factor =
-          op.coll_op == coll::Op::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
-      s += 5e-6 + bytes * factor / (op.dim == workload::Dim::kTp ? nvlink : nic);
+// Seconds of the phase's collectives: the expert all-to-alls' or the others'.
+double phase_comm_seconds(const workload::PhaseOps& phase, bool expert,
+                          const clustersim::ParallelConfig& p, const EstimateLinks& links) {
+  double s = 0;
+  for (const auto& e : phase.ops) {
+    const auto& op = e.op;
+    if (op.kind != workload::OpKind::kCollective) continue;
+    const auto bytes = static_cast<double>(op.bytes);
+    if ((op.dim == workload::Dim::kEp) != expert) continue;
+    if (expert) {
+      // A MoE layer's dispatch and combine all-to-alls, forward and backward: 4 per layer and
+      // microbatch, each moving this GPU's T x top_k token copies of h bf16 values. The copies
+      // for experts on this GPU stay; those for its server's peers go over NVLink while those
+      // for other servers leave over its NIC, at once (node-limited dedup is left out, so
+      // this is an upper bound when model.moe.max_nodes_per_token is set).
+      s += 5e-6 +
+           std::max(bytes * links.ep.local / links.nvlink, bytes * links.ep.remote / links.nic);
+      continue;
     }
-    return s;
-  };
+    const int32_t n = op.dim == workload::Dim::kTp   ? p.tp()
+                      : op.dim == workload::Dim::kCp ? p.cp()
+                                                     : 1;
+    if (n <= 1) continue;
+    const double factor =
+        op.coll_op == coll::Op::kAllReduce ? 2.0 * (n - 1) / n : static_cast<double>(n - 1) / n;
+    s += 5e-6 + bytes * factor / (op.dim == workload::Dim::kTp ? links.nvlink : links.nic);
+  }
+  return s;
+}
+
+// One chunk's compute seconds per pass, and a pipeline slot: those plus the chunk's collectives.
+struct SlotTimes {
+  double forward = 0, backward = 0, weight_grad = 0, per_slot = 0;
+};
+
+SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageWork& work,
+                     const EstimateLinks& links) {
   const auto& chunk = work.chunks.front();
-  const double t_f = compute_seconds(work, chunk.forward);
-  const double t_b = compute_seconds(work, chunk.backward);
-  const double t_w = compute_seconds(work, chunk.weight_grad);
+  SlotTimes t;
+  t.forward = compute_seconds(work, chunk.forward);
+  t.backward = compute_seconds(work, chunk.backward);
+  t.weight_grad = compute_seconds(work, chunk.weight_grad);
   auto all_comm = [&](bool expert) {
-    return comm_seconds(chunk.forward, expert) + comm_seconds(chunk.backward, expert) +
-           comm_seconds(chunk.weight_grad, expert);
+    return phase_comm_seconds(chunk.forward, expert, p, links) +
+           phase_comm_seconds(chunk.backward, expert, p, links) +
+           phase_comm_seconds(chunk.weight_grad, expert, p, links);
   };
   // DualPipe's overlapped pairs run the all-to-alls under the other half's compute: only what
   // outlasts a forward and a backward shows (an upper bound on hiding: warm-up and cool-down
   // run unpaired).
   const bool paired = workload::pipeline_schedule_of(p) == workload::PipelineSchedule::kDualPipe &&
                       p.dualpipe_overlap();
-  const double expert_comm = paired ? std::max(0.0, all_comm(true) - t_f - t_b) : all_comm(true);
-  const double per_slot = t_f + t_b + t_w + all_comm(false) + expert_comm;
-  const int32_t m = workload::num_microbatches(p);
-  // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
-  const int32_t v = workload::chunk_passes(workload::pipeline_schedule_of(p), p.virtual_stages());
-  const double bubble_slots =
-      workload::schedule_info(p.schedule()).planner_idle_slots(p.pp(), t_f, t_b, t_w);
-  double pipeline = (static_cast<double>(v) * m + bubble_slots) * per_slot;
+  const double expert_comm =
+      paired ? std::max(0.0, all_comm(true) - t.forward - t.backward) : all_comm(true);
+  t.per_slot = t.forward + t.backward + t.weight_grad + all_comm(false) + expert_comm;
+  return t;
+}
 
-  // Data-parallel traffic per GPU (bf16), over the GPU's NIC: dense weights over DP, routed
-  // experts (when split, EP > 1) over their expert-data-parallel group.
+// Seconds of one reduce-scatter or all-gather of the stage's weights in bf16 over the GPU's NIC:
+// dense weights over DP, routed experts (when split, EP > 1) over their expert-data-parallel
+// group.
+double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic) {
+  const auto& p = config.parallel();
   const double params = static_cast<double>(workload::stage_params(config, stage));
   const double expert_params =
       p.ep() > 1 ? static_cast<double>(workload::stage_expert_params(config, stage)) : 0.0;
@@ -120,7 +128,31 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const double dp = p.dp();
   const auto edp =
       static_cast<double>(workload::dim_sizes(p)[static_cast<int>(workload::Dim::kEdp)]);
-  const double one_pass = pass(params - expert_params, dp) + pass(expert_params, edp);
+  return pass(params - expert_params, dp) + pass(expert_params, edp);
+}
+
+}  // namespace
+
+double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
+  const auto& p = config.parallel();
+  const auto gpu = compute::load_gpu_profile(compute::gpu_or_default(config.cluster().gpu()));
+  const compute::KernelCostModel cost(gpu);
+  const int32_t stage = p.pp() / 2;
+  const auto work = run::build_stage_work(config, stage, cost, false);
+  EstimateLinks links;
+  links.nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
+  links.nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
+  links.ep = p.ep() > 1 ? ep_spread(config, gpus_per_node) : EpSpread{};
+  const SlotTimes slot = slot_times(p, work, links);
+  const int32_t m = workload::num_microbatches(p);
+  // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
+  const int32_t v = workload::chunk_passes(workload::pipeline_schedule_of(p), p.virtual_stages());
+  const double bubble_slots =
+      workload::schedule_info(p.schedule())
+          .planner_idle_slots(p.pp(), slot.forward, slot.backward, slot.weight_grad);
+  double pipeline = (static_cast<double>(v) * m + bubble_slots) * slot.per_slot;
+
+  const double one_pass = dp_pass_seconds(config, stage, links.nic);
   double exposed = 0;
   if (one_pass > 0) {
     // ZeRO-3 gathers weights per layer in the forward and backward of every microbatch;

@@ -274,91 +274,125 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   write_document(out, j);
 }
 
-void print_table(std::ostream& out, const StepReport& r) {
-  auto row = [&out](const std::string& k, const std::string& v) { report::row(out, k, v); };
+namespace {
+
+// The heading line, throughput, MFU, the bubble and where the step goes.
+void print_step_headline(std::ostream& out, const StepReport& r) {
   out << r.name << (r.model.empty() || r.model == r.name ? "" : " (model " + r.model + ")") << ": "
       << r.layout << ", " << r.schedule << ", " << r.microbatches << " microbatches, " << r.gpus
       << " x " << r.gpu << " on " << r.topology << " (" << r.network << " network, " << r.precision
       << ", " << r.software_stack << ")\n";
-  row("iteration time", fmt("%.4f s", r.iteration_time_s));
-  row("tokens per second", fmt("%.0f", r.tokens_per_s));
-  row("model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
-  row("MFU / HFU", fmt("%.1f%%", 100 * r.mfu) + " / " + fmt("%.1f%%", 100 * r.hfu));
-  row("bubble (measured / formula)", fmt("%.2f%%", 100 * r.bubble_fraction) + " / " +
-                                         fmt("%.2f%%", 100 * r.analytic_bubble_fraction));
+  row(out, "iteration time", fmt("%.4f s", r.iteration_time_s));
+  row(out, "tokens per second", fmt("%.0f", r.tokens_per_s));
+  row(out, "model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));
+  row(out, "MFU / HFU", fmt("%.1f%%", 100 * r.mfu) + " / " + fmt("%.1f%%", 100 * r.hfu));
+  row(out, "bubble (measured / formula)",
+      fmt("%.2f%%", 100 * r.bubble_fraction) + " / " +
+          fmt("%.2f%%", 100 * r.analytic_bubble_fraction));
   if (const std::string why = bubble_explanation(r); !why.empty())
-    row("  bubble above formula", why);
+    row(out, "  bubble above formula", why);
   if (const std::string shares = step_shares(r); !shares.empty())
-    row("where the step goes", shares);
+    row(out, "where the step goes", shares);
+}
+
+// Compute by kernel group, exposed communication per dimension and the bytes moved.
+void print_step_comm(std::ostream& out, const StepReport& r) {
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s)
-    row("  compute: " + group, fmt("%.4f s per GPU", seconds));
+    row(out, "  compute: " + group, fmt("%.4f s per GPU", seconds));
   std::string labels, seconds;
   for (const auto& d : workload::kDims) {
     if (d.expert && !r.expert_parallel) continue;
     labels += std::string(labels.empty() ? "" : "/") + std::string(d.label);
     seconds += (seconds.empty() ? "" : " / ") + fmt("%.4f", r.exposed(d.dim));
   }
-  row("exposed comm " + labels, seconds + " s");
-  row("interference (comm beside compute)", fmt("%.4f s", r.interference_s));
+  row(out, "exposed comm " + labels, seconds + " s");
+  row(out, "interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   std::string by_dim;
   for (const auto& d : workload::kDims)
     if (!d.expert || r.expert_parallel)
       by_dim += std::string(by_dim.empty() ? "" : ", ") + std::string(d.key) + " " +
                 fmt("%.3g", r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)] / 1e12);
-  row("comm TB by dimension", by_dim);
-  row("comm TB nvlink / network",
+  row(out, "comm TB by dimension", by_dim);
+  row(out, "comm TB nvlink / network",
       fmt("%.3g", r.comm_bytes_nvlink / 1e12) + " / " + fmt("%.3g", r.comm_bytes_network / 1e12));
+}
+
+// Memory per GPU on the peak stage, offloading when on, and gradient accumulation.
+void print_step_memory(std::ostream& out, const StepReport& r) {
   const MemoryFigures& m = r.memory;
-  row("memory per GPU (peak stage " + std::to_string(m.peak_stage) + ")",
+  row(out, "memory per GPU (peak stage " + std::to_string(m.peak_stage) + ")",
       fmt("%.1f GB", m.peak_gb) + " of " + fmt("%.1f GB", m.capacity_gb) +
           (m.fits ? " (fits)" : " (DOES NOT FIT)"));
-  row("  weights/grads/optimizer", fmt("%.1f", m.weights_gb) + " / " + fmt("%.1f", m.gradients_gb) +
-                                       " / " + fmt("%.1f GB", m.optimizer_gb));
-  row("  activations", fmt("%.1f GB", m.activations_gb) + " (" +
-                           std::to_string(m.in_flight_microbatches) + " microbatches in flight)");
+  row(out, "  weights/grads/optimizer",
+      fmt("%.1f", m.weights_gb) + " / " + fmt("%.1f", m.gradients_gb) + " / " +
+          fmt("%.1f GB", m.optimizer_gb));
+  row(out, "  activations",
+      fmt("%.1f GB", m.activations_gb) + " (" + std::to_string(m.in_flight_microbatches) +
+          " microbatches in flight)");
   if (r.offload.enabled) {
     const OffloadFigures& o = r.offload;
-    row("offload optimizer/params", o.optimizer + " / " + o.parameters);
-    row("  PCIe d2h / CPU Adam / h2d", fmt("%.3f", o.d2h_s) + " / " + fmt("%.3f", o.cpu_adam_s) +
-                                           " / " + fmt("%.3f s per GPU", o.h2d_s));
-    row("  host DRAM / NVMe per GPU",
+    row(out, "offload optimizer/params", o.optimizer + " / " + o.parameters);
+    row(out, "  PCIe d2h / CPU Adam / h2d",
+        fmt("%.3f", o.d2h_s) + " / " + fmt("%.3f", o.cpu_adam_s) + " / " +
+            fmt("%.3f s per GPU", o.h2d_s));
+    row(out, "  host DRAM / NVMe per GPU",
         fmt("%.1f", o.host_dram_gb) + " of " + fmt("%.0f GB", o.host_dram_capacity_gb) + " / " +
             fmt("%.1f", o.host_nvme_gb) + " of " + fmt("%.0f GB", o.host_nvme_capacity_gb) +
             (o.fits_host ? " (fits)" : " (DOES NOT FIT)"));
   }
-  row("grad accumulation",
+  row(out, "grad accumulation",
       std::to_string(r.accumulation_steps) + " microbatches per DP reduction, " +
           fmt("%.1f GB", r.dp_bytes_per_sample / 1e9) + " of DP traffic per sample");
-  print_moe(out, r.moe);
-  print_variability(out, r.variability);
+}
+
+// The whole run's cost, goodput and interruptions.
+void print_step_cost(std::ostream& out, const StepReport& r) {
   const CostFigures& c = r.cost;
-  row("run cost", human(c.train_tokens) + " tokens: " + fmt("%.1f days", c.wall_days) + ", " +
-                      human(c.gpu_hours) + " GPU-hours, $" + human(c.dollars) +
-                      fmt(" at $%.2f/GPU-h", c.price_per_gpu_hour));
-  row("goodput", fmt("%.1f%%", 100 * c.goodput) + fmt(" (MTBF %.2f h; ", c.mtbf_hours) +
-                     fmt("%.2f TB checkpoint written in ", c.checkpoint_tb) +
-                     fmt("%.1f s every ", c.checkpoint_write_s) +
-                     fmt("%.1f min; ", c.checkpoint_interval_s / 60) +
-                     fmt("restart %.0f s)", c.restart_s));
-  row("interruptions", interruptions_text(c) + " (over " + std::to_string(r.gpus) + " GPUs, " +
-                           std::to_string(c.servers) +
-                           (c.servers == 1 ? " server, " : " servers, ") + std::to_string(c.nics) +
-                           " NICs)");
-  row("run cost with failures",
+  row(out, "run cost",
+      human(c.train_tokens) + " tokens: " + fmt("%.1f days", c.wall_days) + ", " +
+          human(c.gpu_hours) + " GPU-hours, $" + human(c.dollars) +
+          fmt(" at $%.2f/GPU-h", c.price_per_gpu_hour));
+  row(out, "goodput",
+      fmt("%.1f%%", 100 * c.goodput) + fmt(" (MTBF %.2f h; ", c.mtbf_hours) +
+          fmt("%.2f TB checkpoint written in ", c.checkpoint_tb) +
+          fmt("%.1f s every ", c.checkpoint_write_s) +
+          fmt("%.1f min; ", c.checkpoint_interval_s / 60) + fmt("restart %.0f s)", c.restart_s));
+  row(out, "interruptions",
+      interruptions_text(c) + " (over " + std::to_string(r.gpus) + " GPUs, " +
+          std::to_string(c.servers) + (c.servers == 1 ? " server, " : " servers, ") +
+          std::to_string(c.nics) + " NICs)");
+  row(out, "run cost with failures",
       c.goodput > 0 ? fmt("%.1f days, $", c.effective_wall_days) + human(c.effective_dollars)
                     : std::string("never finishes: interruptions outpace checkpoints"));
-  row("simulation", std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
-                        fmt("%.0f MB", r.peak_rss_mb));
-  if (!r.extrapolated_from.empty()) {
-    std::string runs;
-    for (std::size_t i = 0; i < r.extrapolated_from.size(); ++i)
-      runs += (i == 0                                ? ""
-               : i + 1 == r.extrapolated_from.size() ? " and "
-                                                     : ", ") +
-              std::to_string(r.extrapolated_from[i]);
-    row("  extrapolated", "to " + std::to_string(r.microbatches) + " microbatches from runs of " +
-                              runs + " (the last two's steady slope)");
-  }
+}
+
+// The simulation's own figures, and the runs an extrapolated step comes from.
+void print_step_simulation(std::ostream& out, const StepReport& r) {
+  row(out, "simulation",
+      std::to_string(r.events) + " events, " + fmt("%.2f s", r.wall_time_s) + ", " +
+          fmt("%.0f MB", r.peak_rss_mb));
+  if (r.extrapolated_from.empty()) return;
+  std::string runs;
+  for (std::size_t i = 0; i < r.extrapolated_from.size(); ++i)
+    runs += (i == 0                                ? ""
+             : i + 1 == r.extrapolated_from.size() ? " and "
+                                                   : ", ") +
+            std::to_string(r.extrapolated_from[i]);
+  row(out, "  extrapolated",
+      "to " + std::to_string(r.microbatches) + " microbatches from runs of " + runs +
+          " (the last two's steady slope)");
+}
+
+}  // namespace
+
+void print_table(std::ostream& out, const StepReport& r) {
+  print_step_headline(out, r);
+  print_step_comm(out, r);
+  print_step_memory(out, r);
+  print_moe(out, r.moe);
+  print_variability(out, r.variability);
+  print_step_cost(out, r);
+  print_step_simulation(out, r);
 }
 
 }  // namespace cs::report

@@ -270,100 +270,134 @@ exec::ExplicitWorkload expand_layout(const run::PreparedStep& step) {
   return w;
 }
 
-void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
-  auto add_int = [](Node& node, const std::string& name, int64_t v) {
-    auto* a = node.add_attr();
-    a->set_name(name);
-    a->set_int64_val(v);
-  };
-  const CollectivesByComm by_comm = collectives_by_comm(w);
-  for (std::size_t r = 0; r < w.program_of_rank.size(); ++r) {
-    const auto& p = w.programs[w.program_of_rank[r]];
-    const std::string path = rank_file(prefix, static_cast<int32_t>(r));
-    std::ofstream out(path, std::ios::binary);
-    if (!out) throw TraceError(path + ": cannot write");
-    google::protobuf::io::OstreamOutputStream zero_copy(&out);
-    google::protobuf::io::CodedOutputStream coded(&zero_copy);
-    auto emit = [&](const google::protobuf::Message& m) {
-      coded.WriteVarint32(static_cast<uint32_t>(m.ByteSizeLong()));
-      m.SerializeWithCachedSizes(&coded);
-    };
-    ChakraProtoMsg::GlobalMetadata meta;
-    meta.set_version("0.0.4");
-    auto* producer = meta.add_attr();
-    producer->set_name("producer");
-    producer->set_string_val("clustersim");
-    emit(meta);
-    std::vector<uint32_t> stream_prev(p.ops.size(), UINT32_MAX);
-    for (const auto& stream : p.streams)
-      for (std::size_t k = 1; k < stream.size(); ++k) stream_prev[stream[k]] = stream[k - 1];
-    for (uint32_t i = 0; i < p.ops.size(); ++i) {
-      const Op& o = p.ops[i];
-      Node node;
-      node.set_id(i);
-      if (o.label < p.labels.size()) node.set_name(p.labels[o.label]);
-      for (uint32_t d = o.deps_begin; d < o.deps_end; ++d) node.add_data_deps(p.deps[d]);
-      if (stream_prev[i] != UINT32_MAX) node.add_ctrl_deps(stream_prev[i]);
-      auto* cpu = node.add_attr();
-      cpu->set_name("is_cpu_op");
-      cpu->set_bool_val(false);
-      switch (o.kind) {
-        case OpKind::kCompute: {
-          node.set_type(ChakraProtoMsg::COMP_NODE);
-          // An explicit program's expert times have one entry: there is no EP coordinate.
-          const Time duration =
-              o.varies < p.rank_times.size() ? p.rank_times[o.varies].front() : o.duration;
-          node.set_duration_micros(static_cast<uint64_t>(std::llround(duration.as_us())));
-          add_int(node, "duration_ps", duration.count_ps());
-          if (o.flops > 0) add_int(node, "num_ops", std::llround(o.flops));
-          if (o.kernel < p.kernels.size())
-            add_int(node, "tensor_size", std::llround(p.kernels[o.kernel].kernel.bytes));
-          break;
-        }
-        case OpKind::kCollective: {
-          static constexpr ChakraProtoMsg::CollectiveCommType kTypes[] = {
-              ChakraProtoMsg::ALL_REDUCE, ChakraProtoMsg::ALL_GATHER,
-              ChakraProtoMsg::REDUCE_SCATTER, ChakraProtoMsg::ALL_TO_ALL,
-              ChakraProtoMsg::BROADCAST};
-          if (o.coll_op == coll::Op::kSendRecv)
-            throw TraceError(path + ": op " + std::to_string(i) + ": send_recv has no Chakra form");
-          node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
-          add_int(node, "comm_type", kTypes[static_cast<int>(o.coll_op)]);
-          auto* pg = node.add_attr();
-          pg->set_name("pg_name");
-          pg->set_string_val(std::to_string(o.comm));
-          if (o.varies >= p.all_to_alls.size()) {
-            add_int(node, "comm_size", static_cast<int64_t>(o.bytes));
-            break;
-          }
-          const auto& members = w.groups[static_cast<std::size_t>(o.comm)];
-          const auto self = static_cast<std::size_t>(
-              std::find(members.begin(), members.end(), static_cast<int32_t>(r)) - members.begin());
-          if (self == members.size())
-            throw TraceError(path + ": op " + std::to_string(i) +
-                             ": this rank is not a member of its all-to-all-v's group");
-          const TransferMatrix matrix = matrix_of(w, by_comm, r, i);
-          // What this rank sends, as other readers take comm_size; ours reads the exact bytes.
-          add_int(node, "comm_size", std::llround(sent_bytes(matrix, self)));
-          add_all_to_all_v_attrs(node, o.bytes, p.all_to_alls[o.varies], matrix, self);
-          break;
-        }
-        case OpKind::kSend:
-        case OpKind::kRecv: {
-          const bool send = o.kind == OpKind::kSend;
-          node.set_type(send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
-          add_int(node, "comm_type", send ? 5 : 6);
-          add_int(node, "comm_size", static_cast<int64_t>(o.bytes));
-          add_int(node, send ? "comm_dst" : "comm_src", o.peer_rank);
-          add_int(node, "comm_tag", o.tag);
-          break;
-        }
-      }
-      emit(node);
-    }
-    coded.Trim();
-    if (coded.HadError()) throw TraceError(path + ": cannot write");
+namespace {
+
+void add_chakra_int(Node& node, const std::string& name, int64_t v) {
+  auto* a = node.add_attr();
+  a->set_name(name);
+  a->set_int64_val(v);
+}
+
+// A compute op: its duration (in microseconds for other readers, in picoseconds for ours), FLOPs
+// and kernel bytes.
+void chakra_compute_attrs(Node& node, const workload::Program& p, const Op& o) {
+  node.set_type(ChakraProtoMsg::COMP_NODE);
+  // An explicit program's expert times have one entry: there is no EP coordinate.
+  const Time duration =
+      o.varies < p.rank_times.size() ? p.rank_times[o.varies].front() : o.duration;
+  node.set_duration_micros(static_cast<uint64_t>(std::llround(duration.as_us())));
+  add_chakra_int(node, "duration_ps", duration.count_ps());
+  if (o.flops > 0) add_chakra_int(node, "num_ops", std::llround(o.flops));
+  if (o.kernel < p.kernels.size())
+    add_chakra_int(node, "tensor_size", std::llround(p.kernels[o.kernel].kernel.bytes));
+}
+
+// Rank `r`'s collective op `i`: its type, communicator and size; an all-to-all-v also gets the
+// transfers its group's matching posts make up.
+void chakra_collective_attrs(Node& node, const exec::ExplicitWorkload& w,
+                             const CollectivesByComm& by_comm, std::size_t r, uint32_t i,
+                             const std::string& path) {
+  static constexpr ChakraProtoMsg::CollectiveCommType kTypes[] = {
+      ChakraProtoMsg::ALL_REDUCE, ChakraProtoMsg::ALL_GATHER, ChakraProtoMsg::REDUCE_SCATTER,
+      ChakraProtoMsg::ALL_TO_ALL, ChakraProtoMsg::BROADCAST};
+  const auto& p = w.programs[w.program_of_rank[r]];
+  const Op& o = p.ops[i];
+  if (o.coll_op == coll::Op::kSendRecv)
+    throw TraceError(path + ": op " + std::to_string(i) + ": send_recv has no Chakra form");
+  node.set_type(ChakraProtoMsg::COMM_COLL_NODE);
+  add_chakra_int(node, "comm_type", kTypes[static_cast<int>(o.coll_op)]);
+  auto* pg = node.add_attr();
+  pg->set_name("pg_name");
+  pg->set_string_val(std::to_string(o.comm));
+  if (o.varies >= p.all_to_alls.size()) {
+    add_chakra_int(node, "comm_size", static_cast<int64_t>(o.bytes));
+    return;
   }
+  const auto& members = w.groups[static_cast<std::size_t>(o.comm)];
+  const auto self = static_cast<std::size_t>(
+      std::find(members.begin(), members.end(), static_cast<int32_t>(r)) - members.begin());
+  if (self == members.size())
+    throw TraceError(path + ": op " + std::to_string(i) +
+                     ": this rank is not a member of its all-to-all-v's group");
+  const TransferMatrix matrix = matrix_of(w, by_comm, r, i);
+  // What this rank sends, as other readers take comm_size; ours reads the exact bytes.
+  add_chakra_int(node, "comm_size", std::llround(sent_bytes(matrix, self)));
+  add_all_to_all_v_attrs(node, o.bytes, p.all_to_alls[o.varies], matrix, self);
+}
+
+void chakra_send_recv_attrs(Node& node, const Op& o) {
+  const bool send = o.kind == OpKind::kSend;
+  node.set_type(send ? ChakraProtoMsg::COMM_SEND_NODE : ChakraProtoMsg::COMM_RECV_NODE);
+  add_chakra_int(node, "comm_type", send ? 5 : 6);
+  add_chakra_int(node, "comm_size", static_cast<int64_t>(o.bytes));
+  add_chakra_int(node, send ? "comm_dst" : "comm_src", o.peer_rank);
+  add_chakra_int(node, "comm_tag", o.tag);
+}
+
+// Rank `r`'s op `i` as a Chakra node: its data deps, a ctrl dep on the op before it on its
+// stream, and its kind's attributes.
+Node chakra_node_of(const exec::ExplicitWorkload& w, const CollectivesByComm& by_comm,
+                    std::size_t r, uint32_t i, const std::vector<uint32_t>& stream_prev,
+                    const std::string& path) {
+  const auto& p = w.programs[w.program_of_rank[r]];
+  const Op& o = p.ops[i];
+  Node node;
+  node.set_id(i);
+  if (o.label < p.labels.size()) node.set_name(p.labels[o.label]);
+  for (uint32_t d = o.deps_begin; d < o.deps_end; ++d) node.add_data_deps(p.deps[d]);
+  if (stream_prev[i] != UINT32_MAX) node.add_ctrl_deps(stream_prev[i]);
+  auto* cpu = node.add_attr();
+  cpu->set_name("is_cpu_op");
+  cpu->set_bool_val(false);
+  switch (o.kind) {
+    case OpKind::kCompute:
+      chakra_compute_attrs(node, p, o);
+      break;
+    case OpKind::kCollective:
+      chakra_collective_attrs(node, w, by_comm, r, i, path);
+      break;
+    case OpKind::kSend:
+    case OpKind::kRecv:
+      chakra_send_recv_attrs(node, o);
+      break;
+  }
+  return node;
+}
+
+// Rank `r`'s .et file: the global metadata, then one length-prefixed node per op.
+void write_chakra_rank(const exec::ExplicitWorkload& w, const CollectivesByComm& by_comm,
+                       std::size_t r, const std::string& prefix) {
+  const auto& p = w.programs[w.program_of_rank[r]];
+  const std::string path = rank_file(prefix, static_cast<int32_t>(r));
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw TraceError(path + ": cannot write");
+  google::protobuf::io::OstreamOutputStream zero_copy(&out);
+  google::protobuf::io::CodedOutputStream coded(&zero_copy);
+  auto emit = [&](const google::protobuf::Message& m) {
+    coded.WriteVarint32(static_cast<uint32_t>(m.ByteSizeLong()));
+    m.SerializeWithCachedSizes(&coded);
+  };
+  ChakraProtoMsg::GlobalMetadata meta;
+  meta.set_version("0.0.4");
+  auto* producer = meta.add_attr();
+  producer->set_name("producer");
+  producer->set_string_val("clustersim");
+  emit(meta);
+  std::vector<uint32_t> stream_prev(p.ops.size(), UINT32_MAX);
+  for (const auto& stream : p.streams)
+    for (std::size_t k = 1; k < stream.size(); ++k) stream_prev[stream[k]] = stream[k - 1];
+  for (uint32_t i = 0; i < p.ops.size(); ++i)
+    emit(chakra_node_of(w, by_comm, r, i, stream_prev, path));
+  coded.Trim();
+  if (coded.HadError()) throw TraceError(path + ": cannot write");
+}
+
+}  // namespace
+
+void write_chakra(const exec::ExplicitWorkload& w, const std::string& prefix) {
+  const CollectivesByComm by_comm = collectives_by_comm(w);
+  for (std::size_t r = 0; r < w.program_of_rank.size(); ++r)
+    write_chakra_rank(w, by_comm, r, prefix);
   const std::string groups_path = prefix + ".comm_groups.json";
   write_comm_groups(w.groups, groups_path);
 }

@@ -436,14 +436,127 @@ struct Context {
   ChakraSummary& summary;
 };
 
-workload::Program convert_rank(const RankInput& in, exec::ExplicitWorkload& w, const Context& c) {
-  ChakraSummary& s = c.summary;
-  const auto n = static_cast<uint32_t>(in.nodes.size());
-  std::unordered_map<uint64_t, uint32_t> position;  // node id -> file position
-  for (uint32_t i = 0; i < n; ++i)
+// Node id -> file position; throws on an id used twice.
+std::unordered_map<uint64_t, uint32_t> chakra_node_positions(const RankInput& in) {
+  std::unordered_map<uint64_t, uint32_t> position;
+  for (uint32_t i = 0; i < in.nodes.size(); ++i)
     if (!position.emplace(in.nodes[i].id(), i).second)
       NodeContext{in.file, in.rank, in.nodes[i]}.fail("node id used twice");
-  const Classified roles = classify(in, position, c.options, s);
+  return position;
+}
+
+// The node's data and ctrl dependencies on this rank's nodes, each once, into `preds`; one on a
+// node the rank lacks is dropped and counted (an error with --strict-deps).
+void collect_node_deps(const RankInput& in, const NodeContext& ctx,
+                       const std::unordered_map<uint64_t, uint32_t>& position, const Context& c,
+                       std::vector<uint32_t>& preds) {
+  ChakraSummary& s = c.summary;
+  const Node& node = ctx.node;
+  for (const bool ctrl : {false, true})
+    for (const uint64_t d : ctrl ? node.ctrl_deps() : node.data_deps()) {
+      const auto it = position.find(d);
+      if (it == position.end()) {
+        const std::string why = "depends on node " + std::to_string(d) + " (" +
+                                (ctrl ? "ctrl" : "data") + "_deps), which this rank does not have";
+        if (c.options.strict_deps) ctx.fail(why + " (--strict-deps)");
+        ++(ctrl ? s.dangling_ctrl_deps : s.dangling_data_deps);
+        s.note(in.file + ": rank " + std::to_string(in.rank) + ": node " +
+               std::to_string(node.id()) + ": " + why + ", dropped");
+        continue;
+      }
+      if (std::find(preds.begin(), preds.end(), it->second) == preds.end())
+        preds.push_back(it->second);
+    }
+}
+
+// A pipeline send or receive: its size, peer rank and tag.
+void chakra_send_recv(const NodeContext& ctx, bool send, const Context& c, Op& o) {
+  ++(send ? c.summary.sends : c.summary.recvs);
+  o.kind = send ? OpKind::kSend : OpKind::kRecv;
+  o.stream = send ? Stream::kSendNext : Stream::kRecvPrev;
+  o.dim = workload::Dim::kPp;
+  o.bytes = size_attr(ctx, "comm_size");
+  o.peer_rank = peer_attr(ctx, send ? "comm_dst" : "comm_src", c.world);
+  const int64_t tag = int_attr(ctx, "comm_tag").value_or(0);
+  if (tag < 0 || tag > UINT32_MAX) ctx.fail("comm_tag is outside 0..2^32-1");
+  o.tag = static_cast<uint32_t>(tag);
+}
+
+// Fills `o` for a node of `role`.
+void convert_node(const NodeContext& ctx, Role role, exec::ExplicitWorkload& w, const Context& c,
+                  workload::Program& program, Op& o) {
+  switch (role) {
+    case Role::kGpuCompute:
+    case Role::kMemory:
+    case Role::kHost:
+      compute(ctx, role, c.cost, program, o, c.summary);
+      break;
+    case Role::kCollective:
+      if (!collective(ctx, w, c.groups, c.have_groups, program, o, c.summary)) no_op(o);
+      break;
+    case Role::kSend:
+    case Role::kRecv:
+      chakra_send_recv(ctx, role == Role::kSend, c, o);
+      break;
+    case Role::kNoOp:
+      no_op(o);
+      break;
+  }
+}
+
+// A topological order of the ops. chakra's trace linker turns HTA's synchronization edges into
+// sync_dep on CPU operators and lands some on the operator that launched the kernel, or on one
+// before it (issue 134): the operator's traced duration already holds its wait, and a node graph
+// cannot say "finishes after its own kernel", so those edges are cut from `preds`; any other
+// cycle stays an error.
+std::vector<uint32_t> order_cutting_launch_edges(
+    const RankInput& in, const Classified& roles,
+    const std::unordered_map<uint64_t, uint32_t>& position, const Context& c,
+    const workload::Program& program, const std::vector<Op>& ops,
+    std::vector<std::vector<uint32_t>>& preds, const std::string& where) {
+  ChakraSummary& s = c.summary;
+  std::vector<uint32_t> order = topological_order(preds);
+  if (order.size() == in.nodes.size()) return order;
+  const auto launcher = launchers(in, roles, position);
+  const std::vector<BackEdge> back = launch_order_back_edges({preds, roles.cpu, launcher});
+  if (!back.empty() && c.options.strict_deps)
+    report_cycle(program, ops, preds, where,
+                 " (" + std::to_string(back.size()) +
+                     " edge(s) run from a GPU kernel back against launch order, the first " +
+                     describe(back.front(), in.nodes) + "; without --strict-deps they are cut)");
+  for (const BackEdge& e : back) {
+    auto& p = preds[e.op];
+    p.erase(std::find(p.begin(), p.end(), e.kernel));
+    ++s.launch_edges_cut;
+    s.note_cut(where + ": " + describe(e, in.nodes));
+  }
+  if (!back.empty()) order = topological_order(preds);
+  if (order.size() != in.nodes.size())
+    report_cycle(program, ops, preds, where,
+                 std::string(back.empty() ? " (" : " (after cutting the edges above, ") +
+                     "no edge of it runs from a GPU kernel back to the CPU operator that "
+                     "launched it or ran before it, so none is cut)");
+  return order;
+}
+
+// One host thread: each CPU op waits for the one before it in `order` (which stays a
+// topological order, as every added edge points forward in it).
+void chain_host_ops(const std::vector<uint32_t>& order, const Classified& roles,
+                    std::vector<std::vector<uint32_t>>& preds) {
+  uint32_t previous_host = UINT32_MAX;
+  for (const uint32_t i : order) {
+    if (roles.role[i] != Role::kHost) continue;
+    if (previous_host != UINT32_MAX &&
+        std::find(preds[i].begin(), preds[i].end(), previous_host) == preds[i].end())
+      preds[i].push_back(previous_host);
+    previous_host = i;
+  }
+}
+
+workload::Program convert_rank(const RankInput& in, exec::ExplicitWorkload& w, const Context& c) {
+  const auto n = static_cast<uint32_t>(in.nodes.size());
+  const std::unordered_map<uint64_t, uint32_t> position = chakra_node_positions(in);
+  const Classified roles = classify(in, position, c.options, c.summary);
   std::vector<Op> ops(n);
   std::vector<std::vector<uint32_t>> preds(n);
   workload::Program program;
@@ -455,87 +568,13 @@ workload::Program convert_rank(const RankInput& in, exec::ExplicitWorkload& w, c
     o.label = program.label("node " + std::to_string(node.id()) +
                             (node.name().empty() ? "" : " " + node.name()));
     o.op_class = workload::OpClass::kComm;
-    for (const bool ctrl : {false, true})
-      for (const uint64_t d : ctrl ? node.ctrl_deps() : node.data_deps()) {
-        const auto it = position.find(d);
-        if (it == position.end()) {
-          const std::string why = "depends on node " + std::to_string(d) + " (" +
-                                  (ctrl ? "ctrl" : "data") +
-                                  "_deps), which this rank does not have";
-          if (c.options.strict_deps) ctx.fail(why + " (--strict-deps)");
-          ++(ctrl ? s.dangling_ctrl_deps : s.dangling_data_deps);
-          s.note(in.file + ": rank " + std::to_string(in.rank) + ": node " +
-                 std::to_string(node.id()) + ": " + why + ", dropped");
-          continue;
-        }
-        if (std::find(preds[i].begin(), preds[i].end(), it->second) == preds[i].end())
-          preds[i].push_back(it->second);
-      }
-    switch (roles.role[i]) {
-      case Role::kGpuCompute:
-      case Role::kMemory:
-      case Role::kHost:
-        compute(ctx, roles.role[i], c.cost, program, o, s);
-        break;
-      case Role::kCollective:
-        if (!collective(ctx, w, c.groups, c.have_groups, program, o, s)) no_op(o);
-        break;
-      case Role::kSend:
-      case Role::kRecv: {
-        const bool send = roles.role[i] == Role::kSend;
-        ++(send ? s.sends : s.recvs);
-        o.kind = send ? OpKind::kSend : OpKind::kRecv;
-        o.stream = send ? Stream::kSendNext : Stream::kRecvPrev;
-        o.dim = workload::Dim::kPp;
-        o.bytes = size_attr(ctx, "comm_size");
-        o.peer_rank = peer_attr(ctx, send ? "comm_dst" : "comm_src", c.world);
-        const int64_t tag = int_attr(ctx, "comm_tag").value_or(0);
-        if (tag < 0 || tag > UINT32_MAX) ctx.fail("comm_tag is outside 0..2^32-1");
-        o.tag = static_cast<uint32_t>(tag);
-        break;
-      }
-      case Role::kNoOp:
-        no_op(o);
-        break;
-    }
+    collect_node_deps(in, ctx, position, c, preds[i]);
+    convert_node(ctx, roles.role[i], w, c, program, o);
   }
   const std::string where = in.file + ": rank " + std::to_string(in.rank);
-  std::vector<uint32_t> order = topological_order(preds);
-  if (order.size() != n) {
-    // chakra's trace linker turns HTA's synchronization edges into sync_dep on CPU operators and
-    // lands some on the operator that launched the kernel, or on one before it (issue 134): the
-    // operator's traced duration already holds its wait, and a node graph cannot say "finishes
-    // after its own kernel", so those edges are cut; any other cycle stays an error.
-    const auto launcher = launchers(in, roles, position);
-    const std::vector<BackEdge> back = launch_order_back_edges({preds, roles.cpu, launcher});
-    if (!back.empty() && c.options.strict_deps)
-      report_cycle(program, ops, preds, where,
-                   " (" + std::to_string(back.size()) +
-                       " edge(s) run from a GPU kernel back against launch order, the first " +
-                       describe(back.front(), in.nodes) + "; without --strict-deps they are cut)");
-    for (const BackEdge& e : back) {
-      auto& p = preds[e.op];
-      p.erase(std::find(p.begin(), p.end(), e.kernel));
-      ++s.launch_edges_cut;
-      s.note_cut(where + ": " + describe(e, in.nodes));
-    }
-    if (!back.empty()) order = topological_order(preds);
-    if (order.size() != n)
-      report_cycle(program, ops, preds, where,
-                   std::string(back.empty() ? " (" : " (after cutting the edges above, ") +
-                       "no edge of it runs from a GPU kernel back to the CPU operator that "
-                       "launched it or ran before it, so none is cut)");
-  }
-  // One host thread: each CPU op waits for the one before it in that order (which stays a
-  // topological order, as every added edge points forward in it).
-  uint32_t previous_host = UINT32_MAX;
-  for (const uint32_t i : order) {
-    if (roles.role[i] != Role::kHost) continue;
-    if (previous_host != UINT32_MAX &&
-        std::find(preds[i].begin(), preds[i].end(), previous_host) == preds[i].end())
-      preds[i].push_back(previous_host);
-    previous_host = i;
-  }
+  const std::vector<uint32_t> order =
+      order_cutting_launch_edges(in, roles, position, c, program, ops, preds, where);
+  chain_host_ops(order, roles, preds);
   emit(program, ops, preds, order);
   check_program(program, where);
   return program;

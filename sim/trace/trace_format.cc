@@ -110,18 +110,20 @@ pb::Program program_to_proto(const workload::Program& p) {
   return out;
 }
 
-workload::Program program_from_proto(const pb::Program& in, const std::string& where) {
-  auto fail = [&](const std::string& why) { throw TraceError(where + ": " + why); };
-  workload::Program p;
-  p.labels.assign(in.labels().begin(), in.labels().end());
-  for (uint32_t i = 0; i < p.labels.size(); ++i) p.label_index.emplace(p.labels[i], i);
+// Throws TraceError for `why`, naming `where` (a file, or a program in one).
+[[noreturn]] void fail_trace_at(const std::string& where, const std::string& why) {
+  throw TraceError(where + ": " + why);
+}
+
+// The program's kernel table (names shared by every copy of the program), checked.
+void kernels_from_proto(const pb::Program& in, workload::Program& p, const std::string& where) {
   auto names = std::make_shared<std::vector<std::string>>();
   names->reserve(static_cast<std::size_t>(in.kernels_size()));
   for (const auto& pk : in.kernels()) names->push_back(pk.name());
   for (int i = 0; i < in.kernels_size(); ++i) {
     const auto& pk = in.kernels(i);
     if (!in_range(pk.kind(), 3) || !in_range(pk.precision(), 3))
-      fail("kernel " + std::to_string(i) + ": unknown kind or precision");
+      fail_trace_at(where, "kernel " + std::to_string(i) + ": unknown kind or precision");
     workload::KernelCall call;
     auto& k = call.kernel;
     k.kind = static_cast<compute::KernelKind>(pk.kind());
@@ -131,59 +133,79 @@ workload::Program program_from_proto(const pb::Program& in, const std::string& w
     k.causal = pk.causal(), k.backward = pk.backward();
     k.flops = pk.flops(), k.bytes = pk.bytes();
     if (pk.has_group() && pk.group() >= static_cast<uint32_t>(compute::KernelGroup::kNumGroups))
-      fail("kernel " + std::to_string(i) + ": unknown group " + std::to_string(pk.group()));
+      fail_trace_at(
+          where, "kernel " + std::to_string(i) + ": unknown group " + std::to_string(pk.group()));
     k.group =
         pk.has_group() ? static_cast<compute::KernelGroup>(pk.group()) : default_group(k.kind);
     call.precision = static_cast<compute::Precision>(pk.precision());
     p.kernels.push_back(call);
   }
   p.kernel_names = std::move(names);
-  p.ops.reserve(static_cast<std::size_t>(in.ops_size()));
-  // Simulated time is a signed 64-bit count of picoseconds (106 days): a program whose durations
-  // add up to more would wrap the clock, and the simulator would then see events in its past.
-  // Ten days is far beyond any step and leaves room for the waits between ops.
+}
+
+// Throws TraceError unless op `i`'s enums are known and its duration and size are sane; adds its
+// duration to `total_ps`. Simulated time is a signed 64-bit count of picoseconds (106 days): a
+// program whose durations add up to more would wrap the clock, and the simulator would then see
+// events in its past. Ten days is far beyond any step and leaves room for the waits between ops.
+void check_proto_op(const pb::Op& po, int i, int64_t& total_ps, const std::string& where) {
   constexpr int64_t kMaxProgramPs = 10LL * 86400 * 1'000'000'000'000;
+  if (!in_range(po.kind(), 4) || !in_range(po.stream(), workload::kNumStreams) ||
+      !in_range(po.op_class(), 6) || !in_range(po.dim(), workload::kNumDims) ||
+      !in_range(po.collective(), coll::kNumOps))
+    fail_trace_at(where, "op " + std::to_string(i) +
+                             ": unknown kind, stream, class, dimension or collective");
+  if (po.duration_ps() < 0 || po.bytes() < 0)
+    fail_trace_at(where, "op " + std::to_string(i) + ": negative duration or size");
+  if (po.duration_ps() > kMaxProgramPs - total_ps)
+    fail_trace_at(where, "op " + std::to_string(i) +
+                             ": duration_ps = " + std::to_string(po.duration_ps()) +
+                             " takes the program's ops past 10 days (" +
+                             std::to_string(kMaxProgramPs) + " ps), beyond any step");
+  total_ps += po.duration_ps();
+}
+
+// One op as the simulator holds it, its dependencies appended to p.deps.
+workload::Op op_from_proto(const pb::Op& po, workload::Program& p) {
+  workload::Op o;
+  o.kind = static_cast<workload::OpKind>(po.kind());
+  o.stream = static_cast<workload::Stream>(po.stream());
+  o.op_class = static_cast<workload::OpClass>(po.op_class());
+  o.dim = static_cast<workload::Dim>(po.dim());
+  o.coll_op = static_cast<coll::Op>(po.collective());
+  o.duration = Time::ps(po.duration_ps());
+  o.bytes = static_cast<Bytes>(po.bytes());
+  o.flops = po.flops();
+  o.peer_stage = po.peer_stage();
+  o.tag = po.tag();
+  o.microbatch = po.microbatch();
+  o.layer = po.layer();
+  o.label = po.label();
+  o.kernel = po.kernel();
+  o.peer_rank = po.peer_rank();
+  o.comm = po.comm();
+  o.varies = po.varies();
+  o.deps_begin = static_cast<uint32_t>(p.deps.size());
+  p.deps.insert(p.deps.end(), po.deps().begin(), po.deps().end());
+  o.deps_end = static_cast<uint32_t>(p.deps.size());
+  return o;
+}
+
+workload::Program program_from_proto(const pb::Program& in, const std::string& where) {
+  workload::Program p;
+  p.labels.assign(in.labels().begin(), in.labels().end());
+  for (uint32_t i = 0; i < p.labels.size(); ++i) p.label_index.emplace(p.labels[i], i);
+  kernels_from_proto(in, p, where);
+  p.ops.reserve(static_cast<std::size_t>(in.ops_size()));
   int64_t total_ps = 0;
   for (int i = 0; i < in.ops_size(); ++i) {
-    const auto& po = in.ops(i);
-    if (!in_range(po.kind(), 4) || !in_range(po.stream(), workload::kNumStreams) ||
-        !in_range(po.op_class(), 6) || !in_range(po.dim(), workload::kNumDims) ||
-        !in_range(po.collective(), coll::kNumOps))
-      fail("op " + std::to_string(i) + ": unknown kind, stream, class, dimension or collective");
-    if (po.duration_ps() < 0 || po.bytes() < 0)
-      fail("op " + std::to_string(i) + ": negative duration or size");
-    if (po.duration_ps() > kMaxProgramPs - total_ps)
-      fail("op " + std::to_string(i) + ": duration_ps = " + std::to_string(po.duration_ps()) +
-           " takes the program's ops past 10 days (" + std::to_string(kMaxProgramPs) +
-           " ps), beyond any step");
-    total_ps += po.duration_ps();
-    workload::Op o;
-    o.kind = static_cast<workload::OpKind>(po.kind());
-    o.stream = static_cast<workload::Stream>(po.stream());
-    o.op_class = static_cast<workload::OpClass>(po.op_class());
-    o.dim = static_cast<workload::Dim>(po.dim());
-    o.coll_op = static_cast<coll::Op>(po.collective());
-    o.duration = Time::ps(po.duration_ps());
-    o.bytes = static_cast<Bytes>(po.bytes());
-    o.flops = po.flops();
-    o.peer_stage = po.peer_stage();
-    o.tag = po.tag();
-    o.microbatch = po.microbatch();
-    o.layer = po.layer();
-    o.label = po.label();
-    o.kernel = po.kernel();
-    o.peer_rank = po.peer_rank();
-    o.comm = po.comm();
-    o.varies = po.varies();
-    o.deps_begin = static_cast<uint32_t>(p.deps.size());
-    p.deps.insert(p.deps.end(), po.deps().begin(), po.deps().end());
-    o.deps_end = static_cast<uint32_t>(p.deps.size());
-    p.ops.push_back(o);
+    check_proto_op(in.ops(i), i, total_ps, where);
+    p.ops.push_back(op_from_proto(in.ops(i), p));
   }
   for (const auto& ps : in.streams()) {
-    if (!in_range(ps.stream(), workload::kNumStreams)) fail("unknown stream");
+    if (!in_range(ps.stream(), workload::kNumStreams)) fail_trace_at(where, "unknown stream");
     auto& stream = p.streams[static_cast<std::size_t>(ps.stream())];
-    if (!stream.empty()) fail("stream " + std::to_string(ps.stream()) + " is listed twice");
+    if (!stream.empty())
+      fail_trace_at(where, "stream " + std::to_string(ps.stream()) + " is listed twice");
     stream.assign(ps.ops().begin(), ps.ops().end());
   }
   p.dataflow = in.dataflow();
@@ -258,21 +280,32 @@ pb::Trace to_trace(const exec::ExplicitWorkload& workload, const std::string& so
   return out;
 }
 
-LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
-  auto fail = [&](const std::string& why) { throw TraceError(file + ": " + why); };
-  if (!trace.has_metadata()) fail("no metadata: not a clustersim trace");
+namespace {
+
+// Checks the metadata every trace needs (version, units, the rank count) and returns the ranks.
+int64_t checked_trace_world(const pb::Trace& trace, const std::string& file) {
+  if (!trace.has_metadata()) fail_trace_at(file, "no metadata: not a clustersim trace");
   const auto& meta = trace.metadata();
   if (meta.format_version() < kPlainFormatVersion || meta.format_version() > kFormatVersion)
-    fail("trace format version " + std::to_string(meta.format_version()) + ", this build reads " +
-         std::to_string(kPlainFormatVersion) + " to " + std::to_string(kFormatVersion));
+    fail_trace_at(file, "trace format version " + std::to_string(meta.format_version()) +
+                            ", this build reads " + std::to_string(kPlainFormatVersion) + " to " +
+                            std::to_string(kFormatVersion));
   if (meta.time_unit() != "ps" || meta.size_unit() != "bytes")
-    fail("units must be ps and bytes, not " + meta.time_unit() + " and " + meta.size_unit());
+    fail_trace_at(
+        file, "units must be ps and bytes, not " + meta.time_unit() + " and " + meta.size_unit());
   const int64_t world = trace.rank_program_size();
-  if (world == 0) fail("no ranks");
+  if (world == 0) fail_trace_at(file, "no ranks");
   if (meta.world_size() != world)
-    fail("metadata.world_size = " + std::to_string(meta.world_size()) + " but the trace maps " +
-         std::to_string(world) + " ranks to programs");
-  if (world > net::kMaxBuildGpus) fail("more ranks than any cluster this simulator builds");
+    fail_trace_at(file, "metadata.world_size = " + std::to_string(meta.world_size()) +
+                            " but the trace maps " + std::to_string(world) + " ranks to programs");
+  if (world > net::kMaxBuildGpus)
+    fail_trace_at(file, "more ranks than any cluster this simulator builds");
+  return world;
+}
+
+// Every program, checked, and every rank's program present.
+std::vector<workload::Program> programs_from_trace(const pb::Trace& trace, const std::string& file,
+                                                   int64_t world) {
   std::vector<workload::Program> programs;
   programs.reserve(static_cast<std::size_t>(trace.programs_size()));
   for (int i = 0; i < trace.programs_size(); ++i)
@@ -280,82 +313,116 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
         program_from_proto(trace.programs(i), file + ": program " + std::to_string(i)));
   for (int64_t r = 0; r < world; ++r)
     if (trace.rank_program(static_cast<int>(r)) >= programs.size())
-      fail("rank " + std::to_string(r) + " runs program " +
-           std::to_string(trace.rank_program(static_cast<int>(r))) + ", which is absent");
-  LoadedTrace loaded;
-  loaded.source = meta.source();
-  if (meta.has_config()) {
-    // A layout trace: programs are per pipeline stage and ranks follow the layout.
-    run::PreparedStep step;
-    step.config = meta.config();
-    const auto& par = step.config.parallel();
-    if (workload::world_of(workload::dim_sizes(par)) != world)
-      fail("the layout in the config does not match the " + std::to_string(world) + " ranks");
-    const workload::Layout layout = workload::layout_of(par);
-    if (static_cast<int32_t>(programs.size()) != par.pp())
-      fail("a layout trace needs one program per pipeline stage");
-    for (int32_t r = 0; r < layout.world(); ++r)
-      if (trace.rank_program(r) != static_cast<uint32_t>(layout.coord(r, workload::Dim::kPp)))
-        fail("rank " + std::to_string(r) + " does not run its pipeline stage's program");
-    for (std::size_t s = 0; s < programs.size(); ++s)
-      for (const auto& o : programs[s].ops) {
-        const bool p2p = o.kind == workload::OpKind::kSend || o.kind == workload::OpKind::kRecv;
-        if (p2p && (o.peer_stage < 0 || o.peer_stage >= par.pp()))
-          fail("program " + std::to_string(s) + ": a send or receive names an absent stage");
-        if (programs[s].dataflow || o.peer_rank >= 0 || o.comm >= 0)
-          fail("program " + std::to_string(s) + ": explicit peers in a layout trace");
-      }
-    for (std::size_t s = 0; s < programs.size(); ++s)
-      check_varying_sizes(
-          programs[s], file + ": program " + std::to_string(s),
-          static_cast<std::size_t>(layout.size(workload::Dim::kEp)), "one per EP rank",
-          [&](const workload::Op& o) { return static_cast<std::size_t>(layout.size(o.dim)); });
-    if (meta.peak_held_size() != par.pp()) fail("peak_held needs one entry per stage");
-    // Microbatches whose activations a stage holds at its peak: at least 0, at most the step's.
-    const int32_t microbatches = workload::num_microbatches(par);
-    for (int s = 0; s < meta.peak_held_size(); ++s)
-      if (meta.peak_held(s) < 0 || meta.peak_held(s) > microbatches * par.virtual_stages())
-        fail("metadata.peak_held[" + std::to_string(s) +
-             "] = " + std::to_string(meta.peak_held(s)) + " is not in [0, " +
-             std::to_string(microbatches * par.virtual_stages()) +
-             "] (microbatches x virtual stages)");
-    for (const auto& [v, field] : {std::pair{meta.costs().t_f(), "t_f"},
-                                   {meta.costs().t_b(), "t_b"},
-                                   {meta.costs().t_w(), "t_w"}})
-      if (!(v >= 0) || !std::isfinite(v))
-        fail("metadata.costs." + std::string(field) + " must be a finite time >= 0");
-    step.programs = std::move(programs);
-    step.peak_held.assign(meta.peak_held().begin(), meta.peak_held().end());
-    step.costs.t_f = meta.costs().t_f();
-    step.costs.t_b = meta.costs().t_b();
-    step.costs.t_w = meta.costs().t_w();
-    step.timed_for_gpu = meta.timed_for_gpu();
-    loaded.step = std::move(step);
-    return loaded;
-  }
-  exec::ExplicitWorkload w;
-  w.program_of_rank.assign(trace.rank_program().begin(), trace.rank_program().end());
+      fail_trace_at(file, "rank " + std::to_string(r) + " runs program " +
+                              std::to_string(trace.rank_program(static_cast<int>(r))) +
+                              ", which is absent");
+  return programs;
+}
+
+// A layout trace's programs: one per pipeline stage, run by that stage's ranks, with peers named
+// by stage only and per-rank rows sized to their dimension.
+void check_layout_programs(const pb::Trace& trace, const std::string& file,
+                           const clustersim::ParallelConfig& par,
+                           const std::vector<workload::Program>& programs) {
+  const workload::Layout layout = workload::layout_of(par);
+  if (static_cast<int32_t>(programs.size()) != par.pp())
+    fail_trace_at(file, "a layout trace needs one program per pipeline stage");
+  for (int32_t r = 0; r < layout.world(); ++r)
+    if (trace.rank_program(r) != static_cast<uint32_t>(layout.coord(r, workload::Dim::kPp)))
+      fail_trace_at(file,
+                    "rank " + std::to_string(r) + " does not run its pipeline stage's program");
+  for (std::size_t s = 0; s < programs.size(); ++s)
+    for (const auto& o : programs[s].ops) {
+      const bool p2p = o.kind == workload::OpKind::kSend || o.kind == workload::OpKind::kRecv;
+      if (p2p && (o.peer_stage < 0 || o.peer_stage >= par.pp()))
+        fail_trace_at(file,
+                      "program " + std::to_string(s) + ": a send or receive names an absent stage");
+      if (programs[s].dataflow || o.peer_rank >= 0 || o.comm >= 0)
+        fail_trace_at(file, "program " + std::to_string(s) + ": explicit peers in a layout trace");
+    }
+  for (std::size_t s = 0; s < programs.size(); ++s)
+    check_varying_sizes(
+        programs[s], file + ": program " + std::to_string(s),
+        static_cast<std::size_t>(layout.size(workload::Dim::kEp)), "one per EP rank",
+        [&](const workload::Op& o) { return static_cast<std::size_t>(layout.size(o.dim)); });
+}
+
+// A layout trace's metadata: one peak_held entry per stage, in range, and finite pass costs.
+void check_layout_metadata(const pb::Metadata& meta, const std::string& file,
+                           const clustersim::ParallelConfig& par) {
+  if (meta.peak_held_size() != par.pp()) fail_trace_at(file, "peak_held needs one entry per stage");
+  // Microbatches whose activations a stage holds at its peak: at least 0, at most the step's.
+  const int32_t microbatches = workload::num_microbatches(par);
+  for (int s = 0; s < meta.peak_held_size(); ++s)
+    if (meta.peak_held(s) < 0 || meta.peak_held(s) > microbatches * par.virtual_stages())
+      fail_trace_at(file, "metadata.peak_held[" + std::to_string(s) +
+                              "] = " + std::to_string(meta.peak_held(s)) + " is not in [0, " +
+                              std::to_string(microbatches * par.virtual_stages()) +
+                              "] (microbatches x virtual stages)");
+  for (const auto& [v, field] : {std::pair{meta.costs().t_f(), "t_f"},
+                                 {meta.costs().t_b(), "t_b"},
+                                 {meta.costs().t_w(), "t_w"}})
+    if (!(v >= 0) || !std::isfinite(v))
+      fail_trace_at(file, "metadata.costs." + std::string(field) + " must be a finite time >= 0");
+}
+
+// A layout trace (its metadata holds a config): programs are per pipeline stage and ranks
+// follow the layout.
+run::PreparedStep layout_step_from_trace(const pb::Trace& trace, const std::string& file,
+                                         int64_t world, std::vector<workload::Program> programs) {
+  const auto& meta = trace.metadata();
+  run::PreparedStep step;
+  step.config = meta.config();
+  const auto& par = step.config.parallel();
+  if (workload::world_of(workload::dim_sizes(par)) != world)
+    fail_trace_at(
+        file, "the layout in the config does not match the " + std::to_string(world) + " ranks");
+  check_layout_programs(trace, file, par, programs);
+  check_layout_metadata(meta, file, par);
+  step.programs = std::move(programs);
+  step.peak_held.assign(meta.peak_held().begin(), meta.peak_held().end());
+  step.costs.t_f = meta.costs().t_f();
+  step.costs.t_b = meta.costs().t_b();
+  step.costs.t_w = meta.costs().t_w();
+  step.timed_for_gpu = meta.timed_for_gpu();
+  return step;
+}
+
+// The trace's communicators, each non-empty, of present ranks, with no rank twice.
+std::vector<std::vector<int32_t>> communicators_from_trace(const pb::Trace& trace,
+                                                           const std::string& file, int64_t world) {
+  std::vector<std::vector<int32_t>> groups;
   for (const auto& c : trace.communicators()) {
     std::vector<int32_t> members(c.ranks().begin(), c.ranks().end());
     std::vector<int32_t> sorted = members;
     std::sort(sorted.begin(), sorted.end());
-    if (members.empty()) fail("communicator " + c.name() + " has no members");
+    if (members.empty()) fail_trace_at(file, "communicator " + c.name() + " has no members");
     if (sorted.front() < 0 || sorted.back() >= world)
-      fail("communicator " + c.name() + " names an absent rank");
+      fail_trace_at(file, "communicator " + c.name() + " names an absent rank");
     if (std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end())
-      fail("communicator " + c.name() + " lists a rank twice");
-    w.groups.push_back(std::move(members));
+      fail_trace_at(file, "communicator " + c.name() + " lists a rank twice");
+    groups.push_back(std::move(members));
   }
+  return groups;
+}
+
+// An explicit trace: every rank names its program, and ops name peer ranks and communicators.
+exec::ExplicitWorkload explicit_workload_from_trace(const pb::Trace& trace, const std::string& file,
+                                                    int64_t world,
+                                                    std::vector<workload::Program> programs) {
+  exec::ExplicitWorkload w;
+  w.program_of_rank.assign(trace.rank_program().begin(), trace.rank_program().end());
+  w.groups = communicators_from_trace(trace, file, world);
   for (std::size_t p = 0; p < programs.size(); ++p)
     for (uint32_t i = 0; i < programs[p].ops.size(); ++i) {
       const auto& o = programs[p].ops[i];
       const std::string where = "program " + std::to_string(p) + " op " + std::to_string(i);
       if ((o.kind == workload::OpKind::kSend || o.kind == workload::OpKind::kRecv) &&
           (o.peer_rank < 0 || o.peer_rank >= world))
-        fail(where + ": peer rank " + std::to_string(o.peer_rank) + " is absent");
+        fail_trace_at(file, where + ": peer rank " + std::to_string(o.peer_rank) + " is absent");
       if (o.kind == workload::OpKind::kCollective &&
           (o.comm < 0 || static_cast<std::size_t>(o.comm) >= w.groups.size()))
-        fail(where + ": communicator " + std::to_string(o.comm) + " is absent");
+        fail_trace_at(file, where + ": communicator " + std::to_string(o.comm) + " is absent");
     }
   for (std::size_t p = 0; p < programs.size(); ++p)
     check_varying_sizes(programs[p], file + ": program " + std::to_string(p), 1,
@@ -363,7 +430,20 @@ LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
                           return w.groups[static_cast<std::size_t>(o.comm)].size();
                         });
   w.programs = std::move(programs);
-  loaded.workload = std::move(w);
+  return w;
+}
+
+}  // namespace
+
+LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
+  const int64_t world = checked_trace_world(trace, file);
+  std::vector<workload::Program> programs = programs_from_trace(trace, file, world);
+  LoadedTrace loaded;
+  loaded.source = trace.metadata().source();
+  if (trace.metadata().has_config())
+    loaded.step = layout_step_from_trace(trace, file, world, std::move(programs));
+  else
+    loaded.workload = explicit_workload_from_trace(trace, file, world, std::move(programs));
   return loaded;
 }
 
