@@ -5,7 +5,7 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
-#include "sim/run/stage_work.h"
+#include "sim/lower/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "tests/support/run_fixtures.h"
 
@@ -151,7 +151,7 @@ TEST(Overlap, TpRingExchangeHasTpMinusOneHopsAndTpGemmPiecesOfTheWholeGemm) {
         small_llama({"model.num_layers=1", "parallel.tp=8", "parallel.dp=1",
                      "parallel.global_batch_size=1", "parallel.sequence_parallel=true",
                      std::string("parallel.tp_comm_overlap=") + (overlap ? "true" : "false")});
-    return build_stage_work(config, 0, cost, false);
+    return lower::build_stage_work(config, 0, cost, false);
   };
   const auto plain = forward(false), piped = forward(true);
   auto ops_named = [](const workload::StageWork& w, const std::string& name) {

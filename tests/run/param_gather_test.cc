@@ -8,7 +8,7 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
-#include "sim/run/stage_work.h"
+#include "sim/lower/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/model_math.h"
 #include "tests/support/run_fixtures.h"
@@ -41,8 +41,8 @@ TEST(ParamGather, UnderAPipelineOnlyTheFirstStagesFirstChunkIsBucketed) {
   const auto config =
       pipelined(true, {"parallel.schedule=INTERLEAVED", "parallel.virtual_stages=2"});
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
-  const auto first = build_stage_work(config, 0, cost, false);
-  const auto second = build_stage_work(config, 1, cost, false);
+  const auto first = lower::build_stage_work(config, 0, cost, false);
+  const auto second = lower::build_stage_work(config, 1, cost, false);
   ASSERT_EQ(first.chunks.size(), 2u);
   ASSERT_EQ(second.chunks.size(), 2u);
   EXPECT_EQ(first.chunks[0].param_gather.size(), 3u);  // the embedding, then 2 layers

@@ -10,7 +10,7 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
-#include "sim/run/stage_work.h"
+#include "sim/lower/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/stack.h"
@@ -60,7 +60,7 @@ RunConfig full_size(const std::string& preset, const std::string& stack,
 
 workload::StageWork work_of(const RunConfig& c) {
   const compute::KernelCostModel cost(compute::load_gpu_profile("h100"), compute::cost_options(c));
-  return build_stage_work(c, 0, cost, false);
+  return lower::build_stage_work(c, 0, cost, false);
 }
 
 int gathers(const PhaseOps& phase) {

@@ -1,4 +1,4 @@
-#include "sim/run/stage_work.h"
+#include "sim/lower/stage_work.h"
 
 #include <algorithm>
 #include <limits>
@@ -6,8 +6,8 @@
 #include <unordered_map>
 
 #include "sim/cost/host.h"
-#include "sim/run/op_maker.h"
-#include "sim/run/sharded_pass.h"
+#include "sim/lower/op_maker.h"
+#include "sim/lower/sharded_pass.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
@@ -15,7 +15,7 @@
 #include "sim/workload/pipeline_schedule.h"
 #include "sim/workload/stack.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 namespace {
 
@@ -474,4 +474,4 @@ StageCosts phase_costs(const workload::StageWork& work) {
   return c;
 }
 
-}  // namespace cs::run
+}  // namespace cs::lower

@@ -14,7 +14,7 @@
 #include "sim/workload/layout_config.h"
 #include "sim/workload/program_builder.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 // Turns layer ops into program ops: kernels get their time from the cost model, collectives
 // their group and stream; collectives over a group of one GPU vanish.
@@ -268,4 +268,4 @@ class OpMaker {
   std::unordered_map<std::string, uint32_t> labels_;
 };
 
-}  // namespace cs::run
+}  // namespace cs::lower

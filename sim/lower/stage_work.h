@@ -8,7 +8,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/workload/program_builder.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 struct StageCosts {
   // Compute time of one microbatch through one chunk of a middle stage, per phase: what the
@@ -26,4 +26,4 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
 // Per-phase compute time of chunk 0 of `work`, in seconds.
 StageCosts phase_costs(const workload::StageWork& work);
 
-}  // namespace cs::run
+}  // namespace cs::lower

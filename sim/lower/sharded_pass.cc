@@ -1,4 +1,4 @@
-#include "sim/run/sharded_pass.h"
+#include "sim/lower/sharded_pass.h"
 
 #include <algorithm>
 #include <set>
@@ -9,7 +9,7 @@
 #include "sim/workload/model_math.h"
 #include "sim/workload/stack.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 namespace {
 
@@ -352,4 +352,4 @@ void build_sharded_chunk(const clustersim::RunConfig& config, OpMaker& make,
   PassEmitter(config, make, chunk.backward, true).emit(units.backward);
 }
 
-}  // namespace cs::run
+}  // namespace cs::lower
