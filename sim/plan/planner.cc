@@ -17,7 +17,6 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/plan/nvlink_domain.h"
 #include "sim/report/json.h"
-#include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"

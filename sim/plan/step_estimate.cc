@@ -6,7 +6,7 @@
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
-#include "sim/run/stage_work.h"
+#include "sim/lower/stage_work.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -138,7 +138,7 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const auto gpu = compute::load_gpu_profile(compute::gpu_or_default(config.cluster().gpu()));
   const compute::KernelCostModel cost(gpu);
   const int32_t stage = p.pp() / 2;
-  const auto work = run::build_stage_work(config, stage, cost, false);
+  const auto work = lower::build_stage_work(config, stage, cost, false);
   EstimateLinks links;
   links.nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
   links.nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;

@@ -18,6 +18,7 @@
 #include "sim/cost/goodput.h"
 #include "sim/cost/host.h"
 #include "sim/exec/executor.h"
+#include "sim/lower/stage_work.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
@@ -28,7 +29,6 @@
 #include "sim/run/footprint.h"
 #include "sim/run/moe_figures.h"
 #include "sim/run/post_validation.h"
-#include "sim/run/stage_work.h"
 #include "sim/run/variability.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
@@ -279,14 +279,14 @@ static PreparedStep prepare_config(const clustersim::RunConfig& original, const 
   compute::require_precision_supported(cost.profile(), config.precision(), source);
   const bool split = workload::schedule_info(workload::pipeline_schedule_of(par)).splits_backward;
   for (int32_t s = 0; s < par.pp(); ++s)
-    works.push_back(build_stage_work(prepared.config, s, cost, split));
-  prepared.costs = phase_costs(works[static_cast<std::size_t>(par.pp() / 2)]);
+    works.push_back(lower::build_stage_work(prepared.config, s, cost, split));
+  prepared.costs = lower::phase_costs(works[static_cast<std::size_t>(par.pp() / 2)]);
   return prepared;
 }
 
 // Every stage's exact order of work items for the config's microbatch count.
 static std::vector<std::vector<workload::WorkItem>> stage_orders(
-    const clustersim::RunConfig& config, const StageCosts& costs) {
+    const clustersim::RunConfig& config, const lower::StageCosts& costs) {
   const auto& par = config.parallel();
   const auto schedule = workload::pipeline_schedule_of(par);
   const int32_t p = par.pp(), v = par.virtual_stages();
@@ -434,7 +434,7 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
   const auto& par = config.parallel();
   const workload::Layout layout = workload::layout_of(par);
   const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
-  const StageCosts& costs = prepared.costs;
+  const lower::StageCosts& costs = prepared.costs;
   const auto schedule = workload::pipeline_schedule_of(par);
   const bool split = workload::schedule_info(schedule).splits_backward;
   const int32_t p = par.pp(), v = par.virtual_stages();

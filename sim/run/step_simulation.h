@@ -8,10 +8,10 @@
 #include "proto/config.pb.h"
 #include "sim/core/progress.h"
 #include "sim/exec/executor.h"
+#include "sim/lower/stage_work.h"
 #include "sim/net/network.h"
 #include "sim/net/network_factory.h"
 #include "sim/report/step_report.h"
-#include "sim/run/stage_work.h"
 #include "sim/workload/program.h"
 
 namespace cs::run {
@@ -36,7 +36,7 @@ struct PreparedStep {
   clustersim::RunConfig config;             // cluster.gpu resolved
   std::vector<workload::Program> programs;  // one per pipeline stage
   std::vector<int32_t> peak_held;  // per stage: microbatch-chunks of activations at the peak
-  StageCosts costs;                // per-phase compute of a middle stage, for the bubble formula
+  lower::StageCosts costs;         // per-phase compute of a middle stage, for the bubble formula
   std::string timed_for_gpu;       // kernel durations in `programs` are for this GPU
 };
 

@@ -91,7 +91,7 @@ void check_limits(const RunConfig& config, const StackProfile& p, const std::str
   }
 }
 
-// A profile with its own ZeRO-3 rules is lowered by sim/run/sharded_pass.h, for one pipeline
+// A profile with its own ZeRO-3 rules is lowered by sim/lower/sharded_pass.h, for one pipeline
 // stage of dense layers without tensor or context parallelism; a profile overridden into such
 // rules on another layout is refused here rather than lowered wrongly.
 void check_sharded_pass(const RunConfig& config, const StackProfile& p, const std::string& source) {

@@ -26,7 +26,7 @@ const clustersim::StackProfile& stack_of(const clustersim::RunConfig& config);
 std::string stack_label(const clustersim::RunConfig& config);
 
 // The stack's weight gathers and gradient reductions differ from Megatron-TE's lowering (so the
-// ZeRO-3 pass is built unit by unit, sim/run/sharded_pass.h).
+// ZeRO-3 pass is built unit by unit, sim/lower/sharded_pass.h).
 bool custom_sharding(const clustersim::StackProfile& profile);
 
 // A kernel name from a profile, kept for the life of the process: Kernel::name is a view, and

@@ -1,16 +1,13 @@
 // The distributed optimizer's parameter all-gather under the forward (overlap_param_gather) with a
-// pipeline: bucket by bucket on the first stage's first chunk, as Megatron-Core buckets it.
+// pipeline, through whole steps (its buckets: tests/lower/param_gather_test.cc).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
-#include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
-#include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
-#include "sim/workload/model_math.h"
 #include "tests/support/run_fixtures.h"
 
 namespace cs::run {
@@ -33,27 +30,6 @@ clustersim::RunConfig pipelined(bool overlap, std::vector<std::string> more = {}
       std::string("parallel.overlap_param_gather=") + (overlap ? "true" : "false")};
   o.insert(o.end(), more.begin(), more.end());
   return small_llama(o);
-}
-
-TEST(ParamGather, UnderAPipelineOnlyTheFirstStagesFirstChunkIsBucketed) {
-  // Megatron-Core gives pipeline ranks after the first, and model chunks after the first, one
-  // bucket each; stage 0's chunk 0 is gathered embedding first, then layer by layer.
-  const auto config =
-      pipelined(true, {"parallel.schedule=INTERLEAVED", "parallel.virtual_stages=2"});
-  const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
-  const auto first = build_stage_work(config, 0, cost, false);
-  const auto second = build_stage_work(config, 1, cost, false);
-  ASSERT_EQ(first.chunks.size(), 2u);
-  ASSERT_EQ(second.chunks.size(), 2u);
-  EXPECT_EQ(first.chunks[0].param_gather.size(), 3u);  // the embedding, then 2 layers
-  EXPECT_EQ(first.chunks[1].param_gather.size(), 1u);
-  EXPECT_EQ(second.chunks[0].param_gather.size(), 1u);
-  EXPECT_EQ(second.chunks[1].param_gather.size(), 1u);
-  // The first bucket holds the bf16 embedding alone, which the first forward op uses.
-  const auto& bucket = first.chunks[0].param_gather.front();
-  EXPECT_EQ(bucket.before, 0u);
-  const int64_t embedding = workload::padded_vocab(config.model(), 2) * 4096 / 2;
-  EXPECT_EQ(bucket.op.bytes, 2 * embedding);
 }
 
 TEST(ParamGather, TheFirstForwardWaitsForTheFirstBucketAlone) {

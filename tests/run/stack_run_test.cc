@@ -1,45 +1,26 @@
-// Software stacks through whole steps: FSDP and DeepSpeed layouts run; their ZeRO-3 passes gather
-// and reduce unit by unit as each framework's hooks do; FSDP is slower than Megatron-TE on the
-// same layout for the reasons modelled, each of which switches off; MEGATRON_TE's lowering is the
-// one clustersim always ran.
+// Software stacks through whole steps: FSDP and DeepSpeed layouts run; FSDP is slower than
+// Megatron-TE on the same layout for the reasons modelled, each of which switches off;
+// MEGATRON_TE's lowering is the one clustersim always ran. (Their ZeRO-3 passes, unit by unit:
+// tests/lower/sharded_pass_test.cc.)
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
-#include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
-#include "sim/run/stage_work.h"
 #include "sim/run/step_simulation.h"
-#include "sim/workload/model_math.h"
 #include "sim/workload/stack.h"
+#include "tests/support/lowering_fixtures.h"
 #include "tests/support/run_fixtures.h"
 
 namespace cs::run {
 namespace {
 
 using clustersim::RunConfig;
+using testing_support::data_parallel;
 using testing_support::small_llama;
-using workload::OpKind;
+using testing_support::stage_work_of;
 using workload::PhaseOps;
-using workload::Stream;
-
-// Llama 3 8B's layers (4 of 2,048 tokens) as FSDP and DeepSpeed run them: TP 1, ZeRO `zero` over
-// the 8 GPUs of one server, two microbatches.
-RunConfig data_parallel(const std::string& stack, std::vector<std::string> extra = {},
-                        int zero = 3) {
-  std::vector<std::string> o = {"parallel.tp=1",
-                                "parallel.dp=8",
-                                "parallel.zero_stage=" + std::to_string(zero),
-                                "parallel.sequence_parallel=false",
-                                "parallel.global_batch_size=16",
-                                "software_stack=" + stack};
-  o.insert(o.end(), extra.begin(), extra.end());
-  RunConfig c = small_llama(o);
-  workload::resolve_stack(c, "test");
-  return c;
-}
 
 // The whole llama3-8b (or `preset`) on 64 H100s, TP 1, ZeRO-3, one microbatch per GPU, on the
 // analytical network (the layouts of issue 25's held-out FSDP comparison).
@@ -56,32 +37,6 @@ RunConfig full_size(const std::string& preset, const std::string& stack,
                                 "software_stack=" + stack};
   o.insert(o.end(), extra.begin(), extra.end());
   return load_run_config("", preset, o).config;
-}
-
-workload::StageWork work_of(const RunConfig& c) {
-  const compute::KernelCostModel cost(compute::load_gpu_profile("h100"), compute::cost_options(c));
-  return build_stage_work(c, 0, cost, false);
-}
-
-int gathers(const PhaseOps& phase) {
-  int n = 0;
-  for (const auto& e : phase.ops)
-    n += e.op.kind == OpKind::kCollective && e.op.coll_op == coll::Op::kAllGather;
-  return n;
-}
-int reductions(const PhaseOps& phase) {
-  int n = 0;
-  for (const auto& e : phase.ops) n += e.grad_reduction;
-  return n;
-}
-// Phase-op indices of the all-gathers, in order.
-std::vector<int32_t> gather_indices(const PhaseOps& phase) {
-  std::vector<int32_t> out;
-  for (std::size_t i = 0; i < phase.ops.size(); ++i)
-    if (phase.ops[i].op.kind == OpKind::kCollective &&
-        phase.ops[i].op.coll_op == coll::Op::kAllGather)
-      out.push_back(static_cast<int32_t>(i));
-  return out;
 }
 
 double step(const RunConfig& c) {
@@ -108,79 +63,6 @@ TEST(StackRun, DeepSpeedZero2And3LayoutsRun) {
     EXPECT_EQ(r.software_stack, "DEEPSPEED_ZERO (deepspeed_zero)");
     EXPECT_GT(r.iteration_time_s, 0);
   }
-}
-
-TEST(StackRun, Fsdp2GathersEachUnitAheadAndReducesItAfterItsBackward) {
-  const RunConfig c = data_parallel("PYTORCH_FSDP");
-  const auto work = work_of(c);
-  ASSERT_EQ(work.chunks.size(), 1u);
-  const auto& chunk = work.chunks[0];
-  // Forward: the embedding, 4 blocks and [norm, output]; backward: the blocks and the embedding
-  // again ([norm, output] is not resharded after forward); one reduce-scatter per unit.
-  EXPECT_EQ(gathers(chunk.forward), 6);
-  EXPECT_EQ(gathers(chunk.backward), 5);
-  EXPECT_EQ(reductions(chunk.backward), 6);
-  EXPECT_TRUE(chunk.grad_sync.empty());
-  // Implicit forward prefetch: block i's all-gather (its copy-in first) waits for the copy-out of
-  // unit i - 2.
-  const auto g = gather_indices(chunk.forward);
-  const auto& gather = chunk.forward.ops[static_cast<std::size_t>(g[3])];  // block 2's
-  ASSERT_EQ(gather.after, workload::PhaseOp::kPrevious);
-  const auto& copy_in = chunk.forward.ops[static_cast<std::size_t>(g[3] - 1)];
-  EXPECT_EQ(work.labels[copy_in.op.label], "fsdp_all_gather_copy_in");
-  EXPECT_EQ(copy_in.op.stream, Stream::kDp);
-  ASSERT_GE(copy_in.after, 0);
-  const auto& waited = chunk.forward.ops[static_cast<std::size_t>(copy_in.after)].op;
-  EXPECT_EQ(work.labels[waited.label], "fsdp_all_gather_copy_out");
-  EXPECT_EQ(waited.stream, Stream::kCompute);
-  // Every collective and side-stream copy is on the DP stream, each copy-out on the compute
-  // stream; a reduce-scatter is issued between the gathers, not after them.
-  const auto r = std::find_if(chunk.backward.ops.begin(), chunk.backward.ops.end(),
-                              [](const auto& e) { return e.grad_reduction; });
-  const auto later_gather = std::find_if(r, chunk.backward.ops.end(), [](const auto& e) {
-    return e.op.kind == OpKind::kCollective && e.op.coll_op == coll::Op::kAllGather;
-  });
-  EXPECT_NE(later_gather, chunk.backward.ops.end());
-}
-
-TEST(StackRun, Fsdp1GathersItsRootOnceAndDeepSpeedFetchesModules) {
-  const auto fsdp1 = work_of(data_parallel("PYTORCH_FSDP", {"stack_variant=pytorch_fsdp1"}));
-  const auto& c1 = fsdp1.chunks[0];
-  EXPECT_EQ(gathers(c1.forward), 5);   // the root (embedding, norm, output), 4 blocks
-  EXPECT_EQ(gathers(c1.backward), 4);  // the root keeps its weights
-  EXPECT_EQ(reductions(c1.backward), 5);
-  // DeepSpeed ZeRO-3 fetches per linear layer and, at each fetch, prefetches the next
-  // 5e7 parameters of the trace in one all-gather. Forward: the embedding alone, then per block
-  // {q, k, v, o, gate} (42M + 58.7M), {up}, {down}, and the output layer: 1 + 4 x 3 + 1.
-  // Backward (down, gate, up, o, q, k, v a block): the output layer is reused within
-  // stage3_max_reuse_distance and not gathered; {down}, {gate}, {up}, then {o, q, k, v and the
-  // next block's down}, ..., the last with the embedding: 13. Gradients in 5e8-parameter buckets
-  // (the output layer's 525M, blocks 3-1, block 0 and the embedding).
-  const auto ds = work_of(data_parallel("DEEPSPEED_ZERO"));
-  const auto& c3 = ds.chunks[0];
-  EXPECT_EQ(gathers(c3.forward), 14);
-  EXPECT_EQ(gathers(c3.backward), 13);
-  EXPECT_EQ(reductions(c3.backward), 3);
-}
-
-TEST(StackRun, DeepSpeedZero2AllReducesBucketsOnTheComputeStreamAndSyncsAfterTheStep) {
-  const auto work = work_of(data_parallel("DEEPSPEED_ZERO", {}, 2));
-  const auto& chunk = work.chunks[0];
-  EXPECT_TRUE(work.grad_sync_after_backward);
-  EXPECT_TRUE(chunk.param_gather.empty());
-  std::vector<Bytes> all_reduces;
-  for (const auto& g : chunk.grad_sync) {
-    if (g.op.kind != OpKind::kCollective) continue;
-    EXPECT_EQ(g.op.coll_op, coll::Op::kAllReduce);
-    EXPECT_EQ(g.op.stream, Stream::kCompute);
-    all_reduces.push_back(g.op.bytes);
-  }
-  // The first bucket is the output layer and final norm (over reduce_bucket_size alone), in bf16.
-  const RunConfig c = data_parallel("DEEPSPEED_ZERO", {}, 2);
-  ASSERT_FALSE(all_reduces.empty());
-  EXPECT_EQ(all_reduces[0], 2 * (workload::padded_vocab(c.model(), 1) * 4096 + 4096));
-  ASSERT_EQ(work.after_optimizer.size(), 1u);
-  EXPECT_EQ(work.after_optimizer[0].coll_op, coll::Op::kAllGather);
 }
 
 TEST(StackRun, FsdpIsSlowerForTheReasonsModelledAndEachSwitchesOff) {
@@ -223,7 +105,7 @@ TEST(StackRun, MegatronTeFileLowersExactlyAsTheProtoDefaults) {
                                  "parallel.global_batch_size=8"});
     RunConfig resolved = raw;
     workload::resolve_stack(resolved, "test");
-    const auto a = work_of(raw), b = work_of(resolved);
+    const auto a = stage_work_of(raw), b = stage_work_of(resolved);
     ASSERT_EQ(a.chunks.size(), b.chunks.size());
     for (std::size_t c = 0; c < a.chunks.size(); ++c) {
       using Member = PhaseOps workload::ChunkWork::*;

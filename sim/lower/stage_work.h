@@ -1,5 +1,9 @@
 // Builds each pipeline stage's work (kernels timed by the cost model, collectives, gradient
-// buckets, optimizer) from a run configuration.
+// buckets, optimizer) from a run configuration: the entry point of lowering. Its parts: the run's
+// rules (stage_rules.h) and the stage's layers (stage_layers.h); each chunk's forward
+// (forward_pass.h, with param_gather.h's buckets) and backward (backward_pass.h, with
+// grad_buckets.h's), or a stack's own ZeRO-3 passes (sharded_pass.h); the optimizer tail
+// (optimizer_tail.h). op_maker.h turns layer ops into program ops for all of them.
 #pragma once
 
 #include <vector>
@@ -8,7 +12,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/workload/program_builder.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 struct StageCosts {
   // Compute time of one microbatch through one chunk of a middle stage, per phase: what the
@@ -26,4 +30,4 @@ workload::StageWork build_stage_work(const clustersim::RunConfig& config, int32_
 // Per-phase compute time of chunk 0 of `work`, in seconds.
 StageCosts phase_costs(const workload::StageWork& work);
 
-}  // namespace cs::run
+}  // namespace cs::lower

@@ -7,11 +7,11 @@
 #include <vector>
 
 #include "proto/config.pb.h"
-#include "sim/run/op_maker.h"
+#include "sim/lower/op_maker.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/program_builder.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 // The ops of one transformer layer in each pass (stage_work's LayerWork for a dense layer).
 struct LayerPasses {
@@ -25,4 +25,4 @@ struct LayerPasses {
 void build_sharded_chunk(const clustersim::RunConfig& config, OpMaker& make,
                          const LayerPasses& layer, int32_t layers, workload::ChunkWork& chunk);
 
-}  // namespace cs::run
+}  // namespace cs::lower

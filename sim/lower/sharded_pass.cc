@@ -1,4 +1,4 @@
-#include "sim/run/sharded_pass.h"
+#include "sim/lower/sharded_pass.h"
 
 #include <algorithm>
 #include <set>
@@ -9,7 +9,7 @@
 #include "sim/workload/model_math.h"
 #include "sim/workload/stack.h"
 
-namespace cs::run {
+namespace cs::lower {
 
 namespace {
 
@@ -88,65 +88,90 @@ struct PassUnits {
   std::vector<Unit> forward, backward;
 };
 
-PassUnits make_units(const clustersim::RunConfig& config, const LayerPasses& layer,
-                     int32_t layers) {
-  const auto& g = workload::stack_of(config).gather();
-  const auto& model = config.model();
-  const int64_t vocab = workload::padded_vocab(model, 1) * int64_t{model.hidden_size()};
-  const int64_t head = vocab + model.hidden_size();  // output layer and final norm
-  const int64_t per_layer = workload::count_params(model).per_layer_on_tp_rank(1);
-  const bool head_in_embedding = g.head_in_embedding_unit();
-  // Forward order: embedding, layers, head.
-  std::vector<int64_t> params{vocab + (head_in_embedding ? head : 0)};
-  for (int32_t l = 0; l < layers; ++l) params.push_back(per_layer);
-  params.push_back(head_in_embedding ? 0 : head);
-  // DeepSpeed's reuse rule: weights used again within max_reuse_params gathered in between
-  // (the units after it, forward and then backward) stay.
-  auto kept = [&](std::size_t i) {
+// Each unit's weights in forward order (embedding, layers, head), and the gather rules over them.
+struct UnitSizes {
+  UnitSizes(const clustersim::RunConfig& config, int32_t layers)
+      : g(workload::stack_of(config).gather()),
+        vocab(workload::padded_vocab(config.model(), 1) * int64_t{config.model().hidden_size()}),
+        head(vocab + config.model().hidden_size()),
+        per_layer(workload::count_params(config.model()).per_layer_on_tp_rank(1)),
+        head_in_embedding(g.head_in_embedding_unit()) {
+    params.push_back(vocab + (head_in_embedding ? head : 0));
+    for (int32_t l = 0; l < layers; ++l) params.push_back(per_layer);
+    params.push_back(head_in_embedding ? 0 : head);
+  }
+
+  // DeepSpeed's reuse rule: weights used again within max_reuse_params gathered in between (the
+  // units after it, forward and then backward) stay.
+  bool kept(std::size_t i) const {
     int64_t after = 0;
     for (std::size_t j = i + 1; j < params.size(); ++j) after += params[j];
     return g.max_reuse_params() > 0 && 2 * after < g.max_reuse_params();
-  };
-  const std::size_t head_i = params.size() - 1;
-  PassUnits p;
-  Unit emb{.params = params[0], .gather = g.gather_embedding()};
-  add(emb, workload::embedding_ops(config, Phase::kForward), OpClass::kForward, -1);
-  p.forward.push_back(std::move(emb));
-  for (int32_t l = 0; l < layers; ++l) {
-    Unit u{.params = per_layer, .gather = true};
-    add(u, layer.forward, OpClass::kForward, l);
-    p.forward.push_back(std::move(u));
   }
-  Unit hf{.params = head, .gather = g.gather_head() && !head_in_embedding};
-  add(hf, workload::head_ops(config, Phase::kForward), OpClass::kForward, -1);
-  p.forward.push_back(std::move(hf));
 
-  Unit hb{.params = head,
-          .gather = g.gather_head() && !head_in_embedding && g.reshard_head_after_forward() &&
-                    !kept(head_i),
-          .grads = head_in_embedding ? 0 : head};
+  const clustersim::WeightGather& g;
+  int64_t vocab;
+  int64_t head;  // output layer and final norm
+  int64_t per_layer;
+  bool head_in_embedding;
+  std::vector<int64_t> params;
+};
+
+std::vector<Unit> forward_units(const clustersim::RunConfig& config, const LayerPasses& layer,
+                                int32_t layers, const UnitSizes& sizes) {
+  std::vector<Unit> forward;
+  Unit emb{.params = sizes.params[0], .gather = sizes.g.gather_embedding()};
+  add(emb, workload::embedding_ops(config, Phase::kForward), OpClass::kForward, -1);
+  forward.push_back(std::move(emb));
+  for (int32_t l = 0; l < layers; ++l) {
+    Unit u{.params = sizes.per_layer, .gather = true};
+    add(u, layer.forward, OpClass::kForward, l);
+    forward.push_back(std::move(u));
+  }
+  Unit hf{.params = sizes.head, .gather = sizes.g.gather_head() && !sizes.head_in_embedding};
+  add(hf, workload::head_ops(config, Phase::kForward), OpClass::kForward, -1);
+  forward.push_back(std::move(hf));
+  return forward;
+}
+
+std::vector<Unit> backward_units(const clustersim::RunConfig& config, const LayerPasses& layer,
+                                 int32_t layers, const UnitSizes& sizes) {
+  const auto& g = sizes.g;
+  std::vector<Unit> backward;
+  Unit hb{.params = sizes.head,
+          .gather = g.gather_head() && !sizes.head_in_embedding && g.reshard_head_after_forward() &&
+                    !sizes.kept(sizes.params.size() - 1),
+          .grads = sizes.head_in_embedding ? 0 : sizes.head};
   add(hb, workload::head_ops(config, Phase::kBackward), OpClass::kBackward, -1);
   add(hb, workload::head_ops(config, Phase::kWeightGrad), OpClass::kBackward, -1);
-  p.backward.push_back(std::move(hb));
+  backward.push_back(std::move(hb));
   for (int32_t l = layers - 1; l >= 0; --l) {
     const bool reshard =
         l == layers - 1 ? g.reshard_last_layer_after_forward() : g.reshard_after_forward();
-    Unit u{.params = per_layer,
-           .gather = reshard && !kept(static_cast<std::size_t>(l) + 1),
-           .grads = per_layer};
+    Unit u{.params = sizes.per_layer,
+           .gather = reshard && !sizes.kept(static_cast<std::size_t>(l) + 1),
+           .grads = sizes.per_layer};
     add(u, layer.recompute, OpClass::kRecompute, l);
     add(u, layer.backward, OpClass::kBackward, l);
     add(u, layer.weight_grad, OpClass::kBackward, l);
-    p.backward.push_back(std::move(u));
+    backward.push_back(std::move(u));
   }
-  Unit eb{.params = params[0],
+  Unit eb{.params = sizes.params[0],
           .gather = g.gather_embedding() && g.reshard_embedding_after_forward() &&
-                    g.embedding_unshard_in_backward() && !kept(0),
-          .grads = params[0]};
+                    g.embedding_unshard_in_backward() && !sizes.kept(0),
+          .grads = sizes.params[0]};
   add(eb, workload::embedding_ops(config, Phase::kBackward), OpClass::kBackward, -1);
   add(eb, workload::embedding_ops(config, Phase::kWeightGrad), OpClass::kBackward, -1);
-  p.backward.push_back(std::move(eb));
-  if (g.unit() == clustersim::WeightGather::MODULE) {
+  backward.push_back(std::move(eb));
+  return backward;
+}
+
+PassUnits make_units(const clustersim::RunConfig& config, const LayerPasses& layer,
+                     int32_t layers) {
+  const UnitSizes sizes(config, layers);
+  PassUnits p{forward_units(config, layer, layers, sizes),
+              backward_units(config, layer, layers, sizes)};
+  if (sizes.g.unit() == clustersim::WeightGather::MODULE) {
     p.forward = split_modules(p.forward);
     p.backward = split_modules(p.backward);
   }
@@ -352,4 +377,4 @@ void build_sharded_chunk(const clustersim::RunConfig& config, OpMaker& make,
   PassEmitter(config, make, chunk.backward, true).emit(units.backward);
 }
 
-}  // namespace cs::run
+}  // namespace cs::lower
