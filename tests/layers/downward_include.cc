@@ -2,4 +2,6 @@
 // compile, because run reaches core through its declared layers (sim/layers.cmake).
 #include "sim/core/units.h"
 
-int main() { return 0; }
+int main() {
+  return 0;
+}
