@@ -17,13 +17,15 @@ using workload::Stream;
 
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
                    const workload::Layout& layout, const std::vector<workload::Program>& programs,
-                   std::vector<int32_t> gpu_of_rank)
+                   ExecutorOptions options, std::vector<int32_t> gpu_of_rank)
     : sim_(sim),
       network_(network),
       topology_(topology),
       layout_(layout),
       programs_(programs),
-      gpu_index_(std::move(gpu_of_rank)) {
+      gpu_index_(std::move(gpu_of_rank)),
+      options_(std::move(options)),
+      nccl_(options_.nccl.value_or(compute::nccl_tuning(topology.gpu_type))) {
   if (static_cast<int32_t>(programs.size()) != layout.size(Dim::kPp))
     throw std::invalid_argument("need one program per pipeline stage");
   if (static_cast<int64_t>(topology.num_gpus()) < layout.world())
@@ -55,7 +57,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
 }
 
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
-                   const ExplicitWorkload& workload)
+                   const ExplicitWorkload& workload, ExecutorOptions options)
     : sim_(sim),
       network_(network),
       topology_(topology),
@@ -63,6 +65,8 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
                   static_cast<int32_t>(std::max<std::size_t>(workload.program_of_rank.size(), 1))),
       layout_(*own_layout_),
       programs_(workload.programs),
+      options_(std::move(options)),
+      nccl_(options_.nccl.value_or(compute::nccl_tuning(topology.gpu_type))),
       rank_program_(workload.program_of_rank),
       groups_(&workload.groups) {
   const auto world = static_cast<int32_t>(rank_program_.size());
@@ -212,11 +216,11 @@ void Executor::choose_folding() {
   const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
   fold_.fill(1);
   for (int d = 0; d < workload::kNumDims; ++d) fold_step_[d] = layout_.stride(static_cast<Dim>(d));
-  const bool alike = !variability_ || variability_->uniform();
-  if (fold_tp_requested_ && alike && !groups_ && isolated_timer_ && layout_.size(Dim::kTp) > 1 &&
-      owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
+  const bool alike = !options_.variability || options_.variability->uniform();
+  if (options_.fold_tensor_parallel && alike && !groups_ && options_.isolated_timer &&
+      layout_.size(Dim::kTp) > 1 && owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
     fold_[tp] = layout_.size(Dim::kTp);
-  if (fold_dp_requested_ && alike && !groups_) {
+  if (options_.fold_data_parallel && alike && !groups_) {
     if (layout_.size(Dim::kEp) == 1 || expert_ranks_alike(programs_)) {
       // Under balanced routing every EP rank computes alike and every server's NICs carry the
       // same all-to-all load, so an EP group's all-to-all is sent whole by its one simulated
@@ -273,11 +277,12 @@ int32_t Executor::simulated_rank_of(int32_t rank) const {
 
 void Executor::start() {
   choose_folding();
-  if (interference_) {
+  if (options_.interference) {
+    running_.assign(static_cast<std::size_t>(layout_.world()), RunningKernel{});
     kernel_ctas_.resize(programs_.size());
     for (std::size_t p = 0; p < programs_.size(); ++p)
       for (const auto& call : programs_[p].kernels)
-        kernel_ctas_[p].push_back(kernel_ctas(*interference_, call.kernel));
+        kernel_ctas_[p].push_back(kernel_ctas(*options_.interference, call.kernel));
   }
   const auto folded = static_cast<int32_t>(represented_.size());
   for (int32_t r = 0; r < layout_.world(); ++r) {
@@ -365,7 +370,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       // GPU kernels of the compute stream (host work such as CPU Adam has no kernel) share the
       // GPU with communication.
       const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
-      if (interference_ && o.stream == Stream::kCompute && gpu_kernel)
+      if (options_.interference && o.stream == Stream::kCompute && gpu_kernel)
         start_kernel(rank, op, duration);
       else
         sim_.schedule_in(duration, [this, rank, op] { complete(rank, op); });
@@ -395,8 +400,8 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
   const Time nominal = o.varies < program.rank_times.size()
                            ? program.rank_times[o.varies][static_cast<std::size_t>(ep_coord_[rank])]
                            : o.duration;
-  if (!variability_ || !gpu_kernel) return nominal;
-  return variability_->duration(nominal, rank, op);
+  if (!options_.variability || !gpu_kernel) return nominal;
+  return options_.variability->duration(nominal, rank, op);
 }
 
 void Executor::start_kernel(int32_t rank, uint32_t op, Time isolated) {
@@ -424,7 +429,7 @@ void Executor::start_kernel(int32_t rank, uint32_t op, Time isolated) {
 
 void Executor::reschedule(RunningKernel& k) {
   const double slowdown =
-      kernel_slowdown(*interference_, k.kind, k.isolated.as_seconds(), k.hbm_bytes,
+      kernel_slowdown(*options_.interference, k.kind, k.isolated.as_seconds(), k.hbm_bytes,
                       ranks_[static_cast<std::size_t>(k.rank)].comm_load, k.ctas);
   if (k.event.valid() && slowdown == k.slowdown) return;
   // Work done since the last change ran at 1 / k.slowdown of the isolated rate.
@@ -443,12 +448,12 @@ void Executor::reschedule(RunningKernel& k) {
 }
 
 void Executor::change_load(int32_t rank, CommPath path, int sign) {
-  if (!interference_) return;
+  if (!options_.interference) return;
   CommLoad& load = ranks_[static_cast<std::size_t>(rank)].comm_load;
   if (sign > 0)
-    load += interference_->load_of(path);
+    load += options_.interference->load_of(path);
   else
-    load -= interference_->load_of(path);
+    load -= options_.interference->load_of(path);
   RunningKernel& k = running_[static_cast<std::size_t>(rank)];
   if (k.rank >= 0) reschedule(k);
 }
@@ -478,7 +483,7 @@ void Executor::complete(int32_t rank, uint32_t op) {
   set_done(rank, op);
   if (!free) {
     st.busy[s] = false;
-    if (observer_) notify_observer(rank, op, st.started[s]);
+    if (options_.observer) notify_observer(rank, op, st.started[s]);
     if (++st.head[s] < program.streams[s].size()) {
       st.startable |= 1u << s;
       load_head_deps(rank, s);
@@ -502,7 +507,8 @@ void Executor::complete(int32_t rank, uint32_t op) {
 void Executor::notify_observer(int32_t rank, uint32_t op, Time start) {
   for (const int32_t offset : represented_) {
     const auto m = static_cast<std::size_t>(rank + offset);
-    if (m < observed_.size() && observed_[m]) observer_(rank + offset, op, start, sim_.now());
+    if (m < options_.observed.size() && options_.observed[m])
+      options_.observer(rank + offset, program_of(rank), op, start, sim_.now());
   }
 }
 
@@ -515,7 +521,7 @@ void Executor::rank_finished(int32_t rank) {
     if (!is_simulated(r)) stats_[r] = stats_[simulated_rank_of(r)];
     stats_[r].end_wait = step_end_ - stats_[r].finish;
   }
-  if (on_finished_) on_finished_();
+  if (options_.on_finished) options_.on_finished();
 }
 
 void Executor::release_dependents(int32_t rank, uint32_t op) {

@@ -21,6 +21,7 @@
 #include "sim/compute/gpu_hardware.h"
 #include "sim/core/simulator.h"
 #include "sim/exec/all_to_all_v.h"
+#include "sim/exec/executor_options.h"
 #include "sim/exec/interference.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network.h"
@@ -44,7 +45,7 @@ struct RankStats {
   std::array<Time, workload::kNumDims> comm_wait{};
   Time end_wait;    // done, waiting for the slowest rank to finish the step
   Time all_to_all;  // expert-parallel all-to-alls in flight, from their start to their end
-  // The part of `all_to_all` their wire costs account for (set_all_to_all_wire): each
+  // The part of `all_to_all` their wire costs account for (ExecutorOptions::all_to_all_wire): each
   // all-to-all's time in flight times the share its busiest endpoint's time grows by with them
   // (exec::endpoint_seconds).
   Time all_to_all_wire;
@@ -55,15 +56,6 @@ struct RankStats {
   Time& wait_for(workload::Dim d) { return comm_wait[static_cast<std::size_t>(d)]; }
   Time wait_for(workload::Dim d) const { return comm_wait[static_cast<std::size_t>(d)]; }
 };
-
-// Time and network bytes of a collective run alone on its GPUs.
-struct IsolatedCollective {
-  Time duration;
-  Bytes bytes_sent = 0;
-  Bytes wire_bytes = 0;  // what the links carried (protocol flags, NVLink packet overhead)
-};
-using IsolatedCollectiveTimer = std::function<IsolatedCollective(
-    const coll::Schedule&, std::span<const net::VertexId> vertices, Bytes size)>;
 
 struct CommTally {
   std::array<Bytes, coll::kNumOps> by_op{};        // indexed by coll::Op (send/recv: kSendRecv)
@@ -101,79 +93,17 @@ class Executor {
   // one distinct GPU of the topology per rank.
   Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
            const workload::Layout& layout, const std::vector<workload::Program>& programs,
-           std::vector<int32_t> gpu_of_rank = {});
+           ExecutorOptions options = {}, std::vector<int32_t> gpu_of_rank = {});
   // Runs an explicit workload: rank r runs workload.programs[workload.program_of_rank[r]].
   Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
-           const ExplicitWorkload& workload);
+           const ExplicitWorkload& workload, ExecutorOptions options = {});
 
-  // Collectives of a dimension whose groups each fill part of one server's NVSwitch domain, while
-  // no other dimension has two members on one server, have those NVLink ports to themselves:
-  // nothing else can slow them. Such a collective's time then depends only on its schedule and
-  // size, so `timer` runs it once alone (on the same network model) and the executor reuses the
-  // result for every group and every later call, instead of simulating each message again. For
-  // TP 8 this removes most of the events of a large run.
-  void set_isolated_collective_timer(IsolatedCollectiveTimer timer) {
-    isolated_timer_ = std::move(timer);
-  }
-
-  // Simulates each tensor-parallel group once, on its first rank, when its collectives are
-  // timed alone (set_isolated_collective_timer) because the group has its server's NVLink to
-  // itself: the members run the same program on the same inputs, so only their network traffic
-  // differs. Each network op of the group (a pipeline transfer, a data- or context-parallel
-  // collective) is still sent by every member over its own GPU and NIC, and the group's op ends
-  // when the last member's part ends, as the next TP collective would make the members wait for
-  // it anyway. Every member reports the first rank's statistics. Off by default; call before
-  // start().
-  void set_fold_tensor_parallel(bool on) { fold_tp_requested_ = on; }
-  // The same for data-parallel replicas: every replica runs the same programs on inputs of the
-  // same shape, so replica 0 is simulated and the others only send their network traffic, beside
-  // its own (a pipeline transfer of replica 0 carries every replica's copy; a DP collective
-  // spans every replica's GPUs). Off by default; call before start().
-  void set_fold_data_parallel(bool on) { fold_dp_requested_ = on; }
   // Ranks each simulated rank stands for (1: every rank runs).
   int32_t fold() const { return static_cast<int32_t>(represented_.size()); }
-
-  // Runs the collectives that have a fluid form (coll/fluid.h) as fluid transfers instead of
-  // message by message. Off by default.
-  void set_fluid_collectives(bool on) { fluid_ = on; }
-  // Expert-parallel all-to-alls of layout programs pay the wire costs NCCL's plan gives their op
-  // (apply_wire_model in all_to_all_v.h); off (the default, and imported traces' all-to-alls):
-  // their payload moves at the links' line rate.
-  void set_all_to_all_wire(bool on) { all_to_all_wire_ = on; }
-
-  // How collectives become schedules (NCCL's algorithm / protocol choice and wire costs); the
-  // default is NCCL's model for the topology's GPU type with every effect on.
-  void set_nccl_tuning(coll::NcclTuning tuning) { nccl_ = std::move(tuning); }
-
-  // Called as each op of a rank in `ranks` completes, with the time it started (for a collective
-  // or transfer: when this rank posted it). For timelines; costs nothing when not set.
-  using OpObserver = std::function<void(int32_t rank, uint32_t op, Time start, Time end)>;
-  void set_op_observer(OpObserver observer, std::vector<bool> ranks) {
-    observer_ = std::move(observer);
-    observed_ = std::move(ranks);
-  }
   const workload::Program& program_of_rank(int32_t rank) const { return program_of(rank); }
-
-  // Slows compute-stream kernels while communication of their GPU is in flight (interference.h).
-  // A kernel's remaining work is kept in picoseconds of isolated time; whenever a collective or
-  // transfer of its GPU starts or ends, the work done at the old rate is subtracted and the
-  // completion is rescheduled at the new rate, in the order those events are handled (the event
-  // queue's total order), so a run is reproducible bit for bit. Off by default.
-  void set_interference(InterferenceModel model) {
-    interference_ = model;
-    running_.assign(static_cast<std::size_t>(layout_.world()), RunningKernel{});
-  }
-
-  // Times compute kernels per rank (variability.h): the rank's speed and each kernel's jitter.
-  // A model whose ranks differ switches tensor- and data-parallel folding off, since a folded
-  // rank stands for others that must compute alike. Host work (CPU Adam) keeps its time.
-  void set_compute_variability(ComputeVariability model) { variability_ = std::move(model); }
 
   // Starts every rank at sim.now(); then call sim.run().
   void start();
-  // Called once, as the last rank finishes the step (another job's next step can start there).
-  void set_on_finished(std::function<void()> fn) { on_finished_ = std::move(fn); }
-
   // Also false while a delivered message has met no receive (explicit workloads).
   bool all_finished() const;
   // At most `limit` stuck ops, in rank order, for error messages.
@@ -327,26 +257,20 @@ class Executor {
   // Per program, per kernel: its thread blocks under interference (kernel_ctas), set by start().
   std::vector<std::vector<int64_t>> kernel_ctas_;
   std::vector<int32_t> gpu_index_;  // rank -> GPU index (empty: the identity)
-  std::function<void()> on_finished_;
+  ExecutorOptions options_;
   coll::ScheduleCache schedules_;
   coll::FluidPlanCache fluid_plans_;
-  coll::NcclTuning nccl_ = compute::nccl_tuning(topology_.gpu_type);  // after topology_
+  coll::NcclTuning nccl_;
   // Per dimension: consecutive group members that share a server (layouts are regular, so the
   // first group tells for all).
   std::array<int32_t, workload::kNumDims> members_per_node_{};
   std::array<bool, workload::kNumDims> owns_nvlink_{};
-  IsolatedCollectiveTimer isolated_timer_;
-  bool fluid_ = false;
-  bool all_to_all_wire_ = false;
-  std::vector<EndpointBandwidth> endpoint_bw_;  // built with the first all-to-all plan
-  bool fold_tp_requested_ = false, fold_dp_requested_ = false;
+  std::vector<EndpointBandwidth> endpoint_bw_;           // built with the first all-to-all plan
   std::array<int32_t, workload::kNumDims> fold_{};       // members per simulated rank, by dim
   std::array<int32_t, workload::kNumDims> fold_step_{};  // rank offset between folded copies
   std::array<int32_t, workload::kNumDims> posting_{};    // simulated members of a group
   std::vector<int32_t> represented_ = {0};  // offsets to the ranks a simulated rank stands for
   std::array<std::vector<int32_t>, workload::kNumDims> copies_;  // see copies()
-  OpObserver observer_;
-  std::vector<bool> observed_;  // by rank
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
   // EP all-to-all transfers by (first member, Op::varies, bytes), see run_all_to_all_v.
   using AllToAllKey = std::tuple<int32_t, uint32_t, Bytes>;
@@ -369,9 +293,7 @@ class Executor {
   std::unordered_map<AllToAllKey, CachedAllToAll, AllToAllKeyHash> all_to_all_cache_;
   std::size_t all_to_all_cached_edges_ = 0;
   CachedAllToAll all_to_all_scratch_;
-  std::optional<InterferenceModel> interference_;
   std::vector<RunningKernel> running_;  // by rank (rank -1: none), with interference only
-  std::optional<ComputeVariability> variability_;
 
   std::vector<RankState> ranks_;
   std::vector<RankStats> stats_;

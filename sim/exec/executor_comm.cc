@@ -43,12 +43,12 @@ void Executor::arrive_collective(int32_t rank, uint32_t op) {
   // TP collectives on the compute stream block it; overlapped chunks are charged only where
   // the compute stream waits for them (charge_idle).
   const bool blocking = o.stream == Stream::kCompute;
-  if (isolated_timer_ && owns_nvlink_[static_cast<int>(o.dim)]) {
+  if (options_.isolated_timer && owns_nvlink_[static_cast<int>(o.dim)]) {
     auto it = isolated_.find({schedule_spec, o.bytes});
     if (it == isolated_.end())
       it = isolated_
                .emplace(std::pair{schedule_spec, o.bytes},
-                        isolated_timer_(*schedules_.get(schedule_spec), vertices, o.bytes))
+                        options_.isolated_timer(*schedules_.get(schedule_spec), vertices, o.bytes))
                .first;
     const IsolatedCollective run = it->second;
     const auto times = static_cast<Bytes>(copy_offsets.size());  // each copy runs alike
@@ -115,7 +115,7 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
       made.sent += static_cast<Bytes>(std::llround(e.wire_bytes));
       made.latency = std::max(made.latency, network_.path_latency(e.src, e.dst));
     }
-    if (all_to_all_wire_) {
+    if (options_.all_to_all_wire) {
       // The share of the time the busiest endpoint needs at line rate, for the report's line.
       if (endpoint_bw_.empty()) endpoint_bw_ = endpoint_bandwidth(topology_);
       const double line_rate = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
@@ -171,7 +171,7 @@ void Executor::run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllTo
 void Executor::run_schedule(const coll::ScheduleKey& key,
                             const std::vector<net::VertexId>& vertices, Bytes bytes, int32_t copies,
                             std::function<void(const coll::RunStats&)> done) {
-  if (fluid_ && coll::fluid_supported(key)) {
+  if (options_.fluid_collectives && coll::fluid_supported(key)) {
     // Folded data-parallel replicas stand for servers that load their links alike: a ring's
     // segments on the other servers may then fold too. With experts, DP folds only under
     // balanced routing (choose_folding), which loads every server's NICs alike; under skewed

@@ -32,44 +32,47 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   return s;
 }
 
+// Times a collective alone on a fresh network of `mode` over `topology`.
+exec::IsolatedCollectiveTimer isolated_timer(net::NetworkMode mode, const net::Topology& topology,
+                                             net::Routing& routing) {
+  return [mode, &topology, &routing](const coll::Schedule& schedule,
+                                     std::span<const net::VertexId> vertices, Bytes size) {
+    Simulator alone;
+    auto net = net::make_network(mode, alone, topology, routing);
+    exec::IsolatedCollective result;
+    coll::run_collective(alone, *net, schedule, vertices, size, [&](const coll::RunStats& run) {
+      result.duration = run.end - run.start;
+      result.bytes_sent = run.bytes_sent;
+      result.wire_bytes = run.wire_bytes;
+    });
+    alone.run();
+    return result;
+  };
+}
+
 }  // namespace
 
-void configure_executor(exec::Executor& executor, const clustersim::RunConfig& config,
-                        const ExecutorSetup& setup, const std::string& source) {
+exec::ExecutorOptions executor_options(const clustersim::RunConfig& config,
+                                       const ExecutorSetup& setup, const std::string& source) {
   if (config.nccl().channels() < 0)
     throw ConfigError(source + ": nccl.channels must not be negative (0: one ring per NIC)");
-  executor.set_nccl_tuning(compute::nccl_tuning(
+  exec::ExecutorOptions options;
+  options.nccl = compute::nccl_tuning(
       config.cluster().gpu().empty() ? setup.topology.gpu_type : config.cluster().gpu(),
-      nccl_settings(config)));
-  executor.set_fluid_collectives(config.simulation().fluid_collectives());
-  executor.set_all_to_all_wire(config.effects().moe_all_to_all_wire());
-  if (setup.compute_variability) executor.set_compute_variability(*setup.compute_variability);
-  executor.set_fold_tensor_parallel(config.simulation().fold_tensor_parallel() &&
-                                    setup.reuse_isolated && !setup.ranks_differ);
-  executor.set_fold_data_parallel(config.simulation().fold_data_parallel() && !setup.ranks_differ);
+      nccl_settings(config));
+  options.fluid_collectives = config.simulation().fluid_collectives();
+  options.all_to_all_wire = config.effects().moe_all_to_all_wire();
+  options.variability = setup.compute_variability;
+  options.fold_tensor_parallel =
+      config.simulation().fold_tensor_parallel() && setup.reuse_isolated && !setup.ranks_differ;
+  options.fold_data_parallel = config.simulation().fold_data_parallel() && !setup.ranks_differ;
   if (config.effects().comm_compute_interference()) {
-    exec::InterferenceModel model = exec::interference_model(setup.gpu);
-    model.wave_quantization = config.effects().interference_wave_quantization();
-    executor.set_interference(model);
+    options.interference = exec::interference_model(setup.gpu);
+    options.interference->wave_quantization = config.effects().interference_wave_quantization();
   }
-  if (!setup.reuse_isolated) return;
-  const net::NetworkMode mode = setup.mode;
-  const net::Topology& topology = setup.topology;
-  net::Routing& routing = setup.routing;
-  executor.set_isolated_collective_timer(
-      [mode, &topology, &routing](const coll::Schedule& schedule,
-                                  std::span<const net::VertexId> vertices, Bytes size) {
-        Simulator alone;
-        auto net = net::make_network(mode, alone, topology, routing);
-        exec::IsolatedCollective result;
-        coll::run_collective(alone, *net, schedule, vertices, size, [&](const coll::RunStats& run) {
-          result.duration = run.end - run.start;
-          result.bytes_sent = run.bytes_sent;
-          result.wire_bytes = run.wire_bytes;
-        });
-        alone.run();
-        return result;
-      });
+  if (setup.reuse_isolated)
+    options.isolated_timer = isolated_timer(setup.mode, setup.topology, setup.routing);
+  return options;
 }
 
 }  // namespace cs::run

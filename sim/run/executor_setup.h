@@ -7,7 +7,7 @@
 
 #include "proto/config.pb.h"
 #include "sim/compute/gpu_profile.h"
-#include "sim/exec/executor.h"
+#include "sim/exec/executor_options.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
@@ -15,7 +15,7 @@
 
 namespace cs::run {
 
-// What configure_executor needs besides the config; everything must outlive the executor.
+// What executor_options needs besides the config; everything must outlive the executor.
 struct ExecutorSetup {
   const compute::GpuProfile& gpu;
   net::NetworkMode mode;
@@ -28,9 +28,9 @@ struct ExecutorSetup {
   const std::optional<exec::ComputeVariability>& compute_variability;
 };
 
-// Applies `config`'s NCCL, simulation and effects settings to `executor`. Throws ConfigError
-// naming `source` for a negative nccl.channels.
-void configure_executor(exec::Executor& executor, const clustersim::RunConfig& config,
-                        const ExecutorSetup& setup, const std::string& source);
+// The executor options `config`'s NCCL, simulation and effects settings ask for. Throws
+// ConfigError naming `source` for a negative nccl.channels.
+exec::ExecutorOptions executor_options(const clustersim::RunConfig& config,
+                                       const ExecutorSetup& setup, const std::string& source);
 
 }  // namespace cs::run

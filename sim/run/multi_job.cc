@@ -105,14 +105,13 @@ TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::si
       throw ConfigError(job.source + ": " + std::to_string(max_steps) +
                         " steps while another job has not finished its first; the jobs' steps " +
                         "differ too much in length, or one cannot end");
-    auto& ex = executors.emplace_back(std::make_unique<exec::Executor>(
-        sim, *network, cluster.topology, job.layout, job.prepared.programs, job.gpus));
-    configure_executor(*ex, job.prepared.config,
-                       {cluster.gpu, cluster.mode, cluster.topology, *cluster.routing, true, false,
-                        no_variability},
-                       job.source);
+    exec::ExecutorOptions options =
+        executor_options(job.prepared.config,
+                         {cluster.gpu, cluster.mode, cluster.topology, *cluster.routing, true,
+                          false, no_variability},
+                         job.source);
     const Time begin = sim.now();
-    ex->set_on_finished([&, k, begin] {
+    options.on_finished = [&, k, begin] {
       run.steps[k].push_back(sim.now() - begin);
       if (run.steps[k].size() == 1) --in_first_step;
       // Another step while some job is still in its first one. Decided a picosecond later,
@@ -120,7 +119,10 @@ TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::si
       sim.schedule_in(Time::ps(1), [&, k] {
         if (in_first_step > 0) start_step(k);
       });
-    });
+    };
+    auto& ex = executors.emplace_back(
+        std::make_unique<exec::Executor>(sim, *network, cluster.topology, job.layout,
+                                         job.prepared.programs, std::move(options), job.gpus));
     ex->start();
   };
   for (std::size_t k = 0; k < subset.size(); ++k) start_step(k);

@@ -172,10 +172,13 @@ net::NetworkMode network_mode(clustersim::NetworkMode mode) {
 // kMaxTimelineOps, a gigabyte of JSON, which is what a trace viewer still opens.
 constexpr std::size_t kMaxTimelineOps = 5'000'000;
 
-void refuse_timeline_if_too_big(const std::vector<int32_t>& ranks, const exec::Executor& executor,
+void refuse_timeline_if_too_big(const std::vector<int32_t>& ranks, const workload::Layout& layout,
+                                const std::vector<workload::Program>& programs,
                                 const std::string& source) {
   std::size_t ops = 0;
-  for (const int32_t r : ranks) ops += executor.program_of_rank(r).ops.size();
+  for (const int32_t r : ranks)
+    if (r >= 0 && r < layout.world())
+      ops += programs[static_cast<std::size_t>(layout.coord(r, workload::Dim::kPp))].ops.size();
   if (ops <= kMaxTimelineOps) return;
   throw ConfigError(source + ": a timeline of " + std::to_string(ranks.size()) +
                     " ranks would hold " + std::to_string(ops) + " ops, more than the " +
@@ -385,26 +388,21 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   Simulator sim;
   const net::NetworkMode mode = network_mode(config.network());
   auto network = net::make_network(mode, sim, topology, routing);
-  exec::Executor executor(sim, *network, topology, layout, programs);
   // Variability makes ranks differ, and a folded rank must stand for ranks identical to it; a
   // degraded NVLink or PCIe link makes one server's collectives differ from another's.
   const auto compute_var = compute_variability(config.variability(), layout.world());
   const bool ranks_differ = degraded.links > 0 || (compute_var && !compute_var->uniform());
   const bool reuse_isolated = options.reuse_isolated_collectives && !degraded.inside_servers;
-  configure_executor(executor, config,
-                     {gpu, mode, topology, routing, reuse_isolated, ranks_differ, compute_var},
-                     source);
+  exec::ExecutorOptions executor_opts = executor_options(
+      config, {gpu, mode, topology, routing, reuse_isolated, ranks_differ, compute_var}, source);
   if (options.on_op) {
-    refuse_timeline_if_too_big(options.op_ranks, executor, source);
-    std::vector<bool> watched(static_cast<std::size_t>(layout.world()), false);
+    refuse_timeline_if_too_big(options.op_ranks, layout, programs, source);
+    executor_opts.observer = options.on_op;
+    executor_opts.observed.assign(static_cast<std::size_t>(layout.world()), false);
     for (const int32_t r : options.op_ranks)
-      if (r >= 0 && r < layout.world()) watched[static_cast<std::size_t>(r)] = true;
-    executor.set_op_observer(
-        [&](int32_t rank, uint32_t op, Time start, Time end) {
-          options.on_op(rank, executor.program_of_rank(rank), op, start, end);
-        },
-        std::move(watched));
+      if (r >= 0 && r < layout.world()) executor_opts.observed[static_cast<std::size_t>(r)] = true;
   }
+  exec::Executor executor(sim, *network, topology, layout, programs, std::move(executor_opts));
   executor.start();
   run_with_progress(
       sim, [&] { return executor.progress(); }, options.on_progress);

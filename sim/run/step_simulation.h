@@ -18,7 +18,7 @@ namespace cs::run {
 
 struct SimulationOptions {
   // Time collectives that own their NVLink ports once and reuse the result (see
-  // Executor::set_isolated_collective_timer); off simulates every message.
+  // ExecutorOptions::isolated_timer); off simulates every message.
   bool reuse_isolated_collectives = true;
   // Called for every op of the ranks in `op_ranks` as it completes (timelines).
   std::function<void(int32_t rank, const workload::Program& program, uint32_t op, Time start,

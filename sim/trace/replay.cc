@@ -44,8 +44,9 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   const compute::GpuProfile gpu = compute::load_gpu_profile(target_gpu(target));
   Simulator sim;
   auto network = net::make_network(run::network_mode(target.network), sim, topology, routing);
-  exec::Executor executor(sim, *network, topology, workload);
-  executor.set_fluid_collectives(target.fluid_collectives);
+  exec::ExecutorOptions options;
+  options.fluid_collectives = target.fluid_collectives;
+  exec::Executor executor(sim, *network, topology, workload, std::move(options));
   executor.start();
   run_with_progress(
       sim, [&] { return executor.progress(); }, progress);

@@ -148,18 +148,20 @@ struct TwoRanks {
 
   void run(const workload::Program& program, bool interference) {
     programs = {program};
-    exec = std::make_unique<Executor>(sim, *network, topology, layout, programs);
-    if (interference) exec->set_interference(h100());
-    exec->set_op_observer(
-        [this](int32_t, uint32_t op, Time start, Time end) {
-          if (programs[0].ops[op].kind == OpKind::kCollective) {
-            coll_start = start;
-            coll_end = end;
-          } else {
-            kernel_end = end;
-          }
-        },
-        {true, false});
+    ExecutorOptions options;
+    if (interference) options.interference = h100();
+    options.observed = {true, false};
+    options.observer = [this](int32_t, const workload::Program&, uint32_t op, Time start,
+                              Time end) {
+      if (programs[0].ops[op].kind == OpKind::kCollective) {
+        coll_start = start;
+        coll_end = end;
+      } else {
+        kernel_end = end;
+      }
+    };
+    exec =
+        std::make_unique<Executor>(sim, *network, topology, layout, programs, std::move(options));
     exec->start();
     sim.run();
     ASSERT_TRUE(exec->all_finished());
