@@ -54,6 +54,9 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
         alone = false;
     owns_nvlink_[d] = alone;
   }
+  collective_groups_ = std::make_unique<LayoutGroups>(
+      layout_, [this](int32_t r) -> const workload::Program& { return program_of(r); }, folding_,
+      members_per_node_, owns_nvlink_);
 }
 
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
@@ -68,7 +71,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
       options_(std::move(options)),
       nccl_(options_.nccl.value_or(compute::nccl_tuning(topology.gpu_type))),
       rank_program_(workload.program_of_rank),
-      groups_(&workload.groups) {
+      explicit_groups_(&workload.groups) {
   const auto world = static_cast<int32_t>(rank_program_.size());
   if (world == 0) throw std::invalid_argument("the workload has no ranks");
   for (const uint32_t p : rank_program_)
@@ -82,23 +85,10 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
     for (const uint32_t d : program.deps)
       if (d >= n) throw std::invalid_argument("a dependency names an op that is absent");
   }
-  // Collectives pick NCCL's algorithm by how many consecutive members share a server; groups that
-  // are not regular (every server holding the same run of members) count as one per server.
-  group_local_.assign(groups_->size(), 1);
-  for (std::size_t g = 0; g < groups_->size(); ++g) {
-    const auto& members = (*groups_)[g];
-    for (const int32_t m : members)
-      if (m < 0 || m >= world) throw std::invalid_argument("a communicator names an absent rank");
-    if (members.empty()) continue;
-    auto node_of = [&](int32_t r) { return topology.vertex(topology.gpu(r)).node; };
-    std::size_t local = 1;
-    while (local < members.size() && node_of(members[local]) == node_of(members[0])) ++local;
-    bool regular = members.size() % local == 0;
-    for (std::size_t i = 0; i < members.size() && regular; ++i)
-      regular = node_of(members[i]) == node_of(members[i - i % local]) &&
-                (i % local != 0 || i == 0 || node_of(members[i]) != node_of(members[i - 1]));
-    group_local_[g] = regular ? static_cast<int32_t>(local) : 1;
-  }
+  collective_groups_ = std::make_unique<ExplicitGroups>(
+      *explicit_groups_, world,
+      [this](int32_t r) -> const workload::Program& { return program_of(r); },
+      [&topology](int32_t r) { return topology.vertex(topology.gpu(r)).node; });
   init_ranks();
   // Dataflow programs: who waits on each op, and per rank how many dependencies each op awaits.
   dependents_begin_.resize(programs_.size());
@@ -181,10 +171,6 @@ void Executor::load_head_deps(int32_t rank, int s) {
   st.dep_end[s] = o.deps_end;
 }
 
-coll::ScheduleKey Executor::schedule_key(coll::Op op, Dim dim, Bytes bytes) const {
-  return nccl_.plan(op, layout_.size(dim), members_per_node_[static_cast<int>(dim)], bytes);
-}
-
 bool Executor::is_done(int32_t rank, uint32_t op) const {
   return (done_bits_[rank * words_per_rank_ + op / 64] >> (op % 64)) & 1u;
 }
@@ -193,90 +179,14 @@ void Executor::set_done(int32_t rank, uint32_t op) {
   done_bits_[rank * words_per_rank_ + op / 64] |= uint64_t{1} << (op % 64);
 }
 
-namespace {
-
-// Whether every expert-parallel rank runs alike: each EP-varying compute row holds one duration
-// and each all-to-all routes an equal share to every member.
-bool expert_ranks_alike(const std::vector<workload::Program>& programs) {
-  auto flat = [](const auto& row) {
-    return std::adjacent_find(row.begin(), row.end(), std::not_equal_to<>()) == row.end();
-  };
-  for (const auto& program : programs) {
-    for (const auto& row : program.rank_times)
-      if (!flat(row)) return false;
-    for (const auto& v : program.all_to_alls)
-      if (!flat(v.share)) return false;
-  }
-  return true;
-}
-
-}  // namespace
-
-void Executor::choose_folding() {
-  const int tp = static_cast<int>(Dim::kTp), dp = static_cast<int>(Dim::kDp);
-  fold_.fill(1);
-  for (int d = 0; d < workload::kNumDims; ++d) fold_step_[d] = layout_.stride(static_cast<Dim>(d));
-  const bool alike = !options_.variability || options_.variability->uniform();
-  if (options_.fold_tensor_parallel && alike && !groups_ && options_.isolated_timer &&
-      layout_.size(Dim::kTp) > 1 && owns_nvlink_[tp] && layout_.stride(Dim::kTp) == 1)
-    fold_[tp] = layout_.size(Dim::kTp);
-  if (options_.fold_data_parallel && alike && !groups_) {
-    if (layout_.size(Dim::kEp) == 1 || expert_ranks_alike(programs_)) {
-      // Under balanced routing every EP rank computes alike and every server's NICs carry the
-      // same all-to-all load, so an EP group's all-to-all is sent whole by its one simulated
-      // member (run_all_to_all_v builds every member's edges from one routing row).
-      fold_[dp] = layout_.size(Dim::kDp);
-    } else {
-      // Expert-parallel groups span data-parallel replicas, so only whole expert-data-parallel
-      // replicas fold: every one runs the same programs with the same routing. Replica c is
-      // every rank's image c x (ETP x EP) places further in its stage, a constant rank offset
-      // when those places are whole data-parallel coordinates.
-      const int32_t places = layout_.expert_tp() * layout_.size(Dim::kEp);
-      const int32_t per_dp = layout_.size(Dim::kTp) * layout_.size(Dim::kCp);
-      const int edp = static_cast<int>(Dim::kEdp);
-      if (places % per_dp == 0 && layout_.size(Dim::kEdp) > 1) {
-        fold_[edp] = layout_.size(Dim::kEdp);
-        fold_step_[edp] = places / per_dp * layout_.stride(Dim::kDp);
-      }
-    }
-  }
-  // Every combination of the folded dimensions' coordinates, as a rank offset.
-  represented_ = {0};
-  for (int d = 0; d < workload::kNumDims; ++d) {
-    std::vector<int32_t> grown;
-    for (int32_t c = 0; c < fold_[d]; ++c)
-      for (const int32_t offset : represented_) grown.push_back(offset + c * fold_step_[d]);
-    represented_ = std::move(grown);
-  }
-  // A collective of dimension d is sent once per distinct group among the represented ranks (its
-  // own group spans the rest); a group waits for its simulated members.
-  for (int d = 0; d < workload::kNumDims; ++d) {
-    const auto dim = static_cast<Dim>(d);
-    copies_[d].clear();
-    std::unordered_set<int32_t> seen;
-    for (const int32_t offset : represented_)
-      if (seen.insert(layout_.group_id(offset, dim)).second) copies_[d].push_back(offset);
-    posting_[d] = 0;
-    if (!layout_.uses(dim)) continue;
-    for (const int32_t m : layout_.group_members(0, dim)) posting_[d] += is_simulated(m) ? 1 : 0;
-  }
-}
-
-bool Executor::is_simulated(int32_t rank) const {
-  for (int d = 0; d < workload::kNumDims; ++d)
-    if (fold_[d] > 1 && layout_.coord(rank, static_cast<Dim>(d)) != 0) return false;
-  return true;
-}
-
-int32_t Executor::simulated_rank_of(int32_t rank) const {
-  int32_t simulated = rank;
-  for (int d = 0; d < workload::kNumDims; ++d)
-    if (fold_[d] > 1) simulated -= layout_.coord(rank, static_cast<Dim>(d)) * fold_step_[d];
-  return simulated;
-}
-
 void Executor::start() {
-  choose_folding();
+  // Folding needs ranks that compute alike, and TP folding collectives timed alone.
+  const bool alike = !options_.variability || options_.variability->uniform();
+  const bool layout_ranks = explicit_groups_ == nullptr;
+  folding_ = Folding(layout_,
+                     options_.fold_tensor_parallel && alike && layout_ranks &&
+                         options_.isolated_timer && owns_nvlink_[static_cast<int>(Dim::kTp)],
+                     options_.fold_data_parallel && alike && layout_ranks, programs_);
   if (options_.interference) {
     running_.assign(static_cast<std::size_t>(layout_.world()), RunningKernel{});
     kernel_ctas_.resize(programs_.size());
@@ -284,9 +194,9 @@ void Executor::start() {
       for (const auto& call : programs_[p].kernels)
         kernel_ctas_[p].push_back(kernel_ctas(*options_.interference, call.kernel));
   }
-  const auto folded = static_cast<int32_t>(represented_.size());
+  const auto folded = static_cast<int32_t>(folding_.represented().size());
   for (int32_t r = 0; r < layout_.world(); ++r) {
-    if (!is_simulated(r)) {
+    if (!folding_.is_simulated(r)) {
       ranks_[r].ops_left = 0;  // runs as the rank that stands for it
       continue;
     }
@@ -360,7 +270,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       if (st.head[s] == 0) stats_[rank].lead_wait = stats_[rank].pipeline_wait - waited;
     }
   }
-  const bool explicit_groups = groups_ != nullptr;
+  const bool explicit_groups = explicit_groups_ != nullptr;
   switch (o.kind) {
     case OpKind::kCompute: {
       RankStats& stats = stats_[rank];
@@ -377,10 +287,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       break;
     }
     case OpKind::kCollective:
-      if (explicit_groups)
-        arrive_explicit_collective(rank, op);
-      else
-        arrive_collective(rank, op);
+      arrive_collective(rank, op);
       break;
     case OpKind::kSend:
     case OpKind::kRecv:
@@ -458,22 +365,6 @@ void Executor::change_load(int32_t rank, CommPath path, int sign) {
   if (k.rank >= 0) reschedule(k);
 }
 
-CommPath Executor::path_of(const Op& o) const {
-  // Overlapped TP collectives run as userbuffers ring-exchange steps, not NCCL kernels.
-  if (o.stream == Stream::kTp) return CommPath::kRingExchange;
-  // Ring attention's K/V hops are NCCL send/recvs.
-  if (o.coll_op == coll::Op::kSendRecv) return CommPath::kPointToPoint;
-  return members_per_node_[static_cast<int>(o.dim)] >= layout_.size(o.dim)
-             ? CommPath::kNvlinkCollective
-             : CommPath::kNetworkCollective;
-}
-
-CommPath Executor::path_of_group(std::size_t group) const {
-  return static_cast<std::size_t>(group_local_[group]) >= (*groups_)[group].size()
-             ? CommPath::kNvlinkCollective
-             : CommPath::kNetworkCollective;
-}
-
 void Executor::complete(int32_t rank, uint32_t op) {
   RankState& st = ranks_[rank];
   const auto& program = program_of(rank);
@@ -505,7 +396,7 @@ void Executor::complete(int32_t rank, uint32_t op) {
 }
 
 void Executor::notify_observer(int32_t rank, uint32_t op, Time start) {
-  for (const int32_t offset : represented_) {
+  for (const int32_t offset : folding_.represented()) {
     const auto m = static_cast<std::size_t>(rank + offset);
     if (m < options_.observed.size() && options_.observed[m])
       options_.observer(rank + offset, program_of(rank), op, start, sim_.now());
@@ -515,10 +406,10 @@ void Executor::notify_observer(int32_t rank, uint32_t op, Time start) {
 void Executor::rank_finished(int32_t rank) {
   stats_[rank].finish = sim_.now();
   step_end_ = std::max(step_end_, sim_.now());
-  finished_ranks_ += static_cast<int32_t>(represented_.size());
+  finished_ranks_ += static_cast<int32_t>(folding_.represented().size());
   if (finished_ranks_ != layout_.world()) return;
   for (int32_t r = 0; r < layout_.world(); ++r) {
-    if (!is_simulated(r)) stats_[r] = stats_[simulated_rank_of(r)];
+    if (!folding_.is_simulated(r)) stats_[r] = stats_[folding_.simulated_rank_of(r)];
     stats_[r].end_wait = step_end_ - stats_[r].finish;
   }
   if (options_.on_finished) options_.on_finished();

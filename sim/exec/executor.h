@@ -21,7 +21,9 @@
 #include "sim/compute/gpu_hardware.h"
 #include "sim/core/simulator.h"
 #include "sim/exec/all_to_all_v.h"
+#include "sim/exec/collective_groups.h"
 #include "sim/exec/executor_options.h"
+#include "sim/exec/folding.h"
 #include "sim/exec/interference.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network.h"
@@ -99,7 +101,7 @@ class Executor {
            const ExplicitWorkload& workload, ExecutorOptions options = {});
 
   // Ranks each simulated rank stands for (1: every rank runs).
-  int32_t fold() const { return static_cast<int32_t>(represented_.size()); }
+  int32_t fold() const { return static_cast<int32_t>(folding_.represented().size()); }
   const workload::Program& program_of_rank(int32_t rank) const { return program_of(rank); }
 
   // Starts every rank at sim.now(); then call sim.run().
@@ -161,10 +163,6 @@ class Executor {
     int32_t rank;
     uint32_t op;
   };
-  // The members of one explicit collective that have posted it so far.
-  struct CollectivePosts {
-    std::vector<std::pair<int32_t, uint32_t>> posts;  // (rank, op), by arrival
-  };
   struct P2pKey {
     int32_t sender, receiver;
     uint64_t tag;
@@ -194,7 +192,6 @@ class Executor {
     return program.dataflow && o.stream != workload::Stream::kCompute;
   }
   void release_dependents(int32_t rank, uint32_t op);
-  void arrive_explicit_collective(int32_t rank, uint32_t op);
   void arrive_explicit_p2p(int32_t rank, uint32_t op);
   // Marks (rank, op) as unable to proceed, with the reason stuck_ops() will give.
   void block(int32_t rank, uint32_t op, std::string reason);
@@ -213,38 +210,42 @@ class Executor {
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
   void charge_idle(int32_t rank, Time from, Time to);
-  // Folding: which ranks run, and whom each stands for.
-  void choose_folding();
-  bool is_simulated(int32_t rank) const;
-  int32_t simulated_rank_of(int32_t rank) const;
-  // The ranks a simulated rank's collective over `dim` is sent from, as offsets from it: itself
-  // (0, first) and, when folded, the ranks it stands for outside that collective's group.
-  const std::vector<int32_t>& copies(workload::Dim dim) const {
-    return copies_[static_cast<int>(dim)];
-  }
   void notify_observer(int32_t rank, uint32_t op, Time start);
   void rank_finished(int32_t rank);
   // Starts a compute-stream kernel that lasts `isolated` (compute_duration) while alone.
   void start_kernel(int32_t rank, uint32_t op, Time isolated);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
-  CommPath path_of(const workload::Op& o) const;
-  CommPath path_of_group(std::size_t group) const;
   void reschedule(RunningKernel& k);
   // Runs `copies` of a collective, copy c over vertices [c n, (c + 1) n): as one mirrored fluid
   // transfer where the schedule has a fluid form, else message by message from the shared
   // schedule. `done` gets the copies' summed bytes once the last has ended.
   void run_schedule(const coll::ScheduleKey& key, const std::vector<net::VertexId>& vertices,
                     Bytes bytes, int32_t copies, std::function<void(const coll::RunStats&)> done);
-  // An expert-parallel all-to-all-v (all_to_all_v.h) of the group of (rank, op), once every
-  // member has posted it.
-  void run_all_to_all_v(int32_t rank, uint32_t op, const workload::AllToAllV& v);
-  // An explicit workload's all-to-all-v (imported ALL_TO_ALL with split sizes, GATHER, SCATTER):
-  // every member sends its own op's bytes x share[d] to member d (reversed: receives them).
-  void run_explicit_all_to_all_v(std::vector<std::pair<int32_t, uint32_t>> posts, int32_t comm);
-  // The schedule NCCL would run for this collective: algorithm, chunks and window by size and
-  // by how the group sits on servers.
-  coll::ScheduleKey schedule_key(coll::Op op, workload::Dim dim, Bytes bytes) const;
+  const workload::Op& op_of(const Post& p) const { return program_of(p.rank).ops[p.op]; }
+  // A collective once its group is ready: load on its GPUs from launch to end.
+  struct Launched {
+    std::vector<Post> posts;
+    workload::Dim dim;
+    coll::Op coll_op;
+    CommPath path;
+    bool blocking;
+    Time started;
+  };
+  Launched begin_collective(ReadyCollective&& group, std::size_t copies);
+  // Every collective ends here: its `sent` bytes tallied, its load off the members' GPUs, each
+  // member's exposed time charged and its op completed. `wire_share` >= 0 marks an all-to-all
+  // (RankStats::all_to_all) with that share of its time spent on wire costs.
+  void end_collective(const Launched& c, Bytes sent, double wire_share = -1);
+  // Runs a ready collective's schedule (or its isolated time) over every folded copy.
+  void launch_collective(ReadyCollective group);
+  // The time of a collective alone on its NVLink ports, measured once per schedule and size.
+  IsolatedCollective isolated_run(const coll::ScheduleKey& key,
+                                  std::span<const net::VertexId> vertices, Bytes bytes);
+  // An all-to-all-v (all_to_all_v.h): expert-parallel all-to-alls of layout programs, and an
+  // explicit workload's (imported ALL_TO_ALL with split sizes, GATHER, SCATTER), where every
+  // member sends its own op's bytes x share[d] to member d (reversed: receives them).
+  void launch_all_to_all_v(ReadyCollective group);
 
   Simulator& sim_;
   net::Network& network_;
@@ -265,14 +266,10 @@ class Executor {
   // first group tells for all).
   std::array<int32_t, workload::kNumDims> members_per_node_{};
   std::array<bool, workload::kNumDims> owns_nvlink_{};
-  std::vector<EndpointBandwidth> endpoint_bw_;           // built with the first all-to-all plan
-  std::array<int32_t, workload::kNumDims> fold_{};       // members per simulated rank, by dim
-  std::array<int32_t, workload::kNumDims> fold_step_{};  // rank offset between folded copies
-  std::array<int32_t, workload::kNumDims> posting_{};    // simulated members of a group
-  std::vector<int32_t> represented_ = {0};  // offsets to the ranks a simulated rank stands for
-  std::array<std::vector<int32_t>, workload::kNumDims> copies_;  // see copies()
+  std::vector<EndpointBandwidth> endpoint_bw_;  // built with the first all-to-all plan
+  Folding folding_{layout_};                    // no folding until start()
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
-  // EP all-to-all transfers by (first member, Op::varies, bytes), see run_all_to_all_v.
+  // EP all-to-all transfers by (first member, Op::varies, bytes), see layout_all_to_all_plan.
   using AllToAllKey = std::tuple<int32_t, uint32_t, Bytes>;
   struct AllToAllKeyHash {
     std::size_t operator()(const AllToAllKey& k) const {
@@ -289,6 +286,8 @@ class Executor {
     double line_rate_share = 1;
     std::shared_ptr<net::FluidPlanSlot> slot = std::make_shared<net::FluidPlanSlot>();
   };
+  const CachedAllToAll& layout_all_to_all_plan(const ReadyCollective& group);
+  const CachedAllToAll& explicit_all_to_all_plan(const ReadyCollective& group);
   static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
   std::unordered_map<AllToAllKey, CachedAllToAll, AllToAllKeyHash> all_to_all_cache_;
   std::size_t all_to_all_cached_edges_ = 0;
@@ -299,8 +298,7 @@ class Executor {
   std::vector<RankStats> stats_;
   std::vector<uint64_t> done_bits_;  // one bit per (rank, op)
   std::size_t words_per_rank_ = 0;
-  // By dimension: (group id << 32 | op) -> members that have posted it.
-  std::array<std::unordered_map<uint64_t, uint32_t>, workload::kNumDims> collective_arrivals_;
+  std::unique_ptr<CollectiveGroups> collective_groups_;
   std::unordered_map<uint64_t, PendingP2p> p2p_pending_;
   CommTally comm_;
   int32_t finished_ranks_ = 0;
@@ -309,14 +307,11 @@ class Executor {
 
   // Explicit workloads only.
   std::vector<uint32_t> rank_program_;
-  const std::vector<std::vector<int32_t>>* groups_ = nullptr;
-  std::vector<int32_t> group_local_;  // per group: consecutive members per server (1: irregular)
+  const std::vector<std::vector<int32_t>>* explicit_groups_ = nullptr;
   std::vector<std::vector<uint32_t>> dependents_begin_, dependents_;  // per program, CSR
   std::vector<std::size_t> op_offset_;  // per rank: its first slot in pending_deps_ / posted_
   std::vector<uint32_t> pending_deps_;  // per (rank, op): dependencies not yet done
   std::vector<bool> posted_;            // per (rank, op): started, for stuck_ops
-  std::unordered_map<uint64_t, uint32_t> coll_seq_;  // (rank, comm) -> collectives posted so far
-  std::unordered_map<uint64_t, CollectivePosts> coll_posts_;  // (comm, sequence) -> posts
   // Explicit sends are eager, as NCCL's and ASTRA-sim's are: the transfer starts when the send is
   // posted and the send ends when the bytes arrive; the receive ends once it is posted and its
   // message (the oldest unreceived one on its channel) has arrived.

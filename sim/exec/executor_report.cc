@@ -29,12 +29,13 @@ std::string Executor::describe(int32_t rank, uint32_t op) const {
     case OpKind::kCollective:
       what += ", " + std::string(coll::to_string(o.coll_op)) + " of " + std::to_string(o.bytes) +
               " bytes";
-      if (groups_) what += " on communicator " + std::to_string(o.comm);
+      if (explicit_groups_) what += " on communicator " + std::to_string(o.comm);
       break;
     case OpKind::kSend:
     case OpKind::kRecv: {
-      const int32_t peer =
-          o.peer_rank >= 0 || groups_ ? o.peer_rank : layout_.with_stage(rank, o.peer_stage);
+      const int32_t peer = o.peer_rank >= 0 || explicit_groups_
+                               ? o.peer_rank
+                               : layout_.with_stage(rank, o.peer_stage);
       what += std::string(o.kind == OpKind::kSend ? ", send of " : ", recv of ") +
               std::to_string(o.bytes) + " bytes " + (o.kind == OpKind::kSend ? "to" : "from") +
               " rank " + std::to_string(peer) + " tag " + std::to_string(o.tag);
