@@ -188,7 +188,11 @@ void Executor::start() {
                          options_.isolated_timer && owns_nvlink_[static_cast<int>(Dim::kTp)],
                      options_.fold_data_parallel && alike && layout_ranks, programs_);
   if (options_.interference) {
-    running_.assign(static_cast<std::size_t>(layout_.world()), RunningKernel{});
+    stretcher_.emplace(sim_, *options_.interference, static_cast<std::size_t>(layout_.world()),
+                       [this](int32_t rank, uint32_t op, Time stretched_by) {
+                         stats_[rank].interference += stretched_by;
+                         complete(rank, op);
+                       });
     kernel_ctas_.resize(programs_.size());
     for (std::size_t p = 0; p < programs_.size(); ++p)
       for (const auto& call : programs_[p].kernels)
@@ -314,55 +318,18 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
 void Executor::start_kernel(int32_t rank, uint32_t op, Time isolated) {
   const auto& program = program_of(rank);
   const Op& o = program.ops[op];
-  RunningKernel& k = running_[static_cast<std::size_t>(rank)];
-  k.rank = rank;
-  k.op = op;
-  k.kind = compute::KernelKind::kGemm;  // imported trace kernels: taken as tensor-core work
-  k.hbm_bytes = 0;
-  k.ctas = 0;
+  KernelStretcher::Shape shape;  // imported trace kernels: taken as tensor-core work
   if (o.kernel < program.kernels.size()) {
     const compute::Kernel& kernel = program.kernels[o.kernel].kernel;
-    k.kind = kernel.kind;
-    k.hbm_bytes = kernel.bytes;
-    k.ctas = kernel_ctas_[static_cast<std::size_t>(&program - programs_.data())][o.kernel];
+    shape.kind = kernel.kind;
+    shape.hbm_bytes = kernel.bytes;
+    shape.ctas = kernel_ctas_[static_cast<std::size_t>(&program - programs_.data())][o.kernel];
   }
-  k.isolated = isolated;
-  k.started = k.since = sim_.now();
-  k.left_ps = static_cast<double>(k.isolated.count_ps());
-  k.slowdown = 1;
-  k.event = {};
-  reschedule(k);
-}
-
-void Executor::reschedule(RunningKernel& k) {
-  const double slowdown =
-      kernel_slowdown(*options_.interference, k.kind, k.isolated.as_seconds(), k.hbm_bytes,
-                      ranks_[static_cast<std::size_t>(k.rank)].comm_load, k.ctas);
-  if (k.event.valid() && slowdown == k.slowdown) return;
-  // Work done since the last change ran at 1 / k.slowdown of the isolated rate.
-  k.left_ps -= static_cast<double>((sim_.now() - k.since).count_ps()) / k.slowdown;
-  k.left_ps = std::max(k.left_ps, 0.0);
-  k.since = sim_.now();
-  k.slowdown = slowdown;
-  if (k.event.valid()) sim_.cancel(k.event);
-  const int32_t rank = k.rank;
-  k.event = sim_.schedule_in(Time::ps(std::llround(k.left_ps * slowdown)), [this, rank] {
-    RunningKernel& done = running_[static_cast<std::size_t>(rank)];
-    stats_[rank].interference += (sim_.now() - done.started) - done.isolated;
-    done.rank = -1;
-    complete(rank, done.op);
-  });
+  stretcher_->start(rank, op, shape, isolated);
 }
 
 void Executor::change_load(int32_t rank, CommPath path, int sign) {
-  if (!options_.interference) return;
-  CommLoad& load = ranks_[static_cast<std::size_t>(rank)].comm_load;
-  if (sign > 0)
-    load += options_.interference->load_of(path);
-  else
-    load -= options_.interference->load_of(path);
-  RunningKernel& k = running_[static_cast<std::size_t>(rank)];
-  if (k.rank >= 0) reschedule(k);
+  if (stretcher_) stretcher_->change_load(rank, path, sign);
 }
 
 void Executor::complete(int32_t rank, uint32_t op) {

@@ -25,6 +25,7 @@
 #include "sim/exec/executor_options.h"
 #include "sim/exec/folding.h"
 #include "sim/exec/interference.h"
+#include "sim/exec/kernel_stretcher.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network.h"
 #include "sim/net/topology.h"
@@ -121,7 +122,8 @@ class Executor {
 
   // Memory the executor holds per rank of a layout whose largest program has `max_ops` ops.
   static std::size_t bytes_per_rank(std::size_t max_ops) {
-    return sizeof(RankState) + sizeof(RankStats) + sizeof(RunningKernel) + (max_ops + 63) / 64 * 8;
+    return sizeof(RankState) + sizeof(RankStats) + KernelStretcher::bytes_per_rank() +
+           (max_ops + 63) / 64 * 8;
   }
 
   const std::vector<RankStats>& rank_stats() const { return stats_; }
@@ -145,19 +147,6 @@ class Executor {
     workload::Stream last_done_stream = workload::Stream::kCompute;
     Time last_transfer_start;  // of the latest pipeline receive to complete
     uint32_t ops_left = 0;
-    CommLoad comm_load;  // communication of this GPU in flight
-  };
-  // The compute-stream kernel of a rank that interference may stretch.
-  struct RunningKernel {
-    int32_t rank = -1;
-    uint32_t op = 0;
-    compute::KernelKind kind = compute::KernelKind::kGemm;
-    double hbm_bytes = 0;
-    int64_t ctas = 0;  // thread blocks for wave quantization under interference (0: unknown)
-    Time isolated, started, since;  // `since`: when the rate last changed
-    double left_ps = 0;             // isolated-time picoseconds still to run
-    double slowdown = 1;
-    EventId event;
   };
   struct PendingP2p {
     int32_t rank;
@@ -216,7 +205,6 @@ class Executor {
   void start_kernel(int32_t rank, uint32_t op, Time isolated);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
-  void reschedule(RunningKernel& k);
   // Runs `copies` of a collective, copy c over vertices [c n, (c + 1) n): as one mirrored fluid
   // transfer where the schedule has a fluid form, else message by message from the shared
   // schedule. `done` gets the copies' summed bytes once the last has ended.
@@ -292,7 +280,7 @@ class Executor {
   std::unordered_map<AllToAllKey, CachedAllToAll, AllToAllKeyHash> all_to_all_cache_;
   std::size_t all_to_all_cached_edges_ = 0;
   CachedAllToAll all_to_all_scratch_;
-  std::vector<RunningKernel> running_;  // by rank (rank -1: none), with interference only
+  std::optional<KernelStretcher> stretcher_;  // with interference only
 
   std::vector<RankState> ranks_;
   std::vector<RankStats> stats_;
