@@ -54,9 +54,9 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
         alone = false;
     owns_nvlink_[d] = alone;
   }
-  collective_groups_ = std::make_unique<LayoutGroups>(
-      layout_, [this](int32_t r) -> const workload::Program& { return program_of(r); }, folding_,
-      members_per_node_, owns_nvlink_);
+  collective_groups_ = std::make_unique<LayoutGroups>(layout_, rank_program_fn(), folding_,
+                                                      members_per_node_, owns_nvlink_);
+  peers_ = std::make_unique<LayoutPeers>(layout_, rank_program_fn());
 }
 
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
@@ -86,9 +86,9 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
       if (d >= n) throw std::invalid_argument("a dependency names an op that is absent");
   }
   collective_groups_ = std::make_unique<ExplicitGroups>(
-      *explicit_groups_, world,
-      [this](int32_t r) -> const workload::Program& { return program_of(r); },
+      *explicit_groups_, world, rank_program_fn(),
       [&topology](int32_t r) { return topology.vertex(topology.gpu(r)).node; });
+  peers_ = std::make_unique<ExplicitPeers>(world, rank_program_fn());
   init_ranks();
   // Dataflow programs: who waits on each op, and per rank how many dependencies each op awaits.
   dependents_begin_.resize(programs_.size());
@@ -274,7 +274,6 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       if (st.head[s] == 0) stats_[rank].lead_wait = stats_[rank].pipeline_wait - waited;
     }
   }
-  const bool explicit_groups = explicit_groups_ != nullptr;
   switch (o.kind) {
     case OpKind::kCompute: {
       RankStats& stats = stats_[rank];
@@ -295,10 +294,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       break;
     case OpKind::kSend:
     case OpKind::kRecv:
-      if (explicit_groups)
-        arrive_explicit_p2p(rank, op);
-      else
-        arrive_p2p(rank, op);
+      arrive_p2p(rank, op);
       break;
   }
 }

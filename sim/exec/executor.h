@@ -26,6 +26,7 @@
 #include "sim/exec/folding.h"
 #include "sim/exec/interference.h"
 #include "sim/exec/kernel_stretcher.h"
+#include "sim/exec/peer_messages.h"
 #include "sim/exec/variability.h"
 #include "sim/net/network.h"
 #include "sim/net/topology.h"
@@ -148,25 +149,11 @@ class Executor {
     Time last_transfer_start;  // of the latest pipeline receive to complete
     uint32_t ops_left = 0;
   };
-  struct PendingP2p {
-    int32_t rank;
-    uint32_t op;
-  };
-  struct P2pKey {
-    int32_t sender, receiver;
-    uint64_t tag;
-    bool operator==(const P2pKey&) const = default;
-  };
-  struct P2pKeyHash {
-    std::size_t operator()(const P2pKey& k) const {
-      return std::hash<uint64_t>()(
-          k.tag * 0x9E3779B97F4A7C15ull ^
-          (static_cast<uint64_t>(k.sender) << 32 | static_cast<uint32_t>(k.receiver)));
-    }
-  };
-
   const workload::Program& program_of(int32_t rank) const {
     return *rank_programs_[static_cast<std::size_t>(rank)];
+  }
+  ProgramOfRank rank_program_fn() const {
+    return [this](int32_t rank) -> const workload::Program& { return program_of(rank); };
   }
   // Points the head op of `rank`'s stream `s` at its dependencies (RankState::dep_next).
   void load_head_deps(int32_t rank, int s);
@@ -181,7 +168,6 @@ class Executor {
     return program.dataflow && o.stream != workload::Stream::kCompute;
   }
   void release_dependents(int32_t rank, uint32_t op);
-  void arrive_explicit_p2p(int32_t rank, uint32_t op);
   // Marks (rank, op) as unable to proceed, with the reason stuck_ops() will give.
   void block(int32_t rank, uint32_t op, std::string reason);
   // One key for a pair of ids (rank and op, communicator and sequence number).
@@ -198,6 +184,8 @@ class Executor {
   void complete(int32_t rank, uint32_t op);
   void arrive_collective(int32_t rank, uint32_t op);
   void arrive_p2p(int32_t rank, uint32_t op);
+  // Moves a matched message's bytes; its ops end as they arrive.
+  void start_transfer(std::shared_ptr<PeerMessage> msg);
   void charge_idle(int32_t rank, Time from, Time to);
   void notify_observer(int32_t rank, uint32_t op, Time start);
   void rank_finished(int32_t rank);
@@ -287,7 +275,7 @@ class Executor {
   std::vector<uint64_t> done_bits_;  // one bit per (rank, op)
   std::size_t words_per_rank_ = 0;
   std::unique_ptr<CollectiveGroups> collective_groups_;
-  std::unordered_map<uint64_t, PendingP2p> p2p_pending_;
+  std::unique_ptr<PeerMessages> peers_;
   CommTally comm_;
   int32_t finished_ranks_ = 0;
   uint64_t ops_total_ = 0, ops_done_ = 0;
@@ -300,21 +288,6 @@ class Executor {
   std::vector<std::size_t> op_offset_;  // per rank: its first slot in pending_deps_ / posted_
   std::vector<uint32_t> pending_deps_;  // per (rank, op): dependencies not yet done
   std::vector<bool> posted_;            // per (rank, op): started, for stuck_ops
-  // Explicit sends are eager, as NCCL's and ASTRA-sim's are: the transfer starts when the send is
-  // posted and the send ends when the bytes arrive; the receive ends once it is posted and its
-  // message (the oldest unreceived one on its channel) has arrived.
-  struct P2pMessage {
-    int32_t sender;
-    uint32_t send_op;
-    int32_t receiver;
-    uint32_t recv_op = UINT32_MAX;  // none yet
-    bool arrived = false;
-  };
-  struct P2pChannel {
-    std::deque<std::shared_ptr<P2pMessage>> sends;  // posted, no receive yet
-    std::deque<PendingP2p> recvs;                   // posted, no send yet
-  };
-  std::unordered_map<P2pKey, P2pChannel, P2pKeyHash> p2p_queues_;
   std::unordered_map<uint64_t, std::string> blocked_;  // (rank, op) -> why it cannot proceed
 };
 

@@ -133,33 +133,38 @@ void Executor::run_schedule(const coll::ScheduleKey& key,
 }
 
 void Executor::arrive_p2p(int32_t rank, uint32_t op) {
-  const Op& o = program_of(rank).ops[op];
-  const int32_t peer = layout_.with_stage(rank, o.peer_stage);
-  const bool sending = o.kind == OpKind::kSend;
-  const int32_t sender = sending ? rank : peer;
-  const uint64_t key = static_cast<uint64_t>(sender) << 32 | o.tag;
-  auto [it, fresh] = p2p_pending_.try_emplace(key, PendingP2p{rank, op});
-  if (fresh) return;
-  // Both ends have posted: the transfer starts now, and both ops end when it arrives (with
-  // folding: when every member's copy has arrived).
-  const PendingP2p other = it->second;
-  p2p_pending_.erase(it);
-  const int32_t receiver = sending ? peer : rank;
-  const uint32_t send_op = sending ? op : other.op;
-  const uint32_t recv_op = sending ? other.op : op;
-  change_load(sender, CommPath::kPointToPoint, +1);
-  change_load(receiver, CommPath::kPointToPoint, +1);
+  PeerPosted posted = peers_->post(rank, op);
+  if (posted.refused) block(posted.refused->rank, posted.refused->op, std::move(posted.why));
+  if (posted.ends_now) {
+    const Post p = *posted.ends_now;
+    sim_.schedule_in(Time{}, [this, p] { complete(p.rank, p.op); });
+  }
+  if (posted.transfer) start_transfer(std::move(posted.transfer));
+}
+
+void Executor::start_transfer(std::shared_ptr<PeerMessage> msg) {
+  const Op& o = program_of(msg->sender).ops[msg->send_op];
+  const int32_t sender = msg->sender, receiver = msg->receiver;
   const auto folded = static_cast<int32_t>(folding_.represented().size());
   comm_.p2p_messages += static_cast<uint64_t>(folded);
   comm_.by_op[static_cast<int>(coll::Op::kSendRecv)] += o.bytes * folded;
-  comm_.by_dim[static_cast<int>(Dim::kPp)] += o.bytes * folded;
-  auto arrived = [this, sender, receiver, send_op, recv_op, started = sim_.now()] {
-    change_load(sender, CommPath::kPointToPoint, -1);
-    change_load(receiver, CommPath::kPointToPoint, -1);
-    ranks_[receiver].last_transfer_start = started;
-    complete(sender, send_op);
-    complete(receiver, recv_op);
+  comm_.by_dim[static_cast<int>(o.dim)] += o.bytes * folded;
+  change_load(sender, CommPath::kPointToPoint, +1);
+  if (receiver != sender) change_load(receiver, CommPath::kPointToPoint, +1);
+  // Both ops end when the bytes arrive (with folding: when every member's copy has arrived); a
+  // receive posted later ends at once.
+  auto arrived = [this, msg, started = sim_.now()] {
+    change_load(msg->sender, CommPath::kPointToPoint, -1);
+    if (msg->receiver != msg->sender) change_load(msg->receiver, CommPath::kPointToPoint, -1);
+    msg->arrived = true;
+    ranks_[msg->receiver].last_transfer_start = started;
+    complete(msg->sender, msg->send_op);
+    if (msg->recv_op != PeerMessage::kNoOp) complete(msg->receiver, msg->recv_op);
   };
+  if (receiver == sender) {
+    sim_.schedule_in(Time{}, std::move(arrived));  // a copy within one GPU: no network
+    return;
+  }
   if (folded == 1) {
     network_.send(gpu_of(sender), gpu_of(receiver), o.bytes, std::move(arrived));
     return;

@@ -12,9 +12,7 @@ using workload::OpKind;
 
 bool Executor::all_finished() const {
   if (finished_ranks_ != layout_.world()) return false;
-  for (const auto& [key, channel] : p2p_queues_)
-    if (!channel.sends.empty()) return false;
-  return true;
+  return peers_->unreceived().empty();
 }
 
 std::string Executor::describe(int32_t rank, uint32_t op) const {
@@ -65,13 +63,10 @@ std::vector<StuckOp> Executor::stuck_ops(std::size_t limit) const {
     stuck.push_back({r, op, std::move(what)});
   };
   // Messages delivered that no receive ever took, oldest channel first.
-  std::vector<std::pair<int32_t, uint32_t>> unreceived;
-  for (const auto& [key, channel] : p2p_queues_)
-    for (const auto& msg : channel.sends) unreceived.emplace_back(msg->sender, msg->send_op);
-  std::sort(unreceived.begin(), unreceived.end());
-  for (const auto& [r, op] : unreceived) {
+  for (const Post& p : peers_->unreceived()) {
     if (stuck.size() >= limit) break;
-    stuck.push_back({r, op, describe(r, op) + " (sent, but no matching receive was posted)"});
+    stuck.push_back(
+        {p.rank, p.op, describe(p.rank, p.op) + " (sent, but no matching receive was posted)"});
   }
   for (int32_t r = 0; r < layout_.world() && stuck.size() < limit; ++r) {
     const RankState& st = ranks_[r];
