@@ -38,8 +38,8 @@ const report::Field<Candidate> kCandidateFields[] = {
     {.key = "congestion_aware",
      .at = [](Candidate& c) -> Ref { return &c.refined; },
      .shown = report::kJson},
-    {.key = "analytical_step_s",
-     .at = [](Candidate& c) -> Ref { return &c.search_step_s; },
+    {.key = "analytical_iteration_time_s",
+     .at = [](Candidate& c) -> Ref { return &c.search_iteration_time_s; },
      .shown = report::kJson},
     {.key = "mfu", .at = [](Candidate& c) -> Ref { return &c.report.mfu; }},
     {.key = "bubble_fraction", .at = [](Candidate& c) -> Ref { return &c.report.bubble_fraction; }},
@@ -411,7 +411,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   result.simulated = static_cast<int64_t>(result.ranked.size());
   if (result.ranked.empty() && !first_error.empty()) throw std::runtime_error(first_error);
   sort_by_objective(result.ranked.begin(), result.ranked.end(), options.objective);
-  for (auto& c : result.ranked) c.search_step_s = c.report.iteration_time_s;
+  for (auto& c : result.ranked) c.search_iteration_time_s = c.report.iteration_time_s;
   refine_leaders(result, options, jobs);
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
@@ -465,7 +465,7 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
     std::snprintf(buf, sizeof buf,
                   "  %-3zu %-62s %6d %8.3f%s %10.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n", i + 1,
                   short_layout(c.config).c_str(), r.gpus, r.iteration_time_s, c.refined ? " " : "*",
-                  c.search_step_s, 100 * r.mfu, 100 * r.bubble_fraction, c.fit.peak / 1e9,
+                  c.search_iteration_time_s, 100 * r.mfu, 100 * r.bubble_fraction, c.fit.peak / 1e9,
                   c.estimate_s, r.cost.effective_dollars);
     out << buf;
   }

@@ -59,8 +59,8 @@ struct Candidate {
   FitCheck fit;
   double estimate_s = 0;
   bool simulated = false;
-  bool refined = false;      // `report` is the congestion-aware run
-  double search_step_s = 0;  // the step on the search network
+  bool refined = false;                // `report` is the congestion-aware run
+  double search_iteration_time_s = 0;  // the step on the search network
   report::StepReport report;
   double compute_s = 0;  // compute per GPU, the mean over the report's stages
 };
