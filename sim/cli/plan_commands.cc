@@ -111,7 +111,7 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
       doc["peak_memory_gb"] = min.layout.fit.peak / 1e9;
       doc["capacity_gb"] = min.layout.fit.capacity / 1e9;
       doc["global_batch_size"] = base.parallel().global_batch_size();
-      doc["analytical_step_s"] = r->iteration_time_s;
+      doc["analytical_iteration_time_s"] = r->iteration_time_s;
       doc["mfu"] = r->mfu;
       doc["train_tokens"] = r->cost.train_tokens;
       doc["run_days"] = r->cost.wall_days;

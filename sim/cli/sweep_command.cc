@@ -5,7 +5,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <sstream>
 #include <thread>
 
 #include "sim/cli/commands.h"
@@ -14,6 +13,7 @@
 #include "sim/cli/progress.h"
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
+#include "sim/core/batch.h"
 #include "sim/run/sweep.h"
 #include "sim/run/sweep_output.h"
 
@@ -65,11 +65,7 @@ std::vector<run::SweepAxis> parse_sweep_axes(const clustersim::RunConfig& base,
 std::vector<run::SweepRow> run_rank_sweep_points(const CommandIo& io, const LoadedConfig& loaded,
                                                  const std::vector<run::SweepAxis>& axes,
                                                  std::size_t total, int jobs, const World& world) {
-  // Round robin: neighbouring points often cost alike, so every rank gets a fair share.
-  std::vector<std::size_t> mine;
-  for (std::size_t i = static_cast<std::size_t>(world.rank()); i < total;
-       i += static_cast<std::size_t>(world.size()))
-    mine.push_back(i);
+  const std::vector<std::size_t> mine = rank_share(total, world.rank(), world.size());
   PointProgress progress(io.terminal_progress && world.rank() == 0 && stderr_is_terminal());
   progress.update(0, mine.size());
   return run::run_sweep_points(loaded.config, loaded.source, axes, mine, jobs,
@@ -80,13 +76,10 @@ std::vector<run::SweepRow> run_rank_sweep_points(const CommandIo& io, const Load
 std::vector<run::SweepRow> merge_sweep_rows(const std::vector<std::string>& gathered,
                                             std::size_t total) {
   std::vector<run::SweepRow> rows(total);
-  for (const auto& chunk : gathered) {
-    std::istringstream in(chunk);
-    for (std::string line; std::getline(in, line);) {
-      auto row = run::parse_sweep_row(line);
-      const std::size_t index = row.index;
-      rows.at(index) = std::move(row);
-    }
+  for (const std::string& line : gathered_lines(gathered)) {
+    auto row = run::parse_sweep_row(line);
+    const std::size_t index = row.index;
+    rows.at(index) = std::move(row);
   }
   return rows;
 }

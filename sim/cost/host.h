@@ -4,10 +4,13 @@
 // ranking).
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <string>
 
 #include "proto/config.pb.h"
 #include "sim/compute/gpu_profile.h"
+#include "sim/cost/failure_causes.h"
 
 namespace cs::cost {
 
@@ -49,14 +52,28 @@ double price_per_gpu_hour(const compute::GpuProfile& gpu, const clustersim::Cost
 // (0 keeps the default) or a run of no, negative or absurdly many tokens.
 void validate_cost(const clustersim::CostConfig& cost, const std::string& source);
 
-// A whole training run at a simulated step time.
+// A whole training run at a simulated step time: what `run` reports under "cost" and `plan`
+// ranks by. run_cost fills the figures without failures; the goodput ones are filled from
+// sim/cost/goodput.h by whoever knows the fleet.
 struct RunCost {
   double price_per_gpu_hour = 0;
   double train_tokens = 0;
   double steps = 0;
+  // Without failures.
   double wall_days = 0;
   double gpu_hours = 0;
   double dollars = 0;
+  // Under interruptions, checkpoints and restarts (sim/cost/goodput.h); the effective figures
+  // are the ones above over the goodput, 0 when the goodput is 0 (the run never finishes).
+  double goodput = 1;
+  double mtbf_hours = 0;
+  double checkpoint_tb = 0, checkpoint_write_s = 0, checkpoint_interval_s = 0, restart_s = 0;
+  double effective_wall_days = 0, effective_dollars = 0;
+  // Interruptions per day of the whole job by cause (in kFailureCauses' order) and in all, and
+  // the servers and NICs its GPUs hold, which the per-server and per-NIC rates count.
+  std::array<double, kNumFailureCauses> interruptions_per_day{};
+  double interruptions_total_per_day = 0;
+  int64_t servers = 0, nics = 0;
 };
 RunCost run_cost(double step_seconds, double tokens_per_step, int64_t gpus, double price_per_hour,
                  double train_tokens);

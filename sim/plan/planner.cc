@@ -1,7 +1,6 @@
 #include "sim/plan/planner.h"
 
 #include <algorithm>
-#include <atomic>
 #include <charconv>
 #include <chrono>
 #include <cstdio>
@@ -9,12 +8,13 @@
 #include <map>
 #include <mutex>
 #include <numeric>
-#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/core/batch.h"
 #include "sim/plan/nvlink_domain.h"
 #include "sim/report/json.h"
 #include "sim/run/step_simulation.h"
@@ -27,68 +27,99 @@ namespace cs::plan {
 
 namespace {
 
-// What the ranking and its explanation read from a simulated report, one line per candidate,
-// doubles in shortest round-trip form so rank 0 ranks exactly what a single process would.
-// The report's figures in that line's order (after the GPUs): a pointer to each.
-template <typename Report>
-auto figures_of(Report& r) {
-  std::vector<decltype(&r.mfu)> v = {&r.iteration_time_s,
-                                     &r.mfu,
-                                     &r.bubble_fraction,
-                                     &r.cost.price_per_gpu_hour,
-                                     &r.cost.train_tokens,
-                                     &r.cost.wall_days,
-                                     &r.cost.gpu_hours,
-                                     &r.cost.dollars,
-                                     &r.cost.goodput,
-                                     &r.cost.effective_wall_days,
-                                     &r.cost.effective_dollars,
-                                     &r.cost.mtbf_hours,
-                                     &r.cost.interruptions_total_per_day};
-  for (auto& x : r.exposed_s) v.push_back(&x);
-  for (auto& x : r.cost.interruptions_per_day) v.push_back(&x);
-  return v;
+using Ref = report::FieldRef;
+
+// A candidate's figures, described once: `plan --json` lists the kJson ones in this order after
+// the layout's fields, and ranks under MPI send the kWire ones to rank 0 (what the ranking, its
+// explanation and the best run's line read). The fit and the estimate are computed on every rank.
+const report::Field<Candidate> kCandidateFields[] = {
+    {.key = "iteration_time_s",
+     .at = [](Candidate& c) -> Ref { return &c.report.iteration_time_s; }},
+    {.key = "congestion_aware",
+     .at = [](Candidate& c) -> Ref { return &c.refined; },
+     .shown = report::kJson},
+    {.key = "analytical_iteration_time_s",
+     .at = [](Candidate& c) -> Ref { return &c.search_iteration_time_s; },
+     .shown = report::kJson},
+    {.key = "mfu", .at = [](Candidate& c) -> Ref { return &c.report.mfu; }},
+    {.key = "bubble_fraction", .at = [](Candidate& c) -> Ref { return &c.report.bubble_fraction; }},
+    {.key = "exposed_comm_s",
+     .at = [](Candidate& c) -> Ref { return c.report.exposed_s.data(); },
+     .shown = report::kJson | report::kFlatJson | report::kWire,
+     .parts = report::Parts::kDims,
+     .column = "exposed_{}_s"},
+    {.key = "peak_memory_gb",
+     .at = [](Candidate& c) -> Ref { return &c.fit.peak; },
+     .shown = report::kJson,
+     .unit = 1e9},
+    {.key = "estimate_s",
+     .at = [](Candidate& c) -> Ref { return &c.estimate_s; },
+     .shown = report::kJson},
+    {.key = "run_dollars", .at = [](Candidate& c) -> Ref { return &c.report.cost.dollars; }},
+    {.key = "goodput", .at = [](Candidate& c) -> Ref { return &c.report.cost.goodput; }},
+    {.key = "mtbf_hours", .at = [](Candidate& c) -> Ref { return &c.report.cost.mtbf_hours; }},
+    {.key = "interruptions_per_day",
+     .at = [](Candidate& c) -> Ref { return &c.report.cost.interruptions_total_per_day; }},
+    {.key = "interruptions_per_day_by_cause",
+     .at = [](Candidate& c) -> Ref { return c.report.cost.interruptions_per_day.data(); },
+     .parts = report::Parts::kCauses},
+    {.key = "run_dollars_with_failures",
+     .at = [](Candidate& c) -> Ref { return &c.report.cost.effective_dollars; }},
+    {.key = "run_days", .at = [](Candidate& c) -> Ref { return &c.report.cost.wall_days; }},
+    // Read by the text ranking and its explanation only.
+    {.key = "gpus",
+     .at = [](Candidate& c) -> Ref { return &c.report.gpus; },
+     .shown = report::kWire},
+    {.key = "compute_s",
+     .at = [](Candidate& c) -> Ref { return &c.compute_s; },
+     .shown = report::kWire},
+    {.key = "price_per_gpu_hour",
+     .at = [](Candidate& c) -> Ref { return &c.report.cost.price_per_gpu_hour; },
+     .shown = report::kWire},
+    {.key = "train_tokens",
+     .at = [](Candidate& c) -> Ref { return &c.report.cost.train_tokens; },
+     .shown = report::kWire},
+    {.key = "gpu_hours",
+     .at = [](Candidate& c) -> Ref { return &c.report.cost.gpu_hours; },
+     .shown = report::kWire},
+    {.key = "effective_wall_days",
+     .at = [](Candidate& c) -> Ref { return &c.report.cost.effective_wall_days; },
+     .shown = report::kWire},
+};
+
+}  // namespace
+
+std::span<const report::Field<Candidate>> candidate_fields() {
+  return kCandidateFields;
 }
 
-std::string serialize_figures(std::size_t index, const report::StepReport& r) {
-  std::string line = std::to_string(index);
-  auto put = [&line](double x) {
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, x);
-    (void)ec;
-    line += ' ';
-    line.append(buf, end);
-  };
-  put(static_cast<double>(r.gpus));
-  for (const double* x : figures_of(r)) put(*x);
-  // Per-stage compute, which the explanation compares.
-  put(static_cast<double>(r.stages.size()));
-  for (const auto& stage : r.stages) put(stage.compute_s);
-  return line;
+std::string serialize_candidate_figures(std::size_t index, const Candidate& c) {
+  report::WireWriter w;
+  w.put(static_cast<int64_t>(index));
+  report::write_wire(w, candidate_fields(), c);
+  return w.take();
 }
 
-std::size_t parse_figures(const std::string& line, std::vector<Candidate>& candidates) {
-  std::istringstream in(line);
-  std::size_t index = 0;
-  in >> index;
-  if (!in || index >= candidates.size())
-    throw std::runtime_error("bad plan figures from an MPI rank");
-  auto get = [&in] {
-    std::string token;
-    in >> token;
-    double x = 0;
-    std::from_chars(token.data(), token.data() + token.size(), x);
-    return x;
-  };
-  report::StepReport& r = candidates[index].report;
-  r.gpus = static_cast<int32_t>(get());
-  for (double* x : figures_of(r)) *x = get();
-  std::vector<double> stage_compute(static_cast<std::size_t>(get()));
-  for (double& x : stage_compute) x = get();
-  if (!in) throw std::runtime_error("bad plan figures from an MPI rank");
-  r.stages.resize(stage_compute.size());
-  for (std::size_t i = 0; i < stage_compute.size(); ++i) r.stages[i].compute_s = stage_compute[i];
-  return index;
+std::size_t parse_candidate_figures(const std::string& line, std::vector<Candidate>& candidates) {
+  try {
+    report::WireReader in(line);
+    const int64_t index = in.integer();
+    if (index < 0 || static_cast<std::size_t>(index) >= candidates.size())
+      throw std::invalid_argument("no candidate " + std::to_string(index));
+    report::read_wire(in, candidate_fields(), candidates[static_cast<std::size_t>(index)]);
+    return static_cast<std::size_t>(index);
+  } catch (const std::invalid_argument& e) {
+    throw std::runtime_error(std::string("bad plan figures from an MPI rank: ") + e.what());
+  }
+}
+
+namespace {
+
+// What the explanation compares: compute per GPU, the mean over the stages.
+double mean_compute_s(const report::StepReport& r) {
+  double s = 0;
+  for (const auto& st : r.stages) s += st.compute_s;
+  return r.stages.empty() ? 0.0 : s / static_cast<double>(r.stages.size());
 }
 
 using clustersim::ParallelConfig;
@@ -112,11 +143,6 @@ double objective_value(const Candidate& c, Objective o) {
 std::string why(const Candidate& c, const Candidate& best) {
   const auto& r = c.report;
   const auto& b = best.report;
-  auto mean_compute = [](const report::StepReport& x) {
-    double s = 0;
-    for (const auto& st : x.stages) s += st.compute_s;
-    return x.stages.empty() ? 0.0 : s / static_cast<double>(x.stages.size());
-  };
   char buf[320];
   std::snprintf(buf, sizeof buf, "headroom %.1f GB; bubble %.1f%%; exposed comm %.2f s (",
                 (c.fit.capacity - c.fit.peak) / 1e9, 100 * r.bubble_fraction,
@@ -127,7 +153,7 @@ std::string why(const Candidate& c, const Candidate& best) {
                   std::string(d.label).c_str(), r.exposed(d.dim));
     s += buf;
   }
-  std::snprintf(buf, sizeof buf, "); compute %.2f s; MFU %.1f%%", mean_compute(r), 100 * r.mfu);
+  std::snprintf(buf, sizeof buf, "); compute %.2f s; MFU %.1f%%", c.compute_s, 100 * r.mfu);
   s += buf;
   if (&c == &best) return s;
   struct Diff {
@@ -136,7 +162,7 @@ std::string why(const Candidate& c, const Candidate& best) {
   };
   std::vector<Diff> d = {
       {"bubble", r.bubble_fraction * r.iteration_time_s - b.bubble_fraction * b.iteration_time_s},
-      {"compute (recompute, kernel shapes)", mean_compute(r) - mean_compute(b)}};
+      {"compute (recompute, kernel shapes)", c.compute_s - best.compute_s}};
   for (const auto& dim : workload::kDims)
     d.push_back({"exposed " + std::string(dim.label), r.exposed(dim.dim) - b.exposed(dim.dim)});
   std::sort(d.begin(), d.end(), [](const Diff& x, const Diff& y) { return x.seconds > y.seconds; });
@@ -235,28 +261,6 @@ void print_refusals(std::ostream& out, const PlanResult& result, const PlanOptio
     out << "  refused as invalid: " << invalid << " variants (" << invalid_text(r.invalid) << ")\n";
 }
 
-// Runs body(0..n-1) on up to `jobs` threads; the first exception is rethrown after all end.
-void run_parallel(std::size_t n, int32_t jobs, const std::function<void(std::size_t)>& body) {
-  std::atomic<std::size_t> next{0};
-  std::mutex error_mutex;
-  std::exception_ptr error;
-  auto worker = [&] {
-    for (std::size_t i = next++; i < n; i = next++) {
-      try {
-        body(i);
-      } catch (...) {
-        const std::lock_guard lock(error_mutex);
-        if (!error) error = std::current_exception();
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int32_t j = 0; j < std::min<int32_t>(jobs, static_cast<int32_t>(n)); ++j)
-    threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
-  if (error) std::rethrow_exception(error);
-}
-
 // A candidate's config as the planner simulates it: on `network`, and with steady-state
 // microbatch extrapolation unless the base config chose (a step of ~1,000 microbatches per
 // replica is simulated as two of a few dozen; sim/run/extrapolation.h).
@@ -315,49 +319,32 @@ void keep_best_estimates(std::vector<Candidate>& fitting, const PlanOptions& opt
   if (static_cast<int64_t>(fitting.size()) > options.simulate) fitting.resize(options.simulate);
 }
 
-// Counts finished candidates of one pass (search, then refine) for options.on_progress, from
-// any of the pass's threads.
-class PlanPassProgress {
- public:
-  explicit PlanPassProgress(const PlanOptions& options) : options_(options) {}
-
-  void start(std::size_t total) {
-    done_ = 0;
-    if (options_.on_progress) options_.on_progress(0, total);
-  }
-  void finished(std::size_t total) {
-    if (!options_.on_progress) return;
-    const std::lock_guard lock(mutex_);
-    options_.on_progress(++done_, total);
-  }
-
- private:
-  const PlanOptions& options_;
-  std::mutex mutex_;
-  std::size_t done_ = 0;
-};
+// Reports that a pass (search, then refine) of `total` candidates starts.
+void start_pass(const PlanOptions& options, std::size_t total) {
+  if (options.on_progress) options.on_progress(0, total);
+}
 
 // Simulates this rank's candidates (`mine`) on the search network, on `jobs` threads. A candidate
 // that fails is left out; the first error is returned in case none succeeds ("" when none).
 std::string simulate_candidates(std::vector<Candidate>& fitting,
                                 const std::vector<std::size_t>& mine, const PlanOptions& options,
-                                int32_t jobs, PlanPassProgress& progress) {
+                                int32_t jobs) {
   std::mutex error_mutex;
   std::string first_error;
-  progress.start(mine.size());
-  run_parallel(mine.size(), jobs, [&](std::size_t k) {
+  start_pass(options, mine.size());
+  const auto simulate = [&](std::size_t k) {
     Candidate& c = fitting[mine[k]];
     const RunConfig sim = simulated_config(c.config, options.search_network);
     try {
       c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
       c.simulated = true;
-      c.dollars = c.report.cost.dollars;
+      c.compute_s = mean_compute_s(c.report);
     } catch (const std::exception& e) {
       const std::lock_guard lock(error_mutex);
       if (first_error.empty()) first_error = e.what();
     }
-    progress.finished(mine.size());
-  });
+  };
+  run_batch(mine.size(), jobs, simulate, options.on_progress);
   return first_error;
 }
 
@@ -367,16 +354,11 @@ bool gather_candidate_figures(std::vector<Candidate>& fitting, const std::vector
                               const PlanOptions& options) {
   std::string text;
   for (const std::size_t i : mine)
-    if (fitting[i].simulated) text += serialize_figures(i, fitting[i].report) + '\n';
+    if (fitting[i].simulated) text += serialize_candidate_figures(i, fitting[i]) + '\n';
   const std::vector<std::string> all = options.gather(text);
   if (options.rank != 0) return false;
-  for (const auto& part : all) {
-    std::size_t begin = 0;
-    for (std::size_t end; (end = part.find('\n', begin)) != std::string::npos; begin = end + 1) {
-      const std::size_t index = parse_figures(part.substr(begin, end - begin), fitting);
-      fitting[index].simulated = true;
-      fitting[index].dollars = fitting[index].report.cost.dollars;
-    }
+  for (const std::string& line : gathered_lines(all)) {
+    fitting[parse_candidate_figures(line, fitting)].simulated = true;
   }
   return true;
 }
@@ -390,20 +372,19 @@ void sort_by_objective(std::vector<Candidate>::iterator begin, std::vector<Candi
 }
 
 // The leaders again, with congestion: ranked among themselves ahead of the rest.
-void refine_leaders(PlanResult& result, const PlanOptions& options, int32_t jobs,
-                    PlanPassProgress& progress) {
+void refine_leaders(PlanResult& result, const PlanOptions& options, int32_t jobs) {
   const auto refine = std::min<std::size_t>(result.ranked.size(),
                                             static_cast<std::size_t>(std::max(options.refine, 0)));
   if (refine == 0) return;
-  progress.start(refine);
-  run_parallel(refine, jobs, [&](std::size_t i) {
+  start_pass(options, refine);
+  const auto simulate = [&](std::size_t i) {
     Candidate& c = result.ranked[i];
     const RunConfig sim = simulated_config(c.config, clustersim::CONGESTION_AWARE);
     c.report = run::simulate_step(sim, "plan candidate " + short_layout(sim));
     c.refined = true;
-    c.dollars = c.report.cost.dollars;
-    progress.finished(refine);
-  });
+    c.compute_s = mean_compute_s(c.report);
+  };
+  run_batch(refine, jobs, simulate, options.on_progress);
   sort_by_objective(result.ranked.begin(),
                     result.ranked.begin() + static_cast<std::ptrdiff_t>(refine), options.objective);
   result.refined = static_cast<int64_t>(refine);
@@ -421,21 +402,17 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   const int32_t jobs =
       options.jobs > 0 ? options.jobs
                        : static_cast<int32_t>(std::max(1u, std::thread::hardware_concurrency()));
-  // Candidate i belongs to MPI rank i % ranks; the threads of a rank share its candidates.
-  std::vector<std::size_t> mine;
-  for (std::size_t i = static_cast<std::size_t>(options.rank); i < fitting.size();
-       i += static_cast<std::size_t>(std::max(1, options.ranks)))
-    mine.push_back(i);
-  PlanPassProgress progress(options);
-  const std::string first_error = simulate_candidates(fitting, mine, options, jobs, progress);
+  // The threads of an MPI rank share its candidates.
+  const std::vector<std::size_t> mine = rank_share(fitting.size(), options.rank, options.ranks);
+  const std::string first_error = simulate_candidates(fitting, mine, options, jobs);
   if (options.ranks > 1 && !gather_candidate_figures(fitting, mine, options)) return result;
   for (auto& c : fitting)
     if (c.simulated) result.ranked.push_back(std::move(c));
   result.simulated = static_cast<int64_t>(result.ranked.size());
   if (result.ranked.empty() && !first_error.empty()) throw std::runtime_error(first_error);
   sort_by_objective(result.ranked.begin(), result.ranked.end(), options.objective);
-  for (auto& c : result.ranked) c.search_step_s = c.report.iteration_time_s;
-  refine_leaders(result, options, jobs, progress);
+  for (auto& c : result.ranked) c.search_iteration_time_s = c.report.iteration_time_s;
+  refine_leaders(result, options, jobs);
   result.wall_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
   return result;
@@ -488,7 +465,7 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
     std::snprintf(buf, sizeof buf,
                   "  %-3zu %-62s %6d %8.3f%s %10.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n", i + 1,
                   short_layout(c.config).c_str(), r.gpus, r.iteration_time_s, c.refined ? " " : "*",
-                  c.search_step_s, 100 * r.mfu, 100 * r.bubble_fraction, c.fit.peak / 1e9,
+                  c.search_iteration_time_s, 100 * r.mfu, 100 * r.bubble_fraction, c.fit.peak / 1e9,
                   c.estimate_s, r.cost.effective_dollars);
     out << buf;
   }
@@ -522,7 +499,6 @@ namespace {
 // One ranked layout: its sizes, schedule and figures, as `plan --json` lists it.
 report::Json candidate_json(const Candidate& c, int32_t gpus_per_node) {
   const auto& p = c.config.parallel();
-  const auto& r = c.report;
   report::Json j = {{"layout", short_layout(c.config)}};
   const workload::DimSizes sizes = workload::dim_sizes(p);
   for (const auto& d : workload::kDims)
@@ -538,22 +514,7 @@ report::Json candidate_json(const Candidate& c, int32_t gpus_per_node) {
   j["zero_stage"] = p.zero_stage();
   j["recompute"] = clustersim::ParallelConfig::Recompute_Name(p.recompute());
   j["software_stack"] = workload::stack_label(c.config);
-  j["iteration_time_s"] = r.iteration_time_s;
-  j["congestion_aware"] = c.refined;
-  j["analytical_step_s"] = c.search_step_s;
-  j["mfu"] = r.mfu;
-  j["bubble_fraction"] = r.bubble_fraction;
-  for (const auto& d : workload::kDims)
-    j["exposed_" + std::string(d.key) + "_s"] = r.exposed(d.dim);
-  j["peak_memory_gb"] = c.fit.peak / 1e9;
-  j["estimate_s"] = c.estimate_s;
-  j["run_dollars"] = r.cost.dollars;
-  j["goodput"] = r.cost.goodput;
-  j["mtbf_hours"] = r.cost.mtbf_hours;
-  j["interruptions_per_day"] = r.cost.interruptions_total_per_day;
-  j["interruptions_per_day_by_cause"] = report::interruptions_by_cause_json(r.cost);
-  j["run_dollars_with_failures"] = r.cost.effective_dollars;
-  j["run_days"] = r.cost.wall_days;
+  report::add_json(j, candidate_fields(), c);
   const std::string domain = nvlink_domain_line(c.config, gpus_per_node);
   if (!domain.empty()) j["nvlink_domain"] = domain;
   return j;

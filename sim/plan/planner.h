@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <ostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "sim/plan/layout_search.h"
 #include "sim/plan/memory_report.h"
 #include "sim/plan/step_estimate.h"
+#include "sim/report/record_fields.h"
 #include "sim/report/step_report.h"
 
 namespace cs::plan {
@@ -57,11 +59,21 @@ struct Candidate {
   FitCheck fit;
   double estimate_s = 0;
   bool simulated = false;
-  bool refined = false;      // `report` is the congestion-aware run
-  double search_step_s = 0;  // the step on the search network
+  bool refined = false;                // `report` is the congestion-aware run
+  double search_iteration_time_s = 0;  // the step on the search network
   report::StepReport report;
-  double dollars = 0;  // the whole run (cost.train_tokens) at the simulated step time
+  double compute_s = 0;  // compute per GPU, the mean over the report's stages
 };
+
+// A candidate's figures, described once: `plan --json`'s figures and the MPI wire form follow
+// this table (sim/report/record_fields.h).
+std::span<const report::Field<Candidate>> candidate_fields();
+
+// How ranks under MPI send rank 0 what they simulated: one line, the candidate's index and its
+// kWire figures (doubles exactly), so that rank 0 ranks exactly what a single process would.
+// Parsing fills candidates[index] and returns the index; a bad line throws std::runtime_error.
+std::string serialize_candidate_figures(std::size_t index, const Candidate& c);
+std::size_t parse_candidate_figures(const std::string& line, std::vector<Candidate>& candidates);
 
 // Why layouts were left out: what an empty ranking prints.
 struct Refusals {

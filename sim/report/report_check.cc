@@ -29,7 +29,7 @@ void fraction(double v, const std::string& field) {
   if (v > 1) fail(field, "is above 1 (more than the whole)");
 }
 
-void check_cost(const CostFigures& c) {
+void check_cost(const cost::RunCost& c) {
   for (const auto& [v, name] : {std::pair{c.price_per_gpu_hour, "price_per_gpu_hour"},
                                 {c.train_tokens, "train_tokens"},
                                 {c.steps, "steps"},

@@ -113,7 +113,7 @@ std::string bubble_explanation(const StepReport& r) {
 
 }  // namespace
 
-std::string interruptions_text(const CostFigures& c, std::size_t shown) {
+std::string interruptions_text(const cost::RunCost& c, std::size_t shown) {
   std::vector<std::size_t> order(cost::kNumFailureCauses);
   std::iota(order.begin(), order.end(), 0);
   // Largest first; ties keep the table's order, so the text is the same on every run.
@@ -141,7 +141,7 @@ std::string interruptions_text(const CostFigures& c, std::size_t shown) {
   return text;
 }
 
-Json interruptions_by_cause_json(const CostFigures& c) {
+Json interruptions_by_cause_json(const cost::RunCost& c) {
   Json j = Json::object();
   for (std::size_t i = 0; i < cost::kNumFailureCauses; ++i)
     j[std::string(cost::kFailureCauses[i].name)] = c.interruptions_per_day[i];
@@ -204,7 +204,7 @@ Json offload_json(const OffloadFigures& o) {
           {"fits_host", o.fits_host}};
 }
 
-Json cost_json(const CostFigures& c) {
+Json cost_json(const cost::RunCost& c) {
   Json j = {{"price_per_gpu_hour", c.price_per_gpu_hour},
             {"train_tokens", c.train_tokens},
             {"steps", c.steps},
@@ -347,7 +347,7 @@ void print_step_memory(std::ostream& out, const StepReport& r) {
 
 // The whole run's cost, goodput and interruptions.
 void print_step_cost(std::ostream& out, const StepReport& r) {
-  const CostFigures& c = r.cost;
+  const cost::RunCost& c = r.cost;
   row(out, "run cost",
       human(c.train_tokens) + " tokens: " + fmt("%.1f days", c.wall_days) + ", " +
           human(c.gpu_hours) + " GPU-hours, $" + human(c.dollars) +

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sim/coll/collective.h"
-#include "sim/cost/failure_causes.h"
+#include "sim/cost/host.h"
 #include "sim/report/json.h"
 #include "sim/workload/dims.h"
 
@@ -35,32 +35,10 @@ struct MemoryFigures {
   int32_t peak_stage = 0;
 };
 
-// The whole training run at this step time (sim/cost/host.h: run_cost).
-struct CostFigures {
-  double price_per_gpu_hour = 0;
-  double train_tokens = 0;
-  double steps = 0;
-  // Without failures.
-  double wall_days = 0;
-  double gpu_hours = 0;
-  double dollars = 0;
-  // Under interruptions, checkpoints and restarts (sim/cost/goodput.h); the effective figures
-  // are the ones above over the goodput, 0 when the goodput is 0 (the run never finishes).
-  double goodput = 1;
-  double mtbf_hours = 0;
-  double checkpoint_tb = 0, checkpoint_write_s = 0, checkpoint_interval_s = 0, restart_s = 0;
-  double effective_wall_days = 0, effective_dollars = 0;
-  // Interruptions per day of the whole job by cause (in cost::kFailureCauses' order) and in
-  // all, and the servers and NICs its GPUs hold, which the per-server and per-NIC rates count.
-  std::array<double, cost::kNumFailureCauses> interruptions_per_day{};
-  double interruptions_total_per_day = 0;
-  int64_t servers = 0, nics = 0;
-};
-
 // "4.40 per day: faulty_gpu 1.55 (35%), ..., 12 more 0.62": the largest causes first.
-std::string interruptions_text(const CostFigures& c, std::size_t shown = 6);
+std::string interruptions_text(const cost::RunCost& c, std::size_t shown = 6);
 // {cause: interruptions per day} for every cause, in the table's order.
-Json interruptions_by_cause_json(const CostFigures& c);
+Json interruptions_by_cause_json(const cost::RunCost& c);
 
 // ZeRO-Offload / ZeRO-Infinity: per GPU, on the stage where offload takes longest.
 struct OffloadFigures {
@@ -166,7 +144,7 @@ struct StepReport {
 
   MemoryFigures memory;
   OffloadFigures offload;
-  CostFigures cost;
+  cs::cost::RunCost cost;  // the whole training run at this step time
   // Microbatches accumulated locally per data-parallel gradient reduction, and data-parallel
   // network bytes per sample of the global batch (falls as 1/K with K accumulation steps).
   int32_t accumulation_steps = 0;

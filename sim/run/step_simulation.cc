@@ -203,7 +203,7 @@ cost::FleetCounts fleet_counts(const net::Topology& topology, int32_t gpus) {
   return {gpus, static_cast<int64_t>(servers.size()), nics};
 }
 
-void fill_goodput(report::CostFigures& c, const clustersim::RunConfig& config,
+void fill_goodput(cost::RunCost& c, const clustersim::RunConfig& config,
                   const cost::FleetCounts& counts, const std::string& source) {
   const double params = static_cast<double>(workload::count_params(config.model()).total());
   const cost::Goodput g =
@@ -543,10 +543,8 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
   r.dp_bytes_per_sample = r.comm_bytes_by_dim[static_cast<int>(Dim::kDp)] /
                           static_cast<double>(std::max(par.global_batch_size(), 1));
   const double price = cost::price_per_gpu_hour(gpu, config.cost());
-  const cost::RunCost run = cost::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus,
-                                           price, config.cost().train_tokens());
-  r.cost = {run.price_per_gpu_hour, run.train_tokens, run.steps,
-            run.wall_days,          run.gpu_hours,    run.dollars};
+  r.cost = cost::run_cost(step, static_cast<double>(r.tokens_per_step), r.gpus, price,
+                          config.cost().train_tokens());
   fill_goodput(r.cost, config, outcome.fleet, source);
   r.events = outcome.events;
   return r;

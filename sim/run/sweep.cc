@@ -1,12 +1,7 @@
 #include "sim/run/sweep.h"
 
 #include <algorithm>
-#include <atomic>
-#include <charconv>
-#include <exception>
-#include <mutex>
 #include <stdexcept>
-#include <thread>
 
 #include "sim/config/config_error.h"
 #include "sim/config/field_override.h"
@@ -36,85 +31,52 @@ clustersim::RunConfig with_point(const clustersim::RunConfig& base,
   return config;
 }
 
-// Rows travel as tab-separated fields; strings escape the separators so any error text fits.
-std::string escape(std::string_view s) {
-  std::string out;
-  for (const char c : s) {
-    if (c == '\\') {
-      out += "\\\\";
-    } else if (c == '\t') {
-      out += "\\t";
-    } else if (c == '\n') {
-      out += "\\n";
-    } else {
-      out.push_back(c);
-    }
-  }
-  return out;
-}
+using Ref = report::FieldRef;
 
-std::string unescape(std::string_view s) {
-  std::string out;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    if (s[i] != '\\' || i + 1 == s.size()) {
-      out.push_back(s[i]);
-      continue;
-    }
-    const char c = s[++i];
-    out.push_back(c == 't' ? '\t' : c == 'n' ? '\n' : c);
-  }
-  return out;
-}
-
-class RowWriter {
- public:
-  void str(std::string_view s) { sep() += escape(s); }
-  void num(double v) {
-    char buf[32];
-    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-    sep().append(buf, end);
-  }
-  void num(int64_t v) { sep() += std::to_string(v); }
-  std::string take() { return std::move(out_); }
-
- private:
-  std::string& sep() {
-    if (!first_) out_.push_back('\t');
-    first_ = false;
-    return out_;
-  }
-  std::string out_;
-  bool first_ = true;
-};
-
-class RowReader {
- public:
-  explicit RowReader(std::string_view line) : fields_(split(line, '\t')) {}
-  std::string str() { return unescape(next()); }
-  double num() {
-    const std::string& f = next();
-    double v = 0;
-    const auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-    if (ec != std::errc() || ptr != f.data() + f.size())
-      throw std::invalid_argument("sweep row: bad number '" + f + "'");
-    return v;
-  }
-  int64_t integer() {
-    const std::string& f = next();
-    int64_t v = 0;
-    const auto [ptr, ec] = std::from_chars(f.data(), f.data() + f.size(), v);
-    if (ec != std::errc() || ptr != f.data() + f.size())
-      throw std::invalid_argument("sweep row: bad integer '" + f + "'");
-    return v;
-  }
-
- private:
-  const std::string& next() {
-    if (pos_ >= fields_.size()) throw std::invalid_argument("sweep row: too few fields");
-    return fields_[pos_++];
-  }
-  std::vector<std::string> fields_;
-  std::size_t pos_ = 0;
+// Every figure of a row, in the order of the CSV columns, the JSON keys and the MPI wire form;
+// a new figure is a member of SweepRow, a line here and its value in run_sweep_point.
+const report::Field<SweepRow> kSweepFields[] = {
+    {.key = "layout", .at = [](SweepRow& r) -> Ref { return &r.layout; }},
+    {.key = "schedule", .at = [](SweepRow& r) -> Ref { return &r.schedule; }},
+    {.key = "gpus", .at = [](SweepRow& r) -> Ref { return &r.gpus; }},
+    {.key = "microbatches", .at = [](SweepRow& r) -> Ref { return &r.microbatches; }},
+    {.key = "iteration_time_s",
+     .at = [](SweepRow& r) -> Ref { return &r.iteration_time_s; },
+     .label = "step s",
+     .digits = 4},
+    {.key = "tokens_per_s",
+     .at = [](SweepRow& r) -> Ref { return &r.tokens_per_s; },
+     .label = "tokens/s"},
+    {.key = "mfu",
+     .at = [](SweepRow& r) -> Ref { return &r.mfu; },
+     .label = "MFU",
+     .digits = 1,
+     .percent = true},
+    {.key = "bubble_fraction",
+     .at = [](SweepRow& r) -> Ref { return &r.bubble_fraction; },
+     .label = "bubble",
+     .digits = 2,
+     .percent = true},
+    {.key = "analytic_bubble_fraction",
+     .at = [](SweepRow& r) -> Ref { return &r.analytic_bubble_fraction; },
+     .label = "formula",
+     .digits = 2,
+     .percent = true},
+    {.key = "compute_s", .at = [](SweepRow& r) -> Ref { return &r.compute_s; }},
+    {.key = "exposed_comm_s",
+     .at = [](SweepRow& r) -> Ref { return r.exposed_s.data(); },
+     .parts = report::Parts::kDims,
+     .column = "exposed_{}_s",
+     .label = "exp {} s",
+     .digits = 4},
+    {.key = "peak_memory_gb",
+     .at = [](SweepRow& r) -> Ref { return &r.peak_memory_gb; },
+     .label = "mem GB",
+     .digits = 1},
+    {.key = "activations_gb", .at = [](SweepRow& r) -> Ref { return &r.activations_gb; }},
+    {.key = "in_flight_microbatches",
+     .at = [](SweepRow& r) -> Ref { return &r.in_flight_microbatches; }},
+    {.key = "fits", .at = [](SweepRow& r) -> Ref { return &r.fits; }, .label = "fits"},
 };
 
 }  // namespace
@@ -173,44 +135,28 @@ void check_sweep_axes(const clustersim::RunConfig& base, const std::vector<Sweep
   }
 }
 
+std::span<const report::Field<SweepRow>> sweep_fields() {
+  return kSweepFields;
+}
+
 std::string serialize_sweep_row(const SweepRow& r) {
-  RowWriter w;
-  w.num(static_cast<int64_t>(r.index));
-  w.num(static_cast<int64_t>(r.values.size()));
-  for (const auto& v : r.values) w.str(v);
-  w.str(r.error);
-  w.str(r.layout);
-  w.str(r.schedule);
-  w.num(int64_t{r.gpus});
-  w.num(int64_t{r.microbatches});
-  for (const double v : {r.iteration_time_s, r.tokens_per_s, r.mfu, r.bubble_fraction,
-                         r.analytic_bubble_fraction, r.compute_s})
-    w.num(v);
-  for (const double v : r.exposed_s) w.num(v);
-  for (const double v : {r.peak_memory_gb, r.activations_gb}) w.num(v);
-  w.num(int64_t{r.in_flight_microbatches});
-  w.num(int64_t{r.fits ? 1 : 0});
+  report::WireWriter w;
+  w.put(static_cast<int64_t>(r.index));
+  w.put(static_cast<int64_t>(r.values.size()));
+  for (const auto& v : r.values) w.put(std::string_view(v));
+  w.put(std::string_view(r.error));
+  report::write_wire(w, sweep_fields(), r);
   return w.take();
 }
 
 SweepRow parse_sweep_row(std::string_view line) {
-  RowReader in(line);
+  report::WireReader in(line);
   SweepRow r;
   r.index = static_cast<std::size_t>(in.integer());
   const int64_t n = in.integer();
-  for (int64_t i = 0; i < n; ++i) r.values.push_back(in.str());
-  r.error = in.str();
-  r.layout = in.str();
-  r.schedule = in.str();
-  r.gpus = static_cast<int32_t>(in.integer());
-  r.microbatches = static_cast<int32_t>(in.integer());
-  for (double* v : {&r.iteration_time_s, &r.tokens_per_s, &r.mfu, &r.bubble_fraction,
-                    &r.analytic_bubble_fraction, &r.compute_s})
-    *v = in.num();
-  for (double& v : r.exposed_s) v = in.num();
-  for (double* v : {&r.peak_memory_gb, &r.activations_gb}) *v = in.num();
-  r.in_flight_microbatches = static_cast<int32_t>(in.integer());
-  r.fits = in.integer() != 0;
+  for (int64_t i = 0; i < n; ++i) r.values.push_back(in.text());
+  r.error = in.text();
+  report::read_wire(in, sweep_fields(), r);
   return r;
 }
 
@@ -247,39 +193,14 @@ SweepRow run_sweep_point(const clustersim::RunConfig& base, const std::string& s
   return row;
 }
 
-std::vector<SweepRow> run_sweep_points(
-    const clustersim::RunConfig& base, const std::string& source,
-    const std::vector<SweepAxis>& axes, const std::vector<std::size_t>& indices, int jobs,
-    const std::function<void(std::size_t, std::size_t)>& on_done) {
+std::vector<SweepRow> run_sweep_points(const clustersim::RunConfig& base, const std::string& source,
+                                       const std::vector<SweepAxis>& axes,
+                                       const std::vector<std::size_t>& indices, int jobs,
+                                       const BatchProgress& on_done) {
   std::vector<SweepRow> rows(indices.size());
-  std::atomic<std::size_t> next{0};
-  std::mutex done_mutex;
-  std::size_t done = 0;
-  std::exception_ptr failure;
-  auto worker = [&] {
-    for (;;) {
-      const std::size_t i = next.fetch_add(1);
-      if (i >= indices.size()) return;
-      try {
-        rows[i] = run_sweep_point(base, source, axes, indices[i]);
-      } catch (...) {
-        // Anything else (out of memory, a bug) stops the sweep: finish what is running, rethrow.
-        std::lock_guard<std::mutex> lock(done_mutex);
-        if (!failure) failure = std::current_exception();
-        next = indices.size();
-        return;
-      }
-      std::lock_guard<std::mutex> lock(done_mutex);
-      ++done;
-      if (on_done) on_done(done, indices.size());
-    }
-  };
-  const auto threads = static_cast<std::size_t>(std::max(1, jobs));
-  std::vector<std::thread> pool;
-  for (std::size_t t = 1; t < std::min(threads, indices.size()); ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
-  if (failure) std::rethrow_exception(failure);
+  run_batch(
+      indices.size(), jobs,
+      [&](std::size_t i) { rows[i] = run_sweep_point(base, source, axes, indices[i]); }, on_done);
   return rows;
 }
 

@@ -3,12 +3,14 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "proto/config.pb.h"
+#include "sim/core/batch.h"
+#include "sim/report/record_fields.h"
 #include "sim/workload/dims.h"
 
 namespace cs::run {
@@ -63,8 +65,12 @@ struct SweepRow {
   bool ok() const { return error.empty(); }
 };
 
+// The row's figures, described once: the CSV columns, JSON keys, terminal columns and the MPI
+// wire form all follow this table (sim/report/record_fields.h).
+std::span<const report::Field<SweepRow>> sweep_fields();
+
 // One line of text that parse_sweep_row turns back into an equal row (doubles exactly), for
-// gathering rows from MPI ranks.
+// gathering rows from MPI ranks: the index, the axis values, the error, then sweep_fields().
 std::string serialize_sweep_row(const SweepRow& row);
 SweepRow parse_sweep_row(std::string_view line);
 
@@ -73,12 +79,11 @@ SweepRow parse_sweep_row(std::string_view line);
 SweepRow run_sweep_point(const clustersim::RunConfig& base, const std::string& source,
                          const std::vector<SweepAxis>& axes, std::size_t index);
 
-// Runs the given points on `jobs` threads (at least 1) and returns their rows in the order of
-// `indices`, whatever order they finish in. `on_done(done, total)` is called after each point,
-// from one thread at a time.
-std::vector<SweepRow> run_sweep_points(
-    const clustersim::RunConfig& base, const std::string& source,
-    const std::vector<SweepAxis>& axes, const std::vector<std::size_t>& indices, int jobs,
-    const std::function<void(std::size_t, std::size_t)>& on_done = {});
+// Runs the given points on `jobs` threads (at least 1; sim/core/batch.h) and returns their rows
+// in the order of `indices`, whatever order they finish in.
+std::vector<SweepRow> run_sweep_points(const clustersim::RunConfig& base, const std::string& source,
+                                       const std::vector<SweepAxis>& axes,
+                                       const std::vector<std::size_t>& indices, int jobs,
+                                       const BatchProgress& on_done = {});
 
 }  // namespace cs::run

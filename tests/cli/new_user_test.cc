@@ -208,6 +208,9 @@ TEST(NewUser, PlanReserveGbKeepsHbmFreeInTheFitsTest) {
   ASSERT_GT(none.at("gpus").get<int>(), 0);
   EXPECT_GT(half.at("gpus").get<int>(), none.at("gpus").get<int>());
   EXPECT_LE(half.at("peak_memory_gb").get<double>(), none.at("capacity_gb").get<double>() - 40);
+  // The step is named as everywhere else: iteration_time_s, here on the analytical network.
+  EXPECT_GT(none.at("analytical_iteration_time_s").get<double>(), 0);
+  EXPECT_FALSE(none.contains("analytical_step_s"));
 
   const auto negative =
       run_cli({"plan", "--preset", "llama3-8b", "--gpus", "8", "--reserve-gb", "-1"});

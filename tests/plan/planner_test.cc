@@ -12,6 +12,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
 #include "sim/workload/schedules/registry.h"
+#include "tests/support/record_fields_check.h"
 #include "tests/support/run_fixtures.h"
 
 namespace cs::plan {
@@ -153,11 +154,11 @@ TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
     const Candidate& c = r.ranked[i];
     EXPECT_EQ(c.refined, i < 2);
     EXPECT_EQ(c.report.network, i < 2 ? "congestion_aware" : "analytical");
-    EXPECT_GT(c.search_step_s, 0);
+    EXPECT_GT(c.search_iteration_time_s, 0);
   }
   // The refined two are ordered by their congestion-aware step, which congestion only lengthens.
   EXPECT_LE(r.ranked[0].report.iteration_time_s, r.ranked[1].report.iteration_time_s);
-  EXPECT_GE(r.ranked[0].report.iteration_time_s, r.ranked[0].search_step_s * (1 - 1e-9));
+  EXPECT_GE(r.ranked[0].report.iteration_time_s, r.ranked[0].search_iteration_time_s * (1 - 1e-9));
   o.refine = 0;
   EXPECT_EQ(plan_layouts(base, o).refined, 0);
 }
@@ -174,6 +175,55 @@ TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
   for (std::size_t i = 0; i <= 4; ++i) expected.emplace_back(i, 4);
   for (std::size_t i = 0; i <= 2; ++i) expected.emplace_back(i, 2);
   EXPECT_EQ(calls, expected);
+}
+
+// What a plan prints and writes as JSON, but the wall time.
+std::string plan_outputs(const PlanResult& r, const PlanOptions& o) {
+  std::ostringstream text, json;
+  print_plan(text, r, o);
+  write_plan_json(json, r, o);
+  std::string t = text.str();
+  return t.substr(t.find('\n')) + json.str();
+}
+
+TEST(Planner, TwoRanksRankExactlyWhatOneProcessRanks) {
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  PlanOptions o = options(16, 5, 2);
+  const std::string single = plan_outputs(plan_layouts(base, o), o);
+  // Rank 1 simulates every other candidate and hands its figures over as text, as mpirun would.
+  std::string from_rank1;
+  PlanOptions rank1 = o;
+  rank1.rank = 1;
+  rank1.ranks = 2;
+  rank1.gather = [&](const std::string& mine) {
+    from_rank1 = mine;
+    return std::vector<std::string>{};
+  };
+  EXPECT_TRUE(plan_layouts(base, rank1).ranked.empty());
+  ASSERT_FALSE(from_rank1.empty());
+  PlanOptions rank0 = o;
+  rank0.ranks = 2;
+  rank0.gather = [&](const std::string& mine) {
+    return std::vector<std::string>{mine, from_rank1};
+  };
+  EXPECT_EQ(plan_outputs(plan_layouts(base, rank0), rank0), single);
+  EXPECT_NE(single.find("\"analytical_iteration_time_s\""), std::string::npos);
+  EXPECT_EQ(single.find("analytical_step_s"), std::string::npos);
+}
+
+TEST(Planner, EveryWireFigureOfACandidateCrossesExactly) {
+  Candidate sent;
+  testing_support::fill_every_field(candidate_fields(), sent);
+  std::vector<Candidate> received(4);
+  EXPECT_EQ(parse_candidate_figures(serialize_candidate_figures(3, sent), received), 3u);
+  // The fit and the estimate are each rank's own; every other figure travels, bit for bit.
+  std::vector<report::Field<Candidate>> wire;
+  for (const auto& f : candidate_fields())
+    if (f.shown & report::kWire) wire.push_back(f);
+  EXPECT_GE(wire.size(), 15u);
+  EXPECT_EQ(testing_support::first_difference<Candidate>(wire, sent, received[3]), "");
+  EXPECT_THROW(parse_candidate_figures(serialize_candidate_figures(4, sent), received),
+               std::runtime_error);
 }
 
 TEST(Planner, TheReserveComesOffTheCapacityOfTheFitsTest) {

@@ -11,6 +11,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/run/sweep_output.h"
+#include "tests/support/record_fields_check.h"
 
 namespace cs::run {
 namespace {
@@ -124,6 +125,26 @@ TEST(SweepRows, SerializeRoundTripsExactly) {
   bad.error = "cfg: parallel.global_batch_size:\tnot a multiple";
   EXPECT_EQ(parse_sweep_row(serialize_sweep_row(bad)).error, bad.error);
   EXPECT_THROW(parse_sweep_row("1\t2\tonly"), std::invalid_argument);
+}
+
+TEST(SweepRows, EveryFigureOfTheTableCrossesTheWireExactly) {
+  SweepRow r;
+  r.index = 7;
+  r.values = {"x"};
+  testing_support::fill_every_field(sweep_fields(), r);
+  SweepRow back = parse_sweep_row(serialize_sweep_row(r));
+  EXPECT_EQ(testing_support::first_difference(sweep_fields(), r, back), "");
+}
+
+TEST(SweepOutput, TheCsvHeaderIsTheAxesThenTheTable) {
+  const std::vector<SweepAxis> axes = {parse_sweep_axis("parallel.schedule=GPIPE")};
+  std::string expected = "parallel.schedule";
+  for (const auto& c : report::csv_columns(sweep_fields())) expected += ',' + c;
+  const std::string csv = csv_of(axes, {});
+  EXPECT_EQ(csv, expected + '\n');
+  // The step is named as `run` names it.
+  EXPECT_NE(csv.find(",iteration_time_s,"), std::string::npos);
+  EXPECT_EQ(csv.find("step_time_s"), std::string::npos);
 }
 
 TEST(SweepRun, OutputIsTheSameForAnyThreadCountAndAnySplitOverRanks) {
