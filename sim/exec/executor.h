@@ -20,6 +20,7 @@
 #include "sim/coll/runner.h"
 #include "sim/compute/gpu_hardware.h"
 #include "sim/core/simulator.h"
+#include "sim/exec/all_to_all_plans.h"
 #include "sim/exec/all_to_all_v.h"
 #include "sim/exec/collective_groups.h"
 #include "sim/exec/executor_options.h"
@@ -245,29 +246,9 @@ class Executor {
   std::vector<EndpointBandwidth> endpoint_bw_;  // built with the first all-to-all plan
   Folding folding_{layout_};                    // no folding until start()
   std::map<std::pair<coll::ScheduleKey, Bytes>, IsolatedCollective> isolated_;
-  // EP all-to-all transfers by (first member, Op::varies, bytes), see layout_all_to_all_plan.
-  using AllToAllKey = std::tuple<int32_t, uint32_t, Bytes>;
-  struct AllToAllKeyHash {
-    std::size_t operator()(const AllToAllKey& k) const {
-      return std::hash<uint64_t>{}(static_cast<uint64_t>(std::get<0>(k)) << 32 | std::get<1>(k)) ^
-             std::hash<Bytes>{}(std::get<2>(k)) * 31;
-    }
-  };
-  struct CachedAllToAll {
-    std::shared_ptr<std::vector<net::FluidEdge>> edges =
-        std::make_shared<std::vector<net::FluidEdge>>();
-    Time latency;
-    Bytes sent = 0;
-    // Busiest endpoint's time at line rate over its time with the wire costs (all_to_all_v.h).
-    double line_rate_share = 1;
-    std::shared_ptr<net::FluidPlanSlot> slot = std::make_shared<net::FluidPlanSlot>();
-  };
-  const CachedAllToAll& layout_all_to_all_plan(const ReadyCollective& group);
-  const CachedAllToAll& explicit_all_to_all_plan(const ReadyCollective& group);
-  static constexpr std::size_t kMaxCachedAllToAllEdges = std::size_t{1} << 22;
-  std::unordered_map<AllToAllKey, CachedAllToAll, AllToAllKeyHash> all_to_all_cache_;
-  std::size_t all_to_all_cached_edges_ = 0;
-  CachedAllToAll all_to_all_scratch_;
+  const AllToAllPlan& layout_all_to_all_plan(const ReadyCollective& group);
+  const AllToAllPlan& explicit_all_to_all_plan(const ReadyCollective& group);
+  AllToAllPlans all_to_all_plans_;            // layout programs' (imported ones are sent once)
   std::optional<KernelStretcher> stretcher_;  // with interference only
 
   std::vector<RankState> ranks_;

@@ -12,7 +12,7 @@ using workload::Op;
 
 void Executor::launch_all_to_all_v(ReadyCollective group) {
   const Op& o = op_of(group.posts.front());
-  const CachedAllToAll& plan =
+  const AllToAllPlan& plan =
       explicit_groups_ == nullptr ? layout_all_to_all_plan(group) : explicit_all_to_all_plan(group);
   const auto copies = static_cast<int32_t>(folding_.copies(o.dim).size());
   const Time launch =
@@ -41,15 +41,14 @@ void Executor::launch_all_to_all_v(ReadyCollective group) {
   });
 }
 
-const Executor::CachedAllToAll& Executor::layout_all_to_all_plan(const ReadyCollective& group) {
+const AllToAllPlan& Executor::layout_all_to_all_plan(const ReadyCollective& group) {
   const workload::Program& program = program_of(group.posts.front().rank);
   const Op& o = program.ops[group.posts.front().op];
   // A group sends the same transfers for every microbatch (and layer, where the routing is the
   // same): built once per (group, routing row, size).
-  const AllToAllKey key{group.members.front(), o.varies, o.bytes};
-  if (auto cached = all_to_all_cache_.find(key); cached != all_to_all_cache_.end())
-    return cached->second;
-  CachedAllToAll made;
+  const AllToAllPlans::Key key{group.members.front(), o.varies, o.bytes};
+  if (const AllToAllPlan* kept = all_to_all_plans_.find(key)) return *kept;
+  AllToAllPlan made;
   std::vector<EpMember> gpus(group.members.size());
   // Folded ranks send theirs too, one copy per offset.
   for (const int32_t offset : folding_.copies(o.dim)) {
@@ -74,19 +73,13 @@ const Executor::CachedAllToAll& Executor::layout_all_to_all_plan(const ReadyColl
     const double on_wire = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
     if (on_wire > 0) made.line_rate_share = line_rate / on_wire;
   }
-  // Kept while the cache stays small (about 24 bytes an edge); larger runs rebuild.
-  if (all_to_all_cached_edges_ + made.edges->size() > kMaxCachedAllToAllEdges) {
-    all_to_all_scratch_ = std::move(made);
-    return all_to_all_scratch_;
-  }
-  all_to_all_cached_edges_ += made.edges->size();
-  return all_to_all_cache_.emplace(key, std::move(made)).first->second;
+  return all_to_all_plans_.store(key, std::move(made));
 }
 
-const Executor::CachedAllToAll& Executor::explicit_all_to_all_plan(const ReadyCollective& group) {
+const AllToAllPlan& Executor::explicit_all_to_all_plan(const ReadyCollective& group) {
   const auto& members = group.members;
   const std::size_t n = members.size();
-  CachedAllToAll made;
+  AllToAllPlan made;
   made.slot = nullptr;  // each imported all-to-all has transfers of its own
   // Each member's row: its own op's bytes x share (equal blocks for a member without one).
   for (const Post& p : group.posts) {
@@ -108,8 +101,7 @@ const Executor::CachedAllToAll& Executor::explicit_all_to_all_plan(const ReadyCo
       made.latency = std::max(made.latency, network_.path_latency(from, to));
     }
   }
-  all_to_all_scratch_ = std::move(made);
-  return all_to_all_scratch_;
+  return all_to_all_plans_.one_off(std::move(made));
 }
 
 }  // namespace cs::exec
