@@ -29,18 +29,16 @@ std::string target_gpu(const ReplayTarget& target) {
   return target.gpu.empty() ? net::resolve_topology(target.topology).gpu() : target.gpu;
 }
 
-namespace {
-
-// The config a replay on `target` builds its world from.
 clustersim::RunConfig replay_config(const ReplayTarget& target) {
   clustersim::RunConfig config;
   config.mutable_cluster()->set_topology(target.topology);
   if (!target.gpu.empty()) config.mutable_cluster()->set_gpu(target.gpu);  // --gpu
   config.set_network(target.network);
+  config.mutable_simulation()->set_fluid_collectives(target.fluid_collectives);
+  *config.mutable_nccl() = target.nccl;
+  *config.mutable_effects() = target.effects;
   return config;
 }
-
-}  // namespace
 
 report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
                                      const ReplayTarget& target, const std::string& name,
@@ -55,9 +53,9 @@ report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
   world::World built(cluster, ranks);
   Simulator sim;
   auto network = built.make_network(sim);
-  exec::ExecutorOptions options;
-  options.fluid_collectives = target.fluid_collectives;
-  exec::Executor executor(sim, *network, built.topology(), workload, std::move(options));
+  // The options `run` gets from the same settings: NCCL's tuning and the interference of
+  // communication with compute, not only fluid collectives.
+  exec::Executor executor(sim, *network, built.topology(), workload, built.executor_options());
   executor.start();
   run_with_progress(
       sim, [&] { return executor.progress(); }, progress);
