@@ -14,13 +14,14 @@ set(CLUSTERSIM_LAYERS
     "workload:coll,compute,config,core"
     "lower:compute,core,cost,workload"
     "exec:coll,compute,core,net,workload"
+    "world:coll,compute,config,core,exec,net"
     "report:coll,compute,core,cost,workload"
-    "run:coll,compute,config,core,cost,exec,lower,net,report,workload"
+    "run:coll,compute,config,core,cost,exec,lower,net,report,workload,world"
     "plan:compute,config,cost,lower,net,report,run,workload"
-    "trace:compute,config,core,exec,net,report,run,workload"
-    "validation:coll,compute,config,core,exec,net,report"
+    "trace:compute,config,core,exec,net,report,run,workload,world"
+    "validation:coll,compute,config,core,exec,net,report,world"
     "verify:coll"
-    "cli:coll,compute,config,core,cost,net,plan,report,run,trace,validation,verify,workload")
+    "cli:coll,compute,config,core,cost,net,plan,report,run,trace,validation,verify,workload,world")
 
 # Files of a layer that are not in its library, and files added to it.
 set(CLUSTERSIM_LAYER_EXCLUDE_cli ".*/sim/cli/main\\.cc$")

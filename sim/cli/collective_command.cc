@@ -21,6 +21,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/report/json.h"
 #include "sim/run/footprint.h"
+#include "sim/world/world.h"
 
 namespace cs::cli {
 
@@ -186,14 +187,13 @@ void add_collective_options(po::options_description& opts, Request& req) {
   // clang-format on
 }
 
-// What the options ask for once parsed: the op (in `key`), the algorithm, NCCL's settings, the
-// sizes and the network.
+// What the options ask for once parsed: the op (in `key`), the algorithm, the sizes, and the
+// config of the world to run on (topology, network, NCCL's settings and the effect switches).
 struct ParsedRequest {
   coll::ScheduleKey key;
   coll::Algorithm requested = coll::Algorithm::kAuto;
-  coll::NcclSettings settings;
   std::vector<Bytes> sizes;
-  net::NetworkMode mode;
+  clustersim::RunConfig config;
 };
 
 // Throws UsageError for group shapes, counts and switches out of range; --group-size defaults
@@ -209,33 +209,53 @@ void check_collective_shape(Request& req) {
       throw UsageError(std::string(name) + " must be on or off, not '" + value + "'");
 }
 
-// Sets the NCCL settings that --channels, --nvls, --pat and the effect switches give.
-void apply_nccl_switches(const Request& req, coll::NcclSettings& settings) {
-  settings.channels = req.channels;
-  settings.nvls = req.nvls == "on";
-  settings.pat = req.pat == "on";
-  settings.protocol_overhead = !req.no_protocol_overhead;
-  settings.nvlink_overhead = !req.no_nvlink_overhead;
-  settings.step_latency = !req.no_step_latency;
-  settings.rail_rings = !req.no_rail_rings;
-  settings.nvls_efficiency = !req.no_nvls_efficiency;
-  settings.network_overhead = !req.no_network_overhead;
+clustersim::NcclConfig::Protocol config_protocol(coll::Protocol protocol) {
+  switch (protocol) {
+    case coll::Protocol::kSimple:
+      return clustersim::NcclConfig::SIMPLE;
+    case coll::Protocol::kLl:
+      return clustersim::NcclConfig::LL;
+    case coll::Protocol::kLl128:
+      return clustersim::NcclConfig::LL128;
+    case coll::Protocol::kAuto:
+      break;
+  }
+  return clustersim::NcclConfig::AUTO;
+}
+
+// Sets the NCCL settings and effects that --protocol, --channels, --nvls, --pat and the effect
+// switches give, as a run's config would hold them.
+void apply_nccl_switches(const Request& req, coll::Protocol protocol,
+                         clustersim::RunConfig& config) {
+  auto& nccl = *config.mutable_nccl();
+  nccl.set_protocol(config_protocol(protocol));
+  nccl.set_channels(req.channels);
+  nccl.set_nvls(req.nvls == "on");
+  nccl.set_pat(req.pat == "on");
+  auto& effects = *config.mutable_effects();
+  effects.set_nccl_protocol_overhead(!req.no_protocol_overhead);
+  effects.set_nvlink_protocol_overhead(!req.no_nvlink_overhead);
+  effects.set_nccl_step_latency(!req.no_step_latency);
+  effects.set_rail_aligned_rings(!req.no_rail_rings);
+  effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
+  effects.set_network_packet_overhead(!req.no_network_overhead);
 }
 
 // Parses and checks the request, throwing UsageError for anything it cannot run.
 ParsedRequest parse_collective_request(Request& req) {
   ParsedRequest parsed;
+  coll::Protocol protocol;
   try {
     parsed.key.op = coll::parse_op(req.op);
     parsed.requested = coll::parse_algorithm(req.algo);
     parsed.sizes = parse_size_list(req.sizes);
-    parsed.mode = net::parse_network_mode(req.network);
-    parsed.settings.protocol = coll::parse_protocol(req.protocol);
+    parsed.config.set_network(world::config_network_mode(net::parse_network_mode(req.network)));
+    protocol = coll::parse_protocol(req.protocol);
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
   check_collective_shape(req);
-  apply_nccl_switches(req, parsed.settings);
+  apply_nccl_switches(req, protocol, parsed.config);
   if (req.gpus % (req.group_size * req.group_stride) != 0) {
     throw UsageError(
         "--gpus " + std::to_string(req.gpus) + " is not a multiple of group size x stride (" +
@@ -244,14 +264,12 @@ ParsedRequest parse_collective_request(Request& req) {
   return parsed;
 }
 
-// The topology --topology names, sized to --gpus; req.topology becomes its canonical name.
-net::Topology build_collective_topology(Request& req) {
-  req.topology = canonical_preset_name("topologies", req.topology);  // "DGX-H100" too
-  const auto desc = net::resolve_topology(req.topology);
+// The world --topology names, built for --gpus.
+world::World build_collective_world(const world::ResolvedCluster& cluster, const Request& req) {
   // A topology too small says so first; one that fits is estimated before it is built.
-  if (req.gpus <= net::topology_capacity_gpus(desc))
+  if (req.gpus <= cluster.capacity_gpus())
     run::refuse_cluster_if_too_big(req.gpus, 0, "--gpus " + std::to_string(req.gpus));
-  return net::build_topology(desc, req.gpus, req.topology);
+  return world::World(cluster, req.gpus);
 }
 
 // Picks each size's schedule as NCCL would, or as --algo, --chunks and --window ask, and keeps
@@ -259,15 +277,15 @@ net::Topology build_collective_topology(Request& req) {
 // chunks, window); sizes that agree share one.
 class CollectivePlanner {
  public:
-  CollectivePlanner(const Request& req, const ParsedRequest& parsed, const net::Topology& topo,
+  CollectivePlanner(const Request& req, const ParsedRequest& parsed, const world::World& world,
                     const std::vector<net::VertexId>& first_group)
       : req_(req),
         key_(parsed.key),
         requested_(parsed.requested),
-        local_(members_per_node(topo, first_group)),
+        local_(members_per_node(world.topology(), first_group)),
         // The auto chooser only sees servers as a member count when they split the group evenly.
-        auto_local_(uniform_nodes(topo, first_group, local_) ? local_ : 1),
-        tuning_(compute::nccl_tuning(topo.gpu_type, parsed.settings)) {
+        auto_local_(uniform_nodes(world.topology(), first_group, local_) ? local_ : 1),
+        tuning_(world.nccl_tuning()) {
     key_.n = req.group_size;
     key_.root = req.root;
   }
@@ -357,9 +375,7 @@ void print_collective_header(std::ostream& out, const Request& req, int32_t grou
 
 // Where one size runs: the cluster, its groups and the bus bandwidth factor of the op.
 struct CollectiveRun {
-  const ParsedRequest& parsed;
-  const net::Topology& topo;
-  net::Routing& routing;
+  world::World& world;
   const std::vector<std::vector<net::VertexId>>& members;
   double factor;
 };
@@ -370,7 +386,7 @@ SizeResult run_collective_size(const CollectiveRun& run, CollectivePlanner& plan
   const std::shared_ptr<const coll::Schedule> schedule = planner.schedule_for(size);
   const coll::ScheduleKey& key = planner.key();
   Simulator sim;
-  auto network = net::make_network(run.parsed.mode, sim, run.topo, run.routing);
+  auto network = run.world.make_network(sim);
   Time finish;
   const auto ended = [&](const coll::RunStats& s) { finish = std::max(finish, s.end); };
   for (const auto& group : run.members) {
@@ -424,19 +440,22 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
   po::variables_map vm;
   if (!parse_options(args, opts, nullptr, vm, given_io.out)) return 0;
   CommandIo io = check_outputs(given_io, {{"--json", req.json}});
-  const ParsedRequest parsed = parse_collective_request(req);
 
-  const net::Topology topo = build_collective_topology(req);
-  net::Routing routing(topo);
+  ParsedRequest parsed = parse_collective_request(req);
+  req.topology = canonical_preset_name("topologies", req.topology);  // "DGX-H100" too
+  parsed.config.mutable_cluster()->set_topology(req.topology);
+  const world::ResolvedCluster cluster(parsed.config, "collective", "--topology");
+  world::World world = build_collective_world(cluster, req);
+  const net::Topology& topo = world.topology();
   const int32_t groups = req.gpus / req.group_size;
   std::vector<std::vector<net::VertexId>> members;
   for (int32_t g = 0; g < groups; ++g)
     members.push_back(group_vertices(topo, g, req.group_size, req.group_stride));
 
-  CollectivePlanner planner(req, parsed, topo, members[0]);
+  CollectivePlanner planner(req, parsed, world, members[0]);
   check_flow_budget(planner, req, topo, parsed.sizes, groups);
   planner.schedule_for(parsed.sizes.front());  // the key of the first size, for the header
-  const CollectiveRun run{parsed, topo, routing, members,
+  const CollectiveRun run{world, members,
                           coll::bus_bandwidth_factor(planner.key().op, planner.key().n)};
   print_collective_header(io.out, req, groups, planner.key().n, topo);
   std::vector<SizeResult> results;

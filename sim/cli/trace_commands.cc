@@ -20,6 +20,7 @@
 #include "sim/trace/replay.h"
 #include "sim/trace/trace_format.h"
 #include "sim/workload/layout_config.h"
+#include "sim/world/world.h"
 
 namespace cs::cli {
 
@@ -52,14 +53,7 @@ std::string positional(const po::variables_map& vm, const char* name) {
 
 clustersim::NetworkMode network_mode(const std::string& text) {
   try {
-    switch (net::parse_network_mode(text)) {
-      case net::NetworkMode::kAnalytical:
-        return clustersim::ANALYTICAL;
-      case net::NetworkMode::kIdeal:
-        return clustersim::IDEAL;
-      case net::NetworkMode::kCongestionAware:
-        return clustersim::CONGESTION_AWARE;
-    }
+    return world::config_network_mode(net::parse_network_mode(text));
   } catch (const std::invalid_argument&) {
   }
   throw UsageError("--network must be congestion_aware, analytical or ideal, not " + text);

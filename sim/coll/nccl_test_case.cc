@@ -24,6 +24,13 @@ int32_t members_per_node(const net::Topology& topology, int32_t n) {
 
 NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tuning, Op op,
                              Bytes size, int32_t gpus, Algorithm algo, net::NetworkMode mode) {
+  net::Routing routing(topology);
+  return run_nccl_test(topology, routing, tuning, op, size, gpus, algo, mode);
+}
+
+NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routing,
+                             const NcclTuning& tuning, Op op, Bytes size, int32_t gpus,
+                             Algorithm algo, net::NetworkMode mode) {
   const auto n = gpus > 0 ? gpus : static_cast<int32_t>(topology.num_gpus());
   if (n > static_cast<int32_t>(topology.num_gpus()))
     throw std::invalid_argument("the topology has " + std::to_string(topology.num_gpus()) +
@@ -36,7 +43,6 @@ NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tu
   const auto schedule = build_schedule(r.key);
   std::vector<net::VertexId> vertices;
   for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));
-  net::Routing routing(topology);
   Simulator sim;
   const auto network = net::make_network(mode, sim, topology, routing);
   run_collective(sim, *network, *schedule, vertices, size,

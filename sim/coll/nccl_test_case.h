@@ -8,6 +8,7 @@
 #include "sim/coll/schedule.h"
 #include "sim/core/units.h"
 #include "sim/net/network_factory.h"
+#include "sim/net/routing.h"
 #include "sim/net/topology.h"
 
 namespace cs::coll {
@@ -25,5 +26,11 @@ struct NcclTestResult {
 NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tuning, Op op,
                              Bytes size, int32_t gpus = 0, Algorithm algo = Algorithm::kAuto,
                              net::NetworkMode mode = net::NetworkMode::kCongestionAware);
+
+// The same over routes already made for `topology` (a world's: world::World), which a run on
+// one cluster shares rather than making again.
+NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routing,
+                             const NcclTuning& tuning, Op op, Bytes size, int32_t gpus,
+                             Algorithm algo, net::NetworkMode mode);
 
 }  // namespace cs::coll

@@ -11,10 +11,10 @@
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
-#include "sim/run/executor_setup.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
+#include "sim/world/world.h"
 
 namespace cs::run {
 
@@ -26,14 +26,6 @@ struct PlacedJob {
   std::string source;
   workload::Layout layout;
   std::vector<int32_t> gpus;
-};
-
-// The shared cluster: graph, routes and GPU, built once for the contended and the alone runs.
-struct Cluster {
-  net::Topology topology;
-  std::unique_ptr<net::Routing> routing;
-  compute::GpuProfile gpu;
-  net::NetworkMode mode;
 };
 
 // Job j's config on job 0's cluster; refuses what the shared cluster cannot honour.
@@ -88,15 +80,15 @@ struct TogetherRun {
   uint64_t events = 0;
 };
 
+// `world` is the shared cluster, built once for the contended and the alone runs.
 TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::size_t>& subset,
-                         Cluster& cluster, const ProgressFn& on_progress, int32_t max_steps) {
+                         world::World& world, const ProgressFn& on_progress, int32_t max_steps) {
   Simulator sim;
-  auto network = net::make_network(cluster.mode, sim, cluster.topology, *cluster.routing);
+  auto network = world.make_network(sim);
   std::vector<std::unique_ptr<exec::Executor>> executors;
   TogetherRun run;
   run.steps.resize(subset.size());
   std::size_t in_first_step = subset.size();
-  const std::optional<exec::ComputeVariability> no_variability;
   // Jobs never share a server (place_jobs), so a job's NVLink ports stay its own: isolated
   // timing and tensor-parallel folding remain exact.
   std::function<void(std::size_t)> start_step = [&](std::size_t k) {
@@ -105,11 +97,9 @@ TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::si
       throw ConfigError(job.source + ": " + std::to_string(max_steps) +
                         " steps while another job has not finished its first; the jobs' steps " +
                         "differ too much in length, or one cannot end");
+    // Each job's own NCCL, effects and simulation settings, on the shared world.
     exec::ExecutorOptions options =
-        executor_options(job.prepared.config,
-                         {cluster.gpu, cluster.mode, cluster.topology, *cluster.routing, true,
-                          false, no_variability},
-                         job.source);
+        world::executor_options(world, job.prepared.config, {}, job.source);
     const Time begin = sim.now();
     options.on_finished = [&, k, begin] {
       run.steps[k].push_back(sim.now() - begin);
@@ -121,7 +111,7 @@ TogetherRun run_together(std::vector<PlacedJob>& jobs, const std::vector<std::si
       });
     };
     auto& ex = executors.emplace_back(
-        std::make_unique<exec::Executor>(sim, *network, cluster.topology, job.layout,
+        std::make_unique<exec::Executor>(sim, *network, world.topology(), job.layout,
                                          job.prepared.programs, std::move(options), job.gpus));
     ex->start();
   };
@@ -159,30 +149,25 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
   }
 
   const std::string& source = inputs[0].source;
-  auto desc = net::resolve_topology(first.cluster().topology());
-  net::override_load_balancing(desc, first.cluster().load_balancing(), source);
-  net::override_gpus_per_node(desc, first.cluster().gpus_per_node(), source);
-  const int64_t capacity = first.cluster().num_gpus() > 0 ? first.cluster().num_gpus()
-                                                          : net::topology_capacity_gpus(desc);
-  const auto gpus = place_jobs(placement, sizes, gpus_per_server(desc, source), capacity);
+  const world::ResolvedCluster resolved(first, source);
+  const int64_t capacity =
+      first.cluster().num_gpus() > 0 ? first.cluster().num_gpus() : resolved.capacity_gpus();
+  const auto gpus =
+      place_jobs(placement, sizes, gpus_per_server(resolved.description(), source), capacity);
   int32_t needed = 0;
   for (std::size_t j = 0; j < jobs.size(); ++j) {
     jobs[j].gpus = gpus[j];
     for (const int32_t g : gpus[j]) needed = std::max(needed, g + 1);
   }
   const int32_t build = net::cluster_build_gpus(needed, first.cluster().num_gpus(), source);
-  Cluster cluster{net::build_topology(desc, build, first.cluster().topology()), nullptr,
-                  compute::load_gpu_profile(first.cluster().gpu()), network_mode(first.network())};
-  // cluster.gpu in place of the topology's own.
-  if (!first.cluster().gpu().empty()) cluster.topology.gpu_type = first.cluster().gpu();
-  cluster.routing = std::make_unique<net::Routing>(cluster.topology);
+  world::World cluster(resolved, build);
 
   JobsReport report;
-  report.topology = cluster.topology.name;
-  report.gpu = cluster.gpu.name();
-  report.network = std::string(net::to_string(cluster.mode));
+  report.topology = cluster.topology().name;
+  report.gpu = cluster.gpu().name();
+  report.network = std::string(net::to_string(cluster.mode()));
   report.placement = placement_text(placement);
-  report.cluster_gpus = static_cast<int32_t>(cluster.topology.num_gpus());
+  report.cluster_gpus = static_cast<int32_t>(cluster.topology().num_gpus());
   std::vector<std::size_t> all(jobs.size());
   for (std::size_t j = 0; j < jobs.size(); ++j) all[j] = j;
   const TogetherRun together = run_together(jobs, all, cluster, on_progress, max_steps);
@@ -207,7 +192,7 @@ JobsReport simulate_jobs(const std::vector<JobInput>& inputs, const PlacementSpe
     f.slowdown = f.mean_step_s / f.alone_step_s;
     const double flops = workload::model_flops_per_step(config);
     const double peak =
-        compute::peak_flops(cluster.gpu, compute::format_of(config.precision()).gemm);
+        compute::peak_flops(cluster.gpu(), compute::format_of(config.precision()).gemm);
     f.mfu_alone = flops / (f.alone_step_s * f.gpus * peak);
     f.mfu_shared = flops / (f.mean_step_s * f.gpus * peak);
     report.jobs.push_back(std::move(f));

@@ -24,7 +24,6 @@
 #include "sim/net/topology_builder.h"
 #include "sim/report/kernel_breakdown.h"
 #include "sim/report/report_check.h"
-#include "sim/run/executor_setup.h"
 #include "sim/run/extrapolation.h"
 #include "sim/run/footprint.h"
 #include "sim/run/moe_figures.h"
@@ -37,6 +36,7 @@
 #include "sim/workload/schedules/registry.h"
 #include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
+#include "sim/world/world.h"
 
 namespace cs::run {
 
@@ -156,18 +156,6 @@ void validate_plan_fields(const clustersim::RunConfig& config, const std::string
                       std::to_string(par.zero_stage()));
 }
 
-net::NetworkMode network_mode(clustersim::NetworkMode mode) {
-  switch (mode) {
-    case clustersim::CONGESTION_AWARE:
-      return net::NetworkMode::kCongestionAware;
-    case clustersim::ANALYTICAL:
-      return net::NetworkMode::kAnalytical;
-    case clustersim::IDEAL:
-      return net::NetworkMode::kIdeal;
-  }
-  throw std::logic_error("unknown network mode");
-}
-
 // A timeline keeps every op of its ranks (about 80 bytes each, and 230 of JSON): at most
 // kMaxTimelineOps, a gigabyte of JSON, which is what a trace viewer still opens.
 constexpr std::size_t kMaxTimelineOps = 5'000'000;
@@ -256,26 +244,23 @@ void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
   r.comm_bytes_network = bytes(net::LinkClass::kNetwork);
 }
 
-// Validates and resolves `original` and builds each stage's work (no programs yet).
+// Validates and resolves `original` and builds each stage's work (no programs yet); `cluster`
+// receives its resolved cluster, which the simulation then builds on.
 static PreparedStep prepare_config(const clustersim::RunConfig& original, const std::string& source,
-                                   std::vector<workload::StageWork>& works) {
+                                   std::vector<workload::StageWork>& works,
+                                   std::optional<world::ResolvedCluster>& cluster) {
   clustersim::RunConfig config = original;
   canonicalize_preset_names(config);  // sweep points set cluster.gpu without load_run_config
   validate_plan_fields(config, source);
   apply_gradient_accumulation(config, source);
   cost::validate_reliability(config.reliability(), source);  // before a long simulation
   const auto& par = config.parallel();
-  if (!config.cluster().has_topology() || config.cluster().topology().empty())
-    throw ConfigError(source + ": cluster.topology is not set");
-  auto topo_desc = net::resolve_topology(config.cluster().topology());
-  net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
-  net::override_gpus_per_node(topo_desc, config.cluster().gpus_per_node(), source);
+  cluster.emplace(config, source);
   workload::resolve_stack(config, source);
-  workload::validate_run_config(config, net::topology_capacity_gpus(topo_desc), source);
+  workload::validate_run_config(config, cluster->capacity_gpus(), source);
   PreparedStep prepared;
   prepared.config = config;
-  if (prepared.config.cluster().gpu().empty())
-    prepared.config.mutable_cluster()->set_gpu(topo_desc.gpu());
+  prepared.config.mutable_cluster()->set_gpu(cluster->gpu_type());
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
   const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
                                       compute::cost_options(config));
@@ -318,7 +303,8 @@ static void build_programs(PreparedStep& prepared, const std::vector<workload::S
 
 PreparedStep prepare_step(const clustersim::RunConfig& original, const std::string& source) {
   std::vector<workload::StageWork> works;
-  PreparedStep prepared = prepare_config(original, source, works);
+  std::optional<world::ResolvedCluster> cluster;
+  PreparedStep prepared = prepare_config(original, source, works, cluster);
   build_programs(prepared, works);
   return prepared;
 }
@@ -340,26 +326,22 @@ void retime(std::vector<workload::Program>& programs, const compute::KernelCostM
   }
 }
 
-// Runs the prepared programs on the config's cluster to the end of the step.
-static StepOutcome run_programs(PreparedStep& prepared, const std::string& source,
-                                const SimulationOptions& options) {
-  const clustersim::RunConfig& config = prepared.config;
-  const auto& par = config.parallel();
-  auto topo_desc = net::resolve_topology(config.cluster().topology());
-  net::override_load_balancing(topo_desc, config.cluster().load_balancing(), source);
-  net::override_gpus_per_node(topo_desc, config.cluster().gpus_per_node(), source);
-  const workload::Layout layout = workload::layout_of(par);
-  if (net::topology_capacity_gpus(topo_desc) < layout.world()) {
+// The GPUs to build for the job on `cluster`, after the checks that must refuse a config before
+// anything is built: the layout and cluster.num_gpus against the topology, variability, memory.
+static int32_t checked_build_gpus(const clustersim::RunConfig& config,
+                                  const world::ResolvedCluster& cluster,
+                                  const workload::Layout& layout, const std::string& source) {
+  if (cluster.capacity_gpus() < layout.world()) {
     throw ConfigError(source + ": topology " + config.cluster().topology() + " holds at most " +
-                      std::to_string(net::topology_capacity_gpus(topo_desc)) +
-                      " GPUs, the layout needs " + std::to_string(layout.world()));
+                      std::to_string(cluster.capacity_gpus()) + " GPUs, the layout needs " +
+                      std::to_string(layout.world()));
   }
   const int32_t cluster_gpus =
       net::cluster_build_gpus(layout.world(), config.cluster().num_gpus(), source);
-  if (net::topology_capacity_gpus(topo_desc) < cluster_gpus) {
+  if (cluster.capacity_gpus() < cluster_gpus) {
     throw ConfigError(source + ": cluster.num_gpus is " + std::to_string(cluster_gpus) +
                       " but topology " + config.cluster().topology() + " holds at most " +
-                      std::to_string(net::topology_capacity_gpus(topo_desc)));
+                      std::to_string(cluster.capacity_gpus()));
   }
   validate_variability(config.variability(), layout.world(), source);
   if (config.simulation().memory_limit_gb() < 0)
@@ -368,13 +350,21 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   // The job runs on the cluster's first GPUs: only those are built, in a fabric grown for the
   // whole cluster.
   refuse_cluster_if_too_big(layout.world(), config.simulation().memory_limit_gb(), source);
-  net::Topology topology =
-      net::build_topology(topo_desc, layout.world(), config.cluster().topology(), cluster_gpus);
-  // The run's GPU, which cluster.gpu may have put in place of the topology's own.
-  if (!config.cluster().gpu().empty()) topology.gpu_type = config.cluster().gpu();
-  const DegradedLinks degraded = degrade_links(topology, config.variability(), source);
-  net::Routing routing(topology);
-  const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
+  return cluster_gpus;
+}
+
+// Runs the prepared programs on `cluster` (prepared.config's, resolved once) to the end of the
+// step.
+static StepOutcome run_programs(PreparedStep& prepared, const world::ResolvedCluster& cluster,
+                                const std::string& source, const SimulationOptions& options) {
+  const clustersim::RunConfig& config = prepared.config;
+  const workload::Layout layout = workload::layout_of(config.parallel());
+  const int32_t cluster_gpus = checked_build_gpus(config, cluster, layout, source);
+  DegradedLinks degraded;
+  world::World world(cluster, layout.world(), cluster_gpus, [&](net::Topology& topology) {
+    degraded = degrade_links(topology, config.variability(), source);
+  });
+  const compute::GpuProfile& gpu = world.gpu();
   compute::require_precision_supported(gpu, config.precision(), source);
   if (prepared.timed_for_gpu != config.cluster().gpu()) {
     retime(prepared.programs, compute::KernelCostModel(gpu, compute::cost_options(config)),
@@ -382,19 +372,18 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
     prepared.timed_for_gpu = config.cluster().gpu();
   }
   const std::vector<workload::Program>& programs = prepared.programs;
-  refuse_if_too_big(estimate_footprint(topology, routing, layout, programs),
+  refuse_if_too_big(estimate_footprint(world.topology(), world.routing(), layout, programs),
                     config.simulation().memory_limit_gb(), source);
 
   Simulator sim;
-  const net::NetworkMode mode = network_mode(config.network());
-  auto network = net::make_network(mode, sim, topology, routing);
+  auto network = world.make_network(sim);
   // Variability makes ranks differ, and a folded rank must stand for ranks identical to it; a
   // degraded NVLink or PCIe link makes one server's collectives differ from another's.
   const auto compute_var = compute_variability(config.variability(), layout.world());
   const bool ranks_differ = degraded.links > 0 || (compute_var && !compute_var->uniform());
   const bool reuse_isolated = options.reuse_isolated_collectives && !degraded.inside_servers;
-  exec::ExecutorOptions executor_opts = executor_options(
-      config, {gpu, mode, topology, routing, reuse_isolated, ranks_differ, compute_var}, source);
+  exec::ExecutorOptions executor_opts = world::executor_options(
+      world, config, {reuse_isolated, ranks_differ, compute_var ? &*compute_var : nullptr}, source);
   if (options.on_op) {
     refuse_timeline_if_too_big(options.op_ranks, layout, programs, source);
     executor_opts.observer = options.on_op;
@@ -402,7 +391,8 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
     for (const int32_t r : options.op_ranks)
       if (r >= 0 && r < layout.world()) executor_opts.observed[static_cast<std::size_t>(r)] = true;
   }
-  exec::Executor executor(sim, *network, topology, layout, programs, std::move(executor_opts));
+  exec::Executor executor(sim, *network, world.topology(), layout, programs,
+                          std::move(executor_opts));
   executor.start();
   run_with_progress(
       sim, [&] { return executor.progress(); }, options.on_progress);
@@ -420,8 +410,8 @@ static StepOutcome run_programs(PreparedStep& prepared, const std::string& sourc
   if (ranks_differ)
     out.variability = variability_figures(out.stats, layout, out.step_end,
                                           compute_var ? &*compute_var : nullptr, degraded.links);
-  out.topology_name = topology.name;
-  out.fleet = fleet_counts(topology, layout.world());
+  out.topology_name = world.topology().name;
+  out.fleet = fleet_counts(world.topology(), layout.world());
   return out;
 }
 
@@ -446,7 +436,7 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
   r.schedule = std::string(workload::to_string(schedule));
   r.gpu = gpu.name();
   r.topology = outcome.topology_name;
-  r.network = std::string(net::to_string(network_mode(config.network())));
+  r.network = std::string(net::to_string(world::network_mode(config.network())));
   r.precision = clustersim::Precision_Name(config.precision());
   r.software_stack = workload::stack_label(config);
   r.gpus = layout.world();
@@ -564,6 +554,7 @@ static report::StepReport finished(report::StepReport r,
 // The step from short runs (see extrapolation.h), or in full when the short runs it would take
 // to find a steady state cost as much; `prepared` holds no programs yet.
 static report::StepReport simulate_extrapolated(PreparedStep& prepared,
+                                                const world::ResolvedCluster& cluster,
                                                 const std::vector<workload::StageWork>& works,
                                                 const ExtrapolationPlan& plan,
                                                 const std::string& source,
@@ -577,7 +568,7 @@ static report::StepReport simulate_extrapolated(PreparedStep& prepared,
     part.costs = prepared.costs;
     part.timed_for_gpu = prepared.timed_for_gpu;
     build_programs(part, works);
-    runs.push_back(run_programs(part, source, options));
+    runs.push_back(run_programs(part, cluster, source, options));
     counts.push_back(microbatches);
     events += runs.back().events;
   };
@@ -588,7 +579,7 @@ static report::StepReport simulate_extrapolated(PreparedStep& prepared,
     const int32_t next = counts.back() + plan.step;
     if (simulated + 2 * int64_t{next} + plan.step >= plan.full) {
       build_programs(prepared, works);
-      StepOutcome outcome = run_programs(prepared, source, options);
+      StepOutcome outcome = run_programs(prepared, cluster, source, options);
       outcome.events += events;
       return report_of(prepared, outcome, source);
     }
@@ -609,21 +600,24 @@ report::StepReport simulate_step(const clustersim::RunConfig& config, const std:
                                  const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
   std::vector<workload::StageWork> works;
-  PreparedStep prepared = prepare_config(config, source, works);
+  std::optional<world::ResolvedCluster> cluster;
+  PreparedStep prepared = prepare_config(config, source, works, cluster);
   // A timeline shows every op, so it is always simulated in full.
   const auto plan = options.on_op ? std::nullopt : plan_extrapolation(prepared.config);
   if (plan) {
-    return finished(simulate_extrapolated(prepared, works, *plan, source, options), wall_start);
+    return finished(simulate_extrapolated(prepared, *cluster, works, *plan, source, options),
+                    wall_start);
   }
   build_programs(prepared, works);
-  StepOutcome outcome = run_programs(prepared, source, options);
+  StepOutcome outcome = run_programs(prepared, *cluster, source, options);
   return finished(report_of(prepared, outcome, source), wall_start);
 }
 
 report::StepReport simulate_prepared(PreparedStep& prepared, const std::string& source,
                                      const SimulationOptions& options) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const StepOutcome outcome = run_programs(prepared, source, options);
+  const world::ResolvedCluster cluster(prepared.config, source);
+  const StepOutcome outcome = run_programs(prepared, cluster, source, options);
   return finished(report_of(prepared, outcome, source), wall_start);
 }
 

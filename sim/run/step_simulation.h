@@ -52,9 +52,6 @@ void apply_gradient_accumulation(clustersim::RunConfig& config, const std::strin
 // and the field.
 void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source);
 
-// The transfer model a config's network field names.
-net::NetworkMode network_mode(clustersim::NetworkMode mode);
-
 // Fills the report's communication volumes from the executor's tallies and the network's
 // per-link-class counters.
 void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,

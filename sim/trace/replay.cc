@@ -11,6 +11,7 @@
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
 #include "sim/run/step_simulation.h"
+#include "sim/world/world.h"
 
 namespace cs::trace {
 
@@ -28,38 +29,47 @@ std::string target_gpu(const ReplayTarget& target) {
   return target.gpu.empty() ? net::resolve_topology(target.topology).gpu() : target.gpu;
 }
 
+clustersim::RunConfig replay_config(const ReplayTarget& target) {
+  clustersim::RunConfig config;
+  config.mutable_cluster()->set_topology(target.topology);
+  if (!target.gpu.empty()) config.mutable_cluster()->set_gpu(target.gpu);  // --gpu
+  config.set_network(target.network);
+  config.mutable_simulation()->set_fluid_collectives(target.fluid_collectives);
+  *config.mutable_nccl() = target.nccl;
+  *config.mutable_effects() = target.effects;
+  return config;
+}
+
 report::StepReport simulate_workload(const exec::ExplicitWorkload& workload,
                                      const ReplayTarget& target, const std::string& name,
                                      const std::string& source, const ProgressFn& progress) {
   const auto wall_start = std::chrono::steady_clock::now();
-  const auto desc = net::resolve_topology(target.topology);
-  const auto world = static_cast<int32_t>(workload.program_of_rank.size());
-  if (net::topology_capacity_gpus(desc) < world)
+  const world::ResolvedCluster cluster(replay_config(target), source);
+  const auto ranks = static_cast<int32_t>(workload.program_of_rank.size());
+  if (cluster.capacity_gpus() < ranks)
     throw ConfigError(source + ": topology " + target.topology + " holds at most " +
-                      std::to_string(net::topology_capacity_gpus(desc)) + " GPUs, the trace has " +
-                      std::to_string(world) + " ranks");
-  net::Topology topology = net::build_topology(desc, world, target.topology);
-  topology.gpu_type = target_gpu(target);  // --gpu in place of the topology's own
-  net::Routing routing(topology);
-  const compute::GpuProfile gpu = compute::load_gpu_profile(target_gpu(target));
+                      std::to_string(cluster.capacity_gpus()) + " GPUs, the trace has " +
+                      std::to_string(ranks) + " ranks");
+  world::World built(cluster, ranks);
   Simulator sim;
-  auto network = net::make_network(run::network_mode(target.network), sim, topology, routing);
-  exec::ExecutorOptions options;
-  options.fluid_collectives = target.fluid_collectives;
-  exec::Executor executor(sim, *network, topology, workload, std::move(options));
+  auto network = built.make_network(sim);
+  // The options `run` gets from the same settings: NCCL's tuning and the interference of
+  // communication with compute, not only fluid collectives.
+  exec::Executor executor(sim, *network, built.topology(), workload, built.executor_options());
   executor.start();
   run_with_progress(
       sim, [&] { return executor.progress(); }, progress);
   executor.require_finished(source + ": the trace cannot complete", 16);
+  const compute::GpuProfile& gpu = built.gpu();
   report::StepReport r;
   r.name = name;
-  r.layout = std::to_string(world) + " ranks, explicit programs (imported trace)";
+  r.layout = std::to_string(ranks) + " ranks, explicit programs (imported trace)";
   r.schedule = "as traced";
   r.gpu = gpu.name();
-  r.topology = topology.name;
-  r.network = std::string(net::to_string(run::network_mode(target.network)));
+  r.topology = built.topology().name;
+  r.network = std::string(net::to_string(built.mode()));
   r.precision = "as traced";
-  r.gpus = world;
+  r.gpus = ranks;
   r.iteration_time_s = executor.step_end().as_seconds();
   run::fill_comm_figures(r, executor.comm(), network->stats());
   r.memory.capacity_gb = static_cast<double>(compute::hbm_capacity_bytes(gpu)) / 1e9;

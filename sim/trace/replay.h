@@ -15,7 +15,15 @@ struct ReplayTarget {
   std::string gpu;       // empty: the topology's GPU
   clustersim::NetworkMode network = clustersim::CONGESTION_AWARE;
   bool fluid_collectives = true;  // SimulationConfig.fluid_collectives
+  // NCCL's settings and the modelled effects, as `run` takes them from a config (all defaults:
+  // what a real run pays). The replay's world is built from them as a run's is.
+  clustersim::NcclConfig nccl{};
+  clustersim::EffectsConfig effects{};
 };
+
+// The config a replay on `target` builds its world from: cluster, network, NCCL, effects and
+// simulation settings.
+clustersim::RunConfig replay_config(const ReplayTarget& target);
 
 // The GPU a replay on `target` times compute for.
 std::string target_gpu(const ReplayTarget& target);

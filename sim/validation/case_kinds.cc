@@ -5,10 +5,10 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/field_checks.h"
 #include "sim/exec/interference.h"
-#include "sim/net/topology_builder.h"
 #include "sim/validation/collective_case.h"
 #include "sim/validation/kernel_cases.h"
 #include "sim/validation/moe_cases.h"
+#include "sim/world/world.h"
 
 namespace cs::validation {
 
@@ -66,13 +66,18 @@ void check_interference_case(const ValidationCase& c, const std::string& where) 
 // are counted over its CTAs as the source reports them, else over the cost model's tile grid.
 ModelValue model_interference(const ValidationCase& c) {
   const auto& i = c.interference();
-  const compute::GpuProfile gpu = compute::load_gpu_profile(i.gemm().gpu());
-  const auto desc = net::resolve_topology(i.collective().topology());
-  const net::Topology topo =
-      net::build_topology(desc, i.collective().gpus(), i.collective().topology());
+  // The collective's world with the GEMM's GPU, so that the model is the one a run's executor
+  // gets from the same settings.
+  clustersim::RunConfig config = collective_case_config(i.collective());
+  config.mutable_cluster()->set_gpu(i.gemm().gpu());
+  const world::ResolvedCluster cluster(config, "interference case", "collective.topology");
+  world::World world(cluster, i.collective().gpus());
+  const net::Topology& topo = world.topology();
   const bool one_server =
       topo.vertex(topo.gpu(0)).node == topo.vertex(topo.gpu(i.collective().gpus() - 1)).node;
-  const exec::InterferenceModel model = exec::interference_model(gpu);
+  const compute::GpuProfile& gpu = world.gpu();
+  const exec::InterferenceModel model =
+      *world.executor_options({.reuse_isolated = false}).interference;
   exec::CommLoad load = model.load_of(one_server ? exec::CommPath::kNvlinkCollective
                                                  : exec::CommPath::kNetworkCollective);
   if (i.comm_ctas() > 0) load.sms = i.comm_ctas();

@@ -6,16 +6,23 @@
 #include "sim/compute/gpu_hardware.h"
 #include "sim/config/field_checks.h"
 #include "sim/net/network_factory.h"
-#include "sim/net/topology_builder.h"
+#include "sim/world/world.h"
 
 namespace cs::validation {
 
+clustersim::RunConfig collective_case_config(const clustersim::CollectiveCase& c) {
+  clustersim::RunConfig config;
+  config.mutable_cluster()->set_topology(c.topology());
+  config.set_network(world::config_network_mode(net::parse_network_mode(c.network())));
+  return config;
+}
+
 CollectiveTiming time_collective(const clustersim::CollectiveCase& c) {
-  const auto desc = net::resolve_topology(c.topology());
-  const net::Topology topo = net::build_topology(desc, c.gpus(), c.topology());
-  const auto r = coll::run_nccl_test(
-      topo, compute::nccl_tuning(topo.gpu_type), coll::parse_op(c.op()), c.size_bytes(), c.gpus(),
-      coll::parse_algorithm(c.algo()), net::parse_network_mode(c.network()));
+  const world::ResolvedCluster cluster(collective_case_config(c), "collective case", "topology");
+  world::World world(cluster, c.gpus());
+  const auto r = coll::run_nccl_test(world.topology(), world.routing(), world.nccl_tuning(),
+                                     coll::parse_op(c.op()), c.size_bytes(), c.gpus(),
+                                     coll::parse_algorithm(c.algo()), world.mode());
   return {r.key.algo, r.time, r.algbw_gbytes_per_s, r.busbw_gbytes_per_s};
 }
 

@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "proto/config.pb.h"
 #include "proto/validation.pb.h"
 #include "sim/coll/collective.h"
 #include "sim/core/units.h"
@@ -16,6 +17,10 @@ struct CollectiveTiming {
   double algbw_gbytes_per_s = 0;
   double busbw_gbytes_per_s = 0;
 };
+
+// The config of the world a case runs on: its topology and network, NCCL's defaults and every
+// effect on, as `clustersim collective` without switches.
+clustersim::RunConfig collective_case_config(const clustersim::CollectiveCase& c);
 
 // Runs the collective over GPUs 0..gpus-1 of the topology, sized to them, as NCCL would run it
 // (coll::run_nccl_test, the same plan as `clustersim collective` with its defaults). Throws

@@ -1,0 +1,154 @@
+// The world builder: a config's topology resolved once, then built with the GPU override, the
+// network of the configured mode and the executor options the config's effects ask for.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <set>
+#include <string>
+
+#include "sim/config/config_error.h"
+#include "sim/config/embedded_presets.h"
+#include "sim/net/topology_builder.h"
+#include "sim/world/world.h"
+#include "tests/support/test_helpers.h"
+
+namespace cs::world {
+namespace {
+
+clustersim::RunConfig on(const std::string& topology) {
+  clustersim::RunConfig config;
+  config.mutable_cluster()->set_topology(topology);
+  return config;
+}
+
+std::string error_of(const clustersim::RunConfig& config) {
+  try {
+    ResolvedCluster cluster(config, "job.textproto");
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ResolvedCluster, TakesThePresetsDescriptionAndItsGpu) {
+  const ResolvedCluster cluster(on("dgx-h100"), "test");
+  EXPECT_EQ(cluster.description().name(), "dgx-h100");
+  EXPECT_EQ(cluster.gpu_type(), "h100");
+  EXPECT_GE(cluster.capacity_gpus(), 8);
+}
+
+// Servers a world's GPUs sit in.
+std::set<int32_t> servers_of(const net::Topology& topology) {
+  std::set<int32_t> nodes;
+  for (std::size_t g = 0; g < topology.num_gpus(); ++g)
+    nodes.insert(topology.vertex(topology.gpu(static_cast<int32_t>(g))).node);
+  return nodes;
+}
+
+TEST(ResolvedCluster, AppliesTheClustersGpusPerNode) {
+  clustersim::RunConfig config = on("dgx-h100");
+  EXPECT_EQ(servers_of(World(ResolvedCluster(config, "test"), 16).topology()).size(), 2u);
+  config.mutable_cluster()->set_gpus_per_node(4);
+  const ResolvedCluster cluster(config, "test");
+  EXPECT_EQ(net::gpus_per_node_in_use(cluster.description()), 4);
+  EXPECT_EQ(servers_of(World(cluster, 16).topology()).size(), 4u);
+}
+
+TEST(ResolvedCluster, NamesTheFieldOfAnUnknownOrMissingTopology) {
+  const std::string unknown = error_of(on("no-such-cluster"));
+  EXPECT_NE(unknown.find("job.textproto: cluster.topology: "), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("no-such-cluster"), std::string::npos) << unknown;
+  const std::string missing = error_of(clustersim::RunConfig{});
+  EXPECT_EQ(missing, "job.textproto: cluster.topology is not set");
+}
+
+// The description is read once, when the cluster is resolved: a world built later does not read
+// the file again (a run's short extrapolation runs each build one).
+TEST(ResolvedCluster, IsReadOnceAndBuiltFromMemory) {
+  const std::string text = find_preset_or_file("topologies", "dgx-h100")->text;
+  const std::string path = testing_support::temp_file("once.textproto", text);
+  const ResolvedCluster cluster(on(path), "test");
+  std::filesystem::remove(path);
+  const World world(cluster, 16);
+  EXPECT_EQ(world.topology().num_gpus(), 16u);
+}
+
+TEST(World, PutsClusterGpuInPlaceOfTheTopologysOwn) {
+  clustersim::RunConfig config = on("dgx-h100");
+  config.mutable_cluster()->set_gpu("b200");
+  const ResolvedCluster cluster(config, "test");
+  World world(cluster, 8);
+  EXPECT_EQ(world.topology().gpu_type, "b200");
+  EXPECT_EQ(world.topology().name, "dgx-h100");
+  EXPECT_EQ(world.gpu().name(), "b200");
+}
+
+TEST(World, EditsTheGraphBeforeRoutesAreMade) {
+  const ResolvedCluster cluster(on("dgx-h100"), "test");
+  std::string gpu_seen;
+  const World world(cluster, 8, 0, [&](net::Topology& t) { gpu_seen = t.gpu_type; });
+  EXPECT_EQ(gpu_seen, "h100");  // the override is in place when the edit runs
+}
+
+TEST(World, NetworkModeComesFromTheConfig) {
+  for (const auto mode :
+       {clustersim::CONGESTION_AWARE, clustersim::ANALYTICAL, clustersim::IDEAL}) {
+    clustersim::RunConfig config = on("dgx-h100");
+    config.set_network(mode);
+    const ResolvedCluster cluster(config, "test");
+    World world(cluster, 8);
+    EXPECT_EQ(world.mode(), network_mode(mode));
+    EXPECT_EQ(config_network_mode(world.mode()), mode);
+    Simulator sim;
+    EXPECT_NE(world.make_network(sim), nullptr);
+  }
+  EXPECT_NE(network_mode(clustersim::ANALYTICAL), network_mode(clustersim::IDEAL));
+}
+
+TEST(World, ExecutorOptionsFollowTheEffects) {
+  clustersim::RunConfig config = on("dgx-h100");
+  {
+    const ResolvedCluster cluster(config, "test");
+    World world(cluster, 8);
+    const exec::ExecutorOptions options = world.executor_options();
+    ASSERT_TRUE(options.interference.has_value());
+    EXPECT_TRUE(options.isolated_timer != nullptr);
+    EXPECT_TRUE(options.fold_tensor_parallel);
+    EXPECT_FALSE(world.executor_options({.ranks_differ = true}).fold_tensor_parallel);
+    EXPECT_TRUE(world.executor_options({.reuse_isolated = false}).isolated_timer == nullptr);
+  }
+  config.mutable_effects()->set_comm_compute_interference(false);
+  const ResolvedCluster cluster(config, "test");
+  World world(cluster, 8);
+  EXPECT_FALSE(world.executor_options().interference.has_value());
+}
+
+TEST(World, NcclSettingsReachTheTuning) {
+  clustersim::RunConfig config = on("dgx-h100");
+  config.mutable_nccl()->set_protocol(clustersim::NcclConfig::LL);
+  config.mutable_effects()->set_nccl_step_latency(false);
+  const ResolvedCluster cluster(config, "test");
+  World world(cluster, 8);
+  const coll::NcclSettings settings = world.nccl_tuning().settings();
+  EXPECT_EQ(settings.protocol, coll::Protocol::kLl);
+  EXPECT_FALSE(settings.step_latency);
+  const exec::ExecutorOptions options = world.executor_options();
+  ASSERT_TRUE(options.nccl.has_value());
+  EXPECT_EQ(options.nccl->settings().protocol, coll::Protocol::kLl);
+}
+
+TEST(World, RefusesNegativeChannelsNamingTheSource) {
+  clustersim::RunConfig config = on("dgx-h100");
+  config.mutable_nccl()->set_channels(-1);
+  const ResolvedCluster cluster(config, "job.textproto");
+  World world(cluster, 8);
+  try {
+    world.executor_options();
+    FAIL() << "negative channels accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("job.textproto: nccl.channels"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace cs::world
