@@ -415,59 +415,38 @@ static StepOutcome run_programs(PreparedStep& prepared, const world::ResolvedClu
   return out;
 }
 
-// The report of a simulated (or extrapolated) step of `prepared.config`.
-static report::StepReport report_of(const PreparedStep& prepared, const StepOutcome& outcome,
-                                    const std::string& source) {
-  const clustersim::RunConfig& config = prepared.config;
+// The run's identity: names, layout, hardware and the step's size.
+static void describe_run(report::StepReport& r, const clustersim::RunConfig& config,
+                         const compute::GpuProfile& gpu, const StepOutcome& outcome) {
   const auto& par = config.parallel();
-  const workload::Layout layout = workload::layout_of(par);
-  const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
-  const lower::StageCosts& costs = prepared.costs;
-  const auto schedule = workload::pipeline_schedule_of(par);
-  const bool split = workload::schedule_info(schedule).splits_backward;
-  const int32_t p = par.pp(), v = par.virtual_stages();
-  const int32_t m = workload::num_microbatches(par);
-
-  report::StepReport r;
   r.name = config.name();
   r.model = config.model().name();
   r.layout = layout_text(par);
   r.expert_parallel = par.ep() > 1;
-  r.schedule = std::string(workload::to_string(schedule));
+  r.schedule = std::string(workload::to_string(workload::pipeline_schedule_of(par)));
   r.gpu = gpu.name();
   r.topology = outcome.topology_name;
   r.network = std::string(net::to_string(world::network_mode(config.network())));
   r.precision = clustersim::Precision_Name(config.precision());
   r.software_stack = workload::stack_label(config);
-  r.gpus = layout.world();
-  r.microbatches = m;
+  r.gpus = workload::layout_of(par).world();
+  r.microbatches = workload::num_microbatches(par);
   r.extrapolated_from = outcome.extrapolated_from;
   r.tokens_per_step = static_cast<int64_t>(workload::tokens_per_step(config));
+}
 
-  // With post-validation no stage waits for the others at the step's end: the steady step is the
-  // longest stage's span, and a stage's wait at the boundary is the gap to it, not to the end.
-  const auto& stats = outcome.stats;
-  const bool free_running = par.optimizer_post_validation();
-  const Time step_time = free_running ? post_validated_step(stats) : outcome.step_end;
+// Sums each rank's compute, waits and interference into its stage (divided by the stage's ranks
+// later) and the exposed communication into the run's means.
+static std::vector<int32_t> sum_rank_waits(report::StepReport& r, const workload::Layout& layout,
+                                           const std::vector<exec::RankStats>& stats,
+                                           bool free_running, Time step_time) {
+  const int32_t p = layout.size(Dim::kPp);
+  const double step = step_time.as_seconds();
+  // With post-validation no stage waits for the others at the step's end: a stage's wait at the
+  // boundary is the gap to the longest stage's span, not to the end.
   auto boundary_wait = [&](const exec::RankStats& st) {
     return free_running ? step_time - rank_span(st) : st.end_wait;
   };
-  const double step = step_time.as_seconds();
-  const double peak = compute::peak_flops(gpu, precision_of(config.precision()));
-  r.iteration_time_s = step;
-  r.model_flops_per_step = workload::model_flops_per_step(config);
-  r.tokens_per_s = static_cast<double>(r.tokens_per_step) / step;
-  r.tflops_per_gpu = r.model_flops_per_step / step / r.gpus / 1e12;
-  r.mfu = r.model_flops_per_step / (step * r.gpus * peak);
-  r.hfu = workload::hardware_flops_per_step(config) / (step * r.gpus * peak);
-
-  // Per stage: means over the stage's ranks; memory at the stage's peak of held activations.
-  const double analytic = workload::analytic_bubble_fraction(
-      schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
-  r.analytic_bubble_fraction = analytic;
-  r.virtual_stages = v;
-  r.compute_by_kernel_group_s = outcome.kernel_groups;
-  r.stages.resize(static_cast<std::size_t>(p));
   std::vector<int32_t> ranks_in_stage(static_cast<std::size_t>(p), 0);
   for (int32_t rank = 0; rank < layout.world(); ++rank) {
     const auto& st = stats[rank];
@@ -490,9 +469,17 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
     f.interference_s += st.interference.as_seconds();
     r.interference_s += st.interference.as_seconds() / r.gpus;
   }
-  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
+  return ranks_in_stage;
+}
+
+// Turns the stages' sums into means and sets each stage's memory at its peak of held
+// activations; returns the breakdown of the stage with the highest peak.
+static workload::MemoryBreakdown finish_stages(report::StepReport& r, const PreparedStep& prepared,
+                                               const std::vector<int32_t>& ranks_in_stage) {
+  const clustersim::RunConfig& config = prepared.config;
   // The stages' exact orders again: the memory peak follows each held chunk (a trace keeps none).
-  const auto orders = stage_orders(config, costs);
+  const auto orders = stage_orders(config, prepared.costs);
+  const auto p = static_cast<int32_t>(r.stages.size());
   workload::MemoryBreakdown peak_memory;
   for (int32_t s = 0; s < p; ++s) {
     auto& f = r.stages[static_cast<std::size_t>(s)];
@@ -501,7 +488,7 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
     f.compute_s /= n;
     for (double& wait : f.comm_wait_s) wait /= n;
     f.interference_s /= n;
-    f.analytic_bubble_fraction = analytic;
+    f.analytic_bubble_fraction = r.analytic_bubble_fraction;
     f.layers = workload::layers_on_stage(config, s);
     f.peak_in_flight = prepared.peak_held[static_cast<std::size_t>(s)];
     const auto mem = workload::estimate_stage_memory(
@@ -520,8 +507,46 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
       r.memory.in_flight_microbatches = f.peak_in_flight;
     }
   }
-  r.moe = moe_figures(config, stats, peak_memory,
+  return peak_memory;
+}
+
+// The report of a simulated (or extrapolated) step of `prepared.config`.
+static report::StepReport report_of(const PreparedStep& prepared, const StepOutcome& outcome,
+                                    const std::string& source) {
+  const clustersim::RunConfig& config = prepared.config;
+  const auto& par = config.parallel();
+  const compute::GpuProfile gpu = compute::load_gpu_profile(config.cluster().gpu());
+  const lower::StageCosts& costs = prepared.costs;
+  const auto schedule = workload::pipeline_schedule_of(par);
+  const bool split = workload::schedule_info(schedule).splits_backward;
+  const int32_t p = par.pp(), v = par.virtual_stages();
+
+  report::StepReport r;
+  describe_run(r, config, gpu, outcome);
+  const int32_t m = r.microbatches;
+  // With post-validation the steady step is the longest stage's span.
+  const bool free_running = par.optimizer_post_validation();
+  const Time step_time = free_running ? post_validated_step(outcome.stats) : outcome.step_end;
+  const double step = step_time.as_seconds();
+  const double peak = compute::peak_flops(gpu, precision_of(config.precision()));
+  r.iteration_time_s = step;
+  r.model_flops_per_step = workload::model_flops_per_step(config);
+  r.tokens_per_s = static_cast<double>(r.tokens_per_step) / step;
+  r.tflops_per_gpu = r.model_flops_per_step / step / r.gpus / 1e12;
+  r.mfu = r.model_flops_per_step / (step * r.gpus * peak);
+  r.hfu = workload::hardware_flops_per_step(config) / (step * r.gpus * peak);
+
+  r.analytic_bubble_fraction = workload::analytic_bubble_fraction(
+      schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);
+  r.virtual_stages = v;
+  r.compute_by_kernel_group_s = outcome.kernel_groups;
+  r.stages.resize(static_cast<std::size_t>(p));
+  const auto ranks_in_stage =
+      sum_rank_waits(r, workload::layout_of(par), outcome.stats, free_running, step_time);
+  const workload::MemoryBreakdown peak_memory = finish_stages(r, prepared, ranks_in_stage);
+  r.moe = moe_figures(config, outcome.stats, peak_memory,
                       compute::KernelCostModel(gpu, compute::cost_options(config)));
+  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu));
   r.memory.capacity_gb = capacity / 1e9;
   r.memory.fits = r.memory.peak_gb * 1e9 <= capacity;
   r.offload = outcome.offload;
