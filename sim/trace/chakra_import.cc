@@ -67,17 +67,14 @@ struct Classified {
 
 // Roles for every node; pairs each GPU collective with the wrappers that launched it (its direct
 // dependencies that are wrappers, and their ctrl_deps parents that are wrappers too).
-Classified classify(const RankInput& in, const std::unordered_map<uint64_t, uint32_t>& position,
-                    const ChakraImportOptions& options, ChakraSummary& s) {
+// Marks each wrapper that a GPU collective depends on (through up to 8 wrappers above it) as
+// paired with it, and gives each such collective the first wrapper it depends on to inherit from.
+std::vector<bool> pair_wrappers(const RankInput& in,
+                                const std::unordered_map<uint64_t, uint32_t>& position,
+                                const std::vector<bool>& wrapper,
+                                std::vector<const Node*>& inherit) {
   const auto n = static_cast<uint32_t>(in.nodes.size());
-  std::vector<bool> cpu(n), wrapper(n), paired(n);
-  for (uint32_t i = 0; i < n; ++i) {
-    const NodeContext ctx{in.file, in.rank, in.nodes[i]};
-    cpu[i] = is_cpu(ctx);
-    wrapper[i] = is_wrapper(ctx, cpu[i]);
-  }
-  Classified c{std::vector<Role>(n), std::vector<const Node*>(n, nullptr),
-               std::vector<uint8_t>(cpu.begin(), cpu.end())};
+  std::vector<bool> paired(n);
   auto lookup = [&](uint64_t id) {
     const auto it = position.find(id);
     return it == position.end() ? UINT32_MAX : it->second;
@@ -89,7 +86,7 @@ Classified classify(const RankInput& in, const std::unordered_map<uint64_t, uint
       for (const uint64_t d : *list) {
         uint32_t w = lookup(d);
         if (w == UINT32_MAX || !wrapper[w]) continue;
-        if (!c.inherit[i]) c.inherit[i] = &in.nodes[w];
+        if (!inherit[i]) inherit[i] = &in.nodes[w];
         for (int depth = 0; w != UINT32_MAX && wrapper[w] && !paired[w] && depth < 8; ++depth) {
           paired[w] = true;
           const auto& up = in.nodes[w].ctrl_deps();
@@ -97,57 +94,71 @@ Classified classify(const RankInput& in, const std::unordered_map<uint64_t, uint
         }
       }
   }
+  return paired;
+}
+
+// The role of a communication wrapper: none once paired with its GPU collective (host time if
+// it is a CPU op), the collective itself in a trace without GPU kernels, else dropped.
+Role wrapper_role(const RankInput& in, const Node& node, bool cpu, bool paired, ChakraSummary& s) {
+  if (paired) {
+    ++s.wrappers_paired;
+    return cpu ? Role::kHost : Role::kNoOp;
+  }
+  const bool has_attrs = find_attr(node, "comm_type") && find_attr(node, "comm_size");
+  if (has_attrs && node.type() == ChakraProtoMsg::COMM_COLL_NODE) return Role::kCollective;
+  ++s.wrappers_dropped;
+  s.note(in.file + ": rank " + std::to_string(in.rank) + ": node " + std::to_string(node.id()) +
+         " (" + node.name() +
+         "): communication wrapper without comm attributes nor a GPU collective, dropped");
+  return Role::kNoOp;
+}
+
+// The role of any other node, by its type.
+Role node_role(const NodeContext& ctx, bool cpu, ChakraSummary& s) {
+  switch (ctx.node.type()) {
+    case ChakraProtoMsg::COMP_NODE:
+      return cpu ? Role::kHost : Role::kGpuCompute;
+    case ChakraProtoMsg::MEM_LOAD_NODE:
+    case ChakraProtoMsg::MEM_STORE_NODE:
+      return Role::kMemory;
+    case ChakraProtoMsg::COMM_COLL_NODE:
+      return Role::kCollective;
+    case ChakraProtoMsg::COMM_SEND_NODE:
+      return Role::kSend;
+    case ChakraProtoMsg::COMM_RECV_NODE:
+      return Role::kRecv;
+    case ChakraProtoMsg::METADATA_NODE:
+      ++s.metadata_nodes;
+      return Role::kNoOp;  // nothing to run; kept so that dependencies on it hold
+    default:
+      ctx.fail("unknown node type " + std::to_string(static_cast<int>(ctx.node.type())) +
+               " (known: METADATA 1, MEM_LOAD 2, MEM_STORE 3, COMP 4, COMM_SEND 5, "
+               "COMM_RECV 6, COMM_COLL 7)");
+  }
+}
+
+Classified classify(const RankInput& in, const std::unordered_map<uint64_t, uint32_t>& position,
+                    const ChakraImportOptions& options, ChakraSummary& s) {
+  const auto n = static_cast<uint32_t>(in.nodes.size());
+  std::vector<bool> cpu(n), wrapper(n);
   for (uint32_t i = 0; i < n; ++i) {
-    const Node& node = in.nodes[i];
-    const NodeContext ctx{in.file, in.rank, node};
-    Role& role = c.role[i];
+    const NodeContext ctx{in.file, in.rank, in.nodes[i]};
+    cpu[i] = is_cpu(ctx);
+    wrapper[i] = is_wrapper(ctx, cpu[i]);
+  }
+  Classified c{std::vector<Role>(n), std::vector<const Node*>(n, nullptr),
+               std::vector<uint8_t>(cpu.begin(), cpu.end())};
+  const std::vector<bool> paired = pair_wrappers(in, position, wrapper, c.inherit);
+  for (uint32_t i = 0; i < n; ++i) {
+    const NodeContext ctx{in.file, in.rank, in.nodes[i]};
     if (cpu[i]) ++s.cpu_ops;
-    if (wrapper[i]) {
-      const bool has_attrs = find_attr(node, "comm_type") && find_attr(node, "comm_size");
-      if (paired[i]) {
-        ++s.wrappers_paired;
-        role = cpu[i] ? Role::kHost : Role::kNoOp;
-      } else if (has_attrs && node.type() == ChakraProtoMsg::COMM_COLL_NODE) {
-        role = Role::kCollective;  // a trace without GPU kernels: the CPU op is the collective
-      } else {
-        ++s.wrappers_dropped;
-        s.note(in.file + ": rank " + std::to_string(in.rank) + ": node " +
-               std::to_string(node.id()) + " (" + node.name() +
-               "): communication wrapper without comm attributes nor a GPU collective, dropped");
-        role = Role::kNoOp;
-      }
-    } else {
-      switch (node.type()) {
-        case ChakraProtoMsg::COMP_NODE:
-          role = cpu[i] ? Role::kHost : Role::kGpuCompute;
-          break;
-        case ChakraProtoMsg::MEM_LOAD_NODE:
-        case ChakraProtoMsg::MEM_STORE_NODE:
-          role = Role::kMemory;
-          break;
-        case ChakraProtoMsg::COMM_COLL_NODE:
-          role = Role::kCollective;
-          break;
-        case ChakraProtoMsg::COMM_SEND_NODE:
-          role = Role::kSend;
-          break;
-        case ChakraProtoMsg::COMM_RECV_NODE:
-          role = Role::kRecv;
-          break;
-        case ChakraProtoMsg::METADATA_NODE:
-          ++s.metadata_nodes;
-          role = Role::kNoOp;  // nothing to run; kept so that dependencies on it hold
-          break;
-        default:
-          ctx.fail("unknown node type " + std::to_string(static_cast<int>(node.type())) +
-                   " (known: METADATA 1, MEM_LOAD 2, MEM_STORE 3, COMP 4, COMM_SEND 5, "
-                   "COMM_RECV 6, COMM_COLL 7)");
-      }
-    }
+    Role role = wrapper[i] ? wrapper_role(in, in.nodes[i], cpu[i], paired[i], s)
+                           : node_role(ctx, cpu[i], s);
     if (role == Role::kHost && options.cpu_ops == CpuOps::kSkip) {
       ++s.cpu_ops_skipped;
       role = Role::kNoOp;
     }
+    c.role[i] = role;
   }
   return c;
 }
@@ -203,6 +214,37 @@ void add_all_to_all_v(workload::Program& program, Op& o, std::vector<double> sha
   program.all_to_alls.push_back(std::move(v));
 }
 
+// An all-to-all's sizes: our own export's exact entry first; else the sizes this rank sends
+// (PyTorch's in_split_size), else those it receives alone (out_split_size), else equal blocks.
+void all_to_all_sizes(const NodeContext& ctx, std::size_t n, workload::Program& program, Op& o,
+                      ChakraSummary& s) {
+  if (auto exact = exact_all_to_all_v(ctx, n)) {
+    o.bytes = exact->bytes;
+    o.varies = static_cast<uint32_t>(program.all_to_alls.size());
+    program.all_to_alls.push_back(std::move(exact->v));
+    ++s.per_peer_all_to_alls;
+    return;
+  }
+  bool reverse = false;
+  auto split = int_list_attr(ctx, "in_split_size");
+  if (!split || split->empty()) {
+    split = int_list_attr(ctx, "out_split_size");
+    reverse = true;
+  }
+  if (!split || split->empty()) return;  // equal blocks
+  if (split->size() != n)
+    ctx.fail(std::string(reverse ? "out" : "in") + "_split_size has " +
+             std::to_string(split->size()) + " entries for a group of " + std::to_string(n) +
+             " ranks");
+  double sum = 0;
+  for (const int64_t v : *split) sum += static_cast<double>(v);
+  if (sum <= 0) return;
+  std::vector<double> share(n);
+  for (std::size_t d = 0; d < n; ++d) share[d] = static_cast<double>((*split)[d]) / sum;
+  add_all_to_all_v(program, o, std::move(share), reverse);
+  ++s.per_peer_all_to_alls;
+}
+
 // Fills collective `o` from its node. Returns false for a collective over one rank, which moves
 // nothing and takes no time.
 bool collective(const NodeContext& ctx, const exec::ExplicitWorkload& w, const Groups& groups,
@@ -244,37 +286,10 @@ bool collective(const NodeContext& ctx, const exec::ExplicitWorkload& w, const G
     case ChakraProtoMsg::REDUCE_SCATTER_BLOCK:
       o.coll_op = coll::Op::kReduceScatter;
       break;
-    case ChakraProtoMsg::ALL_TO_ALL: {
+    case ChakraProtoMsg::ALL_TO_ALL:
       o.coll_op = coll::Op::kAllToAll;
-      // Our own export's exact entry first; else the sizes this rank sends (PyTorch's
-      // in_split_size), else those it receives alone (out_split_size), else equal blocks.
-      if (auto exact = exact_all_to_all_v(ctx, n)) {
-        o.bytes = exact->bytes;
-        o.varies = static_cast<uint32_t>(program.all_to_alls.size());
-        program.all_to_alls.push_back(std::move(exact->v));
-        ++s.per_peer_all_to_alls;
-        break;
-      }
-      bool reverse = false;
-      auto split = int_list_attr(ctx, "in_split_size");
-      if (!split || split->empty()) {
-        split = int_list_attr(ctx, "out_split_size");
-        reverse = true;
-      }
-      if (!split || split->empty()) break;  // equal blocks
-      if (split->size() != n)
-        ctx.fail(std::string(reverse ? "out" : "in") + "_split_size has " +
-                 std::to_string(split->size()) + " entries for a group of " + std::to_string(n) +
-                 " ranks");
-      double sum = 0;
-      for (const int64_t v : *split) sum += static_cast<double>(v);
-      if (sum <= 0) break;
-      std::vector<double> share(n);
-      for (std::size_t d = 0; d < n; ++d) share[d] = static_cast<double>((*split)[d]) / sum;
-      add_all_to_all_v(program, o, std::move(share), reverse);
-      ++s.per_peer_all_to_alls;
+      all_to_all_sizes(ctx, n, program, o, s);
       break;
-    }
     // torch.distributed.gather / scatter run on NCCL as grouped sends and receives: every
     // non-root member sends its comm_size bytes to the root (scatter: receives them from it).
     case ChakraProtoMsg::GATHER:
