@@ -35,9 +35,7 @@ std::string refusal_reason(std::string_view message) {
 // Keeps `c` if it validates; otherwise counts it under what its error names.
 void consider(RunConfig c, LayoutSearch& out) {
   try {
-    workload::resolve_stack(c, "plan");
-    workload::validate_run_config(c, 0, "plan");
-    run::validate_plan_fields(c, "plan");
+    run::validate_config(c, "plan", run::CheckContext::kPlan);
   } catch (const ConfigError& e) {
     ++out.invalid[refusal_reason(e.what())];
     return;

@@ -250,10 +250,7 @@ std::vector<VariantRow> checkpoint_rows_of(
 
 MemoryReport build_memory_report(const clustersim::RunConfig& original, const std::string& source) {
   clustersim::RunConfig config = original;
-  run::validate_plan_fields(config, source);
-  run::apply_gradient_accumulation(config, source);
-  workload::resolve_stack(config, source);
-  workload::validate_run_config(config, 0, source);
+  run::validate_config(config, source, run::CheckContext::kPlan);
   MemoryReport r;
   fill_memory_heading(r, config);
   const auto gpu = compute::load_gpu_profile(r.gpu);

@@ -24,6 +24,7 @@
 #include "sim/net/topology_builder.h"
 #include "sim/report/kernel_breakdown.h"
 #include "sim/report/report_check.h"
+#include "sim/run/config_checks.h"
 #include "sim/run/extrapolation.h"
 #include "sim/run/footprint.h"
 #include "sim/run/moe_figures.h"
@@ -106,54 +107,6 @@ static report::OffloadFigures offload_figures(const clustersim::RunConfig& confi
   o.fits_host =
       o.host_dram_gb <= o.host_dram_capacity_gb && o.host_nvme_gb <= o.host_nvme_capacity_gb;
   return o;
-}
-
-void apply_gradient_accumulation(clustersim::RunConfig& config, const std::string& source) {
-  auto& par = *config.mutable_parallel();
-  const int64_t k = par.gradient_accumulation_steps();
-  if (k <= 0) return;
-  // validate_run_config bounds microbatches per step at 1 << 16; checking K against it here, in
-  // 64 bits, keeps K x dp x microbatch_size from wrapping into a negative global batch that would
-  // be blamed for the error.
-  require_int_range(k, 0, 1 << 16, source, "parallel.gradient_accumulation_steps",
-                    "microbatches per step");
-  const int64_t global = k * std::max(par.dp(), 1) * std::max(par.microbatch_size(), 1);
-  if (global > std::numeric_limits<int32_t>::max())
-    config_fail(source, "parallel.gradient_accumulation_steps = " + std::to_string(k) +
-                            " x parallel.dp x parallel.microbatch_size = " +
-                            std::to_string(global) + " sequences: above the largest batch (" +
-                            std::to_string(std::numeric_limits<int32_t>::max()) + ")");
-  par.set_global_batch_size(static_cast<int32_t>(global));
-}
-
-void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source) {
-  const auto& par = config.parallel();
-  if (par.checkpoint_every_k_layers() < 0)
-    throw ConfigError(source + ": parallel.checkpoint_every_k_layers must be >= 0, got " +
-                      std::to_string(par.checkpoint_every_k_layers()));
-  if (par.gradient_accumulation_steps() < 0)
-    throw ConfigError(source + ": parallel.gradient_accumulation_steps must be >= 0");
-  // Probabilities of dropping an element: 1 would drop everything. NaN fails too, rather than
-  // acting as 0.
-  for (const auto& [v, field] : {std::pair{config.model().hidden_dropout(), "model.hidden_dropout"},
-                                 {config.model().attention_dropout(), "model.attention_dropout"}})
-    if (!(v >= 0 && v < 1))
-      config_fail(source, std::string(field) + " must be in [0, 1) (is " + number_text(v) + ")");
-  // NCCL never opens more than MAXCHANNELS rings (src/include/device.h: 32, 64 in recent
-  // releases).
-  require_int_range(config.nccl().channels(), 0, 64, source, "nccl.channels",
-                    "0: one ring per NIC; NCCL opens at most 64");
-  const auto& sim = config.simulation();
-  if (sim.has_memory_limit_gb())
-    require_range(sim.memory_limit_gb(), 0, 1e9, source, "simulation.memory_limit_gb",
-                  "GiB, 0 for this machine's available memory");
-  require_int_range(sim.extrapolation_min_microbatches(), 0, 1 << 16, source,
-                    "simulation.extrapolation_min_microbatches", "microbatches per replica");
-  cost::validate_cost(config.cost(), source);
-  cost::validate_offload(config.offload(), source);
-  if (config.offload().parameters() != clustersim::OffloadConfig::NONE && par.zero_stage() != 3)
-    throw ConfigError(source + ": offload.parameters needs parallel.zero_stage 3, got " +
-                      std::to_string(par.zero_stage()));
 }
 
 // A timeline keeps every op of its ranks (about 80 bytes each, and 230 of JSON): at most
@@ -250,21 +203,14 @@ static PreparedStep prepare_config(const clustersim::RunConfig& original, const 
                                    std::vector<workload::StageWork>& works,
                                    std::optional<world::ResolvedCluster>& cluster) {
   clustersim::RunConfig config = original;
-  canonicalize_preset_names(config);  // sweep points set cluster.gpu without load_run_config
-  validate_plan_fields(config, source);
-  apply_gradient_accumulation(config, source);
-  cost::validate_reliability(config.reliability(), source);  // before a long simulation
+  CheckedConfig checked = validate_config(config, source, CheckContext::kRun);
+  cluster = std::move(checked.cluster);
   const auto& par = config.parallel();
-  cluster.emplace(config, source);
-  workload::resolve_stack(config, source);
-  workload::validate_run_config(config, cluster->capacity_gpus(), source);
   PreparedStep prepared;
   prepared.config = config;
   prepared.config.mutable_cluster()->set_gpu(cluster->gpu_type());
   prepared.timed_for_gpu = prepared.config.cluster().gpu();
-  const compute::KernelCostModel cost(compute::load_gpu_profile(prepared.timed_for_gpu),
-                                      compute::cost_options(config));
-  compute::require_precision_supported(cost.profile(), config.precision(), source);
+  const compute::KernelCostModel cost(*checked.gpu, compute::cost_options(config));
   const bool split = workload::schedule_info(workload::pipeline_schedule_of(par)).splits_backward;
   for (int32_t s = 0; s < par.pp(); ++s)
     works.push_back(lower::build_stage_work(prepared.config, s, cost, split));

@@ -12,6 +12,7 @@
 #include "sim/net/network.h"
 #include "sim/net/network_factory.h"
 #include "sim/report/step_report.h"
+#include "sim/run/config_checks.h"
 #include "sim/workload/program.h"
 
 namespace cs::run {
@@ -39,18 +40,6 @@ struct PreparedStep {
   lower::StageCosts costs;         // per-phase compute of a middle stage, for the bubble formula
   std::string timed_for_gpu;       // kernel durations in `programs` are for this GPU
 };
-
-// When parallel.gradient_accumulation_steps = K > 0, sets global_batch_size to
-// K x dp x microbatch_size (K wins over a preset's batch); a no-op otherwise. prepare_step
-// calls it. Throws ConfigError naming `source` when K, or the batch it makes, is beyond range.
-void apply_gradient_accumulation(clustersim::RunConfig& config, const std::string& source);
-
-// The checks prepare_step adds to validate_run_config for the fields of issue 6: checkpoint
-// interval non-negative, parameter offload only with ZeRO-3, gradient_accumulation_steps
-// consistent with global_batch_size; dropout probabilities, nccl.channels,
-// simulation.memory_limit_gb, cost and offload figures in range. Throws ConfigError naming `source`
-// and the field.
-void validate_plan_fields(const clustersim::RunConfig& config, const std::string& source);
 
 // Fills the report's communication volumes from the executor's tallies and the network's
 // per-link-class counters.

@@ -1,0 +1,102 @@
+// The one list of config checks: its order and owners, and that each check in it refuses the
+// config it is there for (a check dropped from the list fails its case here).
+#include <gtest/gtest.h>
+
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "sim/config/config_error.h"
+#include "sim/run/config_checks.h"
+#include "tests/support/run_fixtures.h"
+
+namespace cs::run {
+namespace {
+
+TEST(ConfigChecks, ListHoldsEachLayersCheckInOrder) {
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const ConfigCheck& c : config_checks()) got.emplace_back(c.name, c.layer);
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"preset names", "config"},  {"run fields", "run"},        {"cost", "cost"},
+      {"offload figures", "cost"}, {"offload placement", "run"}, {"gradient accumulation", "run"},
+      {"reliability", "cost"},     {"cluster", "world"},         {"stack", "workload"},
+      {"layout", "workload"},      {"precision", "compute"}};
+  EXPECT_EQ(got, want);
+}
+
+TEST(ConfigChecks, PlannerSkipsOnlyTheClusterChecks) {
+  std::vector<std::string> skipped;
+  for (const ConfigCheck& c : config_checks())
+    if (!c.in_plan) skipped.emplace_back(c.name);
+  EXPECT_EQ(skipped,
+            (std::vector<std::string>{"preset names", "reliability", "cluster", "precision"}));
+}
+
+// A config only check `check` refuses, and the start of its message.
+struct BadConfig {
+  std::string check;
+  std::vector<std::string> overrides;
+  std::string message;
+};
+
+const std::vector<BadConfig>& bad_configs() {
+  static const std::vector<BadConfig> bad = {
+      {"run fields", {"model.hidden_dropout=1"}, "x: model.hidden_dropout must be in [0, 1)"},
+      {"cost", {"cost.price_per_gpu_hour=-1"}, "x: cost.price_per_gpu_hour"},
+      {"offload figures", {"offload.host_memory_gb=-1"}, "x: offload.host_memory_gb must be > 0"},
+      {"offload placement",
+       {"offload.parameters=CPU", "parallel.zero_stage=1"},
+       "x: offload.parameters needs parallel.zero_stage 3, got 1"},
+      {"gradient accumulation",
+       {"parallel.gradient_accumulation_steps=100000"},
+       "x: parallel.gradient_accumulation_steps"},
+      {"reliability", {"reliability.restart_s=-1"}, "x: reliability.restart_s must be finite"},
+      {"cluster", {"cluster.topology=no-such-topology"}, "x: cluster.topology: unknown topology"},
+      {"stack", {"stack_variant=no-such-stack"}, "unknown stack profile 'no-such-stack'"},
+      {"layout", {"parallel.dp=3"}, "x: parallel.global_batch_size = 512 must be divisible"},
+      {"precision", {"precision=NVFP4"}, "x: precision: "},
+  };
+  return bad;
+}
+
+// The message `checks` refuse `overrides` with, or "" when they accept it.
+std::string refusal(const std::vector<std::string>& overrides,
+                    std::span<const ConfigCheck> checks) {
+  auto config = testing_support::small_llama(overrides);
+  try {
+    validate_config(config, "x", CheckContext::kRun, checks);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(ConfigChecks, EachCheckRefusesItsConfigAndNoOtherDoes) {
+  const auto all = config_checks();
+  for (const BadConfig& b : bad_configs()) {
+    const std::string with = refusal(b.overrides, all);
+    EXPECT_EQ(with.rfind(b.message, 0), 0u) << b.check << ": " << with;
+    std::vector<ConfigCheck> without;
+    for (const ConfigCheck& c : all)
+      if (c.name != b.check) without.push_back(c);
+    ASSERT_EQ(without.size() + 1, all.size()) << b.check << " is not in the list";
+    EXPECT_NE(refusal(b.overrides, without), with) << b.check;
+  }
+}
+
+TEST(ConfigChecks, RunResolvesTheClusterAndThePlannerNothing) {
+  auto config = testing_support::small_llama();
+  auto planned = config;
+  const CheckedConfig run = validate_config(config, "x", CheckContext::kRun);
+  ASSERT_TRUE(run.cluster && run.gpu);
+  EXPECT_EQ(run.gpu->name(), run.cluster->gpu_type());
+  const CheckedConfig plan = validate_config(planned, "x", CheckContext::kPlan);
+  EXPECT_FALSE(plan.cluster || plan.gpu);
+  // Both complete the config the same way: the resolved stack.
+  EXPECT_EQ(config.resolved_stack().SerializeAsString(),
+            planned.resolved_stack().SerializeAsString());
+}
+
+}  // namespace
+}  // namespace cs::run
