@@ -187,15 +187,9 @@ void validate_schedule_shape(const Checker& c, const clustersim::ParallelConfig&
   }
 }
 
-}  // namespace
-
-void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,
-                         const std::string& source) {
-  const Checker c(source);
-  if (!config.has_model()) c.fail("model is missing");
-  const auto& m = config.model();
-  const auto& p = config.parallel();
-
+// Every size is set, positive and within what a run can hold.
+void validate_sizes(const Checker& c, const clustersim::ModelConfig& m,
+                    const clustersim::ParallelConfig& p) {
   c.positive("model.num_layers", m.num_layers());
   c.positive("model.hidden_size", m.hidden_size());
   c.positive("model.num_heads", m.num_heads());
@@ -225,14 +219,11 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
       "microbatches per step (parallel.global_batch_size / (parallel.dp x "
       "parallel.microbatch_size))",
       p.global_batch_size() / (static_cast<int64_t>(p.dp()) * p.microbatch_size()), 1 << 16);
+}
 
-  validate_attention(c, m, p);
-  validate_moe(c, m, p);
-  validate_mtp(c, config);
-  if (m.has_moe() && m.moe().fp8_dispatch() && config.precision() != clustersim::FP8)
-    c.fail(
-        "model.moe.fp8_dispatch needs precision FP8 (the dispatch sends what the FP8 "
-        "expert GEMMs read)");
+// Heads, MLP and sequence split evenly over the tensor- and context-parallel ranks.
+void validate_tp_cp_splits(const Checker& c, const clustersim::ModelConfig& m,
+                           const clustersim::ParallelConfig& p) {
   c.divides("model.num_kv_heads", kv_heads(m), "model.num_heads", m.num_heads(),
             "each key/value head serves a whole group of query heads");
   c.divides("parallel.tp", p.tp(), "model.num_heads", m.num_heads(),
@@ -242,7 +233,6 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
             "replicate them");
   c.divides("parallel.tp", p.tp(), "model.ffn_hidden_size", m.ffn_hidden_size(),
             "the MLP is split column-/row-parallel over tensor-parallel ranks");
-
   c.divides("parallel.cp", p.cp(), "model.seq_length", m.seq_length(),
             "context parallelism splits the sequence");
   if (p.sequence_parallel() && p.tp() > 1) {
@@ -250,41 +240,46 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
               "model.seq_length", m.seq_length(),
               "sequence parallelism splits each context-parallel shard over tensor-parallel ranks");
   }
+}
 
-  const ScheduleInfo& schedule = schedule_info(p.schedule());
-  validate_schedule_shape(c, p, schedule);
+// The layers split over the model pieces, evenly or as parallel.layers_per_stage lists them.
+void validate_stage_split(const Checker& c, const clustersim::ModelConfig& m,
+                          const clustersim::ParallelConfig& p, const ScheduleInfo& schedule) {
   // DualPipe cuts the model into pp pieces, each held by two stages; the others into pp x v.
   const std::string pieces_name =
       schedule.bidirectional ? "parallel.pp" : "parallel.pp x parallel.virtual_stages";
   const int64_t pieces =
       static_cast<int64_t>(p.pp()) * (schedule.bidirectional ? 1 : p.virtual_stages());
-  if (p.layers_per_stage_size() > 0) {
-    if (p.layers_per_stage_size() != pieces) {
-      c.fail("parallel.layers_per_stage has " + std::to_string(p.layers_per_stage_size()) +
-             " entries but needs " + pieces_name + " = " + std::to_string(pieces) +
-             (schedule.bidirectional ? " (DUALPIPE model pieces)" : ""));
-    }
-    int64_t sum = 0;
-    for (int i = 0; i < p.layers_per_stage_size(); ++i) {
-      if (p.layers_per_stage(i) <= 0) {
-        c.fail("parallel.layers_per_stage[" + std::to_string(i) +
-               "] = " + std::to_string(p.layers_per_stage(i)) + " must be positive");
-      }
-      sum += p.layers_per_stage(i);
-    }
-    if (sum != m.num_layers()) {
-      c.fail("parallel.layers_per_stage sums to " + std::to_string(sum) +
-             " but model.num_layers = " + std::to_string(m.num_layers()));
-    }
-  } else {
+  if (p.layers_per_stage_size() == 0) {
     c.divides(pieces_name.c_str(), pieces, "model.num_layers", m.num_layers(),
               "or give parallel.layers_per_stage for an uneven split");
+    return;
   }
+  if (p.layers_per_stage_size() != pieces) {
+    c.fail("parallel.layers_per_stage has " + std::to_string(p.layers_per_stage_size()) +
+           " entries but needs " + pieces_name + " = " + std::to_string(pieces) +
+           (schedule.bidirectional ? " (DUALPIPE model pieces)" : ""));
+  }
+  int64_t sum = 0;
+  for (int i = 0; i < p.layers_per_stage_size(); ++i) {
+    if (p.layers_per_stage(i) <= 0) {
+      c.fail("parallel.layers_per_stage[" + std::to_string(i) +
+             "] = " + std::to_string(p.layers_per_stage(i)) + " must be positive");
+    }
+    sum += p.layers_per_stage(i);
+  }
+  if (sum != m.num_layers()) {
+    c.fail("parallel.layers_per_stage sums to " + std::to_string(sum) +
+           " but model.num_layers = " + std::to_string(m.num_layers()));
+  }
+}
 
+// Batch, virtual stages and microbatch groups fit the schedule (after validate_schedule_shape).
+void validate_schedule(const Checker& c, const clustersim::ParallelConfig& p,
+                       const ScheduleInfo& schedule) {
   c.divides("parallel.dp x parallel.microbatch_size",
             static_cast<int64_t>(p.dp()) * p.microbatch_size(), "parallel.global_batch_size",
             p.global_batch_size());
-
   if (p.virtual_stages() > 1) {
     if (!schedule.virtual_stages) {
       c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) +
@@ -298,13 +293,20 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
         num_microbatches(p),
         "the " + std::string(schedule.display) + " schedule runs microbatches in groups of pp");
   }
+}
+
+// Options that only make sense with some other setting: ZeRO stage, recompute modules, FP8 stores,
+// BF16 edge layers, sharded gradient reduction.
+void validate_option_pairs(const Checker& c, const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const auto& p = config.parallel();
   if (p.zero_stage() < 0 || p.zero_stage() > 3) {
     c.fail("parallel.zero_stage = " + std::to_string(p.zero_stage()) + " must be 0, 1, 2 or 3");
   }
   using clustersim::ParallelConfig;
-  if (recomputes(p, ParallelConfig::MLA_UP_PROJ) && !config.model().has_mla())
+  if (recomputes(p, ParallelConfig::MLA_UP_PROJ) && !m.has_mla())
     c.fail("parallel.recompute_modules names MLA_UP_PROJ but the model has no model.mla");
-  if (recomputes(p, ParallelConfig::MOE_ACT) && !config.model().has_moe())
+  if (recomputes(p, ParallelConfig::MOE_ACT) && !m.has_moe())
     c.fail("parallel.recompute_modules names MOE_ACT but the model has no model.moe");
   if (p.activation_fp8_input_store() && config.precision() != clustersim::FP8)
     c.fail("parallel.activation_fp8_input_store needs precision: FP8");
@@ -314,21 +316,47 @@ void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_avail
     if (v < 0) c.fail(std::string(name) + " must not be negative (is " + std::to_string(v) + ")");
     c.at_most(name, v, m.num_layers());
   }
-  if (p.sharded_grad_reduce() != clustersim::ParallelConfig::EVERY_MICROBATCH &&
-      p.zero_stage() < 2) {
+  if (p.sharded_grad_reduce() != ParallelConfig::EVERY_MICROBATCH && p.zero_stage() < 2) {
     c.fail("parallel.sharded_grad_reduce = ONCE_PER_STEP needs parallel.zero_stage 2 or 3 (at " +
            std::to_string(p.zero_stage()) + " gradients are not sharded)");
   }
+}
 
-  const DimSizes sizes = dim_sizes(p);
-  const int64_t gpus = world_of(sizes);
-  if (gpus_available > 0 && gpus > gpus_available) {
-    std::string product;
-    for (const auto& d : kDims)
-      if (!d.expert) product += (product.empty() ? "parallel." : " x ") + std::string(d.key);
-    c.fail(product + " = " + std::to_string(gpus) + " GPUs but the cluster has " +
-           std::to_string(gpus_available));
-  }
+// The layout needs no more GPUs than the cluster has (0 = unknown, not checked).
+void validate_gpu_count(const Checker& c, const clustersim::ParallelConfig& p,
+                        int64_t gpus_available) {
+  const int64_t gpus = world_of(dim_sizes(p));
+  if (gpus_available <= 0 || gpus <= gpus_available) return;
+  std::string product;
+  for (const auto& d : kDims)
+    if (!d.expert) product += (product.empty() ? "parallel." : " x ") + std::string(d.key);
+  c.fail(product + " = " + std::to_string(gpus) + " GPUs but the cluster has " +
+         std::to_string(gpus_available));
+}
+
+}  // namespace
+
+void validate_run_config(const clustersim::RunConfig& config, int64_t gpus_available,
+                         const std::string& source) {
+  const Checker c(source);
+  if (!config.has_model()) c.fail("model is missing");
+  const auto& m = config.model();
+  const auto& p = config.parallel();
+  validate_sizes(c, m, p);
+  validate_attention(c, m, p);
+  validate_moe(c, m, p);
+  validate_mtp(c, config);
+  if (m.has_moe() && m.moe().fp8_dispatch() && config.precision() != clustersim::FP8)
+    c.fail(
+        "model.moe.fp8_dispatch needs precision FP8 (the dispatch sends what the FP8 "
+        "expert GEMMs read)");
+  validate_tp_cp_splits(c, m, p);
+  const ScheduleInfo& schedule = schedule_info(p.schedule());
+  validate_schedule_shape(c, p, schedule);
+  validate_stage_split(c, m, p, schedule);
+  validate_schedule(c, p, schedule);
+  validate_option_pairs(c, config);
+  validate_gpu_count(c, p, gpus_available);
 }
 
 }  // namespace cs::workload
