@@ -114,9 +114,9 @@ int min_gpus_command(CommandIo& io, const clustersim::RunConfig& base, int64_t m
       doc["analytical_iteration_time_s"] = r->iteration_time_s;
       doc["mfu"] = r->mfu;
       doc["train_tokens"] = r->cost.train_tokens;
-      doc["run_days"] = r->cost.wall_days;
+      doc["wall_days"] = r->cost.wall_days;
       doc["gpu_hours"] = r->cost.gpu_hours;
-      doc["run_dollars"] = r->cost.dollars;
+      doc["dollars"] = r->cost.dollars;
     }
     write_file(io, json, [&](std::ostream& out) { report::write_document(out, doc); });
   }

@@ -87,7 +87,7 @@ TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
   }
   std::ostringstream json;
   write_plan_json(json, r, o);
-  EXPECT_NE(json.str().find("\"run_dollars_with_failures\""), std::string::npos);
+  EXPECT_NE(json.str().find("\"effective_dollars\""), std::string::npos);
 }
 
 TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
