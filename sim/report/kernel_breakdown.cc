@@ -50,4 +50,18 @@ std::vector<std::pair<std::string, double>> kernel_time_by_group(
   return out;
 }
 
+double matmul_flops_per_gpu(const std::vector<workload::Program>& programs) {
+  if (programs.empty()) return 0;
+  double flops = 0;
+  for (const auto& program : programs) {
+    for (const auto& op : program.ops) {
+      if (op.kind != workload::OpKind::kCompute || op.kernel >= program.kernels.size()) continue;
+      const compute::KernelKind kind = program.kernels[op.kernel].kernel.kind;
+      if (kind == compute::KernelKind::kGemm || kind == compute::KernelKind::kAttention)
+        flops += op.flops;
+    }
+  }
+  return flops / static_cast<double>(programs.size());
+}
+
 }  // namespace cs::report

@@ -1,5 +1,5 @@
-// Compute time per GPU per step split by kernel group (GEMM, attention, norms, ...), for the
-// report's breakdown.
+// Compute time per GPU per step split by kernel group (GEMM, attention, norms, ...), and the
+// hardware FLOPs the timed kernels do, for the report's breakdown and HFU.
 #pragma once
 
 #include <string>
@@ -19,5 +19,10 @@ namespace cs::report {
 // after "attention" and taken out of it, so the lines still sum to the compute time.
 std::vector<std::pair<std::string, double>> kernel_time_by_group(
     const std::vector<workload::Program>& programs, const compute::KernelCostModel* cost = nullptr);
+
+// Hardware FLOPs per GPU per step of the matrix kernels (GEMMs and attention, recomputation
+// included) the programs time, averaged over `programs` as above: HFU's numerator, from the same
+// ops as the step time, so a new kernel or recompute option counts without a second formula.
+double matmul_flops_per_gpu(const std::vector<workload::Program>& programs);
 
 }  // namespace cs::report

@@ -166,6 +166,7 @@ StepOutcome extrapolate(const StepOutcome& shorter, int32_t n_shorter, const Ste
   out.comm = extend(shorter.comm, longer.comm, line);
   out.traffic = extend(shorter.traffic, longer.traffic, line);
   out.kernel_groups = extend(shorter.kernel_groups, longer.kernel_groups, line);
+  out.matmul_flops_per_gpu = line(shorter.matmul_flops_per_gpu, longer.matmul_flops_per_gpu);
   out.offload = longer.offload;
   out.offload.d2h_s = line(shorter.offload.d2h_s, longer.offload.d2h_s);
   out.offload.cpu_adam_s = line(shorter.offload.cpu_adam_s, longer.offload.cpu_adam_s);

@@ -25,6 +25,7 @@ struct StepOutcome {
   net::TrafficStats traffic;
   uint64_t events = 0;
   std::vector<std::pair<std::string, double>> kernel_groups;  // report::kernel_time_by_group
+  double matmul_flops_per_gpu = 0;                            // report::matmul_flops_per_gpu
   report::OffloadFigures offload;
   report::VariabilityFigures variability;
   std::string topology_name;

@@ -352,6 +352,7 @@ static StepOutcome run_programs(PreparedStep& prepared, const world::ResolvedClu
   out.events = sim.events_processed();
   const compute::KernelCostModel timing(gpu, compute::cost_options(config));
   out.kernel_groups = report::kernel_time_by_group(programs, &timing);
+  out.matmul_flops_per_gpu = report::matmul_flops_per_gpu(programs);
   out.offload = offload_figures(config, gpu, programs);
   if (ranks_differ)
     out.variability = variability_figures(out.stats, layout, out.step_end,
@@ -480,7 +481,7 @@ static report::StepReport report_of(const PreparedStep& prepared, const StepOutc
   r.tokens_per_s = static_cast<double>(r.tokens_per_step) / step;
   r.tflops_per_gpu = r.model_flops_per_step / step / r.gpus / 1e12;
   r.mfu = r.model_flops_per_step / (step * r.gpus * peak);
-  r.hfu = workload::hardware_flops_per_step(config) / (step * r.gpus * peak);
+  r.hfu = outcome.matmul_flops_per_gpu / (step * peak);
 
   r.analytic_bubble_fraction = workload::analytic_bubble_fraction(
       schedule, p, m, v, costs.t_f, costs.t_b + (split ? 0 : costs.t_w), costs.t_w);

@@ -134,7 +134,8 @@ double hardware_flops_per_step(const clustersim::RunConfig& config) {
     const double q_up = q_in * heads * static_cast<double>(head_dims(model).qk);
     const double kv_up = static_cast<double>(mla.kv_lora_rank()) * heads *
                          static_cast<double>(mla.qk_nope_head_dim() + mla.v_head_dim());
-    extra_per_token += 2.0 * (q_up + kv_up) * model.num_layers();
+    // Multi-token-prediction blocks are transformer layers with the same recompute settings.
+    extra_per_token += 2.0 * (q_up + kv_up) * (model.num_layers() + model.mtp_layers());
   }
   return model_flops_per_step(config) + extra_per_token * tokens_per_step(config);
 }

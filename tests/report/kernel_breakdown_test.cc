@@ -12,6 +12,7 @@ workload::Program program_with(const std::vector<std::pair<compute::Kernel, doub
     workload::Op op;
     op.kind = workload::OpKind::kCompute;
     op.duration = Time::from_us(us);
+    op.flops = kernel.flops;
     op.kernel = static_cast<uint32_t>(p.kernels.size());
     p.kernels.push_back({kernel, compute::Precision::kBf16});
     p.ops.push_back(op);
@@ -36,6 +37,20 @@ TEST(KernelBreakdown, SumsEachGroupAndAveragesOverStages) {
   EXPECT_EQ(by[1].first, "norm");
   EXPECT_NEAR(by[1].second, 1e-6, 1e-15);
   EXPECT_TRUE(kernel_time_by_group({}).empty());
+}
+
+TEST(KernelBreakdown, MatmulFlopsCountGemmsAndAttentionOnlyAveragedOverStages) {
+  const auto norm = compute::memory_bound("ln", 1e6, 5e5, compute::KernelGroup::kNorm);
+  const auto g = compute::gemm("qkv", 128, 128, 128, 2);
+  const auto fa = compute::attention("fa", 4, 256, 256, 64, true, false, 2);
+  std::vector<workload::Program> stages = {program_with({{g, 10}, {norm, 2}, {fa, 5}}),
+                                           program_with({{g, 30}})};
+  workload::Op host;  // host offload: no kernel, no FLOPs on the GPU
+  host.kind = workload::OpKind::kCompute;
+  host.flops = 1e12;
+  stages[1].ops.push_back(host);
+  EXPECT_DOUBLE_EQ(matmul_flops_per_gpu(stages), (2 * g.flops + fa.flops) / 2);
+  EXPECT_EQ(matmul_flops_per_gpu({}), 0);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "sim/config/run_config.h"
 #include "sim/workload/model_math.h"
 #include "tests/support/run_fixtures.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::run {
 namespace {
