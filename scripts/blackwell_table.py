@@ -66,12 +66,12 @@ def main():
              "Regenerate: `scripts/blackwell_table.py build/clustersim results/blackwell.md`.", ""]
     lines += table(binary, "Llama 3 405B, 16M tokens per step", LLAMA)
     lines += table(binary, "DeepSeek-V3 671B, 15,360 x 4K tokens per step", DEEPSEEK)
-    lines += ["The row with EP groups straddling racks is not a prediction: an EP group split",
-              "56 + 8 over two racks sends its cross-rack tokens DeepEP-style through the member on",
-              "the sender's rail (sim/exec/all_to_all_v.cc), and with 8 members on one side the",
-              "model clamps the rail index, so 49 senders share one relay GPU and its NIC. DeepEP",
-              "itself needs the same GPUs on every node; the row shows only that such a layout is",
-              "to be avoided, which is what cluster.gpus_per_node=64 does.", ""]
+    lines += ["In the row with EP groups straddling racks, a group split 56 + 8 over two racks",
+              "sends its cross-rack tokens DeepEP-style once per rack, through a member of the",
+              "other side on the sender's rail; on the 8-member side the rails wrap, so each of",
+              "those 8 GPUs relays for 7 senders (sim/exec/all_to_all_v.cc). DeepEP itself needs",
+              "the same GPUs on every node, so the row is the model's reading of a layout to",
+              "avoid, which is what cluster.gpus_per_node=64 does.", ""]
     Path(out_path).write_text("\n".join(lines))
 
 

@@ -77,8 +77,11 @@ std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Byt
         for (const std::size_t d : on) add(s, d, size * v.share[d]);
         continue;
       }
-      // The member of server n on s's rail: the same place among its server's members.
-      const std::size_t relay = on[std::min(place[s], on.size() - 1)];
+      // The member of server n on s's rail: the same place among its server's members. Where n
+      // holds fewer of the group's members than s's server (a group straddling two racks), the
+      // places wrap, so each of n's members relays for an equal share of the senders rather
+      // than its last member for all the places it lacks.
+      const std::size_t relay = on[place[s] % on.size()];
       add(s, relay, token_bytes * reach[k]);
       for (const std::size_t d : on) add(relay, d, size * v.share[d]);
     }

@@ -77,6 +77,22 @@ TEST(AllToAllV, NodeLimitedRoutingCrossesTheNetworkOncePerServer) {
   EXPECT_DOUBLE_EQ(unlimited, 3000.0);
 }
 
+// A group split 6 + 2 over two servers: the six senders of the larger side reach the two members
+// of the smaller one through relays at their place modulo 2, three senders each, not five
+// through the last member.
+TEST(AllToAllV, ASmallerServersMembersShareTheRelayingEvenly) {
+  std::vector<EpMember> gpus = members(1, 6);
+  gpus.push_back({6, 1});
+  gpus.push_back({7, 1});
+  const auto pairs = by_pair(all_to_all_v_edges(balanced(8, 4, 1), 8000, gpus));
+  std::map<net::VertexId, int> senders;
+  for (const auto& [pair, b] : pairs)
+    if (pair.first < 6 && pair.second >= 6) ++senders[pair.second];
+  EXPECT_EQ(senders[6], 3);
+  EXPECT_EQ(senders[7], 3);
+  EXPECT_GT(pairs.at({4, 6}), 0);  // place 4 wraps to the smaller side's place 0
+}
+
 // Between GPUs of one server bytes pay NVLink's payload efficiency, between servers the
 // network transport's share, and both the protocol's byte factor.
 TEST(AllToAllV, TheWireModelScalesEachEdgeByItsPath) {
