@@ -163,6 +163,12 @@ def test_replay_of_a_generated_trace_gives_the_run(tmp_path):
     replayed = clustersim.replay(str(trace))
     ran = clustersim.run(preset="llama3-8b", set=SMALL)
     assert replayed["iteration_time_s"] == ran["iteration_time_s"]
+    # The effects that act on the cluster switch for a replay as for a run.
+    quiet = clustersim.replay(str(trace), set={"effects.comm_compute_interference": False})
+    off = clustersim.run(preset="llama3-8b",
+                         set={**SMALL, "effects.comm_compute_interference": False})
+    assert quiet["interference_s"] == 0 < replayed["interference_s"]
+    assert quiet["iteration_time_s"] == off["iteration_time_s"]
 
 
 @pytest.mark.parametrize("call, args", [

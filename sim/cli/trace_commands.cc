@@ -1,4 +1,5 @@
 // `clustersim generate`, `replay` and `convert`: write, simulate and translate workload traces.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "sim/cli/progress.h"
 #include "sim/compute/gpu_hardware.h"
 #include "sim/config/embedded_presets.h"
+#include "sim/config/field_override.h"
 #include "sim/config/run_config.h"
 #include "sim/config/text_proto.h"
 #include "sim/core/input_file.h"
@@ -161,11 +163,35 @@ int generate_command(const std::vector<std::string>& args, CommandIo& io) {
   return 0;
 }
 
+// Applies replay's --set assignments to `config`: nccl.* and the effects the world reads
+// (world::world_effects()). Every other field shapes the ops the trace already holds, so setting
+// it would change nothing; it is refused with the reason.
+void apply_replay_sets(clustersim::RunConfig& config, const std::vector<std::string>& sets) {
+  const auto effects = world::world_effects();
+  std::string listed;
+  for (const auto name : effects) listed += (listed.empty() ? "" : ", ") + std::string(name);
+  for (const std::string& assignment : sets) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    const bool nccl = key.starts_with("nccl.");
+    const bool world_effect =
+        key.starts_with("effects.") &&
+        std::find(effects.begin(), effects.end(), key.substr(8)) != effects.end();
+    if (!nccl && !world_effect)
+      throw UsageError("--set " + key +
+                       ": a trace holds its ops already; replay sets only nccl.* and the "
+                       "effects that act on the simulated cluster, effects.KEY for KEY in " +
+                       listed);
+    apply_override(config, assignment);
+  }
+}
+
 int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
   std::string chakra, topology, gpu, network, json;
+  std::vector<std::string> sets;
   ChakraFlags flags;
   po::options_description opts(
-      "usage: clustersim replay FILE.pb [--topology X] [--gpu Y] [--network M] [--json F]\n"
+      "usage: clustersim replay FILE.pb [--topology X] [--gpu Y] [--network M] [--set K=V]...\n"
+      "                         [--json F]\n"
       "       clustersim replay --chakra PREFIX [--topology X] [--gpu Y] [--comm-groups F.json]\n"
       "                         [--cpu-ops host|skip] [--strict-deps]\n\n"
       "Simulates a workload trace and prints the report `run` prints. A trace from `generate`\n"
@@ -184,6 +210,9 @@ int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
       ("network", po::value(&network), "congestion_aware, analytical or ideal")
       ("messages", "run every collective message by message, not as fluid transfers "
                    "(simulation.fluid_collectives=false)")
+      ("set", po::value(&sets)->composing(),
+       "nccl.KEY=V or effects.KEY=V for an effect that acts on the cluster (NCCL's model, "
+       "the all-to-all wire, interference), as `run --set` takes them; repeatable")
       ("json", po::value(&json),
        "also write the report as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
@@ -201,6 +230,10 @@ int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
   target.gpu = gpu;
   if (!network.empty()) target.network = network_mode(network);
   target.fluid_collectives = vm.count("messages") == 0;
+  clustersim::RunConfig knobs = trace::replay_config(target);
+  apply_replay_sets(knobs, sets);
+  target.nccl = knobs.nccl();
+  target.effects = knobs.effects();
 
   if (!chakra.empty()) {
     const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
@@ -234,6 +267,7 @@ int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
   if (!gpu.empty()) cluster->set_gpu(gpu);
   if (!network.empty()) step.config.set_network(target.network);
   if (!target.fluid_collectives) step.config.mutable_simulation()->set_fluid_collectives(false);
+  apply_replay_sets(step.config, sets);
   run::SimulationOptions options;
   options.on_progress = simulation_progress(io);
   const auto r = run::simulate_prepared(step, path, options);

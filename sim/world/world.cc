@@ -69,6 +69,16 @@ clustersim::NetworkMode config_network_mode(net::NetworkMode mode) {
   throw std::logic_error("unknown network mode");
 }
 
+std::span<const std::string_view> world_effects() {
+  // Read by nccl_settings and executor_options below; WorldEffects tests hold the list to them.
+  static constexpr std::string_view kNames[] = {
+      "nccl_protocol_overhead",        "nvlink_protocol_overhead", "nvls_switch_efficiency",
+      "network_packet_overhead",       "nccl_step_latency",        "rail_aligned_rings",
+      "nccl_algorithm_choice",         "moe_all_to_all_wire",      "comm_compute_interference",
+      "interference_wave_quantization"};
+  return kNames;
+}
+
 coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   coll::NcclSettings s;
   const auto& n = config.nccl();

@@ -2,8 +2,10 @@
 // network of the configured mode and the executor options the config's effects ask for.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include "sim/config/config_error.h"
@@ -148,6 +150,40 @@ TEST(World, RefusesNegativeChannelsNamingTheSource) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("job.textproto: nccl.channels"), std::string::npos);
   }
+}
+
+// Everything of a config's NCCL settings and executor options that effects can change.
+std::string world_fingerprint(World& world, const clustersim::RunConfig& config) {
+  const coll::NcclSettings s = nccl_settings(config);
+  const exec::ExecutorOptions o = executor_options(world, config, {}, "test");
+  std::ostringstream f;
+  f << static_cast<int>(s.protocol) << s.channels << s.nvls << s.pat << s.protocol_overhead
+    << s.nvlink_overhead << s.nvls_efficiency << s.network_overhead << s.step_latency
+    << s.rail_rings << s.nccl_choice << o.all_to_all_wire << o.interference.has_value();
+  if (o.interference) f << o.interference->wave_quantization;
+  return f.str();
+}
+
+// Turning off an effect changes the world exactly when world_effects() lists it, so the list a
+// replay checks its --set against is the one the world reads.
+TEST(WorldEffects, TheListedEffectsAreTheOnesTheWorldReads) {
+  const clustersim::RunConfig base = on("dgx-h100");
+  World world(ResolvedCluster(base, "test"), 16);
+  const std::string before = world_fingerprint(world, base);
+  const auto* fields = clustersim::EffectsConfig::descriptor();
+  const auto listed = world_effects();
+  int read = 0;
+  for (int i = 0; i < fields->field_count(); ++i) {
+    const auto* field = fields->field(i);
+    ASSERT_EQ(field->type(), google::protobuf::FieldDescriptor::TYPE_BOOL) << field->name();
+    clustersim::RunConfig flipped = base;
+    auto* effects = flipped.mutable_effects();
+    effects->GetReflection()->SetBool(effects, field, !field->default_value_bool());
+    const bool is_listed = std::find(listed.begin(), listed.end(), field->name()) != listed.end();
+    EXPECT_EQ(world_fingerprint(world, flipped) != before, is_listed) << field->name();
+    read += is_listed;
+  }
+  EXPECT_EQ(read, static_cast<int>(listed.size()));  // every listed name is a field
 }
 
 }  // namespace
