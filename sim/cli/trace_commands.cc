@@ -163,6 +163,8 @@ int generate_command(const std::vector<std::string>& args, CommandIo& io) {
   return 0;
 }
 
+namespace {
+
 // Applies replay's --set assignments to `config`: nccl.* and the effects the world reads
 // (world::world_effects()). Every other field shapes the ops the trace already holds, so setting
 // it would change nothing; it is refused with the reason.
@@ -185,10 +187,45 @@ void apply_replay_sets(clustersim::RunConfig& config, const std::vector<std::str
   }
 }
 
-int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
+// Reads the Chakra trace at `prefix`, prints what it read and dropped, and replays it.
+report::StepReport replay_chakra(const std::string& prefix, const ChakraFlags& flags,
+                                 const trace::ReplayTarget& target, CommandIo& io) {
+  const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
+  trace::ChakraSummary summary;
+  const auto workload =
+      trace::read_chakra(prefix, cost, load_groups(flags.groups), flags.options(), &summary);
+  trace::print_chakra_summary(io.out, summary);
+  const auto name = std::filesystem::path(prefix).filename().string();
+  return trace::simulate_workload(workload, target, name, prefix, simulation_progress(io));
+}
+
+// What `replay` was asked for, option by option.
+struct ReplayArgs {
   std::string chakra, topology, gpu, network, json;
   std::vector<std::string> sets;
   ChakraFlags flags;
+};
+
+// Replays a trace `generate` wrote: its own config, with what the command sets in place.
+report::StepReport replay_generated(run::PreparedStep& step, const std::string& path,
+                                    const ReplayArgs& a, const trace::ReplayTarget& target,
+                                    CommandIo& io) {
+  auto* cluster = step.config.mutable_cluster();
+  // Compute stays timed for the trace's GPU unless --gpu names another, even on a new cluster.
+  if (!a.topology.empty()) cluster->set_topology(a.topology);
+  if (!a.gpu.empty()) cluster->set_gpu(a.gpu);
+  if (!a.network.empty()) step.config.set_network(target.network);
+  if (!target.fluid_collectives) step.config.mutable_simulation()->set_fluid_collectives(false);
+  apply_replay_sets(step.config, a.sets);
+  run::SimulationOptions options;
+  options.on_progress = simulation_progress(io);
+  return run::simulate_prepared(step, path, options);
+}
+
+}  // namespace
+
+int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
+  ReplayArgs a;
   po::options_description opts(
       "usage: clustersim replay FILE.pb [--topology X] [--gpu Y] [--network M] [--set K=V]...\n"
       "                         [--json F]\n"
@@ -203,76 +240,59 @@ int replay_command(const std::vector<std::string>& args, CommandIo& given_io) {
   // clang-format off
   opts.add_options()
       ("help,h", "show this help")
-      ("chakra", po::value(&chakra), "replay the Chakra execution trace with this file prefix")
-      ("topology", po::value(&topology),
+      ("chakra", po::value(&a.chakra), "replay the Chakra execution trace with this file prefix")
+      ("topology", po::value(&a.topology),
        "cluster preset or file (default: the trace's; dgx-h100 for imported traces)")
-      ("gpu", po::value(&gpu), "GPU profile to time compute for (default: the trace's)")
-      ("network", po::value(&network), "congestion_aware, analytical or ideal")
+      ("gpu", po::value(&a.gpu), "GPU profile to time compute for (default: the trace's)")
+      ("network", po::value(&a.network), "congestion_aware, analytical or ideal")
       ("messages", "run every collective message by message, not as fluid transfers "
                    "(simulation.fluid_collectives=false)")
-      ("set", po::value(&sets)->composing(),
+      ("set", po::value(&a.sets)->composing(),
        "nccl.KEY=V or effects.KEY=V for an effect that acts on the cluster (NCCL's model, "
        "the all-to-all wire, interference), as `run --set` takes them; repeatable")
-      ("json", po::value(&json),
+      ("json", po::value(&a.json),
        "also write the report as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
-  flags.add_to(opts);
+  a.flags.add_to(opts);
   const auto vm = parse(args, opts, "trace", 1);
   if (vm.count("help")) return given_io.out << opts << '\n', 0;
-  CommandIo io = check_outputs(given_io, {{"--json", json}});
+  CommandIo io = check_outputs(given_io, {{"--json", a.json}});
   const std::string path = positional(vm, "trace");
-  if (path.empty() == chakra.empty()) throw UsageError("give either FILE.pb or --chakra PREFIX");
+  if (path.empty() == a.chakra.empty()) throw UsageError("give either FILE.pb or --chakra PREFIX");
   // GPU- and topology-keyed tables compare the presets' own names: "H100" must mean "h100".
-  gpu = canonical_preset_name("topologies/gpus", gpu);
-  topology = canonical_preset_name("topologies", topology);
+  a.gpu = canonical_preset_name("topologies/gpus", a.gpu);
+  a.topology = canonical_preset_name("topologies", a.topology);
   trace::ReplayTarget target;
-  target.topology = topology.empty() ? "dgx-h100" : topology;
-  target.gpu = gpu;
-  if (!network.empty()) target.network = network_mode(network);
+  target.topology = a.topology.empty() ? "dgx-h100" : a.topology;
+  target.gpu = a.gpu;
+  if (!a.network.empty()) target.network = network_mode(a.network);
   target.fluid_collectives = vm.count("messages") == 0;
   clustersim::RunConfig knobs = trace::replay_config(target);
-  apply_replay_sets(knobs, sets);
+  apply_replay_sets(knobs, a.sets);
   target.nccl = knobs.nccl();
   target.effects = knobs.effects();
 
-  if (!chakra.empty()) {
-    const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
-    trace::ChakraSummary summary;
-    const auto workload =
-        trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);
-    trace::print_chakra_summary(io.out, summary);
-    const auto name = std::filesystem::path(chakra).filename().string();
-    const auto r =
-        trace::simulate_workload(workload, target, name, chakra, simulation_progress(io));
+  if (!a.chakra.empty()) {
+    const auto r = replay_chakra(a.chakra, a.flags, target, io);
     trace::print_workload_table(io.out, r);
-    write_report_json(io, json, r);
+    write_report_json(io, a.json, r);
     return 0;
   }
-  if (!flags.groups.empty() || flags.strict_deps || vm.count("cpu-ops"))
+  if (!a.flags.groups.empty() || a.flags.strict_deps || vm.count("cpu-ops"))
     throw UsageError("--comm-groups, --cpu-ops and --strict-deps go with --chakra");
   auto loaded = trace::from_trace(trace::read_trace_file(path), path);
   if (loaded.workload) {
-    if (!gpu.empty()) trace::retime_workload(*loaded.workload, gpu);
+    if (!a.gpu.empty()) trace::retime_workload(*loaded.workload, a.gpu);
     const auto name = std::filesystem::path(path).stem().string();
     const auto r =
         trace::simulate_workload(*loaded.workload, target, name, path, simulation_progress(io));
     trace::print_workload_table(io.out, r);
-    write_report_json(io, json, r);
+    write_report_json(io, a.json, r);
     return 0;
   }
-  run::PreparedStep& step = *loaded.step;
-  auto* cluster = step.config.mutable_cluster();
-  // Compute stays timed for the trace's GPU unless --gpu names another, even on a new cluster.
-  if (!topology.empty()) cluster->set_topology(topology);
-  if (!gpu.empty()) cluster->set_gpu(gpu);
-  if (!network.empty()) step.config.set_network(target.network);
-  if (!target.fluid_collectives) step.config.mutable_simulation()->set_fluid_collectives(false);
-  apply_replay_sets(step.config, sets);
-  run::SimulationOptions options;
-  options.on_progress = simulation_progress(io);
-  const auto r = run::simulate_prepared(step, path, options);
+  const auto r = replay_generated(*loaded.step, path, a, target, io);
   report::print_table(io.out, r);
-  write_report_json(io, json, r);
+  write_report_json(io, a.json, r);
   return 0;
 }
 
