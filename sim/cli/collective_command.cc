@@ -51,6 +51,7 @@ struct Request {
   bool no_step_latency = false;
   bool no_rail_rings = false;
   bool no_nvls_efficiency = false;
+  bool no_nvls_bus_cap = false;
   bool no_network_overhead = false;
   bool fluid = false;
 };
@@ -162,6 +163,8 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "effect off: one ring in rank order across servers")
       ("no-nvls-efficiency", po::bool_switch(&req.no_nvls_efficiency),
        "effect off: NVLS reduces through the NVSwitch at full link rate")
+      ("no-nvls-bus-cap", po::bool_switch(&req.no_nvls_bus_cap),
+       "effect off: NVLS bus bandwidth keeps growing past 8 GPUs (NVL72 racks)")
       ("no-network-overhead", po::bool_switch(&req.no_network_overhead),
        "effect off: NICs carry their full data rate of payload (NCCL reaches 96%)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
@@ -238,6 +241,7 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   effects.set_nccl_step_latency(!req.no_step_latency);
   effects.set_rail_aligned_rings(!req.no_rail_rings);
   effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
+  effects.set_nvls_bus_bandwidth_cap(!req.no_nvls_bus_cap);
   effects.set_network_packet_overhead(!req.no_network_overhead);
 }
 

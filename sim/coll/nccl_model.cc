@@ -238,6 +238,22 @@ double nvls_switch_efficiency(GpuArch arch) {
   return figures(arch).nvls_efficiency;
 }
 
+int32_t nvls_bus_bandwidth_group() {
+  // Inside an NVSwitch server NVLS bus bandwidth grows with the group as the multimem traffic per
+  // link, (n+1)/n of the buffer, predicts: 8 x H100 at 5, 6, 7, 8 GPUs measure 420, 440, 460,
+  // 480 GB/s busBw at an algbw of 258 to 273 (NVIDIA/nccl issue 1455), where the model gives 420,
+  // 450, 473, 490. Past a server's 8 GPUs it does not: Blackwell NVLS all-reduce measures 830+
+  // GB/s on 8 B200 (NVIDIA/nccl issue 1807), 845 on 8 B300 (issue 2140), 811 on 8 GB200 over two
+  // NVL72 trays (lixueduan.com, GB200 MNNVL nccl-test) and 839 on all 72 GPUs of a GB200 NVL72
+  // rack (coreweave/nccl-tests README, algbw 425 GB/s), where the link traffic would allow 1037.
+  // So per GPU the rack's switches sustain 80% of the 8-GPU multimem rate at 72 GPUs. NCCL's
+  // own later model has the same shape: its NVLS all-reduce bandwidth, 2 x nvlsEfficiency x the
+  // channels' bwIntra, converts to algorithm bandwidth by nRanks / nSteps like a ring's (tuning.cc
+  // of 2.27 on, src/tuning/nvls.cc), a bus bandwidth that no group size changes. Between 8 and
+  // 72 GPUs no measurement is public; the model holds the 8-GPU bus bandwidth throughout.
+  return 8;
+}
+
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
                      bool nvls) {
   if (ranks < 1 || nodes < 1 || nvlinks < 0 || ranks % nodes != 0)

@@ -70,6 +70,12 @@ double net_transport_efficiency();
 // from NCCL's nvlsEfficiency table (Hopper 0.85); 0 where NCCL has no NVLS (before Hopper).
 double nvls_switch_efficiency(GpuArch arch);
 
+// The NVLS group size past which NVLS all-reduce stops gaining bus bandwidth: 8, the NVSwitch
+// server. Inside a server the multimem traffic per GPU link, (n+1)/n of the buffer, sets the rate
+// and bus bandwidth grows with the group; across a multi-node NVLink domain (GB200 NVL72) it stays
+// at the 8-GPU figure (see the definition for the measurements).
+int32_t nvls_bus_bandwidth_group();
+
 // NCCL's model terms for (op, algo, protocol): latency in µs, algorithm bandwidth in GB/s (0 where
 // NCCL does not run that combination), time in µs for `bytes` (tuning.cc ncclTopoGetAlgoTime).
 double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g);

@@ -123,10 +123,16 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   // What an NVLink hop really carries for this algorithm (the NVSwitch's reduction and multicast
   // traffic) lowers what its messages get of the link, as does the switch streaming its
   // reductions below link rate: as if each byte took 1/efficiency of a byte.
-  if (info.nvlink_wire_factor != nullptr)
-    key.wire.nvlink_efficiency /= info.nvlink_wire_factor(std::min(local, n));
-  const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
   const bool nvls = info.nccl == NcclAlgo::kNvls || info.nccl == NcclAlgo::kNvlsTree;
+  // Past a server's 8 GPUs NVLS runs at the 8-GPU group's rate per message byte: its bus
+  // bandwidth stops growing with the group (nvls_bus_bandwidth_group).
+  if (info.nvlink_wire_factor != nullptr) {
+    int32_t wire_group = std::min(local, n);
+    if (settings_.nvls_bus_cap && nvls)
+      wire_group = std::min(wire_group, nvls_bus_bandwidth_group());
+    key.wire.nvlink_efficiency /= info.nvlink_wire_factor(wire_group);
+  }
+  const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
   if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
     key.wire.nvlink_efficiency *= switch_efficiency;
   // PAT moves its data at NCCL's model's .75 of the channels' bandwidth (tuning.cc: busBw *= .75).

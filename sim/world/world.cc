@@ -94,6 +94,7 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   s.protocol_overhead = e.nccl_protocol_overhead();
   s.nvlink_overhead = e.nvlink_protocol_overhead();
   s.nvls_efficiency = e.nvls_switch_efficiency();
+  s.nvls_bus_cap = e.nvls_bus_bandwidth_cap();
   s.network_overhead = e.network_packet_overhead();
   s.step_latency = e.nccl_step_latency();
   s.rail_rings = e.rail_aligned_rings();

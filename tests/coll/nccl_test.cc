@@ -225,6 +225,52 @@ TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {
               0.01 * 577);
 }
 
+TEST(NcclPlan, NvlsPastEightGpusRunsAtTheEightGpuRate) {
+  // Past a server's 8 GPUs the message bytes of NVLS move at the 8-GPU group's rate: the wire
+  // factor (n+1) / 2(n-1) stays at 8's 9/14 (nvls_bus_bandwidth_group; measured on GB200 NVL72:
+  // 811 GB/s busBw at 8 GPUs, 839 at 72). Switched off, the link traffic of the group sets it.
+  const double switch_rate = 40.1 / 50 * 0.74;
+  const auto wire = [](int32_t n) { return (n + 1.0) / (2.0 * (n - 1)); };
+  const NcclTuning tuning = compute::nccl_tuning("gb200");
+  for (int32_t n : {4, 8, 16, 36, 72}) {
+    const ScheduleKey key = tuning.plan(Op::kAllReduce, n, n, 8 * kGiB, Algorithm::kNvls);
+    EXPECT_DOUBLE_EQ(key.wire.nvlink_efficiency, switch_rate / wire(std::min(n, 8))) << n;
+  }
+  // NVLS-tree between racks: the same rate on each rack's NVLink part.
+  const ScheduleKey tree = tuning.plan(Op::kAllReduce, 144, 72, 8 * kGiB, Algorithm::kNvlsTree);
+  EXPECT_DOUBLE_EQ(tree.wire.nvlink_efficiency, switch_rate / wire(8));
+  NcclSettings off;
+  off.nvls_bus_cap = false;
+  const NcclTuning uncapped = compute::nccl_tuning("gb200", off);
+  EXPECT_DOUBLE_EQ(
+      uncapped.plan(Op::kAllReduce, 72, 72, 8 * kGiB, Algorithm::kNvls).wire.nvlink_efficiency,
+      switch_rate / wire(72));
+  // Hopper servers never pass 8 GPUs: nothing changes there.
+  for (int32_t n : {4, 8})
+    EXPECT_DOUBLE_EQ(
+        compute::nccl_tuning("h100").plan(Op::kAllReduce, n, n, kGiB).wire.nvlink_efficiency,
+        compute::nccl_tuning("h100", off).plan(Op::kAllReduce, n, n, kGiB).wire.nvlink_efficiency);
+}
+
+TEST(NcclSimulated, NvlsBusBandwidthOnAnNvl72RackStaysAtTheEightGpuFigure) {
+  // 8 and 16 GPUs of a GB200 NVL72 rack, 8 GiB: 721.8 GB/s x 0.74 / (9/8) x 2 x 7/8 = 831 GB/s
+  // at both (measured: 811 at 8 GPUs, 839 at 72); without the cap 16 GPUs would reach
+  // 534 / (17/16) x 2 x 15/16 = 942.
+  const auto busbw = [](int32_t gpus, NcclSettings settings) {
+    const net::Topology topo =
+        net::build_topology(net::resolve_topology("gb200-nvl72"), gpus, "gb200-nvl72");
+    const NcclTestResult r = run_nccl_test(topo, compute::nccl_tuning(topo.gpu_type, settings),
+                                           Op::kAllReduce, 8 * kGiB, gpus, Algorithm::kNvls);
+    return r.busbw_gbytes_per_s;
+  };
+  const double eight = busbw(8, {});
+  EXPECT_NEAR(eight, 721.8 * 0.74 / 1.125 * 1.75, 0.01 * 831);
+  EXPECT_NEAR(busbw(16, {}), eight, 0.01 * eight);
+  NcclSettings off;
+  off.nvls_bus_cap = false;
+  EXPECT_NEAR(busbw(16, off), 721.8 * 0.74 / (17.0 / 16) * 2 * 15 / 16, 0.01 * 942);
+}
+
 TEST(NcclSimulated, NetworkTransportCostsItsShareOfTheNic) {
   // Two servers, ring all-reduce, NIC-bound: 8 NICs at 96% of 50 GB/s (NVIDIA: 46-48 GB/s per
   // NDR NIC, nccl-tests issue 290); switching the effect off gives back the data rate.
