@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <unordered_map>
 #include <utility>
 
 namespace cs::net {
@@ -21,12 +22,20 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
 
 AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges) {
   FluidPlan plan;
+  const Topology& topology = routing_.topology();
+  std::unordered_map<LinkId, double> endpoint_bytes;  // on the GPU and NIC links of the edges
   for (const FluidEdge& e : edges) {
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     const Route& route = routing_.route(e.src, e.dst);
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
     plan.traffic.count(&route, bytes);
     plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
+    for (const LinkId l : route.links)
+      if (topology.is_endpoint_link(l)) endpoint_bytes[l] += e.wire_bytes;
+  }
+  for (const auto& [link, bytes] : endpoint_bytes) {
+    const auto b = static_cast<Bytes>(std::llround(bytes));
+    plan.slowest = std::max(plan.slowest, transfer_time(b, topology.link(link).bandwidth));
   }
   return plan;
 }

@@ -18,7 +18,10 @@ class AnalyticalNetwork final : public Network {
   AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  // Takes as long as its slowest edge alone; with a slot, that time and the traffic are worked
+  // Takes as long as its slowest edge alone, or as its busiest endpoint link (one touching a GPU
+  // or NIC, Topology::is_endpoint_link, which no routing avoids) carrying every edge of the
+  // transfer that crosses it, if that is longer: the edges of one transfer share their servers'
+  // ports, other transfers are still not seen. With a slot, that time and the traffic are worked
   // out once per edge list.
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
                   FluidPlanSlot* slot) override;

@@ -29,11 +29,7 @@ FlowNetwork::FlowNetwork(Simulator& sim, const Topology& topology, Routing& rout
   private_link_.resize(topology.num_links());
   for (LinkId l = 0; l < topology.num_links(); ++l) {
     solver_.add_link(topology.link(l).bandwidth.in_bytes_per_s());
-    const auto own = [&](VertexId v) {
-      const VertexKind kind = topology.vertex(v).kind;
-      return kind == VertexKind::kGpu || kind == VertexKind::kNic;
-    };
-    private_link_[l] = own(topology.link_source(l)) || own(topology.link_target(l));
+    private_link_[l] = topology.is_endpoint_link(l);
   }
   if (balancing_.mode == LoadBalancingMode::kAdaptive && routing.uses_tiered_routing())
     build_trunks(topology);

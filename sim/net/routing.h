@@ -48,6 +48,7 @@ class Routing {
   // The same into `out`, whose link list keeps its capacity: no allocation per message.
   void path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load, Route& out) const;
   std::size_t cached_routes() const { return routes_.size(); }
+  const Topology& topology() const { return topology_; }
   // Whether GPU-to-GPU routes take the O(path length) tiered fast path.
   bool uses_tiered_routing() const { return tiered_ != nullptr; }
 

@@ -72,6 +72,14 @@ class Topology {
   VertexId link_target(LinkId id) const {
     return static_cast<VertexId>(boost::target(links_[id], graph_));
   }
+  // Whether the link touches a GPU or a NIC: one server's own port, which every route to or from
+  // that GPU or NIC must take, whatever the routing.
+  bool is_endpoint_link(LinkId id) const {
+    const auto own = [&](VertexId v) {
+      return vertex(v).kind == VertexKind::kGpu || vertex(v).kind == VertexKind::kNic;
+    };
+    return own(link_source(id)) || own(link_target(id));
+  }
 
   std::string name;
   std::string gpu_type;

@@ -198,7 +198,8 @@ TEST(FlowNetwork, AMirroredTransferThatKeepsNoLinkEndsAfterItsWaits) {
 }
 
 // The analytical network keeps a slot's time and traffic: a second send through the slot takes
-// the same time and counts the same bytes again.
+// the same time and counts the same bytes again. Both edges leave GPU 0 through its one link,
+// so the transfer takes their sum over it, not the larger edge alone.
 TEST(AnalyticalNetwork, AFluidPlanSlotKeepsTheTimeAndTheTraffic) {
   Star star(3, kBw, kLat);
   const Bytes size = 64 * kMiB;
@@ -214,7 +215,7 @@ TEST(AnalyticalNetwork, AFluidPlanSlotKeepsTheTimeAndTheTraffic) {
     net.send_fluid(
         two, 1, Time{}, [&] { end = sim.now(); }, &slot);
     sim.run();
-    EXPECT_EQ(end - start, transfer_time(2 * size, kBw));  // the larger edge, alone
+    EXPECT_EQ(end - start, transfer_time(3 * size, kBw));  // GPU 0's link carries both
     EXPECT_EQ(net.stats().messages, 2u * (send + 1));
     EXPECT_EQ(net.stats().bytes_by_class[static_cast<int>(kNet)], 3 * size * (send + 1));
   }
@@ -349,6 +350,32 @@ TEST(AnalyticalNetwork, IgnoresContention) {
   EXPECT_EQ(h.t(a), lone);
   EXPECT_EQ(h.t(b), lone);
   EXPECT_EQ(h.net->name(), "analytical");
+}
+
+// One fluid transfer's edges share the links at their ends (an incast into GPU 2, or GPU 0
+// sending to two), while edges with disjoint ends each take their lone time; other transfers
+// are still not seen.
+TEST(AnalyticalNetwork, AFluidTransfersEdgesShareTheirEndpointLinks) {
+  Star star(4, kBw, kLat);
+  Simulator sim;
+  Routing routing(star.topo);
+  AnalyticalNetwork net(sim, routing);
+  const double size = 64.0 * kMiB;
+  auto took = [&](const std::vector<FluidEdge>& edges) {
+    const Time start = sim.now();
+    Time end = Time::max();
+    net.send_fluid(
+        edges, 1, Time{}, [&] { end = sim.now(); }, nullptr);
+    sim.run();
+    return end - start;
+  };
+  const auto& g = star.gpus;
+  const Time lone = transfer_time(static_cast<Bytes>(size), kBw);
+  EXPECT_EQ(took({{g[0], g[1], size}, {g[2], g[3], size}}), lone);
+  EXPECT_EQ(took({{g[0], g[2], size}, {g[1], g[2], size}, {g[3], g[2], size}}),
+            transfer_time(static_cast<Bytes>(3 * size), kBw));
+  EXPECT_EQ(took({{g[0], g[1], size}, {g[0], g[2], size}}),
+            transfer_time(static_cast<Bytes>(2 * size), kBw));
 }
 
 TEST(IdealNetwork, CommunicationIsFreeButCounted) {

@@ -366,6 +366,19 @@ TEST_P(NetworkConformance, DisjointFluidEdgesFinishWithTheSlowest) {
   EXPECT_EQ(run.took(id), run.alone(1, 9, 3 * kSize));
 }
 
+// The edges of one fluid transfer into one GPU (of another server, over its NIC) share the link
+// into it, whatever the model does with other transfers: together they take at least their bytes
+// over the route's bottleneck.
+TEST_P(NetworkConformance, AFluidIncastTakesAtLeastItsBytesOverTheReceiversLink) {
+  if (model().sharing == Sharing::kFree) GTEST_SKIP() << "communication is free";
+  Trial run(model());
+  const std::vector<FluidEdge> edges{run.edge(0, 8, kSize), run.edge(1, 8, kSize),
+                                     run.edge(2, 8, kSize)};
+  const int id = run.fluid_at(Time::us(1), edges, 1, Time{});
+  run.sim.run();
+  EXPECT_GE(run.took(id) + Time::ps(model().paced_rounding_ps), run.alone(0, 8, 3 * kSize));
+}
+
 // Mirrors: an edge list of equal runs on other GPUs (and NICs) takes as long as one run alone.
 TEST_P(NetworkConformance, MirroredRunsTakeAsLongAsOneRun) {
   Trial run(model());
