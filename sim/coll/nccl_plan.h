@@ -28,6 +28,7 @@ struct NcclSettings {
   bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies
   bool rail_rings = true;         // across servers, one rail-aligned ring per NIC (else one ring)
   bool nccl_choice = true;        // algorithm by NCCL's cost model (else the fixed size rule)
+  bool operator==(const NcclSettings&) const = default;
 };
 
 // Whether NCCL's cost model chooses the algorithm and protocol of `op`: all-reduce, all-gather,
