@@ -89,7 +89,9 @@ void layout_check(CheckState& s) {
   workload::validate_run_config(s.config, capacity, s.source);
 }
 
+// Needs the GPU the cluster check resolved; a list without that check has none to check against.
 void precision_check(CheckState& s) {
+  if (!s.checked.cluster) return;
   s.checked.gpu = compute::load_gpu_profile(s.checked.cluster->gpu_type());
   compute::require_precision_supported(*s.checked.gpu, s.config.precision(), s.source);
 }
