@@ -262,7 +262,12 @@ TEST(GpuProfile, BlackwellProfilesFollowTheirSpecSheets) {
   EXPECT_EQ(gb200.nic_bandwidth_gbits(), 400);
   EXPECT_EQ(b300.nic_bandwidth_gbits(), 800);
   EXPECT_EQ(gb300.nic_bandwidth_gbits(), 800);
-  EXPECT_EQ(gb300.hbm_capacity_gb(), b300.hbm_capacity_gb());
+  // nvidia-smi shows the rack parts more memory than the HGX ones: 189,471 and 284,208 MiB
+  // against 183,359 and 275,040.
+  EXPECT_NEAR(gb200.hbm_capacity_gb(), 189471.0 * 1048576 / 1e9, 1e-9);
+  EXPECT_NEAR(gb300.hbm_capacity_gb(), 284208.0 * 1048576 / 1e9, 1e-9);
+  EXPECT_GT(gb200.hbm_capacity_gb(), b200.hbm_capacity_gb());
+  EXPECT_GT(gb300.hbm_capacity_gb(), b300.hbm_capacity_gb());
   EXPECT_EQ(gb300.host().gpus_per_node(), 4);  // Grace trays: two superchips, four GPUs
   EXPECT_EQ(b300.host().gpus_per_node(), 8);
 }
