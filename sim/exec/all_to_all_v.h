@@ -24,10 +24,10 @@ struct EpMember {
 // max_nodes > 0 (DeepSeek-V3's node-limited routing, deduplicated as DeepEP does), a token
 // crosses the network once per server that holds one of its experts: member s sends each other
 // server N its tokens' hidden states once, token bytes x P(N), to the member of N with its own
-// local index (the same rail; modulo N's member count where N holds fewer), which forwards bytes x share[d] to each member d of N over NVLink.
-// P(N) = 1 - (1 - Q_N)^top_k, the chance that a token's top_k experts (drawn by the shares,
-// Q_N = server N's) include one on N, scaled down so that P sums to at most max_nodes over the
-// servers. Reversed (combine), every edge runs the other way.
+// local index (the same rail; modulo N's member count where N holds fewer), which forwards bytes x
+// share[d] to each member d of N over NVLink. P(N) = 1 - (1 - Q_N)^top_k, the chance that a token's
+// top_k experts (drawn by the shares, Q_N = server N's) include one on N, scaled down so that P
+// sums to at most max_nodes over the servers. Reversed (combine), every edge runs the other way.
 std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Bytes bytes,
                                                std::span<const EpMember> members);
 

@@ -16,8 +16,8 @@ using testing_support::run_cli;
 const std::string& small_trace() {
   static const std::string pb = [] {
     const std::string path = testing_support::temp_path("replay_set.pb");
-    const auto gen = run_cli({"generate", "--preset", "llama3-8b", "--set", "model.num_layers=4",
-                              "-o", path});
+    const auto gen =
+        run_cli({"generate", "--preset", "llama3-8b", "--set", "model.num_layers=4", "-o", path});
     EXPECT_EQ(gen.code, 0) << gen.err;
     return path;
   }();
@@ -37,8 +37,7 @@ TEST(CliReplay, SetSwitchesAnEffectOfTheClusterAsRunDoes) {
   ASSERT_EQ(off.code, 0) << off.err;
   EXPECT_NE(line_of(on.out, "iteration time"), line_of(off.out, "iteration time"));
   EXPECT_NE(line_of(on.out, "interference (comm"), line_of(off.out, "interference (comm"));
-  EXPECT_NE(line_of(off.out, "interference (comm").find("0.0000 s"), std::string::npos)
-      << off.out;
+  EXPECT_NE(line_of(off.out, "interference (comm").find("0.0000 s"), std::string::npos) << off.out;
   const auto latency_off =
       run_cli({"replay", small_trace(), "--set", "effects.nccl_step_latency=false"});
   ASSERT_EQ(latency_off.code, 0) << latency_off.err;
