@@ -169,20 +169,21 @@ namespace {
 // (world::world_effects()). Every other field shapes the ops the trace already holds, so setting
 // it would change nothing; it is refused with the reason.
 void apply_replay_sets(clustersim::RunConfig& config, const std::vector<std::string>& sets) {
+  constexpr std::string_view kEffects = "effects.";
   const auto effects = world::world_effects();
-  std::string listed;
-  for (const auto name : effects) listed += (listed.empty() ? "" : ", ") + std::string(name);
   for (const std::string& assignment : sets) {
     const std::string key = assignment.substr(0, assignment.find('='));
-    const bool nccl = key.starts_with("nccl.");
     const bool world_effect =
-        key.starts_with("effects.") &&
-        std::find(effects.begin(), effects.end(), key.substr(8)) != effects.end();
-    if (!nccl && !world_effect)
+        key.starts_with(kEffects) &&
+        std::find(effects.begin(), effects.end(), key.substr(kEffects.size())) != effects.end();
+    if (!key.starts_with("nccl.") && !world_effect) {
+      std::string listed;
+      for (const auto name : effects) listed += (listed.empty() ? "" : ", ") + std::string(name);
       throw UsageError("--set " + key +
                        ": a trace holds its ops already; replay sets only nccl.* and the "
                        "effects that act on the simulated cluster, effects.KEY for KEY in " +
                        listed);
+    }
     apply_override(config, assignment);
   }
 }
