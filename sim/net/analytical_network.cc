@@ -15,9 +15,25 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   }
   const Route& route = routing_.route(src, dst);
   stats_.count(&route, bytes);
-  Time delay = route.latency;
-  if (bytes > 0) delay += transfer_time(bytes, route.bottleneck);
-  if (done) sim_.schedule_in(delay, std::move(done));
+  Time arrival = sim_.now();
+  if (bytes > 0) {
+    arrival =
+        std::max(sim_.now() + transfer_time(bytes, route.bottleneck), queue_at_ports(route, bytes));
+  }
+  if (done) sim_.schedule_at(arrival + route.latency, std::move(done));
+}
+
+Time AnalyticalNetwork::queue_at_ports(const Route& route, Bytes bytes) {
+  const Topology& topology = routing_.topology();
+  if (port_drained_at_.empty()) port_drained_at_.assign(topology.num_links(), Time{});
+  Time last = sim_.now();
+  for (const LinkId l : route.links) {
+    if (!topology.is_endpoint_link(l)) continue;
+    Time& drained = port_drained_at_[l];
+    drained = std::max(drained, sim_.now()) + transfer_time(bytes, topology.link(l).bandwidth);
+    last = std::max(last, drained);
+  }
+  return last;
 }
 
 AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges) {

@@ -1,4 +1,4 @@
-// Contention-free transfer models for fast sweeps: analytical (alpha-beta per route) and ideal.
+// Fast transfer models for sweeps: analytical (alpha-beta per route, busy ports) and ideal.
 #pragma once
 
 #include <span>
@@ -11,8 +11,14 @@
 
 namespace cs::net {
 
-// Every message sees an otherwise empty network: it takes route.latency (latency x hops) plus
-// bytes / route.bottleneck, however many others share its links.
+// A message takes route.latency (latency x hops) plus bytes / route.bottleneck, or longer where
+// its ports are busy: each link that touches a GPU or NIC (Topology::is_endpoint_link, which no
+// routing avoids) drains the bytes of the messages that cross it at its bandwidth, first sent
+// first, and a message has arrived when every such link has passed its bytes on. So no GPU or NIC
+// sends or receives faster than its links (eight GPUs' all-to-all or NVLS all-reduce no longer
+// sum every peer's bandwidth), while each port's queue drains on its own, as cut-through
+// switching lets it. The fabric's core, which routing and adaptive spraying keep from binding,
+// is not seen.
 class AnalyticalNetwork final : public Network {
  public:
   AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
@@ -21,14 +27,14 @@ class AnalyticalNetwork final : public Network {
   // Takes as long as its slowest edge alone, or as its busiest endpoint link (one touching a GPU
   // or NIC, Topology::is_endpoint_link, which no routing avoids) carrying every edge of the
   // transfer that crosses it, if that is longer: the edges of one transfer share their servers'
-  // ports, other transfers are still not seen. With a slot, that time and the traffic are worked
-  // out once per edge list.
+  // ports; other transfers, and the ports' bookings by messages, are not seen. With a slot, that
+  // time and the traffic are worked out once per edge list.
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
                   FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override {
     return src == dst ? Time{} : routing_.route(src, dst).latency;
   }
-  // Every message has its route to itself: `sharing` slows nothing.
+  // The message's own time, as send() charges it on idle ports: `sharing` slows nothing.
   Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) override;
   std::string_view name() const override { return "analytical"; }
   const TrafficStats& stats() const override { return stats_; }
@@ -40,12 +46,15 @@ class AnalyticalNetwork final : public Network {
     TrafficStats traffic;
   };
   FluidPlan plan_fluid(std::span<const FluidEdge> edges);
+  // Queues `bytes` on the route's ports; returns when the last of them has passed them on.
+  Time queue_at_ports(const Route& route, Bytes bytes);
 
   Simulator& sim_;
   Routing& routing_;
   TrafficStats stats_;
   static constexpr std::size_t kMaxFluidPlans = std::size_t{1} << 20;  // about 100 MB
   std::vector<FluidPlan> fluid_plans_;                                 // those named by slots
+  std::vector<Time> port_drained_at_;  // per link, when its queued bytes have passed it
 };
 
 // Communication is free: every message completes at the time it was sent (as a scheduled event,

@@ -339,17 +339,48 @@ TEST(FlowNetwork, IntraPodFlowsKeepFullRateBesideCongestedUplink) {
   for (int id : cross) EXPECT_NEAR_PS(h.t(id), expected);
 }
 
-TEST(AnalyticalNetwork, IgnoresContention) {
+// Two messages out of one GPU queue at its port: the second leaves when the first has; a later
+// one that finds the port drained takes its lone time again.
+TEST(AnalyticalNetwork, MessagesThroughOnePortLeaveInTheOrderSent) {
   Star star(3, kBw, kLat);
   Harness h(star.topo, NetworkMode::kAnalytical);
   const Bytes size = 64 * kMiB;
+  const Time transfer = transfer_time(size, kBw);
   const int a = h.send_at(Time(), star.gpus[0], star.gpus[1], size);
   const int b = h.send_at(Time(), star.gpus[0], star.gpus[2], size);
+  const int later = h.send_at(Time::ms(10), star.gpus[0], star.gpus[1], size);
   h.sim.run();
-  const Time lone = kLat * 2 + transfer_time(size, kBw);
-  EXPECT_EQ(h.t(a), lone);
-  EXPECT_EQ(h.t(b), lone);
+  EXPECT_EQ(h.t(a), kLat * 2 + transfer);
+  EXPECT_EQ(h.t(b), kLat * 2 + transfer * 2);
+  EXPECT_EQ(h.t(later) - Time::ms(10), kLat * 2 + transfer);
   EXPECT_EQ(h.net->name(), "analytical");
+}
+
+// Each port drains on its own: three GPUs sending to both others end when the busiest port has
+// passed two messages, not later, whatever the order of the sends.
+TEST(AnalyticalNetwork, AnAllToAllEndsWhenItsBusiestPortHasPassedItsBytes) {
+  Star star(3, kBw, kLat);
+  Harness h(star.topo, NetworkMode::kAnalytical);
+  const Bytes size = 64 * kMiB;
+  for (int src = 0; src < 3; ++src)
+    for (int dst : {(src + 1) % 3, (src + 2) % 3})
+      h.send_at(Time(), star.gpus[src], star.gpus[dst], size);
+  h.sim.run();
+  const Time end = *std::max_element(h.done_at.begin(), h.done_at.end());
+  EXPECT_EQ(end, kLat * 2 + transfer_time(size, kBw) * 2);
+}
+
+// The fabric's core is not seen: flows between different GPUs of two pods share an uplink of a
+// GPU's bandwidth and still each take their lone time.
+TEST(AnalyticalNetwork, IgnoresContentionInTheCore) {
+  TwoPods pods(4, kBw, kBw);
+  Harness h(pods.topo, NetworkMode::kAnalytical);
+  const Bytes size = 64 * kMiB;
+  std::vector<int> ids;
+  for (int i = 0; i < 4; ++i)
+    ids.push_back(h.send_at(Time(), pods.pod[0][i], pods.pod[1][i], size));
+  h.sim.run();
+  for (int id : ids) EXPECT_EQ(h.t(id), pods.latency * 4 + transfer_time(size, kBw));
 }
 
 // One fluid transfer's edges share the links at their ends (an incast into GPU 2, or GPU 0
