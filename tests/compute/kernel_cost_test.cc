@@ -14,16 +14,10 @@ namespace {
 
 constexpr Precision kPrecisions[] = {Precision::kBf16, Precision::kFp8, Precision::kFp32};
 
+// Of the precisions this file sweeps (kPrecisions): FP8 1, FP32 4, BF16 2.
 double element_bytes(Precision p) {
-  switch (p) {
-    case Precision::kFp8:
-      return 1;
-    case Precision::kFp32:
-      return 4;
-    case Precision::kBf16:
-      break;
-  }
-  return 2;
+  if (p == Precision::kFp8) return 1;
+  return p == Precision::kFp32 ? 4 : 2;
 }
 
 // Shapes from GEMV-like and skinny to large, batched and not.
