@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/fluid.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
 #include "sim/net/routing.h"
@@ -30,7 +31,7 @@ NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tu
 
 NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routing,
                              const NcclTuning& tuning, Op op, Bytes size, int32_t gpus,
-                             Algorithm algo, net::NetworkMode mode) {
+                             Algorithm algo, net::NetworkMode mode, bool fluid) {
   const auto n = gpus > 0 ? gpus : static_cast<int32_t>(topology.num_gpus());
   if (n > static_cast<int32_t>(topology.num_gpus()))
     throw std::invalid_argument("the topology has " + std::to_string(topology.num_gpus()) +
@@ -40,13 +41,17 @@ NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routin
   const int32_t uniform = local >= n || n % local == 0 ? local : 1;
   NcclTestResult r;
   r.key = tuning.plan(op, n, uniform, size, algo);
-  const auto schedule = build_schedule(r.key);
   std::vector<net::VertexId> vertices;
   for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));
   Simulator sim;
   const auto network = net::make_network(mode, sim, topology, routing);
-  run_collective(sim, *network, *schedule, vertices, size,
-                 [&](const RunStats& s) { r.time = s.end - s.start; });
+  const auto ended = [&](const RunStats& s) { r.time = s.end - s.start; };
+  // A fluid run needs no message schedule; a message run's must outlive sim.run().
+  const auto schedule = fluid && fluid_supported(r.key) ? nullptr : build_schedule(r.key);
+  if (schedule)
+    run_collective(sim, *network, *schedule, vertices, size, ended);
+  else
+    run_fluid_collective(sim, *network, r.key, vertices, size, ended);
   sim.run();
   const double seconds = r.time.as_seconds();
   r.algbw_gbytes_per_s = seconds > 0 ? static_cast<double>(size) / seconds * 1e-9 : 0;

@@ -28,9 +28,10 @@ NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tu
                              net::NetworkMode mode = net::NetworkMode::kCongestionAware);
 
 // The same over routes already made for `topology` (a world's: world::World), which a run on
-// one cluster shares rather than making again.
+// one cluster shares rather than making again; with `fluid`, as fluid transfers where the
+// algorithm has a fluid form (fluid.h), as `collective --fluid` runs it.
 NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routing,
                              const NcclTuning& tuning, Op op, Bytes size, int32_t gpus,
-                             Algorithm algo, net::NetworkMode mode);
+                             Algorithm algo, net::NetworkMode mode, bool fluid = false);
 
 }  // namespace cs::coll

@@ -22,7 +22,7 @@ CollectiveTiming time_collective(const clustersim::CollectiveCase& c) {
   world::World world(cluster, c.gpus());
   const auto r = coll::run_nccl_test(world.topology(), world.routing(), world.nccl_tuning(),
                                      coll::parse_op(c.op()), c.size_bytes(), c.gpus(),
-                                     coll::parse_algorithm(c.algo()), world.mode());
+                                     coll::parse_algorithm(c.algo()), world.mode(), c.fluid());
   return {r.key.algo, r.time, r.algbw_gbytes_per_s, r.busbw_gbytes_per_s};
 }
 
