@@ -282,6 +282,16 @@ TEST(NcclSimulated, NetworkTransportCostsItsShareOfTheNic) {
   EXPECT_NEAR(with.busbw_gbytes_per_s, 8 * 50 * 0.96, 0.01 * 384);
 }
 
+// NCCL's broadcast is a chain around its rings: across servers every channel leaves a server on
+// its own NIC, so two servers broadcast near their eight NICs' 384 GB/s (NCCL's model: 334), not
+// at one NIC's 48 (one chain over every GPU, as before).
+TEST(NcclSimulated, BroadcastAcrossServersUsesEveryRail) {
+  const Result two = simulate(Op::kBroadcast, 2, kGiB);
+  EXPECT_EQ(two.key.channels, 8);
+  EXPECT_GE(two.busbw_gbytes_per_s, 300);
+  EXPECT_LE(two.busbw_gbytes_per_s, 8 * 50 * 0.96);
+}
+
 TEST(NcclSimulated, AllGatherAndReduceScatterUseEveryRail) {
   const double all_reduce = simulate(Op::kAllReduce, 8, kGiB).busbw_gbytes_per_s;
   for (Op op : {Op::kAllGather, Op::kReduceScatter}) {

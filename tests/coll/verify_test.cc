@@ -231,6 +231,21 @@ TEST(VerifyOnData, RailAlignedChannelRings) {
   }
 }
 
+// Broadcast around rail-aligned rings: each channel's chain starts at the root wherever the
+// channel's ring order puts it.
+TEST(VerifyOnData, RailAlignedChannelBroadcast) {
+  const std::vector<std::tuple<int32_t, int32_t, int32_t>> shapes = {
+      {8, 4, 4}, {12, 4, 4}, {16, 8, 8}, {6, 3, 2}, {8, 1, 3}};
+  for (const auto& [n, local, channels] : shapes) {
+    for (int32_t root : {0, 5, n - 1}) {
+      ScheduleKey key{Op::kBroadcast, Algorithm::kRing, n, 2, local};
+      key.channels = channels;
+      key.root = root;
+      expect_correct(key);
+    }
+  }
+}
+
 TEST(VerifyOnData, NvlsAllReduce) {
   for (int32_t n : {1, 2, 3, 8}) {
     for (int32_t chunks : {1, 3})

@@ -1,5 +1,5 @@
 // Rings: all-reduce as a reduce-scatter then an all-gather around the ranks, those two halves on
-// their own, and broadcast as a pipelined chain (NCCL's ring algorithm).
+// their own, and broadcast as a pipelined chain around each ring (NCCL's ring algorithm).
 #include <algorithm>
 #include <cstdint>
 #include <utility>
@@ -99,23 +99,33 @@ Schedule build_ring(const ScheduleKey& key) {
   return std::move(b).build();
 }
 
-// Broadcast: a chain root, root+1, …, pipelined in `chunks` pieces.
+// Broadcast: a chain from the root around each channel's ring (ranks root, root+1, … with one
+// channel; channel_ring's rail-aligned order across servers, so that each channel leaves a
+// server on its own NIC), each channel carrying its slice of the buffer in `chunks` pieces.
 Schedule build_broadcast(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
   const auto c = static_cast<uint32_t>(key.chunks);
-  ScheduleBuilder b(key, c);
-  std::vector<Connection> chain(n);  // chain[p]: position p's sends to p+1
-  std::vector<int64_t> got(n, kNone);
+  const auto channels = static_cast<uint32_t>(key.channels);
+  ScheduleBuilder b(key, channels * c);
   std::vector<uint32_t> deps;
-  for (uint32_t j = 0; j < c; ++j) {
-    for (uint32_t p = 0; p + 1 < n; ++p) {
-      deps.clear();
-      chain[p].add_window_dep(key.window, deps);
-      if (p > 0) deps.push_back(static_cast<uint32_t>(got[p]));
-      const uint32_t src = (static_cast<uint32_t>(key.root) + p) % n;
-      const uint32_t m = b.add(Message{src, (src + 1) % n, j, j, 1, Action::kCopy}, deps);
-      chain[p].sends.push_back(m);
-      got[p + 1] = m;
+  for (uint32_t ch = 0; ch < channels; ++ch) {
+    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
+    const auto root = static_cast<std::size_t>(
+        std::find(ring.begin(), ring.end(), static_cast<uint32_t>(key.root)) - ring.begin());
+    std::vector<Connection> chain(n);  // chain[p]: position p's sends to p+1
+    std::vector<int64_t> got(n, kNone);
+    for (uint32_t j = 0; j < c; ++j) {
+      for (uint32_t p = 0; p + 1 < n; ++p) {
+        deps.clear();
+        chain[p].add_window_dep(key.window, deps);
+        if (p > 0) deps.push_back(static_cast<uint32_t>(got[p]));
+        const uint32_t unit = ch * c + j;
+        const uint32_t m = b.add(
+            Message{ring[(root + p) % n], ring[(root + p + 1) % n], unit, unit, 1, Action::kCopy},
+            deps);
+        chain[p].sends.push_back(m);
+        got[p + 1] = m;
+      }
     }
   }
   return std::move(b).build();
@@ -228,6 +238,7 @@ AlgorithmInfo ring_algorithm() {
   broadcast.op = Op::kBroadcast;
   broadcast.build = build_broadcast;
   broadcast.pipelining = broadcast_pipelining;
+  broadcast.channels = true;
   a.ops.push_back(broadcast);
   return a;
 }
