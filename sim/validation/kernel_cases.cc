@@ -1,6 +1,7 @@
 #include "sim/validation/kernel_cases.h"
 
 #include "sim/compute/gpu_profile.h"
+#include "sim/compute/precision_formats.h"
 #include "sim/config/field_checks.h"
 
 namespace cs::validation {
@@ -11,16 +12,20 @@ namespace {
 // the workload layer's GEMMs.
 constexpr double kActivationBytes = 2.0;
 
+// The run precision whose format a block-scaled case stores its GEMM inputs in.
+clustersim::Precision block_scaled_format(clustersim::ValidationPrecision p) {
+  return p == clustersim::VALIDATION_NVFP4 ? clustersim::NVFP4 : clustersim::MXFP8;
+}
+
+bool block_scaled(clustersim::ValidationPrecision p) {
+  return p == clustersim::VALIDATION_MXFP8 || p == clustersim::VALIDATION_NVFP4;
+}
+
+// Bytes per GEMM input element, block scales included.
 double input_bytes(clustersim::ValidationPrecision p) {
-  switch (p) {
-    case clustersim::VALIDATION_FP8:
-      return 1.0;
-    case clustersim::VALIDATION_FP32:
-      return 4.0;
-    case clustersim::VALIDATION_BF16:
-      break;
-  }
-  return 2.0;
+  if (block_scaled(p)) return compute::stored_bytes_per_element(block_scaled_format(p));
+  if (p == clustersim::VALIDATION_FP8) return 1.0;
+  return p == clustersim::VALIDATION_FP32 ? 4.0 : 2.0;
 }
 
 void require_at_least_one(int64_t v, const std::string& where, const std::string& field) {
@@ -41,21 +46,15 @@ double tflops(const compute::Kernel& kernel, compute::Precision precision, const
 }  // namespace
 
 compute::Precision to_precision(clustersim::ValidationPrecision p) {
-  switch (p) {
-    case clustersim::VALIDATION_FP8:
-      return compute::Precision::kFp8;
-    case clustersim::VALIDATION_FP32:
-      return compute::Precision::kFp32;
-    case clustersim::VALIDATION_BF16:
-      break;
-  }
-  return compute::Precision::kBf16;
+  if (block_scaled(p)) return compute::format_of(block_scaled_format(p)).gemm;
+  if (p == clustersim::VALIDATION_FP8) return compute::Precision::kFp8;
+  return p == clustersim::VALIDATION_FP32 ? compute::Precision::kFp32 : compute::Precision::kBf16;
 }
 
 compute::Kernel gemm_kernel(const clustersim::GemmCase& g) {
   const double e = input_bytes(g.precision());
   compute::Kernel k = compute::gemm("validate_gemm", g.m(), g.n(), g.k(), e, g.batch());
-  if (e != kActivationBytes && g.precision() == clustersim::VALIDATION_FP8) {
+  if (e < kActivationBytes) {  // quantized inputs, a 16-bit output
     k.bytes =
         static_cast<double>(g.batch()) * (e * static_cast<double>(g.m() * g.k() + g.k() * g.n()) +
                                           kActivationBytes * static_cast<double>(g.m() * g.n()));
@@ -96,6 +95,15 @@ void check_gemm(const clustersim::GemmCase& g, const std::string& where,
   require_at_least_one(g.n(), where, prefix + "n");
   require_at_least_one(g.k(), where, prefix + "k");
   require_at_least_one(g.batch(), where, prefix + "batch");
+  check_gemm_precision(g.gpu(), g.precision(), where, prefix + "precision");
+}
+
+void check_gemm_precision(const std::string& gpu, clustersim::ValidationPrecision p,
+                          const std::string& where, const std::string& field) {
+  if (!block_scaled(p)) return;
+  const std::string why =
+      compute::unsupported_precision(compute::load_gpu_profile(gpu), block_scaled_format(p));
+  if (!why.empty()) config_fail(where, field + ": " + why);
 }
 
 void check_attention(const clustersim::AttentionCase& a, const std::string& where) {
@@ -104,7 +112,7 @@ void check_attention(const clustersim::AttentionCase& a, const std::string& wher
   require_at_least_one(a.heads(), where, "attention.heads");
   require_at_least_one(a.seq_len(), where, "attention.seq_len");
   require_at_least_one(a.head_dim(), where, "attention.head_dim");
-  if (a.precision() == clustersim::VALIDATION_FP32) {
+  if (a.precision() != clustersim::VALIDATION_BF16 && a.precision() != clustersim::VALIDATION_FP8) {
     config_fail(where, "attention.precision must be VALIDATION_BF16 or VALIDATION_FP8");
   }
 }

@@ -27,6 +27,9 @@ double memory_tbps(const clustersim::MemoryBoundCase& m);
 
 // Field checks, throwing ConfigError "<where>: <prefix><field> ...".
 void check_gemm(const clustersim::GemmCase& g, const std::string& where, const std::string& prefix);
+// A block-scaled precision (MXFP8, NVFP4) on a GPU without its tensor cores, with the reason.
+void check_gemm_precision(const std::string& gpu, clustersim::ValidationPrecision p,
+                          const std::string& where, const std::string& field);
 void check_attention(const clustersim::AttentionCase& a, const std::string& where);
 void check_memory(const clustersim::MemoryBoundCase& m, const std::string& where);
 

@@ -80,6 +80,7 @@ void check_grouped_gemm(const clustersim::GroupedGemmCase& g, const std::string&
   at_least_one(g.m(), "m");
   at_least_one(g.n(), "n");
   at_least_one(g.k(), "k");
+  check_gemm_precision(g.gpu(), g.precision(), where, "grouped_gemm.precision");
 }
 
 // As Executor::run_all_to_all_v runs it: the launch latency, the transfers as one coupled fluid

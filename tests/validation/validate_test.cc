@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "sim/cli/commands.h"
@@ -80,6 +81,22 @@ TEST(ValidationModel, Fp8GemmReadsOneByteInputsAndRunsAtTheFp8Peak) {
   k.bytes = 1.0 * 2 * 8192.0 * 8192 + 2.0 * 8192.0 * 8192;  // FP8 A and B, 16-bit C
   const double direct = k.flops / model.time(k, compute::Precision::kFp8).as_seconds() * 1e-12;
   EXPECT_DOUBLE_EQ(r.model, direct);
+}
+
+// MXFP8 and NVFP4 inputs are their format's bytes, block scales included (1 + 1/32 and
+// 0.5 + 1/16), timed at their own precision's ceiling.
+TEST(ValidationModel, BlockScaledGemmsReadTheirFormatsBytesAtTheirOwnRate) {
+  const compute::KernelCostModel model(compute::load_gpu_profile("b200"));
+  for (const auto& [name, bytes, precision] :
+       {std::tuple{"VALIDATION_MXFP8", 1.0 + 1.0 / 32, compute::Precision::kMxfp8},
+        std::tuple{"VALIDATION_NVFP4", 0.5 + 1.0 / 16, compute::Precision::kNvfp4}}) {
+    const auto r = run_case(one_case(
+        std::string("gemm { gpu: \"b200\" m: 8192 n: 8192 k: 8192 precision: ") + name + " }", 1,
+        "TFLOP/s"));
+    compute::Kernel k = compute::gemm("g", 8192, 8192, 8192, bytes);
+    k.bytes = bytes * 2 * 8192.0 * 8192 + 2.0 * 8192.0 * 8192;  // quantized A and B, 16-bit C
+    EXPECT_DOUBLE_EQ(r.model, k.flops / model.time(k, precision).as_seconds() * 1e-12) << name;
+  }
 }
 
 TEST(ValidationModel, AttentionIsTheKernelCostModelsAnswer) {
@@ -283,9 +300,10 @@ TEST(ValidationCases, BuiltinCasesPassUnlessTheyGiveAKnownGap) {
         << c.spec.name() << ": model " << r.model << ", error " << r.error_pct << "%";
   }
   // A new gap is a decision taken here too, not only in a case file: the three Hopper clock and
-  // tail-wave gaps, and two GB200 rings (collectives.textproto): one tray's NVLink ring and
-  // twenty racks' all-reduce.
-  EXPECT_EQ(gaps, 5);
+  // tail-wave gaps; two GB200 rings (collectives.textproto): one tray's NVLink ring and twenty
+  // racks' all-reduce; B200 block-scaled GEMMs of a thousand rows (gemm.textproto); GB200
+  // attention at short causal and long sequences (attention.textproto).
+  EXPECT_EQ(gaps, 9);
 }
 
 // --- the command
@@ -414,6 +432,25 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
                 .find("cases[0] \"c\": memory.bytes must be > 0"),
             std::string::npos);
   EXPECT_NE(error_for("empty.textproto", "").find("at least one case"), std::string::npos);
+  // Block-scaled GEMMs need Blackwell's tensor cores; attention has no such kernel here.
+  EXPECT_NE(
+      error_for("nvfp4.textproto", case_file("gemm { gpu: \"h100\" m: 64 n: 64 k: 64 precision: "
+                                             "VALIDATION_NVFP4 }",
+                                             10, "TFLOP/s"))
+          .find("gemm.precision: NVFP4 needs block-scaled tensor cores"),
+      std::string::npos);
+  EXPECT_NE(error_for("mxfp8.textproto",
+                      case_file("grouped_gemm { gpu: \"a100\" groups: 2 m: 64 n: 64 k: 64 "
+                                "precision: VALIDATION_MXFP8 }",
+                                10, "TFLOP/s"))
+                .find("grouped_gemm.precision: MXFP8 needs block-scaled tensor cores"),
+            std::string::npos);
+  EXPECT_NE(error_for("attn.textproto",
+                      case_file("attention { gpu: \"b200\" batch: 1 heads: 1 seq_len: 64 "
+                                "head_dim: 64 precision: VALIDATION_NVFP4 }",
+                                10, "TFLOP/s"))
+                .find("attention.precision must be VALIDATION_BF16 or VALIDATION_FP8"),
+            std::string::npos);
 }
 
 TEST(ValidateCommand, InputsOnlyTheModelsCanRejectNameTheCase) {
