@@ -244,10 +244,23 @@ double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
   return 1.0 + 1.0 / key_blocks;
 }
 
+double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) const {
+  const double fixed = attention_figures(a, precision).cta_fixed_blocks();
+  if (!options_.attention_tile_io || !(fixed > 0)) return 1.0;
+  // Blocks of the loop a CTA runs: forward over the keys, backward over the queries; causal
+  // counts half of them plus what the diagonal adds.
+  const int64_t length = std::max<int64_t>(a.backward ? a.seq_q : a.seq_kv, 1);
+  const double blocks = static_cast<double>(ceil_div(length, profile_.gemm().tile_m())) *
+                        (a.causal ? 0.5 : 1.0) * causal_diagonal_factor(a);
+  return (blocks + fixed) / blocks;
+}
+
 double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) const {
   const double eff = attention_efficiency(a, precision);
-  const double loop =
-      eff > 0 ? a.flops * causal_diagonal_factor(a) / (compute_peak(a, precision) * eff) : 0.0;
+  const double loop = eff > 0
+                          ? a.flops * causal_diagonal_factor(a) * cta_fixed_factor(a, precision) /
+                                (compute_peak(a, precision) * eff)
+                          : 0.0;
   // 16-bit inputs and outputs (kernel.h's attention callers), 8-bit when it runs in FP8.
   const AttentionTraffic traffic = attention_traffic(a, attention_in_fp8(a, precision) ? 1.0 : 2.0);
   const double io = options_.attention_tile_io ? traffic.tile_io / bw_ : 0.0;

@@ -20,7 +20,8 @@ struct KernelCostOptions {
   // Shape terms of small kernels, each an EffectsConfig switch of the same name (config.proto):
   // a GEMM waits one HBM round trip before its first k-block;
   bool gemm_pipeline_fill = true;
-  // attention CTAs read and write their resident tiles outside the pipelined loop;
+  // attention CTAs read and write their resident tiles outside the pipelined loop, and do the
+  // profile's fixed work per CTA (AttentionEfficiency.cta_fixed_blocks);
   bool attention_tile_io = true;
   // causal attention computes its diagonal blocks in full;
   bool attention_causal_diagonal = true;
@@ -66,6 +67,10 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //                          per CTA, which only short sequences notice. Bytes from the shape:
 //                          forward rows_q x (head_dim + v_head_dim), backward 2 x rows_kv x
 //                          (head_dim + v_head_dim) per query head, at 2 bytes (1 in FP8).
+//               CTA fixed  a CTA's prologue, pipeline fill and epilogue beyond its tile I/O, as
+//                          AttentionEfficiency.cta_fixed_blocks blocks of loop work: the loop
+//                          takes (n + fixed) / n of its time for n blocks per CTA (switched with
+//                          tile io).
 //               diagonal   causal: n query blocks of tile_m against n key blocks compute the
 //                          n(n+1)/2 blocks on and below the diagonal, not the n^2/2 counted in
 //                          the FLOPs: a factor (n + 1) / n, 1 + 1 / n_kv in general.
@@ -137,6 +142,8 @@ class KernelCostModel {
   double attention_seconds(const Kernel& kernel, Precision precision) const;
   // Computed over counted FLOPs of a causal kernel's query-block x key-block grid (1 if off).
   double causal_diagonal_factor(const Kernel& kernel) const;
+  // The main loop's time with each CTA's fixed blocks over it without (1 if none or off).
+  double cta_fixed_factor(const Kernel& kernel, Precision precision) const;
   // Seconds of the roofline (without launch overhead).
   double model_seconds(const Kernel& kernel, Precision precision) const;
 

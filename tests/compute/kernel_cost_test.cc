@@ -58,6 +58,14 @@ class EveryGpu : public ::testing::TestWithParam<std::string> {
   GpuProfile profile = load_gpu_profile(GetParam());
   KernelCostModel model{profile};
   double peak_bw = hbm_bandwidth(profile).in_bytes_per_s();
+
+  // The profile without a fixed cost per attention CTA, whose time the tile-I/O switch also
+  // takes (CtaFixedBlocksStretchEachCtasLoop): what the switch adds is then the tile bytes alone.
+  GpuProfile tile_io_only() const {
+    GpuProfile p = profile;
+    p.mutable_attention_bf16()->clear_cta_fixed_blocks();
+    return p;
+  }
 };
 
 INSTANTIATE_TEST_SUITE_P(Presets, EveryGpu, ::testing::ValuesIn(gpu_profile_names()));
@@ -340,7 +348,8 @@ TEST(KernelCost, HopperGemmsPayTheFill) {
 
 // Forward CTAs read Q and write O outside the loop: 2 x rows x head_dim x bytes, at HBM speed.
 TEST_P(EveryGpu, AttentionTileIoAddsQAndOForwardAndKvBackward) {
-  const KernelCostModel no_io(profile, with(&KernelCostOptions::attention_tile_io, false));
+  const KernelCostModel model(tile_io_only());
+  const KernelCostModel no_io(tile_io_only(), with(&KernelCostOptions::attention_tile_io, false));
   const int64_t bh = 16, s = 16384, d = 128;
   const double rows = static_cast<double>(bh * s);
   for (bool backward : {false, true}) {
@@ -356,8 +365,9 @@ TEST_P(EveryGpu, AttentionTileIoAddsQAndOForwardAndKvBackward) {
 // The traffic comes from the shape and FLOPs (so traces and ring-attention pieces keep it):
 // query and value widths apart (MLA: 192 and 128), K and V per query head under GQA.
 TEST_P(EveryGpu, AttentionTrafficFollowsTheShape) {
-  const KernelCostModel no_io(profile, with(&KernelCostOptions::attention_tile_io, false));
-  const KernelCostModel no_helpers(profile,
+  const KernelCostModel model(tile_io_only());
+  const KernelCostModel no_io(tile_io_only(), with(&KernelCostOptions::attention_tile_io, false));
+  const KernelCostModel no_helpers(tile_io_only(),
                                    with(&KernelCostOptions::attention_backward_helpers, false));
   const auto added = [&](const KernelCostModel& without, const Kernel& k) {
     return (model.time(k, Precision::kBf16) - without.time(k, Precision::kBf16)).as_seconds();
@@ -392,6 +402,33 @@ TEST_P(EveryGpu, TileIoCostsShortSequencesMost) {
     return body_seconds(model, a, Precision::kBf16) / body_seconds(no_io, a, Precision::kBf16);
   };
   EXPECT_GT(loss(512), 1.0 + 3.0 * (loss(16384) - 1.0));
+}
+
+// A CTA's fixed blocks (gb200: 2.5, from cuDNN's sweep) stretch a loop of n blocks to n + 2.5:
+// n key blocks forward, n/2 + 1/2 causal (the diagonal's half block included); off with the
+// tile I/O.
+TEST(KernelCost, CtaFixedBlocksStretchEachCtasLoop) {
+  const GpuProfile gb200 = load_gpu_profile("gb200");
+  ASSERT_DOUBLE_EQ(gb200.attention_bf16().cta_fixed_blocks(), 2.5);
+  GpuProfile none = gb200;
+  none.mutable_attention_bf16()->clear_cta_fixed_blocks();
+  KernelCostOptions no_io;
+  no_io.attention_tile_io = false;
+  const KernelCostModel with(gb200), without(none), loop_only(none, no_io),
+      switched_off(gb200, no_io);
+  const int64_t block = gb200.gemm().tile_m();
+  for (const bool causal : {false, true}) {
+    for (const int64_t n : {16, 64}) {
+      const Kernel a = attention("a", 128, n * block, n * block, 128, causal, false, 2);
+      const double blocks = causal ? n / 2.0 + 0.5 : static_cast<double>(n);
+      const double loop = body_seconds(loop_only, a, Precision::kBf16);
+      EXPECT_NEAR(
+          body_seconds(with, a, Precision::kBf16) - body_seconds(without, a, Precision::kBf16),
+          loop * 2.5 / blocks, 3e-12)  // whole picoseconds, three times rounded
+          << causal << " " << n;
+      EXPECT_DOUBLE_EQ(body_seconds(switched_off, a, Precision::kBf16), loop);
+    }
+  }
 }
 
 // Causal: n query blocks compute n(n + 1)/2 key blocks where the FLOPs count n^2 / 2.
