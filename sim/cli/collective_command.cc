@@ -169,7 +169,7 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "effect off: NICs carry their full data rate of payload (NCCL reaches 96%)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
       ("topology", po::value(&req.topology)->default_value(req.topology),
-       "preset name (dgx-a100, dgx-h100, llama3-24k) or a .textproto file")
+       ("preset name (" + preset_list("topologies") + ") or a .textproto file").c_str())
       ("sizes", po::value(&req.sizes)->default_value(req.sizes),
        "comma-separated sizes, K/M/G/T = 2^10/2^20/2^30/2^40 bytes")
       ("network", po::value(&req.network)->default_value(req.network),

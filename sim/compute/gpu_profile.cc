@@ -27,9 +27,7 @@ std::optional<PresetText> find_profile(const std::string& name_or_path) {
 }
 
 std::string unknown_gpu(const std::string& name_or_path) {
-  std::string names;
-  for (const auto& name : gpu_profile_names()) names += (names.empty() ? "" : ", ") + name;
-  return "unknown GPU '" + name_or_path + "': neither a profile (" + names +
+  return "unknown GPU '" + name_or_path + "': neither a profile (" + preset_list(kFolder) +
          ") nor a readable file";
 }
 

@@ -33,5 +33,7 @@ std::optional<PresetText> find_preset_or_file(std::string_view folder,
                                               const std::string& name_or_path);
 // Names (file stems) of the presets in `folder`, sorted.
 std::vector<std::string> preset_names(std::string_view folder);
+// The same names as one comma-separated list, for help texts and errors.
+std::string preset_list(std::string_view folder);
 
 }  // namespace cs

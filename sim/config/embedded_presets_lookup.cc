@@ -65,4 +65,10 @@ std::vector<std::string> preset_names(std::string_view folder) {
   return names;
 }
 
+std::string preset_list(std::string_view folder) {
+  std::string list;
+  for (const auto& name : preset_names(folder)) list += (list.empty() ? "" : ", ") + name;
+  return list;
+}
+
 }  // namespace cs

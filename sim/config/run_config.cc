@@ -38,11 +38,9 @@ LoadedConfig load_run_config(const std::string& path, const std::string& preset,
   LoadedConfig loaded;
   if (!preset.empty()) {
     const EmbeddedFile* file = find_preset("workloads", preset);
-    if (file == nullptr) {
-      std::string names;
-      for (const auto& n : preset_names("workloads")) names += (names.empty() ? "" : ", ") + n;
-      throw ConfigError("unknown preset '" + preset + "' (presets: " + names + ")");
-    }
+    if (file == nullptr)
+      throw ConfigError("unknown preset '" + preset + "' (presets: " + preset_list("workloads") +
+                        ")");
     loaded.source = std::string(file->path);
     parse_text_proto(file->text, loaded.source, &loaded.config);
   } else {

@@ -24,10 +24,8 @@ std::optional<PresetText> find_profile(const std::string& name_or_path) {
 }
 
 std::string unknown_profile(const std::string& name_or_path) {
-  std::string names;
-  for (const auto& name : stack_profile_names()) names += (names.empty() ? "" : ", ") + name;
-  return "unknown stack profile '" + name_or_path + "': neither a profile (" + names +
-         ") nor a readable file";
+  return "unknown stack profile '" + name_or_path + "': neither a profile (" +
+         preset_list(kFolder) + ") nor a readable file";
 }
 
 // Parses `text` and lays it over its based_on chain; `chain` holds the labels on the way down.

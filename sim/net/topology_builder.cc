@@ -460,10 +460,8 @@ clustersim::Topology load_topology_text(std::string_view text, const std::string
 clustersim::Topology resolve_topology(const std::string& preset_or_path) {
   if (const auto found = find_preset_or_file("topologies", preset_or_path))
     return load_topology_text(found->text, found->label);
-  std::string names;
-  for (const auto& name : preset_names("topologies")) names += (names.empty() ? "" : ", ") + name;
-  throw ConfigError("unknown topology '" + preset_or_path + "': neither a preset (" + names +
-                    ") nor a readable file");
+  throw ConfigError("unknown topology '" + preset_or_path + "': neither a preset (" +
+                    preset_list("topologies") + ") nor a readable file");
 }
 
 void validate_topology(const clustersim::Topology& desc, const std::string& source_name) {

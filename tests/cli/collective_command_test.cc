@@ -12,6 +12,7 @@
 
 #include "sim/cli/commands.h"
 #include "sim/cli/size_list.h"
+#include "sim/config/embedded_presets.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::cli {
@@ -39,6 +40,9 @@ TEST(Cli, HelpListsCommands) {
   const auto sub = run_cli({"collective", "--help"});
   EXPECT_EQ(sub.code, 0);
   EXPECT_NE(sub.out.find("--sizes"), std::string::npos);
+  // --topology names every embedded topology preset (help wraps lines, so each name alone).
+  for (const auto& name : preset_names("topologies"))
+    EXPECT_NE(sub.out.find(name), std::string::npos) << name;
 }
 
 TEST(Cli, UnknownCommandAndMissingOptionsFail) {
