@@ -5,12 +5,14 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "sim/cli/commands.h"
 #include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
+#include "sim/compute/gpu_profile.h"
 #include "sim/config/config_diff.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/run_config.h"
@@ -192,6 +194,15 @@ struct PlanArgs {
   double price = 0, tokens = 0, reserve_gb = 0;
 };
 
+// "a100 2, b200 6.03, ...": each GPU profile's price_per_gpu_hour, for the help text.
+std::string profile_prices() {
+  std::ostringstream out;
+  for (const auto& name : compute::gpu_profile_names())
+    out << (out.tellp() > 0 ? ", " : "") << name << ' '
+        << compute::load_gpu_profile(name).price_per_gpu_hour();
+  return out.str();
+}
+
 // Adds every option of `clustersim plan` to `opts`, each writing into `a`.
 void add_plan_options(po::options_description& opts, PlanArgs& a) {
   a.config.add_to(opts, "override a field (repeatable)");
@@ -218,8 +229,8 @@ void add_plan_options(po::options_description& opts, PlanArgs& a) {
        "what the memory model leaves out: CUDA context, NCCL buffers, allocator fragmentation "
        "(default 0: a layout fits when its modelled peak fits the whole HBM; 2-5 GB is typical)")
       ("max-gpus", po::value(&a.max_gpus), "upper bound of the --min-gpus search (default 16384)")
-      ("price-per-gpu-hour", po::value(&a.price), "dollars per GPU-hour (default per GPU type: "
-       "a100 2, h100 3.5, h200 4.5, h800 2)")
+      ("price-per-gpu-hour", po::value(&a.price),
+       ("dollars per GPU-hour (default: the GPU profile's, " + profile_prices() + ")").c_str())
       ("train-tokens", po::value(&a.tokens), "tokens of the whole run (default cost.train_tokens, 1e12)")
       ("json", po::value(&a.json), "also write the ranking (or the --min-gpus answer) as JSON to "
        "this file (-: to stdout, the ranking then to stderr)");

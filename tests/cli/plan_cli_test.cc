@@ -2,10 +2,12 @@
 // an empty plan says why and exits 3.
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "sim/compute/gpu_profile.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::cli {
@@ -37,6 +39,22 @@ const std::vector<std::string> kSmallMoe = {"plan",
 std::vector<std::string> with(std::vector<std::string> args, const std::vector<std::string>& more) {
   args.insert(args.end(), more.begin(), more.end());
   return args;
+}
+
+// --price-per-gpu-hour's default is each profile's price, read from the profiles (a new GPU
+// file shows up here without a code change).
+TEST(CliPlan, HelpGivesEveryGpuProfilesPrice) {
+  const auto r = run_cli({"plan", "--help"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string folded;  // the help wraps lines: compare with runs of whitespace folded to one
+  for (char c : r.out)
+    if (!(std::isspace(static_cast<unsigned char>(c)) && !folded.empty() && folded.back() == ' '))
+      folded += std::isspace(static_cast<unsigned char>(c)) ? ' ' : c;
+  for (const auto& name : compute::gpu_profile_names()) {
+    std::ostringstream entry;
+    entry << name << ' ' << compute::load_gpu_profile(name).price_per_gpu_hour();
+    EXPECT_NE(folded.find(entry.str()), std::string::npos) << entry.str();
+  }
 }
 
 TEST(CliPlan, AMixtureOfExpertsShowsItsExpertLayoutInTheTableAndTheJson) {
