@@ -229,6 +229,7 @@ std::vector<VariantRow> checkpoint_rows_of(
     clustersim::RunConfig c = config;
     c.mutable_parallel()->set_recompute(rc);
     c.mutable_parallel()->set_checkpoint_every_k_layers(k);
+    if (!workload::stack_runs(c)) return;  // a policy the run's software stack does not have
     VariantRow v = row_of(c, orders, r.capacity);
     v.name = name;
     const double extra = recompute_flops(c);
@@ -238,6 +239,7 @@ std::vector<VariantRow> checkpoint_rows_of(
   };
   add("none", ParallelConfig::NONE, 0);
   add("selective", ParallelConfig::SELECTIVE, 0);
+  add("op selective", ParallelConfig::OP_SELECTIVE, 0);
   int32_t max_layers = 0;
   for (const auto& st : r.stages) max_layers = std::max(max_layers, st.layers);
   for (int32_t k : {8, 4, 2})

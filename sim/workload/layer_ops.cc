@@ -130,11 +130,32 @@ std::vector<LayerOp> layer_ops(const clustersim::RunConfig& config, Phase phase,
   return b.take();
 }
 
+namespace {
+
+// torchtitan's op-level SAC policy (torchtitan/distributed/activation_checkpoint.py,
+// _apply_op_sac: _save_list of aten.mm, the SDPA kernels and reduce_scatter_tensor, "save every
+// other mm"): the forward again without the fused attention and without the odd-numbered GEMMs
+// (1st, 3rd, ...), whose outputs were kept.
+std::vector<LayerOp> op_sac_recompute(const clustersim::RunConfig& config,
+                                      const ExpertLoad* experts) {
+  std::vector<LayerOp> ops;
+  int32_t gemms = 0;
+  for (LayerOp& op : layer_ops(config, Phase::kForward, experts)) {
+    if (op.is_comm || op.kernel.kind == compute::KernelKind::kAttention) continue;
+    if (op.kernel.kind == compute::KernelKind::kGemm && ++gemms % 2 == 1) continue;
+    ops.push_back(std::move(op));
+  }
+  return ops;
+}
+
+}  // namespace
+
 std::vector<LayerOp> layer_recompute_ops(const clustersim::RunConfig& config,
                                          const ExpertLoad* experts) {
   using clustersim::ParallelConfig;
   const auto& p = config.parallel();
   if (p.recompute() == ParallelConfig::FULL) return layer_ops(config, Phase::kForward, experts);
+  if (p.recompute() == ParallelConfig::OP_SELECTIVE) return op_sac_recompute(config, experts);
   Builder b(config);
   if (p.recompute() == ParallelConfig::SELECTIVE) b.attention("attn_recompute", false);
   // Output-discarding recomputation (recompute_modules): the dropped outputs again.

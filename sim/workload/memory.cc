@@ -318,9 +318,28 @@ int32_t checkpoint_segments(int32_t layers, int32_t k) {
   return layers / k + (layers % k != 0);  // the ceiling, without layers + k overflowing
 }
 
+namespace {
+
+// What op-level selective checkpointing keeps of a layer (bf16): its input, the outputs of its
+// odd-numbered matmuls (forward_matrices: 1st, 3rd, ...), the fused attention's output and its
+// fp32 log-sum-exp per query head (torchtitan's save list: aten.mm every other call, the SDPA
+// ops). TP 1 only (the stacks that run it refuse TP).
+double op_sac_layer_bytes(const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const std::vector<MatrixShape> matrices = forward_matrices(config);
+  double kept = static_cast<double>(m.hidden_size()) +
+                static_cast<double>(m.num_heads()) * static_cast<double>(head_dims(m).v);
+  for (std::size_t i = 0; i < matrices.size(); i += 2) kept += matrices[i].out;
+  return local_tokens(config) * (2.0 * kept + 4.0 * static_cast<double>(m.num_heads()));
+}
+
+}  // namespace
+
 double layer_activation_bytes(const clustersim::RunConfig& config) {
   const auto& p = config.parallel();
   switch (p.recompute()) {
+    case ParallelConfig::OP_SELECTIVE:
+      return op_sac_layer_bytes(config);
     case ParallelConfig::FULL:
       return 2.0 * local_tokens(config) * config.model().hidden_size() / sp_divisor(p);
     case ParallelConfig::SELECTIVE:
@@ -443,6 +462,9 @@ MemoryBreakdown stage_memory_without_activations(const clustersim::RunConfig& co
   double temporary = 0;
   if (p.recompute() == ParallelConfig::FULL) {
     temporary += layer_bytes_no_recompute(config, true);
+  } else if (p.recompute() == ParallelConfig::OP_SELECTIVE) {
+    // The recomputed rest of the layer in its backward.
+    temporary += std::max(0.0, layer_bytes_no_recompute(config, true) - op_sac_layer_bytes(config));
   } else if (p.recompute() == ParallelConfig::SELECTIVE) {
     temporary += score_bytes(config);
   }

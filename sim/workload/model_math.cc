@@ -1,10 +1,12 @@
 #include "sim/workload/model_math.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "sim/workload/layout_config.h"
 #include "sim/workload/moe.h"
 #include "sim/workload/schedules/registry.h"
+#include "sim/workload/stack.h"
 
 namespace cs::workload {
 
@@ -108,6 +110,30 @@ double model_flops_per_step(const clustersim::RunConfig& config) {
   return model_flops_per_token(config.model()) * tokens_per_step(config);
 }
 
+std::vector<MatrixShape> forward_matrices(const clustersim::RunConfig& config) {
+  const auto& m = config.model();
+  const auto& stack = stack_of(config);
+  const double h = static_cast<double>(m.hidden_size());
+  const double ffn = static_cast<double>(m.ffn_hidden_size());
+  const double d = static_cast<double>(head_dim(m));
+  const double q = static_cast<double>(m.num_heads()) * d;
+  const double kv =
+      static_cast<double>(m.num_kv_heads() > 0 ? m.num_kv_heads() : m.num_heads()) * d;
+  std::vector<MatrixShape> out;
+  if (stack.fused_qkv())
+    out.push_back({h, q + 2 * kv});
+  else
+    out.insert(out.end(), {{h, q}, {h, kv}, {h, kv}});
+  out.push_back({q, h});
+  const bool swiglu = m.activation() == clustersim::ModelConfig::SWIGLU;
+  if (swiglu && !stack.fused_gate_up())
+    out.insert(out.end(), {{h, ffn}, {h, ffn}});
+  else
+    out.push_back({h, swiglu ? 2 * ffn : ffn});
+  out.push_back({ffn, h});
+  return out;
+}
+
 double hardware_flops_per_step(const clustersim::RunConfig& config) {
   const auto& model = config.model();
   // Forward attention core is a third of the forward+backward 12·L·h·s.
@@ -122,6 +148,12 @@ double hardware_flops_per_step(const clustersim::RunConfig& config) {
     case clustersim::ParallelConfig::FULL:
       extra_per_token = layer_forward + attention_forward;
       break;
+    case clustersim::ParallelConfig::OP_SELECTIVE: {
+      const std::vector<MatrixShape> matrices = forward_matrices(config);
+      for (std::size_t i = 1; i < matrices.size(); i += 2)
+        extra_per_token += 2.0 * matrices[i].in * matrices[i].out * model.num_layers();
+      break;
+    }
     default:
       break;
   }

@@ -132,8 +132,18 @@ double model_flops_per_step(const clustersim::RunConfig& config);
 // per token) but not the output head, which Megatron never checkpoints. FlashAttention's own
 // backward recomputation of QKᵀ is a kernel detail and is not counted here. MLA_UP_PROJ
 // (recompute_modules) re-runs the q and kv up projections; the other modules' kernels are
-// elementwise and add no matrix FLOPs.
+// elementwise and add no matrix FLOPs. OP_SELECTIVE re-runs every other weight matrix of a layer
+// (the 2nd, 4th, ... of forward_matrices).
 double hardware_flops_per_step(const clustersim::RunConfig& config);
+
+// A dense layer's weight matrices in the order its forward multiplies by them, input and output
+// widths (unsharded), fused as the run's stack fuses them (stack_of: fused_qkv, fused_gate_up;
+// a stack other than Megatron-TE must be resolved first): what op-level selective checkpointing
+// counts its matmuls by.
+struct MatrixShape {
+  double in = 0, out = 0;
+};
+std::vector<MatrixShape> forward_matrices(const clustersim::RunConfig& config);
 
 // Transformer layers in each model piece, in model order (model_pieces() entries: pp x
 // virtual_stages, or pp for DualPipe): the explicit layers_per_stage when given, else an even

@@ -76,11 +76,20 @@ std::string profile_file(const RunConfig& config) {
   return default_stack_profile(config.software_stack());
 }
 
-void check_limits(const RunConfig& config, const StackProfile& p, const std::string& source) {
+// The first of the profile's limits that `config` breaks, or null.
+const clustersim::StackLimit* broken_limit(const RunConfig& config, const StackProfile& p) {
   for (const auto& limit : p.limits()) {
     const std::string value = field_text(config, limit.field());
-    if (std::find(limit.allowed().begin(), limit.allowed().end(), value) != limit.allowed().end())
-      continue;
+    if (std::find(limit.allowed().begin(), limit.allowed().end(), value) == limit.allowed().end())
+      return &limit;
+  }
+  return nullptr;
+}
+
+void check_limits(const RunConfig& config, const StackProfile& p, const std::string& source) {
+  if (const clustersim::StackLimit* broken = broken_limit(config, p)) {
+    const clustersim::StackLimit& limit = *broken;
+    const std::string value = field_text(config, limit.field());
     std::string allowed;
     for (const auto& a : limit.allowed())
       allowed += (allowed.empty() ? "" : ", ") + (a.empty() ? std::string("\"\"") : a);
@@ -160,6 +169,10 @@ const clustersim::StackProfile& stack_of(const RunConfig& config) {
                            clustersim::SoftwareStack_Name(config.software_stack()) +
                            " used before resolve_stack");
   return clustersim::StackProfile::default_instance();
+}
+
+bool stack_runs(const RunConfig& config) {
+  return broken_limit(config, stack_of(config)) == nullptr;
 }
 
 std::string stack_label(const RunConfig& config) {

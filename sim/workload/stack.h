@@ -22,6 +22,10 @@ void resolve_stack(clustersim::RunConfig& config, const std::string& source);
 // that was not resolved (a caller skipped resolve_stack).
 const clustersim::StackProfile& stack_of(const clustersim::RunConfig& config);
 
+// Whether the profile stack_of reads runs `config` (none of its limits broken): what a planner
+// or report asks before offering a variant of a resolved config.
+bool stack_runs(const clustersim::RunConfig& config);
+
 // "MEGATRON_TE", "PYTORCH_FSDP (pytorch_fsdp2, torch.compile)": what the report names.
 std::string stack_label(const clustersim::RunConfig& config);
 

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
@@ -118,6 +120,29 @@ TEST(MemoryReport, TotalsPeakAndOptimizerSplit) {
   EXPECT_EQ(r.checkpoint_rows.front().extra_flops_fraction, 0);
   EXPECT_LT(r.checkpoint_rows.back().total, r.checkpoint_rows.front().total);
   EXPECT_GT(r.checkpoint_rows.back().extra_flops_fraction, 0.2);
+}
+
+// The checkpointing table offers the policies the run's stack has: Megatron-TE its selective
+// and every-k modes, torchtitan's FSDP its op-level selective mode, each between none and full.
+TEST(MemoryReport, CheckpointRowsAreTheStacksOwnPolicies) {
+  const auto names = [](const MemoryReport& r) {
+    std::vector<std::string> out;
+    for (const auto& row : r.checkpoint_rows) out.push_back(row.name);
+    return out;
+  };
+  const auto megatron = build_memory_report(testing_support::small_llama(), "test");
+  EXPECT_EQ(names(megatron),
+            (std::vector<std::string>{"none", "selective", "every 2 layers", "full"}));
+  const auto fsdp = build_memory_report(
+      testing_support::small_llama({"software_stack=PYTORCH_FSDP", "parallel.tp=1",
+                                    "parallel.zero_stage=3", "parallel.sequence_parallel=false"}),
+      "test");
+  ASSERT_EQ(names(fsdp), (std::vector<std::string>{"none", "op selective", "full"}));
+  const auto& rows = fsdp.checkpoint_rows;
+  EXPECT_LT(rows[1].total, rows[0].total);
+  EXPECT_GT(rows[1].total, rows[2].total);
+  EXPECT_GT(rows[1].extra_flops_fraction, 0);
+  EXPECT_LT(rows[1].extra_flops_fraction, rows[2].extra_flops_fraction);
 }
 
 TEST(MemoryReport, ThePlannersFilterSeesTheSamePeakAsTheReport) {

@@ -9,6 +9,7 @@
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
+#include "sim/workload/stack.h"
 #include "tests/support/run_fixtures.h"
 
 namespace cs::run {
@@ -19,6 +20,7 @@ namespace {
 // the output head multiplies by the vocabulary padded to a multiple of TP (Megatron's padding),
 // where model FLOPs count the real vocabulary.
 double closed_form_as_run(clustersim::RunConfig c) {
+  workload::resolve_stack(c, "test");  // the stack fuses (or splits) the projections
   const int64_t tp = c.parallel().tp();
   c.mutable_model()->set_vocab_size((c.model().vocab_size() + tp - 1) / tp * tp);
   const double attention_forward = workload::attention_flops_per_token(c.model()) / 3.0;
@@ -37,6 +39,21 @@ TEST(HardwareFlops, TheTimedOpsDoTheClosedFormsFlopsUnderEveryRecompute) {
     const auto c = testing_support::small_llama({std::string("parallel.recompute=") + recompute});
     EXPECT_NEAR(op_list_flops(c) / closed_form_as_run(c), 1.0, 1e-12) << recompute;
   }
+}
+
+// torchtitan's op-level checkpointing re-runs k, o and up (forward_matrices' 2nd, 4th, 6th):
+// the timed ops and the closed form agree, and it adds less than FULL.
+TEST(HardwareFlops, OpLevelCheckpointingAddsEveryOtherMatmul) {
+  std::vector<double> flops;
+  for (const char* recompute : {"NONE", "OP_SELECTIVE", "FULL"}) {
+    const auto c = testing_support::small_llama(
+        {"software_stack=PYTORCH_FSDP", "parallel.tp=1", "parallel.zero_stage=3",
+         "parallel.sequence_parallel=false", std::string("parallel.recompute=") + recompute});
+    flops.push_back(op_list_flops(c));
+    EXPECT_NEAR(flops.back() / closed_form_as_run(c), 1.0, 1e-12) << recompute;
+  }
+  EXPECT_LT(flops[0], flops[1]);
+  EXPECT_LT(flops[1], flops[2]);
 }
 
 TEST(HardwareFlops, EveryPresetsTimedOpsDoTheClosedFormsFlops) {

@@ -10,6 +10,7 @@
 
 #include "sim/config/run_config.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/memory.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::workload {
@@ -109,6 +110,10 @@ TEST(Stack, LayoutsAStackCannotRunAreRefusedWithTheReason) {
       {"DEEPSPEED_ZERO",
        {"parallel.recompute_modules=LAYERNORM"},
        "parallel.recompute_modules = LAYERNORM (allowed: \"\")"},
+      {"DEEPSPEED_ZERO", {"parallel.recompute=OP_SELECTIVE"}, "parallel.recompute = OP_SELECTIVE"},
+      {"MEGATRON_TE",
+       {"parallel.recompute=OP_SELECTIVE"},
+       "parallel.recompute = OP_SELECTIVE (allowed: NONE, SELECTIVE, FULL): Megatron-Core's"},
   };
   for (const Case& k : cases) {
     RunConfig c = fsdp_layout(k.stack, k.set);
@@ -116,13 +121,55 @@ TEST(Stack, LayoutsAStackCannotRunAreRefusedWithTheReason) {
     EXPECT_NE(e.find(k.expect), std::string::npos) << e;
     EXPECT_EQ(e.rfind("cfg: software_stack " + k.stack + " (stacks/", 0), 0u) << e;
   }
-  // What they can run passes: ZeRO-1, 2 and 3 under DeepSpeed, FSDP's own layout, and Megatron
-  // anything.
+  // What they can run passes: ZeRO-1, 2 and 3 under DeepSpeed, FSDP's own layout with its
+  // checkpointing modes, and Megatron anything but op-level checkpointing.
   for (const char* zero : {"1", "2", "3"})
     EXPECT_NO_THROW(
         resolved(fsdp_layout("DEEPSPEED_ZERO", {std::string("parallel.zero_stage=") + zero})));
   EXPECT_NO_THROW(resolved(fsdp_layout("PYTORCH_FSDP", {"parallel.recompute=FULL"})));
+  EXPECT_NO_THROW(resolved(fsdp_layout("PYTORCH_FSDP", {"parallel.recompute=OP_SELECTIVE"})));
   EXPECT_NO_THROW(resolved(fsdp_layout("MEGATRON_TE", {"parallel.tp=2", "precision=FP8"})));
+}
+
+// torchtitan's op-level checkpointing (OP_SELECTIVE) saves every other matmul output and the
+// attention's: the backward re-runs the 2nd, 4th and 6th of q, k, v, o, gate, up, down (k, o,
+// up), no attention, and every other forward kernel; what it keeps lies between FULL and NONE.
+TEST(Stack, OpLevelCheckpointingRerunsEveryOtherMatmulAndTheRest) {
+  const RunConfig c = resolved(fsdp_layout("PYTORCH_FSDP", {"parallel.recompute=OP_SELECTIVE"}));
+  std::vector<std::string> forward_gemms, recomputed_gemms;
+  std::multiset<std::string> forward_rest, recomputed_rest;
+  for (const LayerOp& op : layer_ops(c, Phase::kForward)) {
+    if (op.is_comm || op.kernel.kind == compute::KernelKind::kAttention) continue;
+    if (op.kernel.kind == compute::KernelKind::kGemm)
+      forward_gemms.emplace_back(op.kernel.name);
+    else
+      forward_rest.insert(std::string(op.kernel.name));
+  }
+  for (const LayerOp& op : layer_recompute_ops(c)) {
+    ASSERT_FALSE(op.is_comm);
+    ASSERT_NE(op.kernel.kind, compute::KernelKind::kAttention) << op.kernel.name;
+    if (op.kernel.kind == compute::KernelKind::kGemm)
+      recomputed_gemms.emplace_back(op.kernel.name);
+    else
+      recomputed_rest.insert(std::string(op.kernel.name));
+  }
+  ASSERT_EQ(forward_gemms.size(), 7u);
+  EXPECT_EQ(recomputed_gemms,
+            (std::vector<std::string>{forward_gemms[1], forward_gemms[3], forward_gemms[5]}));
+  EXPECT_EQ(forward_gemms[1], "k_fwd");
+  EXPECT_EQ(recomputed_rest, forward_rest);
+
+  RunConfig none = c, full = c;
+  none.mutable_parallel()->set_recompute(clustersim::ParallelConfig::NONE);
+  full.mutable_parallel()->set_recompute(clustersim::ParallelConfig::FULL);
+  // Kept: input, q, v, gate and down outputs, attention output (bf16), log-sum-exp (fp32).
+  const auto& m = c.model();
+  const double h = m.hidden_size(), kv = m.num_kv_heads() * 128.0, ffn = m.ffn_hidden_size();
+  const double tokens = static_cast<double>(m.seq_length()) * c.parallel().microbatch_size();
+  EXPECT_DOUBLE_EQ(layer_activation_bytes(c),
+                   tokens * (2.0 * (h + h + kv + ffn + h + h) + 4.0 * m.num_heads()));
+  EXPECT_GT(layer_activation_bytes(c), layer_activation_bytes(full));
+  EXPECT_LT(layer_activation_bytes(c), layer_activation_bytes(none));
 }
 
 TEST(Stack, EagerNormsMoveTheBytesTheirCompositeKernelsDo) {
