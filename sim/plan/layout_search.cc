@@ -164,9 +164,15 @@ void add_variants(const RunConfig& base, const Shape& s,
   std::vector<int32_t> microbatches = with_own<int32_t>({1, 2}, own.microbatch_size());
   std::sort(zeros.begin(), zeros.end());
   std::sort(microbatches.begin(), microbatches.end());
-  const std::vector<RecomputeChoice> recomputes = with_own<RecomputeChoice>(
-      {{ParallelConfig::NONE, 0}, {ParallelConfig::SELECTIVE, 0}, {ParallelConfig::FULL, 0}},
-      {own.recompute(), own.checkpoint_every_k_layers()});
+  // The checkpointing modes the base's software stack has (Megatron-TE's selective, torchtitan's
+  // op-level selective), not ones its stack file refuses.
+  std::vector<RecomputeChoice> modes;
+  for (const auto mode : {ParallelConfig::NONE, ParallelConfig::SELECTIVE,
+                          ParallelConfig::OP_SELECTIVE, ParallelConfig::FULL})
+    if (workload::stack_allows(base, "parallel.recompute", ParallelConfig::Recompute_Name(mode)))
+      modes.push_back({mode, 0});
+  const std::vector<RecomputeChoice> recomputes =
+      with_own<RecomputeChoice>(modes, {own.recompute(), own.checkpoint_every_k_layers()});
   for (const ScheduleChoice& sc : schedule_choices(s.pp, own))
     for (const int32_t zero : zeros)
       for (const int32_t mbs : microbatches)

@@ -171,6 +171,17 @@ const clustersim::StackProfile& stack_of(const RunConfig& config) {
   return clustersim::StackProfile::default_instance();
 }
 
+bool stack_allows(const RunConfig& config, const std::string& field, const std::string& value) {
+  StackProfile p = load_stack_profile(profile_file(config));
+  overlay_stack_profile(p, config.stack_profile());
+  for (const auto& limit : p.limits()) {
+    if (limit.field() == field &&
+        std::find(limit.allowed().begin(), limit.allowed().end(), value) == limit.allowed().end())
+      return false;
+  }
+  return true;
+}
+
 bool stack_runs(const RunConfig& config) {
   return broken_limit(config, stack_of(config)) == nullptr;
 }

@@ -25,6 +25,11 @@ const clustersim::StackProfile& stack_of(const clustersim::RunConfig& config);
 // Whether the profile stack_of reads runs `config` (none of its limits broken): what a planner
 // or report asks before offering a variant of a resolved config.
 bool stack_runs(const clustersim::RunConfig& config);
+// Whether the profile `config` names (its software_stack or stack_variant, with its
+// stack_profile overrides) lets `field` take `value`, before the config is resolved: what a
+// search asks of a choice it is about to try. Throws ConfigError for an unknown profile.
+bool stack_allows(const clustersim::RunConfig& config, const std::string& field,
+                  const std::string& value);
 
 // "MEGATRON_TE", "PYTORCH_FSDP (pytorch_fsdp2, torch.compile)": what the report names.
 std::string stack_label(const clustersim::RunConfig& config);

@@ -133,6 +133,14 @@ TEST(Planner, SearchesSoftwareStacksOnlyWhenAsked) {
     EXPECT_EQ(c.resolved_stack().name(), "pytorch_fsdp2");
   }
   EXPECT_GT(all.invalid.at("software_stack"), 0);  // what the stacks refuse, counted
+  // Each stack's own checkpointing modes are tried, not the other's: torchtitan's op-level
+  // selective under FSDP, Megatron's selective under Megatron-TE.
+  std::set<std::pair<clustersim::SoftwareStack, clustersim::ParallelConfig::Recompute>> modes;
+  for (const auto& c : all.layouts) modes.insert({c.software_stack(), c.parallel().recompute()});
+  EXPECT_TRUE(modes.count({clustersim::PYTORCH_FSDP, clustersim::ParallelConfig::OP_SELECTIVE}));
+  EXPECT_TRUE(modes.count({clustersim::MEGATRON_TE, clustersim::ParallelConfig::SELECTIVE}));
+  EXPECT_FALSE(modes.count({clustersim::MEGATRON_TE, clustersim::ParallelConfig::OP_SELECTIVE}));
+  EXPECT_FALSE(modes.count({clustersim::PYTORCH_FSDP, clustersim::ParallelConfig::SELECTIVE}));
   // The ranking simulates them and names the stack of each candidate.
   PlanOptions o = options(8, 4, 0);
   o.stacks = {clustersim::PYTORCH_FSDP};
