@@ -155,24 +155,28 @@ RunConfig variant(const RunConfig& base, const Shape& s, const Choice& ch,
   return c;
 }
 
-// Every schedule, ZeRO stage, microbatch size and recompute choice of `s`, the base's own among
-// them.
+// The checkpointing modes the base's software stack has (Megatron-TE's selective, torchtitan's
+// op-level selective), not ones its stack file refuses, and the base's own.
+std::vector<RecomputeChoice> recompute_choices(const RunConfig& base) {
+  std::vector<RecomputeChoice> modes;
+  for (const auto mode : {ParallelConfig::NONE, ParallelConfig::SELECTIVE,
+                          ParallelConfig::OP_SELECTIVE, ParallelConfig::FULL})
+    if (workload::stack_allows(base, "parallel.recompute", ParallelConfig::Recompute_Name(mode)))
+      modes.push_back({mode, 0});
+  const ParallelConfig& own = base.parallel();
+  return with_own<RecomputeChoice>(modes, {own.recompute(), own.checkpoint_every_k_layers()});
+}
+
+// Every schedule, ZeRO stage, microbatch size and recompute choice (`recomputes`) of `s`, the
+// base's own among them.
 void add_variants(const RunConfig& base, const Shape& s,
+                  const std::vector<RecomputeChoice>& recomputes,
                   std::optional<ParallelConfig::RankOrder> rank_order, LayoutSearch& out) {
   const ParallelConfig& own = base.parallel();
   std::vector<int32_t> zeros = with_own<int32_t>({1, 3}, own.zero_stage());
   std::vector<int32_t> microbatches = with_own<int32_t>({1, 2}, own.microbatch_size());
   std::sort(zeros.begin(), zeros.end());
   std::sort(microbatches.begin(), microbatches.end());
-  // The checkpointing modes the base's software stack has (Megatron-TE's selective, torchtitan's
-  // op-level selective), not ones its stack file refuses.
-  std::vector<RecomputeChoice> modes;
-  for (const auto mode : {ParallelConfig::NONE, ParallelConfig::SELECTIVE,
-                          ParallelConfig::OP_SELECTIVE, ParallelConfig::FULL})
-    if (workload::stack_allows(base, "parallel.recompute", ParallelConfig::Recompute_Name(mode)))
-      modes.push_back({mode, 0});
-  const std::vector<RecomputeChoice> recomputes =
-      with_own<RecomputeChoice>(modes, {own.recompute(), own.checkpoint_every_k_layers()});
   for (const ScheduleChoice& sc : schedule_choices(s.pp, own))
     for (const int32_t zero : zeros)
       for (const int32_t mbs : microbatches)
@@ -251,6 +255,7 @@ LayoutSearch search_one_stack(const RunConfig& base, int64_t gpus, int32_t gpus_
                               std::optional<ParallelConfig::RankOrder> rank_order) {
   LayoutSearch out;
   const auto& m = base.model();
+  const std::vector<RecomputeChoice> recomputes = recompute_choices(base);
   for (int32_t tp : divisors(gpus_per_node, gpus_per_node)) {
     if (gpus % tp) continue;
     for (int32_t cp : {1, 2, 4}) {
@@ -259,7 +264,8 @@ LayoutSearch search_one_stack(const RunConfig& base, int64_t gpus, int32_t gpus_
         const int64_t tcp = int64_t{tp} * cp * pp;
         if (gpus % tcp) continue;
         const Shape shape{tp, cp, pp, static_cast<int32_t>(gpus / tcp)};
-        for (const Shape& s : expert_choices(m, shape)) add_variants(base, s, rank_order, out);
+        for (const Shape& s : expert_choices(m, shape))
+          add_variants(base, s, recomputes, rank_order, out);
       }
     }
   }

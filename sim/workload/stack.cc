@@ -76,13 +76,14 @@ std::string profile_file(const RunConfig& config) {
   return default_stack_profile(config.software_stack());
 }
 
+bool allows(const clustersim::StackLimit& limit, const std::string& value) {
+  return std::find(limit.allowed().begin(), limit.allowed().end(), value) != limit.allowed().end();
+}
+
 // The first of the profile's limits that `config` breaks, or null.
 const clustersim::StackLimit* broken_limit(const RunConfig& config, const StackProfile& p) {
-  for (const auto& limit : p.limits()) {
-    const std::string value = field_text(config, limit.field());
-    if (std::find(limit.allowed().begin(), limit.allowed().end(), value) == limit.allowed().end())
-      return &limit;
-  }
+  for (const auto& limit : p.limits())
+    if (!allows(limit, field_text(config, limit.field()))) return &limit;
   return nullptr;
 }
 
@@ -174,11 +175,8 @@ const clustersim::StackProfile& stack_of(const RunConfig& config) {
 bool stack_allows(const RunConfig& config, const std::string& field, const std::string& value) {
   StackProfile p = load_stack_profile(profile_file(config));
   overlay_stack_profile(p, config.stack_profile());
-  for (const auto& limit : p.limits()) {
-    if (limit.field() == field &&
-        std::find(limit.allowed().begin(), limit.allowed().end(), value) == limit.allowed().end())
-      return false;
-  }
+  for (const auto& limit : p.limits())
+    if (limit.field() == field && !allows(limit, value)) return false;
   return true;
 }
 
