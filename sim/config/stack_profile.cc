@@ -159,10 +159,18 @@ std::string default_stack_profile(clustersim::SoftwareStack stack) {
                     clustersim::SoftwareStack_Name(stack) + " and default_variant: true");
 }
 
+void check_host_figures(const StackProfile& p, const std::string& src, const std::string& prefix) {
+  const std::string why = "microseconds of host time to launch one kernel";
+  require_range(p.host_us_per_kernel(), 0, 1e6, src, prefix + "host_us_per_kernel", why);
+  require_range(p.compiled_host_us_per_kernel(), 0, 1e6, src,
+                prefix + "compiled_host_us_per_kernel", why);
+}
+
 void validate_stack_profile(const StackProfile& p, const std::string& src) {
   if (p.name().empty()) config_fail(src, "name must be set, e.g. name: \"pytorch_fsdp2\"");
   if (!p.has_stack())
     config_fail(src, "stack must be set (MEGATRON_TE, PYTORCH_FSDP, DEEPSPEED_ZERO)");
+  check_host_figures(p, src, "");
   for (int i = 0; i < p.kernels_size(); ++i)
     check_kernel(p.kernels(i), src, "kernels[" + std::to_string(i) + "]");
   for (int i = 0; i < p.compiled_kernels_size(); ++i)

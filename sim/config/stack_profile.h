@@ -38,5 +38,9 @@ void replace_kernel_slots(
 // kernel without slot, name or extent or with negative bytes, a prefetch below 0, a bucket of no
 // parameters, a limit on a field RunConfig does not have or with no allowed value or reason.
 void validate_stack_profile(const StackProfile& profile, const std::string& source);
+// ConfigError "<source>: <prefix>host_us_per_kernel must be in [0, 1e+06] ..." for a host figure
+// that is negative, not finite or beyond a second a launch.
+void check_host_figures(const StackProfile& profile, const std::string& source,
+                        const std::string& prefix);
 
 }  // namespace cs

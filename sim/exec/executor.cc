@@ -198,6 +198,8 @@ void Executor::start() {
       for (const auto& call : programs_[p].kernels)
         kernel_ctas_[p].push_back(kernel_ctas(*options_.interference, call.kernel));
   }
+  step_start_ = sim_.now();
+  if (options_.host_per_kernel > Time{}) plan_host_launches();
   const auto folded = static_cast<int32_t>(folding_.represented().size());
   for (int32_t r = 0; r < layout_.world(); ++r) {
     if (!folding_.is_simulated(r)) {
@@ -216,6 +218,38 @@ void Executor::start() {
   }
 }
 
+void Executor::plan_host_launches() {
+  host_launched_.assign(programs_.size(), {});
+  for (std::size_t p = 0; p < programs_.size(); ++p) {
+    const auto& program = programs_[p];
+    if (program.dataflow) continue;  // an imported trace's timings hold its host already
+    auto& launched = host_launched_[p];
+    launched.assign(program.ops.size(), Time{});
+    Time host;
+    for (const uint32_t op : program.streams[static_cast<int>(Stream::kCompute)]) {
+      if (program.ops[op].kind != OpKind::kCompute ||
+          program.ops[op].kernel >= program.kernels.size())
+        continue;  // collectives and host work launch no compute kernel
+      host += options_.host_per_kernel;
+      launched[op] = host;
+    }
+  }
+}
+
+bool Executor::launched(int32_t rank, uint32_t op) {
+  if (host_launched_.empty()) return true;
+  const auto& times =
+      host_launched_[static_cast<std::size_t>(&program_of(rank) - programs_.data())];
+  if (times.empty() || sim_.now() >= step_start_ + times[op]) return true;
+  RankState& st = ranks_[rank];
+  if (!st.host_gated) {
+    st.host_gated = true;
+    st.host_gated_since = sim_.now();
+    sim_.schedule_at(step_start_ + times[op], [this, rank] { try_start(rank); });
+  }
+  return false;
+}
+
 void Executor::try_start(int32_t rank) {
   RankState& st = ranks_[rank];
   const auto& program = program_of(rank);
@@ -226,7 +260,10 @@ void Executor::try_start(int32_t rank) {
     s += std::countr_zero(later);
     uint32_t& d = st.dep_next[s];
     while (d < st.dep_end[s] && is_done(rank, program.deps[d])) ++d;
-    if (d == st.dep_end[s]) start_op(rank, program.streams[s][st.head[s]]);
+    if (d != st.dep_end[s]) continue;
+    const uint32_t op = program.streams[s][st.head[s]];
+    if (s == static_cast<int>(Stream::kCompute) && !launched(rank, op)) continue;
+    start_op(rank, op);
   }
 }
 
@@ -269,7 +306,11 @@ void Executor::start_op(int32_t rank, uint32_t op) {
     st.started[s] = sim_.now();
     if (o.stream == Stream::kCompute) {
       const Time waited = stats_[rank].pipeline_wait;
-      charge_idle(rank, st.compute_free_since, sim_.now());
+      // Idle before the op's inputs were ready waited for them; after that, for its launch.
+      const Time ready = st.host_gated ? st.host_gated_since : sim_.now();
+      charge_idle(rank, st.compute_free_since, ready);
+      stats_[rank].host_wait += sim_.now() - ready;
+      st.host_gated = false;
       // No compute-stream op has completed: this idle was the wait for the first input.
       if (st.head[s] == 0) stats_[rank].lead_wait = stats_[rank].pipeline_wait - waited;
     }

@@ -54,6 +54,9 @@ struct RankStats {
   // all-to-all's time in flight times the share its busiest endpoint's time grows by with them
   // (exec::endpoint_seconds).
   Time all_to_all_wire;
+  // Compute-stream idle with its next kernel's inputs ready, waiting for the host to launch it
+  // (ExecutorOptions::host_per_kernel).
+  Time host_wait;
   Time finish;  // when the rank's last op completed
   // The part of pipeline_wait before the rank's first compute-stream op: the wait for its first
   // input, which a stage that need not synchronise its optimizer step spends on its previous step.
@@ -149,6 +152,10 @@ class Executor {
     workload::Stream last_done_stream = workload::Stream::kCompute;
     Time last_transfer_start;  // of the latest pipeline receive to complete
     uint32_t ops_left = 0;
+    // The compute stream's head op is ready but not yet launched by the host: since when, and
+    // whether a wake-up at its launch is already scheduled.
+    Time host_gated_since;
+    bool host_gated = false;
   };
   const workload::Program& program_of(int32_t rank) const {
     return *rank_programs_[static_cast<std::size_t>(rank)];
@@ -179,6 +186,10 @@ class Executor {
   bool is_done(int32_t rank, uint32_t op) const;
   void set_done(int32_t rank, uint32_t op);
   void try_start(int32_t rank);
+  // Whether the host has launched compute op `op` of `rank` by now; if not, wakes the rank then.
+  bool launched(int32_t rank, uint32_t op);
+  // When the host finishes launching each compute op of each program, from the step's start.
+  void plan_host_launches();
   void start_op(int32_t rank, uint32_t op);
   // How long compute op `op` takes on `rank` alone on its GPU.
   Time compute_duration(int32_t rank, uint32_t op) const;
@@ -234,6 +245,10 @@ class Executor {
   std::vector<int32_t> ep_coord_;                        // per rank: its expert-parallel index
   // Per program, per kernel: its thread blocks under interference (kernel_ctas), set by start().
   std::vector<std::vector<int64_t>> kernel_ctas_;
+  // Per program, per op: when the host has launched it, from step_start_ (plan_host_launches);
+  // empty without a host cost.
+  std::vector<std::vector<Time>> host_launched_;
+  Time step_start_;
   std::vector<int32_t> gpu_index_;  // rank -> GPU index (empty: the identity)
   ExecutorOptions options_;
   coll::ScheduleCache schedules_;

@@ -61,6 +61,10 @@ struct ExecutorOptions {
   bool fold_data_parallel = false;
   // Slows compute-stream kernels while communication of their GPU is in flight (interference.h).
   std::optional<InterferenceModel> interference;
+  // What launching one compute-stream kernel costs the host (effects.host_dispatch): a kernel
+  // cannot start before the host, which launches the step's kernels one after another from its
+  // start without blocking, has launched it. Zero: the host keeps ahead. Layout programs only.
+  Time host_per_kernel;
   // Times compute kernels per rank (variability.h). A model whose ranks differ switches folding
   // off, since a folded rank stands for others that must compute alike.
   std::optional<ComputeVariability> variability;

@@ -48,9 +48,11 @@ std::string step_shares(const StepReport& r) {
   }
   text += ", exposed comm " + (comm.empty() ? std::string("0%") : comm);
   if (r.interference_s / step >= 5e-4) text += ", interference " + pct(r.interference_s);
+  if (r.host_dispatch_s / step >= 5e-4) text += ", host dispatch " + pct(r.host_dispatch_s);
   text += ", bubble " + pct(r.bubble_fraction * step);
-  // The rest: optimizer waits, offload, launch gaps; negative when the parts overlap.
-  const double other = step - compute - exposed - r.interference_s - r.bubble_fraction * step;
+  // The rest: optimizer waits, offload; negative when the parts overlap.
+  const double other =
+      step - compute - exposed - r.interference_s - r.host_dispatch_s - r.bubble_fraction * step;
   if (std::abs(other) / step >= 5e-3) text += ", other " + pct(other);
   return text;
 }
@@ -258,6 +260,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   Json& exposed = j["exposed_comm_s"] = Json::object();
   for (const auto& d : workload::kDims) exposed[std::string(d.key)] = r.exposed(d.dim);
   j["interference_s"] = r.interference_s;
+  j["host_dispatch_s"] = r.host_dispatch_s;
   j["memory"] = memory_json(r.memory);
   j["offload"] = offload_json(r.offload);
   j["accumulation_steps"] = r.accumulation_steps;
@@ -307,6 +310,7 @@ void print_step_comm(std::ostream& out, const StepReport& r) {
   }
   row(out, "exposed comm " + labels, seconds + " s");
   row(out, "interference (comm beside compute)", fmt("%.4f s", r.interference_s));
+  row(out, "host dispatch (kernels waiting for launch)", fmt("%.4f s", r.host_dispatch_s));
   std::string by_dim;
   for (const auto& d : workload::kDims)
     if (!d.expert || r.expert_parallel)

@@ -141,6 +141,9 @@ struct StepReport {
   double exposed(workload::Dim d) const { return exposed_s[static_cast<std::size_t>(d)]; }
   // Mean per GPU: compute-stream time added by communication running beside kernels.
   double interference_s = 0;
+  // Mean per GPU: compute stream idle with its next kernel's inputs ready, waiting for the host
+  // to launch it (effects.host_dispatch).
+  double host_dispatch_s = 0;
 
   MemoryFigures memory;
   OffloadFigures offload;

@@ -47,6 +47,7 @@ exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
   exec::RankStats s;
   s.compute = line(a.compute, b.compute);
   s.interference = line(a.interference, b.interference);
+  s.host_wait = line(a.host_wait, b.host_wait);
   s.recompute = line(a.recompute, b.recompute);
   s.pipeline_wait = line(a.pipeline_wait, b.pipeline_wait);
   for (std::size_t d = 0; d < s.comm_wait.size(); ++d)
@@ -148,6 +149,7 @@ bool is_steady(const StepOutcome& a, const StepOutcome& b, const StepOutcome& c)
   if (!figure_alike([](const S& s) { return s.compute; }) ||
       !figure_alike([](const S& s) { return s.pipeline_wait; }) ||
       !figure_alike([](const S& s) { return s.interference; }) ||
+      !figure_alike([](const S& s) { return s.host_wait; }) ||
       !figure_alike([](const S& s) { return s.end_wait; }))
     return false;
   for (std::size_t d = 0; d < exec::RankStats{}.comm_wait.size(); ++d)

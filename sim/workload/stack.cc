@@ -135,6 +135,7 @@ void resolve_stack(RunConfig& config, const std::string& source) {
                       " profile but software_stack is " +
                       clustersim::SoftwareStack_Name(config.software_stack()));
   }
+  check_host_figures(config.stack_profile(), source, "stack_profile.");
   overlay_stack_profile(p, config.stack_profile());
   if (config.torch_compile()) {
     if (p.compiled_kernels_size() == 0) {
@@ -142,8 +143,11 @@ void resolve_stack(RunConfig& config, const std::string& source) {
                         " lists no compiled_kernels, so this stack cannot run compiled");
     }
     replace_kernel_slots(*p.mutable_kernels(), p.compiled_kernels());
+    if (p.has_compiled_host_us_per_kernel())
+      p.set_host_us_per_kernel(p.compiled_host_us_per_kernel());
   }
   p.clear_compiled_kernels();
+  p.clear_compiled_host_us_per_kernel();
   const auto& e = config.effects();
   if (!e.stack_kernels() || !e.stack_attention() || !e.stack_sharding()) {
     const StackProfile megatron =

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
+outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
+HOST.json OUT.md"""
+import json
+import sys
+
+
+def table(head, rows):
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out) + "\n"
+
+
+def main(kernels_path, host_path, out_path):
+    k = json.load(open(kernels_path))
+    h = json.load(open(host_path))
+    s = k["sections"]
+    d = k["device"]
+    md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
+          f"Measured by `scripts/measure_gpu.py` and `scripts/measure_host.py` (raw figures: "
+          f"`{kernels_path.split('/')[-1]}`, `{host_path.split('/')[-1]}`, the SM clock and power "
+          f"trace every 20 ms: the `-clocks.csv` beside them). Driver {d['driver']}, PyTorch "
+          f"{d['torch']}, CUDA {d['cuda']}, cuDNN {d['cudnn']}, {d['sm_count']} SMs, power limit "
+          f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
+          f"{h['cpu'].get('cpu', '?')} ({h['cpu'].get('cores')} cores of a virtual machine). "
+          "Random normal inputs; times from CUDA events, kernels under 300 us replayed from a CUDA "
+          "graph so that the host's dispatch is not timed.\n"]
+    md.append("\n## GEMMs back to back from idle (8192^3): rate and SM clock over time\n\n")
+    rows = []
+    for label, c in s["clocks"].items():
+        w = c["windows_250ms"]
+        pick = [w[0], w[len(w) // 2], w[-1]]
+        rows.append([label, c["first_calls_tflops"][1], c["first_2pct_mean_tflops"],
+                     "; ".join(f"{x['t_ms'] / 1000:.2f} s: {x['tflops']} at {x['sm_clock_mhz']:.0f} MHz, "
+                               f"{x['power_w']:.0f} W" for x in pick), c["last_5s_mean_tflops"]])
+    md.append(table(["run", "first calls (TFLOP/s)", "first 2%", "windows (250 ms)",
+                     "last 5 s (TFLOP/s)"], rows))
+    md.append("\n## 36 calls after 3 s idle (one-shot benchmark protocol)\n\n")
+    rows = [[lbl, b["total_ms"], b["mean_tflops"], max(b["per_call_tflops"][1:]), b["per_call_tflops"][-1]]
+            for lbl, b in s["bursts"].items()]
+    md.append(table(["burst", "total (ms)", "mean TFLOP/s", "best call", "last call"], rows))
+    md.append("\n## GEMMs at model shapes (x[m,k] @ W[n,k]^T, after 4 s of load)\n\n")
+    by = {}
+    for r in s["gemm"]["rows"]:
+        by.setdefault((r["name"], r.get("m"), r.get("n"), r.get("k")), {})[r["dtype"]] = r
+    rows = [[n, m, nn, kk, v.get("bf16", {}).get("tflops", "-"), v.get("fp8", {}).get("tflops", "-"),
+             v.get("bf16", {}).get("sm_clock_mhz", "-")] for (n, m, nn, kk), v in by.items()]
+    md.append(table(["shape", "m", "n", "k", "BF16 TFLOP/s", "FP8 TFLOP/s", "SM MHz (BF16)"], rows))
+    md.append("\n## Attention (PyTorch SDPA, 16,384 tokens a call; FLOPs as FlashAttention counts)\n\n")
+    rows = [[r["backend"], r["head_dim"], r["heads"], r["seq"], "causal" if r["causal"] else "full",
+             r.get("fwd_tflops", "-"), r.get("bwd_tflops", "-")] for r in s["attention"]["rows"]]
+    md.append(table(["backend", "head dim", "heads", "seq", "mask", "fwd TFLOP/s", "bwd TFLOP/s"], rows))
+    md.append("\n## Memory-bound kernels\n\n")
+    rows = [[r["name"], r["time_us"], r["tb_per_s"], r.get("note", "")] for r in s["memory"]["rows"]]
+    md.append(table(["kernel", "time (us)", "TB/s of the bytes named", "bytes"], rows))
+    md.append("\n## Host dispatch (eager PyTorch, autograd on)\n\n")
+    rows = [[op, v["host_us"]] for op, v in h["per_op"].items() if isinstance(v, dict)]
+    rows += [["autograd element-wise op, forward", h["per_op"]["autograd_mul_forward_per_op"]],
+             ["autograd element-wise op, forward + backward", h["per_op"]["autograd_mul_forward_backward_per_op"]]]
+    md.append(table(["one aten call on a tiny tensor", "host us"], rows))
+    md.append("\n")
+    rows = [[lbl, v.get("host_us_per_layer"), v.get("kernels_per_layer"), v.get("host_us_per_kernel", "-")]
+            for lbl, v in list(h["blocks"].items()) + [("fsdp2 " + a, b) for a, b in h["fsdp2"].items()]]
+    md.append(table(["Llama block (h 256, 128 tokens), forward + backward", "host us per layer",
+                     "kernels per layer", "host us per kernel"], rows))
+    md.append("\n## A GEMM beside a kernel holding SMs (the NCCL-CTA tail)\n\n")
+    rows = [[f"{r['m']}x{r['n']}x{r['k']}", r["held_sms"], r["holder"], r["alone_us"], r["beside_us"],
+             r["slowdown"]] for r in s["interference"]["rows"]]
+    md.append(table(["GEMM", "SMs held", "holder", "alone (us)", "beside (us)", "slowdown"], rows))
+    open(out_path, "w").write("".join(md))
+
+
+if __name__ == "__main__":
+    main(*sys.argv[1:4])
