@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md"""
+HOST.json OUT.md [HOST_SIZES.json]"""
 import json
 import sys
 
@@ -12,9 +12,10 @@ def table(head, rows):
     return "\n".join(out) + "\n"
 
 
-def main(kernels_path, host_path, out_path):
+def main(kernels_path, host_path, out_path, sizes_path=None):
     k = json.load(open(kernels_path))
     h = json.load(open(host_path))
+    sizes = json.load(open(sizes_path)) if sizes_path else None
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
@@ -64,6 +65,17 @@ def main(kernels_path, host_path, out_path):
             for lbl, v in list(h["blocks"].items()) + [("fsdp2 " + a, b) for a, b in h["fsdp2"].items()]]
     md.append(table(["Llama block (h 256, 128 tokens), forward + backward", "host us per layer",
                      "kernels per layer", "host us per kernel"], rows))
+    if sizes:
+        md.append("\nThe same calls issued while a sleep kernel holds the GPU busy, so that the host never "
+                  "waits for it (`scripts/measure_host_sizes.py`; host us per call, no autograd; a block: "
+                  "one layer's forward and backward, batch 1):\n\n")
+        ops = sizes["ops_by_size"]
+        names = list(next(iter(ops.values())).keys())
+        rows = [[size] + [ops[size][n]["issue_us"] for n in names] for size in ops]
+        md.append(table(["tensors"] + names, rows))
+        md.append("\n")
+        rows = [[lbl, v["issue_us"]] for lbl, v in sizes["blocks_by_size"].items() if isinstance(v, dict)]
+        md.append(table(["single Llama block", "host us per step"], rows))
     md.append("\n## A GEMM beside a kernel holding SMs (the NCCL-CTA tail)\n\n")
     rows = [[f"{r['m']}x{r['n']}x{r['k']}", r["held_sms"], r["holder"], r["alone_us"], r["beside_us"],
              r["slowdown"]] for r in s["interference"]["rows"]]
@@ -72,4 +84,4 @@ def main(kernels_path, host_path, out_path):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
