@@ -119,6 +119,15 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
     require_fraction(p.attention_fa2_bf16().forward(), src, "attention_fa2_bf16.forward");
     require_fraction(p.attention_fa2_bf16().backward(), src, "attention_fa2_bf16.backward");
   }
+  for (const auto& [name, figures] : {std::pair{"attention_bf16", &p.attention_bf16()},
+                                      std::pair{"attention_fa2_bf16", &p.attention_fa2_bf16()},
+                                      std::pair{"attention_fp8", &p.attention_fp8()}}) {
+    require_range(figures->cta_fixed_blocks(), 0, 1e3, src, std::string(name) + ".cta_fixed_blocks",
+                  "blocks of main-loop work per CTA");
+    require_range(figures->cta_fixed_blocks_backward(), 0, 1e3, src,
+                  std::string(name) + ".cta_fixed_blocks_backward",
+                  "blocks of main-loop work per CTA");
+  }
   if (p.attention_fp8().has_forward()) {
     require_fraction(p.attention_fp8().forward(), src, "attention_fp8.forward");
   }

@@ -245,7 +245,10 @@ double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
 }
 
 double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) const {
-  const double fixed = attention_figures(a, precision).cta_fixed_blocks();
+  const auto& figures = attention_figures(a, precision);
+  const double fixed = a.backward && figures.has_cta_fixed_blocks_backward()
+                           ? figures.cta_fixed_blocks_backward()
+                           : figures.cta_fixed_blocks();
   if (!options_.attention_tile_io || !(fixed > 0)) return 1.0;
   // Blocks of the loop a CTA runs: forward over the keys, backward over the queries; causal
   // counts half of them plus what the diagonal adds.

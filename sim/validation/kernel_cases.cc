@@ -71,6 +71,7 @@ compute::Kernel attention_kernel(const clustersim::AttentionCase& a) {
 compute::KernelCostOptions attention_options(const clustersim::AttentionCase& a) {
   compute::KernelCostOptions options;
   options.fp8_attention = a.precision() == clustersim::VALIDATION_FP8;
+  options.fa2_attention = a.flash_attention_2();
   return options;
 }
 
@@ -115,6 +116,8 @@ void check_attention(const clustersim::AttentionCase& a, const std::string& wher
   if (a.precision() != clustersim::VALIDATION_BF16 && a.precision() != clustersim::VALIDATION_FP8) {
     config_fail(where, "attention.precision must be VALIDATION_BF16 or VALIDATION_FP8");
   }
+  if (a.flash_attention_2() && a.precision() != clustersim::VALIDATION_BF16)
+    config_fail(where, "attention.flash_attention_2 runs BF16 only (FlashAttention-2 has no FP8)");
 }
 
 void check_memory(const clustersim::MemoryBoundCase& m, const std::string& where) {

@@ -432,6 +432,28 @@ TEST(KernelCost, CtaFixedBlocksStretchEachCtasLoop) {
   }
 }
 
+// FlashAttention-2's backward has fixed blocks of its own (h100: 1.75, from the H200 sweep); its
+// forward keeps cta_fixed_blocks (none), and a profile without the backward figure uses that.
+TEST(KernelCost, BackwardFixedBlocksStretchOnlyTheBackward) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  ASSERT_DOUBLE_EQ(h100.attention_fa2_bf16().cta_fixed_blocks_backward(), 1.75);
+  GpuProfile none = h100;
+  none.mutable_attention_fa2_bf16()->clear_cta_fixed_blocks_backward();
+  KernelCostOptions fa2;
+  fa2.fa2_attention = true;
+  KernelCostOptions loop_options = fa2;
+  loop_options.attention_tile_io = false;
+  loop_options.attention_backward_helpers = false;
+  const KernelCostModel with(h100, fa2), without(none, fa2), loop_only(none, loop_options);
+  const int64_t n = 8;  // query blocks of 128
+  const Kernel fwd = attention("f", 64, n * 128, n * 128, 128, false, false, 2);
+  const Kernel bwd = attention("b", 64, n * 128, n * 128, 128, false, true, 2);
+  EXPECT_EQ(with.time(fwd, Precision::kBf16), without.time(fwd, Precision::kBf16));
+  EXPECT_NEAR(
+      body_seconds(with, bwd, Precision::kBf16) - body_seconds(without, bwd, Precision::kBf16),
+      body_seconds(loop_only, bwd, Precision::kBf16) * 1.75 / n, 3e-12);
+}
+
 // Causal: n query blocks compute n(n + 1)/2 key blocks where the FLOPs count n^2 / 2.
 TEST_P(EveryGpu, CausalDiagonalCostsOneBlockInN) {
   KernelCostOptions off;
