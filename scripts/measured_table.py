@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md [HOST_SIZES.json]"""
+HOST.json OUT.md [HOST_SIZES.json [MIX.json]]"""
 import json
 import sys
 
@@ -12,10 +12,11 @@ def table(head, rows):
     return "\n".join(out) + "\n"
 
 
-def main(kernels_path, host_path, out_path, sizes_path=None):
+def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None):
     k = json.load(open(kernels_path))
     h = json.load(open(host_path))
     sizes = json.load(open(sizes_path)) if sizes_path else None
+    mix = json.load(open(mix_path)) if mix_path else None
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
@@ -37,6 +38,21 @@ def main(kernels_path, host_path, out_path, sizes_path=None):
                                f"{x['power_w']:.0f} W" for x in pick), c["last_5s_mean_tflops"]])
     md.append(table(["run", "first calls (TFLOP/s)", "first 2%", "windows (250 ms)",
                      "last 5 s (TFLOP/s)"], rows))
+    if mix:
+        b = mix["block"]
+        md.append(f"\n## A training step's kernel mix (`scripts/measure_mix.py`)\n\nOne Llama block "
+                  f"(hidden {b['hidden']}, FFN {b['ffn']}, {b['heads']} heads, {b['tokens']} tokens), "
+                  "forward and backward, eager (cuDNN attention, fused RMSNorm), back to back for 25 s "
+                  "from 6 s of idle; kernel times per step from a profile at the start and at the end; "
+                  f"{mix['gemm_flops_per_step']:.4g} GEMM FLOP a step.\n\n")
+        rows = [[lbl, p.get("gemm"), p.get("attention"), p.get("other"), p.get("gemm_tflops")]
+                for lbl, p in (("start (near the top clock)", mix["start_profile"]),
+                               ("end (power-capped)", mix["end_profile"]))]
+        md.append(table(["profile", "GEMM us", "attention us", "other us", "GEMM TFLOP/s"], rows))
+        md.append("\n")
+        rows = [[w["second"], w["step_ms"], w.get("sm_clock_mhz"), w.get("power_w")]
+                for w in mix["windows_1s"][::4]]
+        md.append(table(["second", "step (ms)", "SM MHz", "power (W)"], rows))
     md.append("\n## 36 calls after 3 s idle (one-shot benchmark protocol)\n\n")
     rows = [[lbl, b["total_ms"], b["mean_tflops"], max(b["per_call_tflops"][1:]), b["per_call_tflops"][-1]]
             for lbl, b in s["bursts"].items()]
@@ -84,4 +100,4 @@ def main(kernels_path, host_path, out_path, sizes_path=None):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:5])
+    main(*sys.argv[1:6])

@@ -50,6 +50,8 @@ void check_interference_case(const ValidationCase& c, const std::string& where) 
   if (!i.has_gemm()) config_fail(where, "interference.gemm { ... } must be set");
   if (!i.has_collective()) config_fail(where, "interference.collective { ... } must be set");
   check_gemm(i.gemm(), where, "interference.gemm.");
+  if (i.gemm().with_size() > 0)
+    config_fail(where, "interference.gemm.with: an interference case times one GEMM");
   check_collective(i.collective(), where, "interference.collective.");
   if (i.comm_ctas() < 0) {
     config_fail(where,

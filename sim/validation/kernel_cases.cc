@@ -76,7 +76,21 @@ compute::KernelCostOptions attention_options(const clustersim::AttentionCase& a)
 }
 
 double gemm_tflops(const clustersim::GemmCase& g) {
-  return tflops(gemm_kernel(g), to_precision(g.precision()), g.gpu());
+  const compute::KernelCostModel model(compute::load_gpu_profile(g.gpu()));
+  double flops = 0, seconds = 0;
+  clustersim::GemmCase one = g;
+  one.clear_with();
+  for (int i = -1; i < g.with_size(); ++i) {
+    if (i >= 0) {
+      one.set_m(g.with(i).m());
+      one.set_n(g.with(i).n());
+      one.set_k(g.with(i).k());
+    }
+    const compute::Kernel k = gemm_kernel(one);
+    flops += k.flops;
+    seconds += model.time(k, to_precision(g.precision())).as_seconds();
+  }
+  return flops / seconds * 1e-12;
 }
 
 double attention_tflops(const clustersim::AttentionCase& a) {
@@ -96,6 +110,12 @@ void check_gemm(const clustersim::GemmCase& g, const std::string& where,
   require_at_least_one(g.n(), where, prefix + "n");
   require_at_least_one(g.k(), where, prefix + "k");
   require_at_least_one(g.batch(), where, prefix + "batch");
+  for (int i = 0; i < g.with_size(); ++i) {
+    const std::string at = prefix + "with[" + std::to_string(i) + "].";
+    require_at_least_one(g.with(i).m(), where, at + "m");
+    require_at_least_one(g.with(i).n(), where, at + "n");
+    require_at_least_one(g.with(i).k(), where, at + "k");
+  }
   check_gemm_precision(g.gpu(), g.precision(), where, prefix + "precision");
 }
 

@@ -136,17 +136,10 @@ TEST(GpuProfile, VariantsOfOneChipShareItsKernelFigures) {
   for (const char* name : {"h200", "h800"}) {
     const GpuProfile p = load_gpu_profile(name);
     EXPECT_EQ(p.name(), name);
-    EXPECT_EQ(p.gemm().tile_m(), h100.gemm().tile_m()) << name;
-    EXPECT_EQ(p.gemm().tile_n(), h100.gemm().tile_n()) << name;
-    EXPECT_EQ(p.gemm().k_half(), h100.gemm().k_half()) << name;
+    EXPECT_EQ(p.gemm().SerializeAsString(), h100.gemm().SerializeAsString()) << name;
     EXPECT_EQ(p.attention_bf16().SerializeAsString(), h100.attention_bf16().SerializeAsString());
     EXPECT_EQ(p.clocks().SerializeAsString(), h100.clocks().SerializeAsString()) << name;
   }
-  EXPECT_EQ(load_gpu_profile("h800").gemm().SerializeAsString(), h100.gemm().SerializeAsString());
-  // The H200's GEMM ceilings are its own, measured at its power-capped clock: lower.
-  const GpuProfile h200 = load_gpu_profile("h200");
-  EXPECT_LT(h200.gemm().efficiency_bf16(), h100.gemm().efficiency_bf16());
-  EXPECT_LT(h200.gemm().efficiency_fp8(), h100.gemm().efficiency_fp8());
 }
 
 TEST(GpuProfile, BadBasesNameTheFileAndField) {

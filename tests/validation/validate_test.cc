@@ -73,6 +73,19 @@ TEST(ValidationModel, GemmIsTheKernelCostModelsAnswer) {
   EXPECT_EQ(r.kind, "gemm");
 }
 
+// GEMMs measured together (`with`): all their FLOPs over all their times.
+TEST(ValidationModel, GemmsMeasuredTogetherGiveTheirFlopsOverTheirSummedTimes) {
+  const auto r = run_case(
+      one_case("gemm { gpu: \"h100\" m: 4096 n: 2048 k: 1024 with { m: 1024 n: 1024 k: 8192 } }", 1,
+               "TFLOP/s"));
+  const compute::KernelCostModel model(compute::load_gpu_profile("h100"));
+  const compute::Kernel a = compute::gemm("a", 4096, 2048, 1024, 2.0);
+  const compute::Kernel b = compute::gemm("b", 1024, 1024, 8192, 2.0);
+  const double seconds = model.time(a, compute::Precision::kBf16).as_seconds() +
+                         model.time(b, compute::Precision::kBf16).as_seconds();
+  EXPECT_DOUBLE_EQ(r.model, (a.flops + b.flops) / seconds * 1e-12);
+}
+
 TEST(ValidationModel, Fp8GemmReadsOneByteInputsAndRunsAtTheFp8Peak) {
   const auto r = run_case(one_case(
       "gemm { gpu: \"h100\" m: 8192 n: 8192 k: 8192 precision: VALIDATION_FP8 }", 1, "TFLOP/s"));
@@ -303,8 +316,9 @@ TEST(ValidationCases, BuiltinCasesPassUnlessTheyGiveAKnownGap) {
   // tail-wave gaps; two GB200 rings (collectives.textproto): one tray's NVLink ring and twenty
   // racks' all-reduce; B200 block-scaled GEMMs of a thousand rows (gemm.textproto); GB200
   // attention past 16K tokens, and on the H200 FlashAttention-2's causal forward and cuDNN's
-  // head-dim-64 backward (attention.textproto).
-  EXPECT_EQ(gaps, 10);
+  // head-dim-64 backward (attention.textproto); H200 BF16 and FP8 GEMMs alone back to back, at
+  // a lower clock than a training step's mix (gemm.textproto).
+  EXPECT_EQ(gaps, 12);
 }
 
 // --- the command
@@ -393,6 +407,12 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
                       case_file("gemm { gpu: \"h100\" m: 0 n: 64 k: 64 }", 10, "TFLOP/s"))
                 .find("cases[0] \"c\": gemm.m must be >= 1"),
             std::string::npos);
+  EXPECT_NE(
+      error_for("with.textproto",
+                case_file("gemm { gpu: \"h100\" m: 64 n: 64 k: 64 with { m: 64 n: 0 k: 64 } }", 10,
+                          "TFLOP/s"))
+          .find("gemm.with[0].n must be >= 1"),
+      std::string::npos);
   EXPECT_NE(error_for("unit.textproto", case_file(gemm, 10, "GB/s")).find("published.unit"),
             std::string::npos);
   EXPECT_NE(error_for("nokind.textproto",
