@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md [HOST_SIZES.json [MIX.json]]"""
+HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json]]]"""
 import json
 import sys
 
@@ -12,11 +12,12 @@ def table(head, rows):
     return "\n".join(out) + "\n"
 
 
-def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None):
+def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grouped_path=None):
     k = json.load(open(kernels_path))
     h = json.load(open(host_path))
     sizes = json.load(open(sizes_path)) if sizes_path else None
     mix = json.load(open(mix_path)) if mix_path else None
+    grouped = json.load(open(grouped_path)) if grouped_path else None
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
@@ -27,7 +28,8 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None):
           f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
           f"{h['cpu'].get('cpu', '?')} ({h['cpu'].get('cores')} cores of a virtual machine). "
           "Random normal inputs; times from CUDA events, kernels under 300 us replayed from a CUDA "
-          "graph so that the host's dispatch is not timed.\n"]
+          "graph so that the host's dispatch is not timed. This page: `scripts/measured_table.py` over "
+          "those files.\n"]
     md.append("\n## GEMMs back to back from idle (8192^3): rate and SM clock over time\n\n")
     rows = []
     for label, c in s["clocks"].items():
@@ -64,6 +66,12 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None):
     rows = [[n, m, nn, kk, v.get("bf16", {}).get("tflops", "-"), v.get("fp8", {}).get("tflops", "-"),
              v.get("bf16", {}).get("sm_clock_mhz", "-")] for (n, m, nn, kk), v in by.items()]
     md.append(table(["shape", "m", "n", "k", "BF16 TFLOP/s", "FP8 TFLOP/s", "SM MHz (BF16)"], rows))
+    if grouped:
+        md.append("\n## Grouped GEMMs of MoE experts (`scripts/measure_grouped.py`: " + grouped["kernel"] +
+                  "; the SM clock varied with the power cap, so each row gives its own)\n\n")
+        rows = [[r["shape"], r["groups"], r["m"], r["n"], r["k"], r.get("tflops", r.get("error")),
+                 r.get("sm_clock_mhz", "-")] for r in grouped["rows"]]
+        md.append(table(["experts", "groups", "m (tokens each)", "n", "k", "TFLOP/s", "SM MHz"], rows))
     md.append("\n## Attention (PyTorch SDPA, 16,384 tokens a call; FLOPs as FlashAttention counts)\n\n")
     rows = [[r["backend"], r["head_dim"], r["heads"], r["seq"], "causal" if r["causal"] else "full",
              r.get("fwd_tflops", "-"), r.get("bwd_tflops", "-")] for r in s["attention"]["rows"]]
@@ -100,4 +108,4 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None):
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:6])
+    main(*sys.argv[1:7])
