@@ -21,9 +21,9 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
-          f"Measured by `scripts/measure_gpu.py` and `scripts/measure_host.py` (raw figures: "
-          f"`{kernels_path.split('/')[-1]}`, `{host_path.split('/')[-1]}`, the SM clock and power "
-          f"trace every 20 ms: the `-clocks.csv` beside them). Driver {d['driver']}, PyTorch "
+          f"Measured by `scripts/measure_gpu.py`, `measure_host.py`, `measure_host_sizes.py`, "
+          f"`measure_mix.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
+          f"the SM clock and power trace every 20 ms of `measure_gpu.py`: the `-clocks.csv`). Driver {d['driver']}, PyTorch "
           f"{d['torch']}, CUDA {d['cuda']}, cuDNN {d['cudnn']}, {d['sm_count']} SMs, power limit "
           f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
           f"{h['cpu'].get('cpu', '?')} ({h['cpu'].get('cores')} cores of a virtual machine). "

@@ -141,6 +141,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   o.attention_tile_io = effects.attention_tile_io();
   o.attention_causal_diagonal = effects.attention_causal_diagonal();
   o.attention_backward_helpers = effects.attention_backward_helpers();
+  o.attention_causal_tail = effects.attention_causal_tail();
   o.attention_softmax_exp = effects.attention_softmax_exp();
   return o;
 }
@@ -258,12 +259,30 @@ double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) c
   return (blocks + fixed) / blocks;
 }
 
+double KernelCostModel::causal_tail_factor(const Kernel& a, Precision precision) const {
+  if (!a.causal || a.backward || !options_.attention_causal_tail ||
+      !attention_figures(a, precision).causal_shortest_first())
+    return 1.0;
+  // Greedy list scheduling of CTAs whose loops grow 1 .. n blocks, the longest last: the last
+  // starts once the others' work is spread over the SMs and runs its n blocks after that
+  // (Graham's bound, W / P + n (1 - 1 / P)), where balanced waves would take W / P. The wave use
+  // the efficiency already charges is that balance's, so it is taken back out here.
+  const double sms = static_cast<double>(profile_.sm_count());
+  const double n = static_cast<double>(
+      ceil_div(std::max<int64_t>(a.seq_kv, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
+  const double ctas = static_cast<double>(std::max<int64_t>(a.heads, 1)) *
+                      static_cast<double>(ceil_div(std::max<int64_t>(a.seq_q, 1),
+                                                   std::max<int64_t>(profile_.gemm().tile_m(), 1)));
+  const double balanced = ctas * (0.5 * n * causal_diagonal_factor(a)) / sms;
+  return attention_wave_use(a) * (balanced + n * (1.0 - 1.0 / sms)) / balanced;
+}
+
 double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) const {
   const double eff = attention_efficiency(a, precision);
-  const double loop = eff > 0
-                          ? a.flops * causal_diagonal_factor(a) * cta_fixed_factor(a, precision) /
-                                (compute_peak(a, precision) * eff)
-                          : 0.0;
+  const double loop =
+      eff > 0 ? a.flops * causal_diagonal_factor(a) * cta_fixed_factor(a, precision) *
+                    causal_tail_factor(a, precision) / (compute_peak(a, precision) * eff)
+              : 0.0;
   // 16-bit inputs and outputs (kernel.h's attention callers), 8-bit when it runs in FP8.
   const AttentionTraffic traffic = attention_traffic(a, attention_in_fp8(a, precision) ? 1.0 : 2.0);
   const double io = options_.attention_tile_io ? traffic.tile_io / bw_ : 0.0;

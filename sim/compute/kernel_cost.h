@@ -25,6 +25,8 @@ struct KernelCostOptions {
   bool attention_tile_io = true;
   // causal attention computes its diagonal blocks in full;
   bool attention_causal_diagonal = true;
+  // a causal forward launched shortest first ends one longest CTA after the balanced waves;
+  bool attention_causal_tail = true;
   // attention backward runs its preprocess and postprocess kernels;
   bool attention_backward_helpers = true;
   // heads narrower than the profile's attention figures pay for more softmax exponentials per FLOP.
@@ -144,6 +146,8 @@ class KernelCostModel {
   double causal_diagonal_factor(const Kernel& kernel) const;
   // The main loop's time with each CTA's fixed blocks over it without (1 if none or off).
   double cta_fixed_factor(const Kernel& kernel, Precision precision) const;
+  // A causal forward launched shortest first: its loop time over the balanced waves'.
+  double causal_tail_factor(const Kernel& kernel, Precision precision) const;
   // Seconds of the roofline (without launch overhead).
   double model_seconds(const Kernel& kernel, Precision precision) const;
 

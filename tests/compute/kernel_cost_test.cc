@@ -453,6 +453,39 @@ TEST(KernelCost, BackwardFixedBlocksStretchOnlyTheBackward) {
       body_seconds(loop_only, bwd, Precision::kBf16) * 1.75 / n, 3e-12);
 }
 
+// FlashAttention-2's causal forward starts its longest CTAs last: it ends about one longest CTA
+// after balanced waves, a share of the kernel that halves when the CTAs double; its backward,
+// non-causal calls and the switched-off effect keep the balanced time.
+TEST(KernelCost, CausalShortestFirstEndsOneLongestCtaLate) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  ASSERT_TRUE(h100.attention_fa2_bf16().causal_shortest_first());
+  GpuProfile balanced = h100;
+  balanced.mutable_attention_fa2_bf16()->clear_causal_shortest_first();
+  KernelCostOptions fa2;
+  fa2.fa2_attention = true;
+  KernelCostOptions off = fa2;
+  off.attention_causal_tail = false;
+  const KernelCostModel tail(h100, fa2), none(balanced, fa2), switched_off(h100, off);
+  auto share = [&](int64_t heads) {
+    const Kernel a = attention("a", heads, 8192, 8192, 128, true, false, 2);
+    return tail.time(a, Precision::kBf16).as_seconds() /
+               none.time(a, Precision::kBf16).as_seconds() -
+           1.0;
+  };
+  // 33 and 66 heads of 64 query blocks: 16 and 32 whole waves of 132 SMs, no spill either way.
+  EXPECT_GT(share(33), 0.05);
+  EXPECT_NEAR(share(66) / share(33), 0.5, 0.02);
+  for (const bool causal : {false, true}) {
+    for (const bool backward : {false, true}) {
+      const Kernel a = attention("a", 32, 4096, 4096, 128, causal, backward, 2);
+      if (causal && !backward) continue;
+      EXPECT_EQ(tail.time(a, Precision::kBf16), none.time(a, Precision::kBf16));
+    }
+  }
+  const Kernel fwd = attention("a", 32, 4096, 4096, 128, true, false, 2);
+  EXPECT_EQ(switched_off.time(fwd, Precision::kBf16), none.time(fwd, Precision::kBf16));
+}
+
 // Causal: n query blocks compute n(n + 1)/2 key blocks where the FLOPs count n^2 / 2.
 TEST_P(EveryGpu, CausalDiagonalCostsOneBlockInN) {
   KernelCostOptions off;
