@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json]]]"""
+HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json]]]]"""
 import json
 import sys
 
@@ -12,17 +12,19 @@ def table(head, rows):
     return "\n".join(out) + "\n"
 
 
-def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grouped_path=None):
+def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grouped_path=None,
+         mix_fp8_path=None):
     k = json.load(open(kernels_path))
     h = json.load(open(host_path))
     sizes = json.load(open(sizes_path)) if sizes_path else None
     mix = json.load(open(mix_path)) if mix_path else None
     grouped = json.load(open(grouped_path)) if grouped_path else None
+    mix_fp8 = json.load(open(mix_fp8_path)) if mix_fp8_path else None
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
           f"Measured by `scripts/measure_gpu.py`, `measure_host.py`, `measure_host_sizes.py`, "
-          f"`measure_mix.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
+          f"`measure_mix.py`, `measure_mix_fp8.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
           f"the SM clock and power trace every 20 ms of `measure_gpu.py`: the `-clocks.csv`). Driver {d['driver']}, PyTorch "
           f"{d['torch']}, CUDA {d['cuda']}, cuDNN {d['cudnn']}, {d['sm_count']} SMs, power limit "
           f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
@@ -55,6 +57,18 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
         rows = [[w["second"], w["step_ms"], w.get("sm_clock_mhz"), w.get("power_w")]
                 for w in mix["windows_1s"][::4]]
         md.append(table(["second", "step (ms)", "SM MHz", "power (W)"], rows))
+    if mix_fp8:
+        md.append("\nThe same layer's twelve GEMMs with Llama 3 8B's grouped KV heads, each in the "
+                  "forward's layout (x W^T), in BF16 and in FP8 as Transformer Engine runs them (E4M3 "
+                  "inputs, E5M2 gradients, a cast before each GEMM), between the layer's cuDNN "
+                  "attention and element-wise kernels, 20 s each (`scripts/measure_mix_fp8.py`; "
+                  f"{mix_fp8['gemm_flops_per_step']:.4g} GEMM FLOP a step):\n\n")
+        rows = [[lbl, mix_fp8[lbl]["step_ms"], mix_fp8[lbl]["kernel_us"].get("gemm"),
+                 mix_fp8[lbl]["kernel_us"].get("attention"), mix_fp8[lbl]["kernel_us"].get("other"),
+                 mix_fp8[lbl].get("gemm_tflops"), mix_fp8[lbl]["last_5s"].get("sm_clock_mhz")]
+                for lbl in ("bf16", "fp8") if "step_ms" in mix_fp8[lbl]]
+        md.append(table(["GEMMs", "step (ms)", "GEMM us", "attention us", "other us", "GEMM TFLOP/s",
+                         "SM MHz (last 5 s)"], rows))
     md.append("\n## 36 calls after 3 s idle (one-shot benchmark protocol)\n\n")
     rows = [[lbl, b["total_ms"], b["mean_tflops"], max(b["per_call_tflops"][1:]), b["per_call_tflops"][-1]]
             for lbl, b in s["bursts"].items()]
@@ -108,4 +122,4 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:7])
+    main(*sys.argv[1:8])
