@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json]]]]"""
+HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json [LAYOUTS.json]]]]]"""
 import json
 import sys
 
@@ -13,18 +13,19 @@ def table(head, rows):
 
 
 def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grouped_path=None,
-         mix_fp8_path=None):
+         mix_fp8_path=None, layouts_path=None):
     k = json.load(open(kernels_path))
     h = json.load(open(host_path))
     sizes = json.load(open(sizes_path)) if sizes_path else None
     mix = json.load(open(mix_path)) if mix_path else None
     grouped = json.load(open(grouped_path)) if grouped_path else None
     mix_fp8 = json.load(open(mix_fp8_path)) if mix_fp8_path else None
+    layouts = json.load(open(layouts_path)) if layouts_path else None
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
           f"Measured by `scripts/measure_gpu.py`, `measure_host.py`, `measure_host_sizes.py`, "
-          f"`measure_mix.py`, `measure_mix_fp8.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
+          f"`measure_mix.py`, `measure_mix_fp8.py`, `measure_layouts.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
           f"the SM clock and power trace every 20 ms of `measure_gpu.py`: the `-clocks.csv`). Driver {d['driver']}, PyTorch "
           f"{d['torch']}, CUDA {d['cuda']}, cuDNN {d['cudnn']}, {d['sm_count']} SMs, power limit "
           f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
@@ -86,6 +87,13 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
         rows = [[r["shape"], r["groups"], r["m"], r["n"], r["k"], r.get("tflops", r.get("error")),
                  r.get("sm_clock_mhz", "-")] for r in grouped["rows"]]
         md.append(table(["experts", "groups", "m (tokens each)", "n", "k", "TFLOP/s", "SM MHz"], rows))
+    if layouts:
+        md.append("\n## One layer's BF16 GEMMs in their three layouts (`scripts/measure_layouts.py`: "
+                  + layouts["method"] + "; TFLOP/s)\n\n")
+        labels = ["fprop x W^T", "dgrad dy W", "wgrad dy^T x"]
+        rows = [[r["layer"], r["tokens"], r["n"], r["k"]] + [r[lbl]["tflops"] for lbl in labels]
+                for r in layouts["rows"]]
+        md.append(table(["layer", "tokens", "n", "k"] + labels, rows))
     md.append("\n## Attention (PyTorch SDPA, 16,384 tokens a call; FLOPs as FlashAttention counts)\n\n")
     rows = [[r["backend"], r["head_dim"], r["heads"], r["seq"], "causal" if r["causal"] else "full",
              r.get("fwd_tflops", "-"), r.get("bwd_tflops", "-")] for r in s["attention"]["rows"]]
@@ -122,4 +130,4 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:8])
+    main(*sys.argv[1:9])
