@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json [LAYOUTS.json]]]]]"""
+HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json [LAYOUTS.json [MIX_KERNELS.json]]]]]]"""
 import json
 import sys
 
@@ -13,7 +13,7 @@ def table(head, rows):
 
 
 def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grouped_path=None,
-         mix_fp8_path=None, layouts_path=None):
+         mix_fp8_path=None, layouts_path=None, mix_kernels_path=None):
     k = json.load(open(kernels_path))
     h = json.load(open(host_path))
     sizes = json.load(open(sizes_path)) if sizes_path else None
@@ -21,11 +21,12 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
     grouped = json.load(open(grouped_path)) if grouped_path else None
     mix_fp8 = json.load(open(mix_fp8_path)) if mix_fp8_path else None
     layouts = json.load(open(layouts_path)) if layouts_path else None
+    mix_kernels = json.load(open(mix_kernels_path)) if mix_kernels_path else None
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
           f"Measured by `scripts/measure_gpu.py`, `measure_host.py`, `measure_host_sizes.py`, "
-          f"`measure_mix.py`, `measure_mix_fp8.py`, `measure_layouts.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
+          f"`measure_mix.py`, `measure_mix_kernels.py`, `measure_mix_fp8.py`, `measure_layouts.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
           f"the SM clock and power trace every 20 ms of `measure_gpu.py`: the `-clocks.csv`). Driver {d['driver']}, PyTorch "
           f"{d['torch']}, CUDA {d['cuda']}, cuDNN {d['cudnn']}, {d['sm_count']} SMs, power limit "
           f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
@@ -58,6 +59,13 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
         rows = [[w["second"], w["step_ms"], w.get("sm_clock_mhz"), w.get("power_w")]
                 for w in mix["windows_1s"][::4]]
         md.append(table(["second", "step (ms)", "SM MHz", "power (W)"], rows))
+    if mix and mix_kernels:
+        gemms = [r for r in mix_kernels["kernels"] if r[0].startswith("nvjet")]
+        us = sum(r[2] for r in gemms)
+        md.append(f"\nThe same block on a second lent machine after 10 s of steps "
+                  f"(`scripts/measure_mix_kernels.py`, every kernel by name): its "
+                  f"{sum(r[1] for r in gemms)} GEMMs (cuBLAS nvjet kernels) took {us:.1f} us, "
+                  f"{mix['gemm_flops_per_step'] / (us * 1e-6) / 1e12:.1f} TFLOP/s.\n")
     if mix_fp8:
         md.append("\nThe same layer's twelve GEMMs with Llama 3 8B's grouped KV heads, each in the "
                   "forward's layout (x W^T), in BF16 and in FP8 as Transformer Engine runs them (E4M3 "
@@ -130,4 +138,4 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:9])
+    main(*sys.argv[1:10])
