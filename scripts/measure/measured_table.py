@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Writes the markdown table of one GPU measurement (scripts/measure_gpu.py and measure_host.py
+"""Writes the markdown table of one GPU measurement (scripts/measure/measure_gpu.py and measure_host.py
 outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
 HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json [LAYOUTS.json [MIX_KERNELS.json]]]]]]"""
 import json
@@ -25,14 +25,14 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
-          f"Measured by `scripts/measure_gpu.py`, `measure_host.py`, `measure_host_sizes.py`, "
+          f"Measured by `scripts/measure/measure_gpu.py`, `measure_host.py`, `measure_host_sizes.py`, "
           f"`measure_mix.py`, `measure_mix_kernels.py`, `measure_mix_fp8.py`, `measure_layouts.py` and `measure_grouped.py` (raw figures: the JSON files beside this one, "
           f"the SM clock and power trace every 20 ms of `measure_gpu.py`: the `-clocks.csv`). Driver {d['driver']}, PyTorch "
           f"{d['torch']}, CUDA {d['cuda']}, cuDNN {d['cudnn']}, {d['sm_count']} SMs, power limit "
           f"{d['power_limit_w']:.0f} W, top SM clock {d['max_sm_clock_mhz']} MHz; host "
           f"{h['cpu'].get('cpu', '?')} ({h['cpu'].get('cores')} cores of a virtual machine). "
           "Random normal inputs; times from CUDA events, kernels under 300 us replayed from a CUDA "
-          "graph so that the host's dispatch is not timed. This page: `scripts/measured_table.py` over "
+          "graph so that the host's dispatch is not timed. This page: `scripts/measure/measured_table.py` over "
           "those files.\n"]
     md.append("\n## GEMMs back to back from idle (8192^3): rate and SM clock over time\n\n")
     rows = []
@@ -46,7 +46,7 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
                      "last 5 s (TFLOP/s)"], rows))
     if mix:
         b = mix["block"]
-        md.append(f"\n## A training step's kernel mix (`scripts/measure_mix.py`)\n\nOne Llama block "
+        md.append(f"\n## A training step's kernel mix (`scripts/measure/measure_mix.py`)\n\nOne Llama block "
                   f"(hidden {b['hidden']}, FFN {b['ffn']}, {b['heads']} heads, {b['tokens']} tokens), "
                   "forward and backward, eager (cuDNN attention, fused RMSNorm), back to back for 25 s "
                   "from 6 s of idle; kernel times per step from a profile at the start and at the end; "
@@ -63,14 +63,14 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
         gemms = [r for r in mix_kernels["kernels"] if r[0].startswith("nvjet")]
         us = sum(r[2] for r in gemms)
         md.append(f"\nThe same block on a second lent machine after 10 s of steps "
-                  f"(`scripts/measure_mix_kernels.py`, every kernel by name): its "
+                  f"(`scripts/measure/measure_mix_kernels.py`, every kernel by name): its "
                   f"{sum(r[1] for r in gemms)} GEMMs (cuBLAS nvjet kernels) took {us:.1f} us, "
                   f"{mix['gemm_flops_per_step'] / (us * 1e-6) / 1e12:.1f} TFLOP/s.\n")
     if mix_fp8:
         md.append("\nThe same layer's twelve GEMMs with Llama 3 8B's grouped KV heads, each in the "
                   "forward's layout (x W^T), in BF16 and in FP8 as Transformer Engine runs them (E4M3 "
                   "inputs, E5M2 gradients, a cast before each GEMM), between the layer's cuDNN "
-                  "attention and element-wise kernels, 20 s each (`scripts/measure_mix_fp8.py`; "
+                  "attention and element-wise kernels, 20 s each (`scripts/measure/measure_mix_fp8.py`; "
                   f"{mix_fp8['gemm_flops_per_step']:.4g} GEMM FLOP a step):\n\n")
         rows = [[lbl, mix_fp8[lbl]["step_ms"], mix_fp8[lbl]["kernel_us"].get("gemm"),
                  mix_fp8[lbl]["kernel_us"].get("attention"), mix_fp8[lbl]["kernel_us"].get("other"),
@@ -90,13 +90,13 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
              v.get("bf16", {}).get("sm_clock_mhz", "-")] for (n, m, nn, kk), v in by.items()]
     md.append(table(["shape", "m", "n", "k", "BF16 TFLOP/s", "FP8 TFLOP/s", "SM MHz (BF16)"], rows))
     if grouped:
-        md.append("\n## Grouped GEMMs of MoE experts (`scripts/measure_grouped.py`: " + grouped["kernel"] +
+        md.append("\n## Grouped GEMMs of MoE experts (`scripts/measure/measure_grouped.py`: " + grouped["kernel"] +
                   "; the SM clock varied with the power cap, so each row gives its own)\n\n")
         rows = [[r["shape"], r["groups"], r["m"], r["n"], r["k"], r.get("tflops", r.get("error")),
                  r.get("sm_clock_mhz", "-")] for r in grouped["rows"]]
         md.append(table(["experts", "groups", "m (tokens each)", "n", "k", "TFLOP/s", "SM MHz"], rows))
     if layouts:
-        md.append("\n## One layer's BF16 GEMMs in their three layouts (`scripts/measure_layouts.py`: "
+        md.append("\n## One layer's BF16 GEMMs in their three layouts (`scripts/measure/measure_layouts.py`: "
                   + layouts["method"] + "; TFLOP/s)\n\n")
         labels = ["fprop x W^T", "dgrad dy W", "wgrad dy^T x"]
         rows = [[r["layer"], r["tokens"], r["n"], r["k"]] + [r[lbl]["tflops"] for lbl in labels]
@@ -121,7 +121,7 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
                      "kernels per layer", "host us per kernel"], rows))
     if sizes:
         md.append("\nThe same calls issued while a sleep kernel holds the GPU busy, so that the host never "
-                  "waits for it (`scripts/measure_host_sizes.py`; host us per call, no autograd; a block: "
+                  "waits for it (`scripts/measure/measure_host_sizes.py`; host us per call, no autograd; a block: "
                   "one layer's forward and backward, batch 1):\n\n")
         ops = sizes["ops_by_size"]
         names = list(next(iter(ops.values())).keys())
