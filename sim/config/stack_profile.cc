@@ -164,6 +164,8 @@ void check_host_figures(const StackProfile& p, const std::string& src, const std
   require_range(p.host_us_per_kernel(), 0, 1e6, src, prefix + "host_us_per_kernel", why);
   require_range(p.compiled_host_us_per_kernel(), 0, 1e6, src,
                 prefix + "compiled_host_us_per_kernel", why);
+  require_range(p.host_us_per_layer_pass(), 0, 1e6, src, prefix + "host_us_per_layer_pass",
+                "microseconds of host time as a layer's forward or backward begins");
 }
 
 void validate_stack_profile(const StackProfile& p, const std::string& src) {

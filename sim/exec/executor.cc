@@ -199,7 +199,8 @@ void Executor::start() {
         kernel_ctas_[p].push_back(kernel_ctas(*options_.interference, call.kernel));
   }
   step_start_ = sim_.now();
-  if (options_.host_per_kernel > Time{}) plan_host_launches();
+  if (options_.host_per_kernel > Time{} || options_.host_per_layer_pass > Time{})
+    plan_host_launches();
   const auto folded = static_cast<int32_t>(folding_.represented().size());
   for (int32_t r = 0; r < layout_.world(); ++r) {
     if (!folding_.is_simulated(r)) {
@@ -226,10 +227,16 @@ void Executor::plan_host_launches() {
     auto& launched = host_launched_[p];
     launched.assign(program.ops.size(), Time{});
     Time host;
+    int64_t pass = -1;  // the layer pass of the last kernel: 2 x layer, + 1 backward
     for (const uint32_t op : program.streams[static_cast<int>(Stream::kCompute)]) {
-      if (program.ops[op].kind != OpKind::kCompute ||
-          program.ops[op].kernel >= program.kernels.size())
+      const Op& o = program.ops[op];
+      if (o.kind != OpKind::kCompute || o.kernel >= program.kernels.size())
         continue;  // collectives and host work launch no compute kernel
+      const int64_t this_pass = 2 * int64_t{o.layer} + (o.op_class == OpClass::kForward ? 0 : 1);
+      if (o.layer >= 0 && this_pass != pass) {
+        host += options_.host_per_layer_pass;
+        pass = this_pass;
+      }
       host += options_.host_per_kernel;
       launched[op] = host;
     }

@@ -188,7 +188,8 @@ class Executor {
   void try_start(int32_t rank);
   // Whether the host has launched compute op `op` of `rank` by now; if not, wakes the rank then.
   bool launched(int32_t rank, uint32_t op);
-  // When the host finishes launching each compute op of each program, from the step's start.
+  // When the host finishes launching each compute op of each program, from the step's start: a
+  // kernel's launch after the one before, and a layer pass's hooks as the pass begins.
   void plan_host_launches();
   void start_op(int32_t rank, uint32_t op);
   // How long compute op `op` takes on `rank` alone on its GPU.

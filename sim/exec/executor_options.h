@@ -65,6 +65,9 @@ struct ExecutorOptions {
   // cannot start before the host, which launches the step's kernels one after another from its
   // start without blocking, has launched it. Zero: the host keeps ahead. Layout programs only.
   Time host_per_kernel;
+  // More host time as the compute stream enters another layer (Op::layer), forward or backward:
+  // the software stack's per-unit hooks.
+  Time host_per_layer_pass;
   // Times compute kernels per rank (variability.h). A model whose ranks differ switches folding
   // off, since a folded rank stands for others that must compute alike.
   std::optional<ComputeVariability> variability;

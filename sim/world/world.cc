@@ -171,8 +171,10 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
       config.simulation().fold_tensor_parallel() && choices.reuse_isolated && !choices.ranks_differ;
   options.fold_data_parallel = config.simulation().fold_data_parallel() && !choices.ranks_differ;
   // A stack's host figure, once resolved (an unresolved config is Megatron-TE's, which has none).
-  if (config.effects().host_dispatch() && config.has_resolved_stack())
+  if (config.effects().host_dispatch() && config.has_resolved_stack()) {
     options.host_per_kernel = Time::from_us(config.resolved_stack().host_us_per_kernel());
+    options.host_per_layer_pass = Time::from_us(config.resolved_stack().host_us_per_layer_pass());
+  }
   if (config.effects().comm_compute_interference()) {
     options.interference = exec::interference_model(world.gpu());
     options.interference->wave_quantization = config.effects().interference_wave_quantization();

@@ -26,7 +26,8 @@ struct OneRank {
   RankStats stats;
 };
 
-OneRank run(const workload::Program& program, Time host_per_kernel) {
+OneRank run(const workload::Program& program, Time host_per_kernel,
+            Time host_per_layer_pass = Time{}) {
   const auto desc = net::resolve_topology("dgx-h100");
   const net::Topology topology = net::build_topology(desc, 1, "dgx-h100");
   net::Routing routing(topology);
@@ -36,6 +37,7 @@ OneRank run(const workload::Program& program, Time host_per_kernel) {
   const std::vector<workload::Program> programs{program};
   ExecutorOptions options;
   options.host_per_kernel = host_per_kernel;
+  options.host_per_layer_pass = host_per_layer_pass;
   Executor exec(sim, *network, topology, layout, programs, std::move(options));
   exec.start();
   sim.run();
@@ -65,6 +67,26 @@ TEST(HostDispatch, ShortKernelsRunAtTheHostsPaceAndLongOnesLetItRunAhead) {
   const OneRank ahead = run(program, Time{});
   EXPECT_EQ(ahead.step, Time::us(140));
   EXPECT_EQ(ahead.stats.host_wait, Time{});
+}
+
+// Two layers' forwards, then their backwards, two 1 us kernels each; only the hooks cost the
+// host (50 us as each layer pass begins): each pass starts 50 us after the one before ended.
+TEST(HostDispatch, EachLayerPassPaysItsHooksAsItBegins) {
+  workload::Program program;
+  for (const auto& [layer, cls] :
+       {std::pair{0, workload::OpClass::kForward}, std::pair{1, workload::OpClass::kForward},
+        std::pair{1, workload::OpClass::kBackward}, std::pair{0, workload::OpClass::kBackward}}) {
+    for (int i = 0; i < 2; ++i) {
+      Op o = kernel_op(program, Time::us(1));
+      o.layer = layer;
+      o.op_class = cls;
+      program.add(o);
+    }
+  }
+  const OneRank hooks = run(program, Time{}, Time::us(50));
+  EXPECT_EQ(hooks.step, Time::us(202));  // launched at 50, 100, 150, 200; the last ends at 202
+  EXPECT_EQ(hooks.stats.host_wait, Time::us(50 + 3 * 48));
+  EXPECT_EQ(run(program, Time{}).step, Time::us(8));
 }
 
 TEST(HostDispatch, WorkWithoutAKernelIsNotLaunchedByTheHost) {
