@@ -490,7 +490,7 @@ def host():
     us, how, iters = bench_us(lambda: x.add_(1), min_ms=20)
     out["graph_tiny_add_us_per_kernel"] = round(us, 3)
     # an eager Llama-style block, fwd + bwd: the host sets the pace of the small one
-    from measure_host import Block
+    from measure_host import Block, kernel_times
 
     for label, (h, ffn, heads, seq) in {"tiny-h256-s128": (256, 512, 4, 128),
                                         "1b-h2048-s2048": (2048, 8192, 16, 2048),
@@ -512,20 +512,13 @@ def host():
         t1 = time.perf_counter()
         torch.cuda.synchronize()
         t2 = time.perf_counter()
-        kernels, gpu_us = [], -1.0
-        try:
-            from torch.profiler import ProfilerActivity, profile
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
-                step()
-                torch.cuda.synchronize()
-            kernels = [e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-            gpu_us = sum(getattr(e, "device_time", 0.0) or getattr(e, "cuda_time", 0.0) for e in kernels)
-        except Exception as ex:
-            log("profiler failed", repr(ex))
+        kernels = kernel_times(step)
+        gpu_us = sum(us for _, us in kernels.values())
         out["eager_block_" + label] = {
             "host_issue_us_per_step": round((t1 - t0) / iters * 1e6, 1),
             "wall_us_per_step": round((t2 - t0) / iters * 1e6, 1),
-            "kernels_per_step": len(kernels), "kernel_busy_us_per_step": round(gpu_us, 1),
+            "kernels_per_step": sum(calls for calls, _ in kernels.values()),
+            "kernel_busy_us_per_step": round(gpu_us, 1),
             "step": "forward, sum, backward of one block (qkv, sdpa causal, o, 2 RMSNorm, SwiGLU "
                     "MLP), batch 1, bf16, eager, no torch.compile"}
         log(label, out["eager_block_" + label])

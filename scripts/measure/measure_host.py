@@ -46,12 +46,41 @@ def cpu_info():
     return info
 
 
-def count_kernels(fn):
+def kernel_times(fn):
+    """{kernel name: [calls, summed device us]} of one profiled call of fn()."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return sum(1 for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA)
+    kernels = {}
+    for e in prof.events():
+        if e.device_type != torch.autograd.DeviceType.CUDA:
+            continue
+        k = kernels.setdefault(e.name, [0, 0.0])
+        k[0] += 1
+        k[1] += float(getattr(e, "device_time", 0.0) or e.cuda_time)
+    return kernels
+
+
+def kernel_class(name):
+    """gemm, attention or other, by a CUDA kernel's name (cuBLAS, CUTLASS, cuDNN, FlashAttention)."""
+    name = name.lower()
+    attention = any(s in name for s in ("flash", "fmha", "sdpa", "attention", "cudnn"))
+    if not attention and any(s in name for s in ("gemm", "nvjet", "xmma", "cutlass", "sm90")):
+        return "gemm"
+    return "attention" if attention else "other"
+
+
+def time_by_class(fn):
+    """Summed device us of one profiled call of fn() by kernel_class."""
+    by = {}
+    for name, (_, us) in kernel_times(fn).items():
+        by[kernel_class(name)] = by.get(kernel_class(name), 0.0) + us
+    return by
+
+
+def count_kernels(fn):
+    return sum(calls for calls, _ in kernel_times(fn).values())
 
 
 def host_us(fn, iters):

@@ -14,7 +14,7 @@ import time
 import torch
 
 from measure_gpu import Sampler
-from measure_host import Block
+from measure_host import Block, time_by_class
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
 DEV = torch.device("cuda")
@@ -26,19 +26,7 @@ def log(*a):
 
 def kernel_rates(step, shapes):
     """Per kernel class: total time in one profiled step, and the GEMMs' TFLOP/s."""
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        step()
-        torch.cuda.synchronize()
-    by = {}
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        name = e.name.lower()
-        kind = ("gemm" if any(s in name for s in ("gemm", "nvjet", "sm90_xmma", "cutlass"))
-                else "attention" if any(s in name for s in ("flash", "fmha", "attention", "cudnn"))
-                else "other")
-        by[kind] = by.get(kind, 0.0) + float(getattr(e, "device_time", 0.0) or e.cuda_time)
+    by = time_by_class(step)
     out = {k: round(v, 1) for k, v in by.items()}
     if by.get("gemm"):
         out["gemm_tflops"] = round(shapes["gemm_flops"] / (by["gemm"] * 1e-6) / 1e12, 1)

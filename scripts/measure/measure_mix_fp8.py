@@ -18,6 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from measure_gpu import Sampler
+from measure_host import time_by_class
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
 DEV = torch.device("cuda")
@@ -86,24 +87,6 @@ def make_step(fp8):
     return step
 
 
-def profile_step(step):
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        step()
-        torch.cuda.synchronize()
-    by = {}
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        name = e.name.lower()
-        kind = ("gemm" if any(s in name for s in ("gemm", "nvjet", "xmma", "cutlass", "sm90"))
-                and "sdpa" not in name and "flash" not in name and "fmha" not in name
-                else "attention" if any(s in name for s in ("flash", "fmha", "sdpa", "attention", "cudnn"))
-                else "other")
-        by[kind] = by.get(kind, 0.0) + float(getattr(e, "device_time", 0.0) or e.cuda_time)
-    return by
-
-
 def main():
     os.makedirs(OUT, exist_ok=True)
     sampler = Sampler()
@@ -127,7 +110,7 @@ def main():
                 torch.cuda.synchronize()
                 n += 5
             t1 = sampler.now()
-            by = profile_step(step)
+            by = time_by_class(step)
             r = {"steps": n, "step_ms": round((t1 - t0) / n * 1e3, 3),
                  "kernel_us": {k: round(v, 1) for k, v in by.items()},
                  "last_5s": sampler.window(t1 - 5, t1)}

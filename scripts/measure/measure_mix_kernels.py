@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from measure_host import Block
+from measure_host import Block, kernel_times
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
 
@@ -26,18 +26,8 @@ def main():
     while time.time() - t0 < 10:
         step()
         torch.cuda.synchronize()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        step()
-        torch.cuda.synchronize()
-    kernels = {}
-    for e in prof.events():
-        if e.device_type != torch.autograd.DeviceType.CUDA:
-            continue
-        k = kernels.setdefault(e.name[:160], [0, 0.0])
-        k[0] += 1
-        k[1] += float(getattr(e, "device_time", 0.0) or e.cuda_time)
-    rows = sorted(([n, c, round(t, 1)] for n, (c, t) in kernels.items()), key=lambda r: -r[2])
+    kernels = kernel_times(step)
+    rows = sorted(([n[:160], c, round(t, 1)] for n, (c, t) in kernels.items()), key=lambda r: -r[2])
     for r in rows[:25]:
         print(r, flush=True)
     with open(os.path.join(OUT, "mix_kernels.json"), "w") as f:
