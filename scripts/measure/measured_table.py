@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Writes the markdown table of one GPU measurement (scripts/measure/measure_gpu.py and measure_host.py
-outputs) that the GPU profiles and validate cases cite. Usage: measured_table.py KERNELS.json
-HOST.json OUT.md [HOST_SIZES.json [MIX.json [GROUPED.json [MIX_FP8.json [LAYOUTS.json [MIX_KERNELS.json]]]]]]"""
+"""Writes the markdown table of one GPU's measurements (the scripts beside this one) that the GPU
+profiles and validate cases cite. Usage: measured_table.py PREFIX OUT.md, where PREFIX.json is
+measure_gpu.py's output and PREFIX-host.json, -host-sizes, -mix, -mix-kernels, -mix-fp8,
+-layouts and -grouped the others' (each but the first two optional; a -run2 file beside one is a
+second run on another machine)."""
 import json
+import os
 import sys
 
 
@@ -12,16 +15,23 @@ def table(head, rows):
     return "\n".join(out) + "\n"
 
 
-def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grouped_path=None,
-         mix_fp8_path=None, layouts_path=None, mix_kernels_path=None):
-    k = json.load(open(kernels_path))
-    h = json.load(open(host_path))
-    sizes = json.load(open(sizes_path)) if sizes_path else None
-    mix = json.load(open(mix_path)) if mix_path else None
-    grouped = json.load(open(grouped_path)) if grouped_path else None
-    mix_fp8 = json.load(open(mix_fp8_path)) if mix_fp8_path else None
-    layouts = json.load(open(layouts_path)) if layouts_path else None
-    mix_kernels = json.load(open(mix_kernels_path)) if mix_kernels_path else None
+def load(prefix, suffix):
+    path = prefix + suffix + ".json"
+    return json.load(open(path)) if os.path.exists(path) else None
+
+
+def main(prefix, out_path):
+    kernels_path = prefix + ".json"
+    k = load(prefix, "")
+    h = load(prefix, "-host")
+    h2 = load(prefix, "-host-run2")
+    sizes = load(prefix, "-host-sizes")
+    mix = load(prefix, "-mix")
+    grouped = load(prefix, "-grouped")
+    mix_fp8 = load(prefix, "-mix-fp8")
+    layouts = load(prefix, "-layouts")
+    mix_kernels = load(prefix, "-mix-kernels")
+    mix_kernels2 = load(prefix, "-mix-kernels-run2")
     s = k["sections"]
     d = k["device"]
     md = [f"# Kernel and host measurements: {d['name']}, {d['date']}\n",
@@ -59,10 +69,12 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
         rows = [[w["second"], w["step_ms"], w.get("sm_clock_mhz"), w.get("power_w")]
                 for w in mix["windows_1s"][::4]]
         md.append(table(["second", "step (ms)", "SM MHz", "power (W)"], rows))
-    if mix and mix_kernels:
-        gemms = [r for r in mix_kernels["kernels"] if r[0].startswith("nvjet")]
+    for run, kernels in (("a second", mix_kernels), ("a third", mix_kernels2)):
+        if not (mix and kernels):
+            continue
+        gemms = [r for r in kernels["kernels"] if r[0].startswith("nvjet")]
         us = sum(r[2] for r in gemms)
-        md.append(f"\nThe same block on a second lent machine after 10 s of steps "
+        md.append(f"\nThe same block on {run} lent machine after 10 s of steps "
                   f"(`scripts/measure/measure_mix_kernels.py`, every kernel by name): its "
                   f"{sum(r[1] for r in gemms)} GEMMs (cuBLAS nvjet kernels) took {us:.1f} us, "
                   f"{mix['gemm_flops_per_step'] / (us * 1e-6) / 1e12:.1f} TFLOP/s.\n")
@@ -115,10 +127,15 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
              ["autograd element-wise op, forward + backward", h["per_op"]["autograd_mul_forward_backward_per_op"]]]
     md.append(table(["one aten call on a tiny tensor", "host us"], rows))
     md.append("\n")
-    rows = [[lbl, v.get("host_us_per_layer"), v.get("kernels_per_layer"), v.get("host_us_per_kernel", "-")]
-            for lbl, v in list(h["blocks"].items()) + [("fsdp2 " + a, b) for a, b in h["fsdp2"].items()]]
-    md.append(table(["Llama block (h 256, 128 tokens), forward + backward", "host us per layer",
-                     "kernels per layer", "host us per kernel"], rows))
+    for run, host in (("", h), (" (second machine)", h2)):
+        if not host:
+            continue
+        rows = [[lbl + run, v.get("host_us_per_layer"), v.get("kernels_per_layer"),
+                 v.get("host_us_per_kernel", "-")]
+                for lbl, v in list(host["blocks"].items()) + [("fsdp2 " + a, b) for a, b in host["fsdp2"].items()]]
+        md.append(table(["Llama block (h 256, 128 tokens), forward + backward", "host us per layer",
+                         "kernels per layer", "host us per kernel"], rows))
+        md.append("\n")
     if sizes:
         md.append("\nThe same calls issued while a sleep kernel holds the GPU busy, so that the host never "
                   "waits for it (`scripts/measure/measure_host_sizes.py`; host us per call, no autograd; a block: "
@@ -138,4 +155,4 @@ def main(kernels_path, host_path, out_path, sizes_path=None, mix_path=None, grou
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:10])
+    main(*sys.argv[1:3])
