@@ -21,9 +21,12 @@ using clustersim::StackProfile;
 
 // The StackProfile fields each effects.stack_* switch covers; off, they are Megatron-TE's. The
 // kernel rows split by slot: the copies around gathers and reductions go with the sharding.
-constexpr std::string_view kKernelFields[] = {"fused_qkv", "fused_gate_up", "ddp_grad_buffer"};
+// The host's launch of each kernel goes with the kernels, its sharding hooks with the sharding.
+constexpr std::string_view kKernelFields[] = {"fused_qkv", "fused_gate_up", "ddp_grad_buffer",
+                                              "host_us_per_kernel"};
 constexpr std::string_view kAttentionFields[] = {"attention"};
-constexpr std::string_view kShardingFields[] = {"gather", "reduce", "param_sync"};
+constexpr std::string_view kShardingFields[] = {"gather", "reduce", "param_sync",
+                                                "host_us_per_layer_pass"};
 
 template <std::size_t N>
 void take_fields(StackProfile& to, const StackProfile& from, const std::string_view (&names)[N]) {
@@ -42,6 +45,8 @@ void take_fields(StackProfile& to, const StackProfile& from, const std::string_v
       r->MutableMessage(&to, f)->CopyFrom(r->GetMessage(from, f));
     } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_ENUM) {
       r->SetEnum(&to, f, r->GetEnum(from, f));
+    } else if (f->cpp_type() == FieldDescriptor::CPPTYPE_DOUBLE) {
+      r->SetDouble(&to, f, r->GetDouble(from, f));
     } else {
       r->SetBool(&to, f, r->GetBool(from, f));  // the other covered scalars are bools
     }

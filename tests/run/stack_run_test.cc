@@ -96,6 +96,30 @@ TEST(StackRun, FsdpIsSlowerForTheReasonsModelledAndEachSwitchesOff) {
   EXPECT_GT(compiled, megatron);
 }
 
+// A model small enough that eager PyTorch's host launches set the pace (8 layers, hidden 256,
+// 128 tokens): the host dispatch line holds most of the step, switching it off leaves the
+// kernels' time, and with the stack's three parts off the step is still exactly Megatron-TE's.
+TEST(StackRun, TinyFsdpStepsAreHostBoundAndTheHostGoesWithTheStacksParts) {
+  const std::vector<std::string> tiny = {
+      "model.num_layers=8",     "model.hidden_size=256", "model.ffn_hidden_size=512",
+      "model.num_heads=4",      "model.num_kv_heads=4",  "model.seq_length=128",
+      "model.vocab_size=32000", "parallel.dp=8",         "parallel.global_batch_size=8"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), tiny.begin(), tiny.end());
+    return full_size("llama3-8b", "PYTORCH_FSDP", extra);
+  };
+  const auto host = simulate_step(with({}), "test");
+  const auto ahead = simulate_step(with({"effects.host_dispatch=false"}), "test");
+  EXPECT_GT(host.host_dispatch_s, 0.5 * host.iteration_time_s);
+  EXPECT_EQ(ahead.host_dispatch_s, 0);
+  EXPECT_GT(host.iteration_time_s, 3 * ahead.iteration_time_s);
+  EXPECT_NE(testing_support::report_json(host).find("\"host_dispatch_s\""), std::string::npos);
+  const double megatron = step(full_size("llama3-8b", "MEGATRON_TE", tiny));
+  EXPECT_EQ(step(with({"effects.stack_kernels=false", "effects.stack_attention=false",
+                       "effects.stack_sharding=false"})),
+            megatron);
+}
+
 TEST(StackRun, MegatronTeFileLowersExactlyAsTheProtoDefaults) {
   // The resolved megatron_te profile against a config never resolved (the defaults are the
   // lowering clustersim has always run): the same ops with the same times, on a ZeRO-3 and a
