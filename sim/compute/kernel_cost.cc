@@ -204,10 +204,16 @@ const clustersim::AttentionEfficiency& KernelCostModel::attention_figures(
   return profile_.attention_bf16();
 }
 
+int64_t KernelCostModel::attention_blocks(int64_t length) const {
+  return ceil_div(std::max<int64_t>(length, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1));
+}
+
+int64_t KernelCostModel::attention_ctas(const Kernel& a) const {
+  return std::max<int64_t>(a.heads, 1) * attention_blocks(a.seq_q);
+}
+
 double KernelCostModel::attention_wave_use(const Kernel& a) const {
-  const int64_t blocks = std::max<int64_t>(a.heads, 1) *
-                         ceil_div(std::max<int64_t>(a.seq_q, 1), profile_.gemm().tile_m());
-  return wave_use(blocks, profile_.sm_count());
+  return wave_use(attention_ctas(a), profile_.sm_count());
 }
 
 double KernelCostModel::attention_efficiency(const Kernel& a, Precision precision) const {
@@ -240,9 +246,7 @@ double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
   // Each query block computes one diagonal block in full where the FLOPs count half of it: half
   // a block per query block over the half of n_q x n_kv counted, 1 / n_kv (a context-parallel
   // chunk of queries sees all n_kv key blocks).
-  const double key_blocks = static_cast<double>(
-      ceil_div(std::max<int64_t>(a.seq_kv, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
-  return 1.0 + 1.0 / key_blocks;
+  return 1.0 + 1.0 / static_cast<double>(attention_blocks(a.seq_kv));
 }
 
 double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) const {
@@ -253,8 +257,7 @@ double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) c
   if (!options_.attention_tile_io || !(fixed > 0)) return 1.0;
   // Blocks of the loop a CTA runs: forward over the keys, backward over the queries; causal
   // counts half of them plus what the diagonal adds.
-  const int64_t length = std::max<int64_t>(a.backward ? a.seq_q : a.seq_kv, 1);
-  const double blocks = static_cast<double>(ceil_div(length, profile_.gemm().tile_m())) *
+  const double blocks = static_cast<double>(attention_blocks(a.backward ? a.seq_q : a.seq_kv)) *
                         (a.causal ? 0.5 : 1.0) * causal_diagonal_factor(a);
   return (blocks + fixed) / blocks;
 }
@@ -268,12 +271,9 @@ double KernelCostModel::causal_tail_factor(const Kernel& a, Precision precision)
   // (Graham's bound, W / P + n (1 - 1 / P)), where balanced waves would take W / P. The wave use
   // the efficiency already charges is that balance's, so it is taken back out here.
   const double sms = static_cast<double>(profile_.sm_count());
-  const double n = static_cast<double>(
-      ceil_div(std::max<int64_t>(a.seq_kv, 1), std::max<int64_t>(profile_.gemm().tile_m(), 1)));
-  const double ctas = static_cast<double>(std::max<int64_t>(a.heads, 1)) *
-                      static_cast<double>(ceil_div(std::max<int64_t>(a.seq_q, 1),
-                                                   std::max<int64_t>(profile_.gemm().tile_m(), 1)));
-  const double balanced = ctas * (0.5 * n * causal_diagonal_factor(a)) / sms;
+  const double n = static_cast<double>(attention_blocks(a.seq_kv));
+  const double balanced =
+      static_cast<double>(attention_ctas(a)) * (0.5 * n * causal_diagonal_factor(a)) / sms;
   return attention_wave_use(a) * (balanced + n * (1.0 - 1.0 / sms)) / balanced;
 }
 

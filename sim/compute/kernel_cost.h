@@ -137,7 +137,11 @@ class KernelCostModel {
   // The efficiency figures the kernel runs by (BF16, or FP8 under fp8_attention).
   const clustersim::AttentionEfficiency& attention_figures(const Kernel& kernel,
                                                            Precision precision) const;
-  // Busy share of SM slots over the kernel's blocks of tile_m query rows per (batch x head).
+  // Blocks of tile_m rows in `length` query or key rows (at least one).
+  int64_t attention_blocks(int64_t length) const;
+  // CTAs of an attention kernel: a block of tile_m query rows per (batch x head).
+  int64_t attention_ctas(const Kernel& kernel) const;
+  // Busy share of SM slots over those CTAs.
   double attention_wave_use(const Kernel& kernel) const;
   double attention_efficiency(const Kernel& kernel, Precision precision) const;
   // Seconds of the attention kernel(s) (without the main kernel's launch overhead).
