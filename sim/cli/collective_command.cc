@@ -33,7 +33,8 @@ struct Request {
   std::string op = "all_reduce";
   std::string algo = "auto";
   int32_t gpus = 0;
-  int32_t group_size = 0;  // 0: all GPUs
+  int32_t gpus_per_node = 0;  // 0: every GPU of a node (cluster.gpus_per_node)
+  int32_t group_size = 0;     // 0: all GPUs
   int32_t group_stride = 1;
   int32_t chunks = 0;  // 0: coll::auto_chunks per size
   int32_t window = 0;  // 0: coll::auto_window per size
@@ -111,10 +112,15 @@ void write_json(const CommandIo& io, const std::string& path, const Request& req
                 const net::Topology& topo, std::string_view algo, int32_t groups,
                 const std::vector<SizeResult>& results) {
   write_file(io, path, [&](std::ostream& out) {
-    report::Json j = {{"op", req.op},         {"algo", algo},
-                      {"gpus", req.gpus},     {"group_size", req.group_size},
-                      {"groups", groups},     {"topology", topo.name},
-                      {"gpu", topo.gpu_type}, {"network", req.network}};
+    report::Json j = {{"op", req.op},
+                      {"algo", algo},
+                      {"gpus", req.gpus},
+                      {"gpus_per_node", req.gpus_per_node},
+                      {"group_size", req.group_size},
+                      {"groups", groups},
+                      {"topology", topo.name},
+                      {"gpu", topo.gpu_type},
+                      {"network", req.network}};
     report::Json& rows = j["results"] = report::Json::array();
     for (const auto& r : results) {
       rows.push_back({{"size_bytes", r.size},
@@ -168,6 +174,9 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("no-network-overhead", po::bool_switch(&req.no_network_overhead),
        "effect off: NICs carry their full data rate of payload (NCCL reaches 96%)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
+      ("gpus-per-node", po::value(&req.gpus_per_node)->default_value(0),
+       "GPUs used of each node or NVLink domain, the first ones (cluster.gpus_per_node: 8 of a "
+       "72-GPU rack for an NVL8 partition; 0: all)")
       ("topology", po::value(&req.topology)->default_value(req.topology),
        ("preset name (" + preset_list("topologies") + ") or a .textproto file").c_str())
       ("sizes", po::value(&req.sizes)->default_value(req.sizes),
@@ -448,6 +457,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
   ParsedRequest parsed = parse_collective_request(req);
   req.topology = canonical_preset_name("topologies", req.topology);  // "DGX-H100" too
   parsed.config.mutable_cluster()->set_topology(req.topology);
+  parsed.config.mutable_cluster()->set_gpus_per_node(req.gpus_per_node);
   const world::ResolvedCluster cluster(parsed.config, "collective", "--topology");
   world::World world = build_collective_world(cluster, req);
   const net::Topology& topo = world.topology();

@@ -13,7 +13,9 @@ namespace cs::validation {
 clustersim::RunConfig collective_case_config(const clustersim::CollectiveCase& c) {
   clustersim::RunConfig config;
   config.mutable_cluster()->set_topology(c.topology());
+  config.mutable_cluster()->set_gpus_per_node(c.gpus_per_node());
   config.set_network(world::config_network_mode(net::parse_network_mode(c.network())));
+  if (c.has_nccl()) *config.mutable_nccl() = c.nccl();
   return config;
 }
 

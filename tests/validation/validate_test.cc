@@ -154,6 +154,13 @@ double cli_busbw(const clustersim::CollectiveCase& c) {
                                 "--json",
                                 json};
   if (c.fluid()) args.push_back("--fluid");
+  if (c.gpus_per_node() > 0) {
+    args.insert(args.end(), {"--gpus-per-node", std::to_string(c.gpus_per_node())});
+  }
+  const clustersim::NcclConfig& nccl = c.nccl();
+  if (!nccl.nvls()) args.insert(args.end(), {"--nvls", "off"});
+  if (!nccl.pat()) args.insert(args.end(), {"--pat", "off"});
+  if (nccl.channels() > 0) args.insert(args.end(), {"--channels", std::to_string(nccl.channels())});
   const auto r = run_cli(args);
   EXPECT_EQ(r.code, 0) << r.err;
   return json_number(read(json), "busbw_gbytes_per_s");
@@ -181,6 +188,26 @@ TEST(ValidationModel, CollectiveIsWhatTheCollectiveCommandMeasures) {
   c.set_gpus(16);
   c.set_size_bytes(1073741824);
   EXPECT_DOUBLE_EQ(r.model, cli_busbw(c));
+}
+
+// A case's NCCL environment and partition are the run's: NVLS off on two H100 servers leaves
+// NCCL the ring or tree (NVLS-tree otherwise), and 8 GPUs of each of 3 GB200 racks run over their
+// 8 NICs where 24 GPUs of one rack would stay on NVLink.
+TEST(ValidationModel, CollectiveCasesRunInTheMeasuredEnvironment) {
+  const std::string two_servers =
+      "op: \"all_reduce\" topology: \"dgx-h100\" gpus: 16 size_bytes: 8589934592";
+  const auto nvls = run_case(one_case("collective { " + two_servers + " }", 1, "GB/s"));
+  const auto off =
+      run_case(one_case("collective { " + two_servers + " nccl { nvls: false } }", 1, "GB/s"));
+  EXPECT_NE(nvls.model, off.model);
+  const std::string racks =
+      "op: \"all_reduce\" topology: \"gb200-nvl72\" gpus: 24 size_bytes: 4294967296 nccl { "
+      "nvls: false }";
+  const auto one_rack = run_case(one_case("collective { " + racks + " }", 1, "GB/s"));
+  const auto three = run_case(one_case("collective { " + racks + " gpus_per_node: 8 }", 1, "GB/s"));
+  EXPECT_GT(one_rack.model, 600);         // NVLink 5
+  EXPECT_LT(three.model, 8 * 50 * 1.01);  // 8 NICs of 400 Gb/s
+  EXPECT_GT(three.model, 8 * 40);
 }
 
 TEST(ValidationModel, EveryBuiltinCollectiveCaseMatchesTheCollectiveCommand) {
