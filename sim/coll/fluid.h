@@ -23,8 +23,9 @@ namespace cs::coll {
 // reduce-scatter and all-gather whose hops are all alike (one server, or one member per server:
 // node_size 1 or >= n) with one chunk or a window of one, rings over servers of several members
 // in one chunk (within a tested bound of their message schedule, ring.cc), hierarchical
-// all-reduce in one chunk, and direct send/recv (every rank to the next, as ring attention's
-// hops). Other schedules run message by message (run_collective).
+// all-reduce in one chunk, direct send/recv (every rank to the next, as ring attention's hops),
+// and NCCL's Tree and NVLS-tree all-reduces across servers (chain_tree.cc, nvls_tree.cc, each
+// within a tested bound). Other schedules run message by message (run_collective).
 bool fluid_supported(const ScheduleKey& key);
 
 // Runs the collective of `key` (normalized or not) at sim.now(), with the time its message

@@ -11,8 +11,9 @@
 // makefiles/version.mk 2.20.3): src/graph/tuning.cc unless said otherwise. PAT came in NCCL 2.23;
 // its terms are from tuning.cc of the releases that have it (ncclTunerConstantsDefaults: baseLat
 // 8.0, hwLat 4.0 NVLink / 14 network, Simple only; ncclTopoTuneModel: busBw x .75, latency
-// log2(nNodes) x interLat / 3.5 + nRanks x 2.8, enabled only with one GPU per node). Values are
-// read from there and re-expressed as data; the formulas are re-derived, not copied.
+// log2(nNodes) x interLat / 3.5 + nRanks x 2.8, enabled only with one GPU per node). NVLS-tree's
+// bandwidth is that of the releases with src/tuning/nvls.cc (nvls_tree_bandwidth_gbps). Values
+// are read from there and re-expressed as data; the formulas are re-derived, not copied.
 
 namespace cs::coll {
 namespace {
@@ -59,6 +60,10 @@ constexpr ArchTable kTreeLl128PerCh{
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 29.0}, {73.4, 73.4, 58.0}}};
 constexpr ArchTable kTreePerCh{
     {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {38.7, 41.4, 36.0}, {77.4, 82.8, 72.0}}};
+// perChMaxNVLSTreeBws of the releases with src/tuning/nvls.cc (ncclTunerConstantsDefaults; 0:
+// no cap; one server runs no NVLS-tree). Volta and Ampere have no NVLS.
+constexpr ArchTable kNvlsTreePerCh{
+    {{26.5, 18.5, 10.0}, {24.0, 23.6, 17.8}, {0.0, 57.7, 45.5}, {0.0, 96.0, 80.0}}};
 
 // What else NCCL's topology search and tuning know per GPU generation, one row per GpuArch.
 struct ArchFigures {
@@ -152,6 +157,25 @@ bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
     return g.pat && p == Protocol::kSimple && (op == Op::kAllGather || op == Op::kReduceScatter);
   if (algo == NcclAlgo::kTree) return op == Op::kAllReduce;
   return true;
+}
+
+// NVLS-tree all-reduce bandwidth as NCCL's tuning model of current releases gives it
+// (src/tuning/nvls.cc, ncclTuningNvlsModelInit). NCCL 2.20.3 took min(intra, inter) x 5/6 and
+// halved the network past two servers, which ranks NVLS-tree below the ring on two B200 servers,
+// where it measures 1.8x the ring's NICs (coreweave/nccl-tests #92). Per channel: the switch
+// reduces at nvlsEfficiency of
+// the links, less one channel's share, both halves of the all-reduce at once (x 2); the network
+// carries the tree's traffic once each way on two servers (x 2), up and down past two; and
+// perChMaxNVLSTreeBws caps it. To algorithm bandwidth as a ring's, nRanks / (2 (nRanks - 1)).
+double nvls_tree_bandwidth_gbps(Op op, const NcclGraph& g) {
+  const double channels = g.channels;
+  const double intra =
+      2 * g.bw_intra_gbps * figures(g.arch).nvls_efficiency * (channels - 1) / channels;
+  const double inter = g.bw_inter_gbps * (g.nodes <= 2 ? 2 : 1);
+  double bw = std::min(intra, inter);
+  const double cap = kNvlsTreePerCh[static_cast<std::size_t>(g.arch)][nodes_index(g.nodes)];
+  if (cap > 0) bw = std::min(bw, cap);
+  return channels * bw * g.ranks / ring_steps(op, g).first;
 }
 
 }  // namespace
@@ -312,13 +336,11 @@ double pat_rank_latency_us() {
 
 double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   if (!runs(op, algo, p, g)) return 0;
+  if (algo == NcclAlgo::kNvlsTree) return nvls_tree_bandwidth_gbps(op, g);
   const int a = static_cast<int>(g.arch), ni = nodes_index(g.nodes);
   const double ppn = static_cast<double>(g.ranks) / g.nodes;
   double bw = g.nodes <= 2 ? g.bw_intra_gbps : g.bw_inter_gbps;
   if (algo == NcclAlgo::kNvls) bw = std::min(g.bw_intra_gbps, g.nodes > 1 ? g.bw_inter_gbps : bw);
-  // Between servers each tree's inner nodes receive from two children: half the NIC's rate.
-  if (algo == NcclAlgo::kNvlsTree)
-    bw = std::min(g.bw_intra_gbps, g.nodes <= 2 ? g.bw_inter_gbps : g.bw_inter_gbps / 2);
   double bus = g.channels * bw;
   const double ll_max = kLlMaxBw[g.nodes == 1 ? a : 0][ni];
   if (algo == NcclAlgo::kRing && p == Protocol::kLl) {
@@ -333,9 +355,9 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
     bus = std::min(bus * (g.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
                    g.channels * kTreeLl128PerCh[a][ni]);
   // Bus to algorithm bandwidth: a ring moves nsteps/ranks of the buffer per rank, NVLS 6/5 of
-  // it, a tree twice.
+  // it (NCCL 2.20.3), a tree twice.
   if (algo == NcclAlgo::kRing) return bus * g.ranks / ring_steps(op, g).first;
-  if (algo == NcclAlgo::kNvls || algo == NcclAlgo::kNvlsTree) return bus * 5.0 / 6.0;
+  if (algo == NcclAlgo::kNvls) return bus * 5.0 / 6.0;
   // PAT's bus bandwidth is taken as its algorithm bandwidth, at .75 of the channels'.
   if (algo == NcclAlgo::kPat) return bus * kPatBandwidthShare;
   return bus * 0.5;

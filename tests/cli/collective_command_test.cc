@@ -168,9 +168,10 @@ TEST(Cli, CollectivesOnAGrownFabricKeepTheirBandwidthWhereverTheirServersSit) {
 // 8 NICs x 48 GB/s on 8 DGX H100 servers at 4 GiB. The hierarchical schedule that used to stand
 // in for it runs its three phases one after another (319 GB/s).
 TEST(Cli, NcclsChoiceOfRingAcrossServersRunsAsTheRing) {
+  // With NVLS off (NCCL_NVLS_ENABLE=0) NCCL's model picks the ring over 8 servers at 4 GiB.
   const std::string json = testing_support::temp_path("auto_ring.json");
-  const std::vector<std::string> args{"collective", "--op",    "all_reduce", "--gpus",
-                                      "64",         "--sizes", "4G"};
+  const std::vector<std::string> args{"collective", "--op", "all_reduce", "--gpus", "64",
+                                      "--sizes",    "4G",   "--nvls",     "off"};
   std::vector<std::string> ring = args;
   ring.insert(ring.end(), {"--algo", "ring"});
   const double chosen = busbw_of(args, json);

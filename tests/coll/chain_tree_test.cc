@@ -138,12 +138,17 @@ TEST(ChainTree, BusBandwidthGrowsWithSizeTowardNcclsTreeFigure) {
 }
 
 TEST(ChainTree, At128ServersItBeatsTheRing) {
-  // 1,024 H100s, 512 MiB, where NCCL's model picks Tree: as the chain-tree it is faster than the
-  // ring, where the hierarchical stand-in that NCCL's choice still runs (nccl_plan.cc) gives 0.9x.
+  // 1,024 H100s, 512 MiB, where NCCL's model picks Tree when NVLS is off (with it on, NVLS-tree):
+  // as the chain-tree it is faster than the ring, where the hierarchical stand-in that NCCL's
+  // choice still runs (nccl_plan.cc) gives 0.9x.
   const int32_t n = 1024;
   const Bytes size = 512 << 20;
   const auto topo = dgx_h100(n / 8);
-  EXPECT_EQ(kH100.model_choice(Op::kAllReduce, n, 8, size).algo, NcclAlgo::kTree);
+  NcclSettings no_nvls;
+  no_nvls.nvls = false;
+  EXPECT_EQ(compute::nccl_tuning("h100", no_nvls).model_choice(Op::kAllReduce, n, 8, size).algo,
+            NcclAlgo::kTree);
+  EXPECT_EQ(kH100.model_choice(Op::kAllReduce, n, 8, size).algo, NcclAlgo::kNvlsTree);
   const auto auto_key = kH100.plan(Op::kAllReduce, n, 8, size, Algorithm::kChainTree);
   ASSERT_EQ(auto_key.algo, Algorithm::kChainTree);
   EXPECT_EQ(auto_key.channels, 8);

@@ -119,18 +119,29 @@ TEST(NcclModel, NvlsOnlyWhereNcclRunsIt) {
 
 TEST(NcclModel, NvlsTreeTermsAreNcclsOwn) {
   // ncclTopoTuneModel (NCCL 2.20.3): latency hwLat[NVLink][NVLSTree] + 2 log2(nodes) x
-  // hwLat[NET][NVLSTree] = 23 + 2 x 3 x 14 us on 8 servers; bandwidth min(intra, inter / 2) per
-  // channel past two servers (inter alone on two), times 5/6.
+  // hwLat[NET][NVLSTree] = 23 + 2 x 3 x 14 us on 8 servers.
   const NcclGraph eight = nccl_graph(GpuArch::kHopper, 64, 8, 18, 50, true);
   EXPECT_DOUBLE_EQ(model_latency_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, eight),
                    23 + 2 * 3 * 14);
+  // Bandwidth (src/tuning/nvls.cc of current releases): per channel the least of the switch's
+  // two-phase rate 2 x bwIntra x nvlsEfficiency x (nCh - 1) / nCh, the network's (twice bwInter
+  // on two servers) and perChMaxNVLSTreeBws (Hopper 57.7 on two servers, 45.5 past), to
+  // algorithm bandwidth as a ring's.
+  const auto switch_rate = [](const NcclGraph& g) {
+    return 2 * g.bw_intra_gbps * 0.85 * (g.channels - 1) / g.channels;
+  };
   EXPECT_DOUBLE_EQ(
       model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, eight),
-      eight.channels * std::min(eight.bw_intra_gbps, eight.bw_inter_gbps / 2) * 5 / 6);
+      eight.channels * std::min({switch_rate(eight), eight.bw_inter_gbps, 45.5}) * 64 / 126);
   const NcclGraph two = nccl_graph(GpuArch::kHopper, 16, 2, 18, 50, true);
   EXPECT_DOUBLE_EQ(
       model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, two),
-      two.channels * std::min(two.bw_intra_gbps, two.bw_inter_gbps) * 5 / 6);
+      two.channels * std::min({switch_rate(two), 2 * two.bw_inter_gbps, 57.7}) * 16 / 30);
+  // Two B200 servers: NVLS-tree's network term (twice bwInter) beats the ring's NICs, so NCCL
+  // picks it for large all-reduces, as it runs there (coreweave/nccl-tests pull request 92:
+  // 690 GB/s bus bandwidth at 8 GiB, above the 8 NICs' ring).
+  const NcclGraph b200x2 = nccl_graph(GpuArch::kBlackwell, 16, 2, 18, 50, true);
+  EXPECT_EQ(choose_nccl(Op::kAllReduce, b200x2, Bytes{8} << 30).algo, NcclAlgo::kNvlsTree);
   // Log-depth latency: over 128 servers a fraction of the ring's 2 x 1023 steps.
   const NcclGraph many = nccl_graph(GpuArch::kHopper, 1024, 128, 18, 50, true);
   EXPECT_LT(model_latency_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, many),
@@ -327,8 +338,11 @@ TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
 }
 
 TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
-  const NcclTuning tuning = compute::nccl_tuning("h100");
-  // 8 servers of 8: NCCL's model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
+  NcclSettings no_nvls;
+  no_nvls.nvls = false;
+  const NcclTuning tuning = compute::nccl_tuning("h100", no_nvls);
+  // 8 servers of 8 without NVLS (with it, NVLS-tree wins from 16 MiB: NcclModel tests): NCCL's
+  // model picks its tree at 16 MiB; its chain-plus-tree uses all NICs,
   // a channel pair per NIC, as our chain-tree does (our tree over all ranks would not), and the
   // chain-tree is what NCCL's choice runs (our_algorithm in nccl_plan.cc), as a fluid transfer.
   EXPECT_EQ(tuning.model_choice(Op::kAllReduce, 64, 8, 16 << 20).algo, NcclAlgo::kTree);

@@ -2,11 +2,15 @@
 // head GPU inside every server, a double binary tree per local index (one per NIC rail) reduces
 // and broadcasts the shard across servers, and NVLink SHARP multicasts the sum back inside each
 // server, chunk by chunk through the three.
+#include <algorithm>
+#include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "sim/coll/algorithms.h"
 #include "sim/coll/algorithms/entries.h"
+#include "sim/coll/fluid_form.h"
 
 namespace cs::coll {
 namespace {
@@ -141,6 +145,138 @@ Schedule build_nvls_tree(const ScheduleKey& key) {
   return NvlsTreeSchedule(key).build();
 }
 
+// The connections of one rail's half (l, t) as a chunk takes them, each group in the order a
+// chunk crosses it: every GPU into its server's head (the NVLS reduction), up the tree from the
+// deepest heads, down it from the root, and out of every head to its server's other GPUs.
+struct HeadHop {
+  uint32_t from, to;
+};
+struct HalfHops {
+  std::vector<HeadHop> into, up, down, out;
+};
+HalfHops half_hops(const TreeOrder& tree, uint32_t local, uint32_t servers, uint32_t l) {
+  HalfHops h;
+  const auto gpu = [&](uint32_t q, uint32_t d) { return q * local + d; };
+  for (uint32_t q = 0; q < servers; ++q)
+    for (uint32_t d = 0; d < local; ++d)
+      if (d != l) {
+        h.into.push_back({gpu(q, d), gpu(q, l)});
+        h.out.push_back({gpu(q, l), gpu(q, d)});
+      }
+  for (auto it = tree.order.rbegin(); it != tree.order.rend(); ++it) {
+    const int32_t parent = tree.nodes[*it].parent;
+    if (parent >= 0) h.up.push_back({gpu(*it, l), gpu(parent, l)});
+  }
+  for (const int32_t q : tree.order)
+    for (const int32_t child : {tree.nodes[q].child0, tree.nodes[q].child1})
+      if (child >= 0) h.down.push_back({gpu(q, l), gpu(child, l)});
+  return h;
+}
+
+// A cost's time once per `count` messages sent back to back on a connection.
+Time repeated(Time t, int64_t count) {
+  return Time::ps(count * t.count_ps());
+}
+
+// The first chunk's trip through one half on an idle network: into the heads (each GPU's part of
+// both halves, one message, while its server's other GPUs send theirs), up the tree once every
+// child's sum has landed, down from the root, and out to the server: each hop its transfer and
+// latencies; between servers a head's NIC sends (and receives) one message at a time.
+Time half_first_chunk_path(const HalfHops& h, std::span<const FluidContext::MessageCost> cost,
+                           uint32_t local, uint32_t servers) {
+  std::vector<Time> summed(servers), copied(servers), sending(servers), receiving(servers);
+  std::size_t e = 0;
+  const auto landed = [](Time start, const FluidContext::MessageCost& c) {
+    return start + c.transfer + c.route + c.step;
+  };
+  for (const HeadHop hop : h.into) {
+    // Both halves travel in one message, while the server's other GPUs send into the same head.
+    const Time shared = repeated(cost[e].shared, 2);
+    summed[hop.to / local] =
+        std::max(summed[hop.to / local], shared + cost[e].route + cost[e].step);
+    ++e;
+  }
+  for (const HeadHop hop : h.up) {
+    const uint32_t from = hop.from / local, to = hop.to / local;
+    const Time start = std::max({summed[from], sending[from], receiving[to]});
+    sending[from] = receiving[to] = start + cost[e].transfer;
+    summed[to] = std::max(summed[to], landed(start, cost[e++]));
+  }
+  copied = summed;  // the root's copy is its sum; every other head's is overwritten below
+  std::fill(sending.begin(), sending.end(), Time{});
+  for (const HeadHop hop : h.down) {
+    const uint32_t from = hop.from / local, to = hop.to / local;
+    const Time start = std::max(copied[from], sending[from]);
+    sending[from] = start + cost[e].transfer;
+    copied[to] = landed(start, cost[e++]);
+  }
+  Time last;
+  for (const HeadHop hop : h.out) {
+    last = std::max(last, copied[hop.from / local] + cost[e].shared + cost[e].route + cost[e].step);
+    ++e;
+  }
+  return last;
+}
+
+// An NVLS-tree all-reduce as fluid transfers: each rail's half (l, t) one lane of its server
+// reductions into the heads, its tree up and down and its multicasts out, all of them carrying
+// half of shard l once (the reductions both halves in one message, here split between the two
+// lanes). Chunks pipeline through the four, so on an idle network the message schedule ends
+// after the first chunk's trip and chunks - 1 periods of the lane's slowest connection: its
+// transfer and a window's share of its route latency, and between servers its transfer while the
+// phase's other connections share its NIC (NVLink's sharing is left to the network, as for the
+// chain-tree, chain_tree.cc). The walk is what that adds to the lane's time alone.
+std::vector<FluidPhase> nvls_tree_fluid_phases(const FluidContext& ctx) {
+  const ScheduleKey& key = ctx.key;
+  const auto local = static_cast<uint32_t>(key.local_size);
+  const auto servers = static_cast<uint32_t>(key.n) / local;
+  const double payload = static_cast<double>(ctx.size) / (2.0 * local);
+  const std::array<TreeOrder, 2> trees{tree_order(static_cast<int32_t>(servers), 0),
+                                       tree_order(static_cast<int32_t>(servers), 1)};
+  FluidPhase phase;
+  std::vector<HalfHops> hops;
+  std::vector<std::vector<HeadHop>> edges;  // per lane, in the order of its edges
+  for (uint32_t l = 0; l < local; ++l) {
+    for (const TreeOrder& tree : trees) {
+      hops.push_back(half_hops(tree, local, servers, l));
+      FluidLane& lane = phase.emplace_back();
+      std::vector<HeadHop>& in_order = edges.emplace_back();
+      const HalfHops& h = hops.back();
+      for (const auto* group : {&h.into, &h.up, &h.down, &h.out}) {
+        for (const HeadHop hop : *group) {
+          ctx.add_edge(lane, hop.from, hop.to, payload);
+          in_order.push_back(hop);
+        }
+      }
+    }
+  }
+  const auto costs = ctx.message_costs(phase, key.chunks);
+  for (std::size_t l = 0; l < phase.size(); ++l) {
+    Time period, alone;
+    for (std::size_t e = 0; e < costs[l].size(); ++e) {
+      const auto& c = costs[l][e];
+      const bool network = !ctx.intra_node(edges[l][e].from, edges[l][e].to);
+      period = std::max({period, c.transfer + Time::ps(c.route.count_ps() / key.window),
+                         network ? c.shared : Time{}});
+      alone = std::max(alone, repeated(c.own, key.chunks));
+    }
+    const Time total =
+        half_first_chunk_path(hops[l], costs[l], local, servers) + repeated(period, key.chunks - 1);
+    phase[l].walk = std::max(Time{}, total - alone);
+  }
+  const auto size = static_cast<Bytes>(ctx.size);
+  ctx.stats.bytes_sent = 2 * (static_cast<Bytes>(servers) * (local - 1) + servers - 1) * size;
+  const int64_t per_chunk =
+      3 * int64_t{servers} * local * (local - 1) + 4 * int64_t{local} * (servers - 1);
+  ctx.stats.messages = static_cast<uint32_t>(std::min<int64_t>(per_chunk * key.chunks, UINT32_MAX));
+  return {std::move(phase)};
+}
+
+// Every NVLS-tree runs over whole servers of more than one GPU.
+bool nvls_tree_fluid_fits(const ScheduleKey& key) {
+  return key.local_size > 1 && key.n > key.local_size;
+}
+
 }  // namespace
 
 AlgorithmInfo nvls_tree_algorithm() {
@@ -155,6 +291,7 @@ AlgorithmInfo nvls_tree_algorithm() {
   // As NCCL's tree, sized for the deepest tree the group could need (one GPU per server).
   all_reduce.pipelining = tree_pipelining;
   all_reduce.server_layout = "NVLS-tree all-reduce";
+  all_reduce.fluid = {nvls_tree_fluid_fits, nvls_tree_fluid_phases};
   a.ops.push_back(all_reduce);
   return a;
 }
