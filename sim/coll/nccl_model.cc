@@ -104,6 +104,14 @@ constexpr std::array<ArchFigures, kArchs> kArchFigures{{
 const ArchFigures& figures(GpuArch arch) {
   return kArchFigures[static_cast<std::size_t>(arch)];
 }
+// Across servers the search runs its rings at the first sm90SpeedArrayInter / speedArrayInter
+// speed (48, 45, 42, 40, 30, 24, ... GB/s; sm100SpeedArrayInter from 96) within the NIC's
+// bandwidth.
+double inter_speed(const ArchFigures& f, double nic_gbps) {
+  for (double s : f.inter_gbps)
+    if (s > 0 && s <= nic_gbps) return s;
+  return 3.0;
+}
 // ncclTopoGetAlgoTime's treeCorrectionFactor [LL, LL128, Simple][log2(bytes / 64)], 64 B..256 MB.
 constexpr std::array<std::array<double, 23>, kProtos> kTreeCorrection{{
     {1.0, 1.0, 1.0, 1.0, .9, .8, .7, .7,  .7,  .7,  .6, .5,
@@ -298,23 +306,29 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
   const int32_t rings = std::max<int32_t>(1, static_cast<int32_t>(total / top));
   g.channels = 2 * rings;
   g.bw_intra_gbps = total > 0 ? top / 2 : 0;
-  // Across servers one ring per NIC, at the first sm90SpeedArrayInter / speedArrayInter speed
-  // (48, 45, 42, 40, 30, 24, ... GB/s; sm100SpeedArrayInter from 96) within the NIC's bandwidth,
-  // duplicated like the rings.
-  double inter = 3.0;
-  for (double s : f.inter_gbps) {
-    if (s > 0 && s <= nic_gbps) {
-      inter = s;
-      break;
-    }
-  }
+  const double inter = inter_speed(f, nic_gbps);
   g.bw_inter_gbps = inter * rings / static_cast<double>(g.channels);
   if (nodes > 1) {
-    // One ring per NIC, each NIC serving ranks / nodes GPUs here (rail-optimized DGX).
-    const int32_t nics = ranks / nodes;
+    // One ring per NIC, each NIC serving one of the node's GPUs here (rail-optimized), as many
+    // as the search finds room for.
+    const int32_t nics = std::min(ranks / nodes, rail_channels(arch, nvlinks, nic_gbps));
     g.bw_inter_gbps = inter * nics / static_cast<double>(g.channels);
   }
   return g;
+}
+
+int32_t rail_channels(GpuArch arch, int32_t nvlinks, double nic_gbps) {
+  // Each channel takes one NIC at the inter speed and crosses every GPU's NVLink but its NIC's
+  // (one NET per channel, ncclTopoSearchRecNet), so C channels need (C - 1) x speed of a GPU's
+  // NVLink: floor(NVLink / speed) + 1 of them, and the ring search stops at maxChannels =
+  // MAXCHANNELS / 2 = 32 (init.cc). A DGX H100's 8 NICs and a B200 server's 8 all fit (room for 8
+  // and 16); an H800's 8 NVLinks leave room for 4 at 48 GB/s (the search may settle a speed lower
+  // for 5 at 40, the same total within 4%); a 72-GPU GB200 NVL72 clique's rings cross racks on 16
+  // of its 72 NICs.
+  const ArchFigures& f = figures(arch);
+  const double speed = inter_speed(f, nic_gbps);
+  const auto fit = static_cast<int32_t>(nvlinks * f.nvlink_link_gbps / speed) + 1;
+  return std::clamp(fit, 1, 32);
 }
 
 double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node) {

@@ -56,6 +56,11 @@ struct NcclGraph {
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
                      bool nvls);
 
+// The ring channels NCCL's search gives a node's GPUs across nodes, one NIC each: as many as the
+// GPUs' NVLink leaves room for at the inter-node speed, at most 32 (a 72-GPU NVLink domain's
+// rings use 16 of its NICs).
+int32_t rail_channels(GpuArch arch, int32_t nvlinks, double nic_gbps);
+
 // NCCL's per-link NVLink bandwidth (topo.h, SMxx_NVLINK_BW) over the link's raw rate per
 // direction (25 GB/s NVLink 3 and 4, 50 GB/s NVLink 5): the share of line rate that carries NCCL
 // payload.

@@ -1,5 +1,6 @@
 #include "sim/coll/nccl_plan.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "sim/coll/algorithms.h"
@@ -106,7 +107,9 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const bool across = local > 1 && local < n && uniform(n, local);
   if (form != nullptr && form->channels) {
     if (across && settings_.rail_rings) {
-      key.channels = settings_.channels > 0 ? settings_.channels : local;
+      key.channels = settings_.channels > 0 ? settings_.channels
+                     : hw_ ? std::min(local, rail_channels(hw_->arch, hw_->nvlinks, hw_->nic_gbps))
+                           : local;
       key.local_size = local;
     } else if (settings_.channels > 0) {
       key.channels = settings_.channels;

@@ -148,6 +148,24 @@ TEST(NcclModel, NvlsTreeTermsAreNcclsOwn) {
             0.05 * model_latency_us(Op::kAllReduce, NcclAlgo::kRing, Protocol::kSimple, many));
 }
 
+TEST(NcclModel, RingsCrossServersOnAsManyNicsAsNvlinkLeavesRoomFor) {
+  // One NIC per channel at the inter speed (48 GB/s for 400 Gb/s, 96 for 800), each channel
+  // crossing every GPU's NVLink but its NIC's: floor(NVLink / speed) + 1, at most 32.
+  EXPECT_EQ(rail_channels(GpuArch::kHopper, 18, 50), 8);      // 370.8 / 48: DGX H100's 8 NICs
+  EXPECT_EQ(rail_channels(GpuArch::kBlackwell, 18, 50), 16);  // 721.8 / 48
+  EXPECT_EQ(rail_channels(GpuArch::kBlackwell, 18, 100), 8);  // 721.8 / 96 (ConnectX-8)
+  EXPECT_EQ(rail_channels(GpuArch::kAmpere, 12, 25), 11);     // 240 / 24
+  // A GB200 NVL72 rack's ring over its 72 GPUs crosses racks on 16 NICs; NCCL's model counts
+  // the bandwidth of those 16 only, and the plan runs 16 channels.
+  const NcclGraph racks = nccl_graph(GpuArch::kBlackwell, 1440, 20, 18, 50, false);
+  EXPECT_DOUBLE_EQ(racks.bw_inter_gbps * racks.channels, 16 * 48.0);
+  const NcclTuning gb200 = compute::nccl_tuning("gb200");
+  EXPECT_EQ(gb200.plan(Op::kAllReduce, 1440, 72, Bytes{1} << 30, Algorithm::kRing).channels, 16);
+  EXPECT_EQ(
+      compute::nccl_tuning("h100").plan(Op::kAllReduce, 64, 8, 1 << 30, Algorithm::kRing).channels,
+      8);
+}
+
 TEST(NcclModel, WireFactors) {
   EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kLl), 2.0);
   EXPECT_DOUBLE_EQ(protocol_wire_factor(Protocol::kLl128), 128.0 / 120.0);
