@@ -85,6 +85,21 @@ double fluid_over_message(const net::Topology& topo, const ScheduleKey& key,
 
 const auto kH100 = compute::nccl_tuning("h100");
 
+// The same for `algo`'s all-reduce over `servers` servers of 8 / `stride` GPUs of a group (every
+// stride-th GPU of each), as NCCL's tuning plans it.
+double all_reduce_fluid_over_message(const net::Topology& topo, Algorithm algo, int32_t servers,
+                                     int32_t stride, Bytes size) {
+  const int32_t local = 8 / stride, n = servers * local;
+  const auto key = kH100.plan(Op::kAllReduce, n, local, size, algo);
+  EXPECT_TRUE(fluid_supported(key));
+  return fluid_over_message(topo, key, gpus(topo, 0, n, stride), size);
+}
+
+std::string shape(int32_t servers, int32_t local, Bytes size) {
+  return std::to_string(servers * local) + " ranks, " + std::to_string(local) + " a server, " +
+         std::to_string(size) + " bytes";
+}
+
 TEST(Fluid, RingsInOneServerTakeTheirMessageScheduleTime) {
   const auto topo = cluster("dgx-h100", 8);
   for (const Op op : {Op::kReduceScatter, Op::kAllGather, Op::kAllReduce}) {
@@ -145,12 +160,10 @@ TEST(Fluid, ChainTreesTakeTheirMessageScheduleTimeWithinABound) {
     for (const int32_t servers : {2, 5, 16, 64}) {
       for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB, 64 * kMiB, 256 * kMiB}) {
         if (servers == 64 && (stride > 1 || size > 16 * kMiB)) continue;  // kept short
-        const int32_t local = 8 / stride, n = servers * local;
-        SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(local) + " a server, " +
-                     std::to_string(size) + " bytes");
-        const auto key = kH100.plan(Op::kAllReduce, n, local, size, Algorithm::kChainTree);
-        ASSERT_TRUE(fluid_supported(key));
-        const double ratio = fluid_over_message(topo, key, gpus(topo, 0, n, stride), size);
+        const int32_t local = 8 / stride;
+        SCOPED_TRACE(shape(servers, local, size));
+        const double ratio =
+            all_reduce_fluid_over_message(topo, Algorithm::kChainTree, servers, stride, size);
         const bool is_close = std::abs(ratio - 1.0) < 0.02;
         if (local == 1) {
           EXPECT_GE(ratio, 0.99);
@@ -180,12 +193,9 @@ TEST(Fluid, NvlsTreesTakeTheirMessageScheduleTimeWithinABound) {
   for (const int32_t stride : {1, 2}) {
     for (const int32_t servers : {2, 5, 16}) {
       for (const Bytes size : {64 * kKiB, 1 * kMiB, 16 * kMiB, 256 * kMiB}) {
-        const int32_t local = 8 / stride, n = servers * local;
-        SCOPED_TRACE(std::to_string(n) + " ranks, " + std::to_string(local) + " a server, " +
-                     std::to_string(size) + " bytes");
-        const auto key = kH100.plan(Op::kAllReduce, n, local, size, Algorithm::kNvlsTree);
-        ASSERT_TRUE(fluid_supported(key));
-        const double ratio = fluid_over_message(topo, key, gpus(topo, 0, n, stride), size);
+        SCOPED_TRACE(shape(servers, 8 / stride, size));
+        const double ratio =
+            all_reduce_fluid_over_message(topo, Algorithm::kNvlsTree, servers, stride, size);
         EXPECT_GE(ratio, 0.90);
         EXPECT_LE(ratio, 1.05);
         close += std::abs(ratio - 1.0) < 0.02;
