@@ -242,7 +242,10 @@ std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
 }
 
 // Across servers, where the network's hops set the period. Inside one server the chain's NVLink
-// hops do, which chain_tree_fluid_phases leaves to the network.
+// hops do, which chain_tree_fluid_phases leaves to the network. Tested to 8 GPUs a server
+// (tests/coll/fluid_test); over the 72-GPU chains of a GB200 NVL72 rack it runs 27-32% faster
+// than the message schedule, whose pipeline fill along the chain it underestimates (a known gap:
+// nccl-gb200-nvl72-20rack-1440gpu-allreduce-default-16g).
 bool chain_tree_fluid_fits(const ScheduleKey& key) {
   return key.local_size >= 1 && key.n > key.local_size;
 }
