@@ -44,7 +44,7 @@ struct Request {
   std::string network = "congestion_aware";
   std::string json;
   std::string protocol = "auto";
-  int32_t channels = 0;  // 0: one ring per NIC across servers
+  int32_t channels = 0;  // 0: one ring per NIC across servers, as many as NCCL fits
   std::string nvls = "on";
   std::string pat = "on";
   bool no_protocol_overhead = false;
@@ -154,7 +154,7 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("protocol", po::value(&req.protocol)->default_value(req.protocol),
        "NCCL protocol: simple | ll | ll128 | auto (NCCL's choice by size)")
       ("channels", po::value(&req.channels)->default_value(req.channels),
-       "rings across servers (0: one per NIC, rail-aligned)")
+       "rings across servers (0: one per NIC, rail-aligned, as many as NCCL's search fits)")
       ("nvls", po::value(&req.nvls)->default_value(req.nvls),
        "on | off: NVLink SHARP all-reduce on Hopper NVSwitch servers (NVLS, NVLS-tree)")
       ("pat", po::value(&req.pat)->default_value(req.pat),

@@ -53,6 +53,10 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
   return g;
 }
 
+int32_t NcclTuning::nic_channels(int32_t local) const {
+  return hw_ ? std::min(local, rail_channels(hw_->arch, hw_->nvlinks, hw_->nic_gbps)) : local;
+}
+
 void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
                                        int32_t members_per_node) const {
   const NcclAlgo nccl = algorithm_info(requested).nccl;
@@ -107,9 +111,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const bool across = local > 1 && local < n && uniform(n, local);
   if (form != nullptr && form->channels) {
     if (across && settings_.rail_rings) {
-      key.channels = settings_.channels > 0 ? settings_.channels
-                     : hw_ ? std::min(local, rail_channels(hw_->arch, hw_->nvlinks, hw_->nic_gbps))
-                           : local;
+      key.channels = settings_.channels > 0 ? settings_.channels : nic_channels(local);
       key.local_size = local;
     } else if (settings_.channels > 0) {
       key.channels = settings_.channels;

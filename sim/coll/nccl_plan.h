@@ -16,9 +16,9 @@ namespace cs::coll {
 // CLI: collective --protocol, --channels, --nvls, --no-*).
 struct NcclSettings {
   Protocol protocol = Protocol::kAuto;  // NCCL_PROTO: kAuto lets the model choose
-  int32_t channels = 0;                 // rings per collective across servers; 0: one per NIC
-  bool nvls = true;                     // NCCL_NVLS_ENABLE
-  bool pat = true;                      // NCCL_PAT_ENABLE (NCCL 2.23+; off: NCCL 2.20's choices)
+  int32_t channels = 0;  // rings per collective across servers; 0: one per NIC (nic_channels)
+  bool nvls = true;      // NCCL_NVLS_ENABLE
+  bool pat = true;       // NCCL_PAT_ENABLE (NCCL 2.23+; off: NCCL 2.20's choices)
   // Effects (all on by default, as a real run pays them):
   bool protocol_overhead = true;  // LL / LL128 flag bytes on the wire
   bool nvlink_overhead = true;    // NCCL's NVLink payload efficiency (20.6 of 25 GB/s per link)
@@ -62,6 +62,9 @@ class NcclTuning {
   NcclGraph graph(int32_t n, int32_t members_per_node) const;
   const NcclSettings& settings() const { return settings_; }
   bool has_hardware() const { return hw_.has_value(); }
+  // Channels across servers of `local` GPUs each: one per NIC, as many as NCCL's search fits
+  // (rail_channels; all `local` without hardware figures).
+  int32_t nic_channels(int32_t local) const;
   // Throws std::invalid_argument, with the reason, when `requested` is NVLS or NVLS-tree and
   // NCCL would not run it here: NVLS switched off, a GPU without NVLink SHARP, or too few GPUs of
   // the group per server. plan() checks it for every algorithm asked for by name.
