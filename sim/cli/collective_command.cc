@@ -319,7 +319,7 @@ class CollectivePlanner {
     if (req_.window > 0 || req_.chunks > 0)
       key_.window = req_.window > 0 ? req_.window
                                     : coll::auto_window(key_.op, key_.algo, key_.n, key_.chunks,
-                                                        size, auto_local_);
+                                                        size, auto_local_, key_.channels);
     const coll::OpForm* form = coll::find_form(key_.algo, key_.op);
     if (form != nullptr && form->on_servers()) key_.local_size = local_;
     try {

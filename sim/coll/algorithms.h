@@ -33,9 +33,11 @@ ScheduleKey normalize(ScheduleKey key);
 // and single ranks get 1. `algo` is resolved first; each (algorithm, op) form says its block and
 // piece (OpForm::pipelining), and a pair the algorithm does not implement gets 1 (normalize rejects
 // it). `local`, the group's GPUs per server, is for forms laid out on servers (the chain-tree's
-// depth); the others ignore it.
+// depth), and `channels` (0: one per GPU of a server) for forms that split over channels (the
+// chain-tree's share per channel); the others ignore them.
 inline constexpr int32_t kMaxAutoChunks = 64;
-int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1);
+int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1,
+                    int32_t channels = 0);
 
 // The in-flight window for messages of `size` cut into `chunks` (the CLI's --window 0): about
 // 64 KiB in flight per connection, so NCCL's NCCL_STEPS = kMaxWindow for messages up to 8 KiB
@@ -46,8 +48,8 @@ int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local 
 // 145 µs with 8; of 4 KiB in 64 chunks: the other way round). Single ranks, direct sends and
 // pairs the algorithm does not implement get 1.
 inline constexpr int32_t kMaxWindow = 8;
-int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size,
-                    int32_t local = 1);
+int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size, int32_t local = 1,
+                    int32_t channels = 0);
 
 // Builds the schedule of normalize(key), by the form of its algorithm for its op in the algorithm
 // table (algorithms/registry.h); each algorithm's file in algorithms/ says how it moves the data

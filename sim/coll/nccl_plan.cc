@@ -104,8 +104,6 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
                                              : choose_algorithm(op, n, local, bytes);
   }
-  key.chunks = auto_chunks(op, key.algo, n, bytes, local);
-  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local);
   const OpForm* form = find_form(key.algo, op);  // nullptr: normalize will refuse the pair
   if (form != nullptr && form->on_servers()) key.local_size = local;
   const bool across = local > 1 && local < n && uniform(n, local);
@@ -117,6 +115,9 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
       key.channels = settings_.channels;
     }
   }
+  const int32_t channels = form != nullptr && form->channels ? key.channels : 0;
+  key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels);
+  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local, channels);
   key.node_size = local >= n ? n : across ? local : (local == 1 ? 1 : 0);
   if (!hw_) return key;
   // The wire costs of the protocol NCCL runs (p2p ops: Simple, without the ring's step terms).

@@ -242,32 +242,35 @@ std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
 }
 
 // Across servers, where the network's hops set the period. Inside one server the chain's NVLink
-// hops do, which chain_tree_fluid_phases leaves to the network. Tested to 8 GPUs a server
-// (tests/coll/fluid_test); over the 72-GPU chains of a GB200 NVL72 rack it runs 27-32% faster
-// than the message schedule, whose pipeline fill along the chain it underestimates (a known gap:
-// nccl-gb200-nvl72-20rack-1440gpu-allreduce-default-16g).
+// hops do, which chain_tree_fluid_phases leaves to the network. Up to the 8 GPUs a server it is
+// tested at (tests/coll/fluid_test): over the 72-GPU chains of a GB200 NVL72 rack, whose NVLink
+// hops queue behind the rack's other channels, it ran 27-32% faster than the message schedule on
+// two racks and 52% on twenty, so those run message by message.
+constexpr int32_t kChainTreeFluidMaxLocal = 8;
 bool chain_tree_fluid_fits(const ScheduleKey& key) {
-  return key.local_size >= 1 && key.n > key.local_size;
+  return key.local_size >= 1 && key.local_size <= kChainTreeFluidMaxLocal &&
+         key.n > key.local_size;
 }
 
 // NCCL's tree chunk (src/enqueue.cc, Simple protocol): one buffer slot (NCCL_BUFFSIZE /
 // NCCL_STEPS = 512 KiB), halved while a channel's share of the buffer holds fewer than 8 chunks
 // per level of the tree's depth (down to 128 KiB), then 4 (64 KiB), then 1 (32 KiB); the depth is
 // connectTrees' GPUs per server - 1 + log2(servers). A channel here is one tree of a pair: half of
-// one NIC's share, S / (2 local). Every chunk costs 4 (n - 1) messages per channel (up and down,
-// two trees), so past kChainTreeMessages the pieces grow until the schedule fits in it, though
-// never to fewer than kChainTreeMinChunks.
-Pipelining chain_tree_pipelining(int32_t n, int32_t local, Bytes size) {
+// one channel's share, S / (2 channels), a channel per NIC (16 of a GB200 NVL72 rack's 72 GPUs,
+// coll::rail_channels). Every chunk costs 4 (n - 1) messages per channel (up and down, two trees),
+// so past kChainTreeMessages the pieces grow until the schedule fits in it, though never to fewer
+// than kChainTreeMinChunks.
+Pipelining chain_tree_pipelining(int32_t n, int32_t local, int32_t channels, Bytes size) {
   const auto servers = static_cast<uint32_t>(std::max(1, n / local));
   const int32_t tree_depth = static_cast<int32_t>(std::bit_width(servers)) - 1;  // log2(servers)
   const int32_t depth = std::max(1, local - 1 + tree_depth);
-  const Bytes block = size / (2 * static_cast<Bytes>(local));
+  const Bytes block = size / (2 * static_cast<Bytes>(channels));
   Bytes piece = kSlot;
   while (block / piece < 8 * depth && piece > 128 * kKiB) piece /= 2;
   while (block / piece < 4 * depth && piece > 64 * kKiB) piece /= 2;
   while (block / piece < depth && piece > 32 * kKiB) piece /= 2;
   const int64_t most = std::max<int64_t>(
-      kChainTreeMinChunks, kChainTreeMessages / (4 * static_cast<int64_t>(local) * n));
+      kChainTreeMinChunks, kChainTreeMessages / (4 * static_cast<int64_t>(channels) * n));
   return {block, std::max(piece, (block + most - 1) / most)};
 }
 

@@ -28,10 +28,10 @@ struct OpForm {
   // The message schedule of a normalized key of this algorithm and op (see normalize).
   Schedule (*build)(const ScheduleKey& key) = nullptr;
   // What auto_chunks and auto_window cut for n ranks, `local` of them per server (1 when unknown
-  // or spread; only forms laid out on servers read it) and `size` bytes. nullptr: every send
-  // waits for nothing, so neither pipelining nor a window applies (normalize sets chunks and
-  // window to 1).
-  Pipelining (*pipelining)(int32_t n, int32_t local, Bytes size) = nullptr;
+  // or spread; only forms laid out on servers read it), `channels` parallel channels (forms that
+  // take them) and `size` bytes. nullptr: every send waits for nothing, so neither pipelining nor
+  // a window applies (normalize sets chunks and window to 1).
+  Pipelining (*pipelining)(int32_t n, int32_t local, int32_t channels, Bytes size) = nullptr;
   // Takes parallel rings (ScheduleKey::channels; normalize sets 1 otherwise). Several channels
   // over servers of local_size > 1 ranks are rail-aligned (channel_ring), and local_size must
   // then divide the group.

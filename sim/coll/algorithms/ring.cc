@@ -209,12 +209,12 @@ std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
 }
 
 // A flat ring is pipelined across its n shards already: one chunk (see auto_chunks).
-Pipelining ring_pipelining(int32_t n, int32_t, Bytes size) {
+Pipelining ring_pipelining(int32_t n, int32_t, int32_t, Bytes size) {
   return {size / n, size / n + 1};
 }
 
 // The broadcast buffer in 512 KiB slots.
-Pipelining broadcast_pipelining(int32_t, int32_t, Bytes size) {
+Pipelining broadcast_pipelining(int32_t, int32_t, int32_t, Bytes size) {
   return {size, kSlot};
 }
 

@@ -105,7 +105,7 @@ Schedule build_tree(const ScheduleKey& key) {
 
 // Like NCCL's tree, halve pieces of each half (down to 64 KiB) until there are 8 per level of
 // depth, so that the pipeline fills.
-Pipelining tree_pipelining(int32_t n, int32_t, Bytes size) {
+Pipelining tree_pipelining(int32_t n, int32_t, int32_t, Bytes size) {
   int32_t depth = 1;
   while ((int32_t{1} << depth) < n) ++depth;
   Bytes piece = kSlot;
