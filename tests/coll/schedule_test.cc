@@ -282,6 +282,12 @@ TEST(AutoChunks, CutsBlocksIntoNcclSizedPiecesUpToACap) {
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16384, kGiB, 8), 16);
   // One GPU per server: NCCL's double binary tree, halves of the buffer, log2(64) levels.
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 64, 48 * kMiB, 1), 48);
+  // A channel's share is one channel's, not one GPU's of a server: 20 GB200 NVL72 racks on the
+  // 16 channels NCCL's search gives them carry 16 GiB / 32 per tree, cut into 45 pieces by the
+  // message budget; as one channel per GPU (72) they would carry a fifth of that in 16.
+  const Bytes big = 16 * kGiB;
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 1440, big, 72, 16), 45);
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 1440, big, 72), 16);
   // The cap, and what never pipelines.
   for (Algorithm algo : {Algorithm::kRing, Algorithm::kTree, Algorithm::kHierarchical}) {
     if (algo != Algorithm::kRing) {
