@@ -19,10 +19,6 @@ namespace {
 
 constexpr Bytes kWindowBytes = 64 * kKiB;  // see auto_window
 
-}  // namespace
-
-namespace {
-
 // The form's pipelining for n ranks, `local` a server and `channels` (0: one per GPU of a server).
 Pipelining pipelining(const OpForm& form, int32_t n, int32_t local, int32_t channels, Bytes size) {
   local = std::clamp(local, 1, n);
