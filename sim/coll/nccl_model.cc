@@ -50,8 +50,9 @@ constexpr std::array<std::array<std::array<double, kProtos>, kAlgos>, 2> kHwLat{
 // (N1/N2/N4)" rows, written there as twice the Hopper rows of the same releases: llMaxBws
 // 2 x {141, 45, 35}, ring LL128 2 x 36.7, tree LL128 2 x {36.7, 36.7, 29.0}, tree 2 x {38.7,
 // 41.4, 36.0}). Later releases cut the Blackwell tree rows (tree LL128 {55.6, 31.67, 20}, tree
-// {70, 42.8, 24}); with those, NCCL's model would pick the ring where a run of 2.26.2 ran its
-// Tree (nccl-gb200-nvl72-20rack-1440gpu-allreduce-default-16g).
+// {70, 42.8, 24}); with those, NCCL's model would pick the ring for twenty GB200 racks, where
+// with these, the rows of the measured run's 2.26.2, it picks its Tree, whose bandwidth the run
+// matches (nccl-gb200-nvl72-20rack-1440gpu-allreduce-default-16g).
 constexpr int kArchs = 4;
 using ArchTable = std::array<std::array<double, 3>, kArchs>;
 constexpr ArchTable kLlMaxBw{
