@@ -214,8 +214,10 @@ void check_collective_shape(Request& req) {
   if (req.group_size == 0) req.group_size = req.gpus;
   if (req.gpus < 1 || req.group_size < 1 || req.group_stride < 1)
     throw UsageError("--gpus, --group-size and --group-stride must be positive");
-  if (req.chunks < 0 || req.window < 0 || req.channels < 0)
-    throw UsageError("--chunks, --window and --channels must not be negative (0: by size)");
+  if (req.chunks < 0 || req.window < 0 || req.channels < 0 || req.gpus_per_node < 0)
+    throw UsageError(
+        "--chunks, --window, --channels and --gpus-per-node must not be negative (0: by size, "
+        "all of a node)");
   for (const auto& [name, value] : {std::pair{"--nvls", req.nvls}, std::pair{"--pat", req.pat}})
     if (value != "on" && value != "off")
       throw UsageError(std::string(name) + " must be on or off, not '" + value + "'");

@@ -217,6 +217,14 @@ TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   EXPECT_NE(proto.err.find("unknown NCCL protocol 'fast'"), std::string::npos) << proto.err;
   EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--nvls", "maybe"}).code, 2);
   EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--channels", "-1"}).code, 2);
+  const auto negative = run_cli({"collective", "--gpus", "8", "--gpus-per-node", "-1"});
+  EXPECT_EQ(negative.code, 2);
+  EXPECT_NE(negative.err.find("--gpus-per-node"), std::string::npos) << negative.err;
+  // More GPUs of a node than it has: refused, naming the bound.
+  const auto too_many = run_cli({"collective", "--gpus", "16", "--gpus-per-node", "9"});
+  EXPECT_NE(too_many.code, 0);
+  EXPECT_NE(too_many.err.find("gpus_per_node must be in [0, 8]"), std::string::npos)
+      << too_many.err;
 }
 
 TEST(Cli, SameInputSameOutput) {
