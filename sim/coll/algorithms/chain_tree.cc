@@ -248,8 +248,7 @@ std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
 // two racks and 52% on twenty, so those run message by message.
 constexpr int32_t kChainTreeFluidMaxLocal = 8;
 bool chain_tree_fluid_fits(const ScheduleKey& key) {
-  return key.local_size >= 1 && key.local_size <= kChainTreeFluidMaxLocal &&
-         key.n > key.local_size;
+  return key.local_size >= 1 && key.local_size <= kChainTreeFluidMaxLocal && key.n > key.local_size;
 }
 
 // NCCL's tree chunk (src/enqueue.cc, Simple protocol): one buffer slot (NCCL_BUFFSIZE /
