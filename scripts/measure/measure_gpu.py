@@ -490,11 +490,9 @@ def host():
     us, how, iters = bench_us(lambda: x.add_(1), min_ms=20)
     out["graph_tiny_add_us_per_kernel"] = round(us, 3)
     # an eager Llama-style block, fwd + bwd: the host sets the pace of the small one
-    from measure_host import Block, kernel_times
+    from measure_host import BLOCK_SIZES, Block, kernel_times
 
-    for label, (h, ffn, heads, seq) in {"tiny-h256-s128": (256, 512, 4, 128),
-                                        "1b-h2048-s2048": (2048, 8192, 16, 2048),
-                                        "8b-h4096-s4096": (4096, 14336, 32, 4096)}.items():
+    for label, (h, ffn, heads, seq) in BLOCK_SIZES.items():
         blk = Block(h, ffn, heads).to(DEV, torch.bfloat16)
         inp = torch.randn(1, seq, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
 

@@ -133,6 +133,13 @@ def per_op():
     return out
 
 
+# Llama-style blocks of three sizes, (hidden, FFN, heads, tokens): the host-bound tiny one, and
+# 1B and 8B blocks at their training lengths (measure_gpu.py and measure_host_sizes.py).
+BLOCK_SIZES = {"tiny-h256-s128": (256, 512, 4, 128),
+               "1b-h2048-s2048": (2048, 8192, 16, 2048),
+               "8b-h4096-s4096": (4096, 14336, 32, 4096)}
+
+
 class Block(nn.Module):
     def __init__(self, h, ffn, heads, composite_norm=False):
         super().__init__()

@@ -14,7 +14,7 @@ import traceback
 import torch
 import torch.nn.functional as F
 
-from measure_host import Block
+from measure_host import BLOCK_SIZES, Block
 
 OUT = sys.argv[1] if len(sys.argv) > 1 else "."
 DEV = torch.device("cuda")
@@ -70,9 +70,7 @@ def ops_by_size():
 
 def blocks_by_size():
     out = {}
-    for label, (h, ffn, heads, seq) in {"tiny-h256-s128": (256, 512, 4, 128),
-                                        "1b-h2048-s2048": (2048, 8192, 16, 2048),
-                                        "8b-h4096-s4096": (4096, 14336, 32, 4096)}.items():
+    for label, (h, ffn, heads, seq) in BLOCK_SIZES.items():
         blk = Block(h, ffn, heads).to(DEV, torch.bfloat16)
         inp = torch.randn(1, seq, h, device=DEV, dtype=torch.bfloat16, requires_grad=True)
 
