@@ -328,6 +328,7 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       const Time duration = compute_duration(rank, op);
       stats.compute += duration;
       if (o.op_class == OpClass::kRecompute) stats.recompute += duration;
+      if (o.stream != Stream::kCompute) stats.side_stream += duration;
       // GPU kernels of the compute stream (host work such as CPU Adam has no kernel) share the
       // GPU with communication.
       const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;

@@ -40,9 +40,12 @@ namespace cs::exec {
 // was waiting for when it resumed: a pipeline receive (the bubble), a data- or
 // context-parallel collective (exposed communication), or nothing at all after its last op.
 struct RankStats {
-  Time compute;        // kernels alone, recompute and optimizer included
-  Time interference;   // compute-stream time added by communication running beside kernels
-  Time recompute;      // part of `compute`
+  Time compute;       // kernels alone, recompute and optimizer included
+  Time interference;  // compute-stream time added by communication running beside kernels
+  Time recompute;     // part of `compute`
+  // Part of `compute`: kernels and host work on other streams than the compute stream (a
+  // stack's side-stream copies, offload transfers), which run beside the compute stream's.
+  Time side_stream;
   Time pipeline_wait;  // idle, waiting for the previous or next stage
   // Exposed communication by dimension: the compute stream blocked on a collective of its own
   // (tensor-parallel, expert-parallel), or idle waiting for a pipeline transfer already under

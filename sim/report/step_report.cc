@@ -31,14 +31,20 @@ std::string human(double v) {
 }
 
 // "compute 71.2%, exposed comm TP 4.1% / DP 2.0%, bubble 18.3%, other 4.4%": the step per GPU
-// split into what a reader can act on; dimensions under 0.05% are left out.
+// split into what a reader can act on, summing to 100%; dimensions under 0.05% are left out.
 std::string step_shares(const StepReport& r) {
   const double step = r.iteration_time_s;
   if (step <= 0 || r.stages.empty()) return "";
-  double compute = 0;
-  for (const auto& s : r.stages) compute += s.compute_s / static_cast<double>(r.stages.size());
+  // The compute stream's kernels take their share of the step; kernels on side streams run
+  // beside them and are shown apart, outside the sum.
+  double compute = 0, side = 0;
+  for (const auto& s : r.stages) {
+    compute += (s.compute_s - s.side_stream_s) / static_cast<double>(r.stages.size());
+    side += s.side_stream_s / static_cast<double>(r.stages.size());
+  }
   const auto pct = [&](double seconds) { return fmt("%.1f%%", 100 * seconds / step); };
   std::string text = "compute " + pct(compute);
+  if (side / step >= 5e-4) text += " (side streams " + pct(side) + " beside it)";
   std::string comm;
   double exposed = 0;
   for (const auto& d : workload::kDims) {
@@ -50,7 +56,7 @@ std::string step_shares(const StepReport& r) {
   if (r.interference_s / step >= 5e-4) text += ", interference " + pct(r.interference_s);
   if (r.host_dispatch_s / step >= 5e-4) text += ", host dispatch " + pct(r.host_dispatch_s);
   text += ", bubble " + pct(r.bubble_fraction * step);
-  // The rest: optimizer waits, offload; negative when the parts overlap.
+  // The rest: waits none of the parts above names (the optimizer's host work, for one).
   const double other =
       step - compute - exposed - r.interference_s - r.host_dispatch_s - r.bubble_fraction * step;
   if (std::abs(other) / step >= 5e-3) text += ", other " + pct(other);
@@ -157,7 +163,8 @@ Json stage_json(const StageFigures& s, int index) {
             {"layers", s.layers},
             {"bubble_fraction", s.bubble_fraction},
             {"analytic_bubble_fraction", s.analytic_bubble_fraction},
-            {"compute_s", s.compute_s}};
+            {"compute_s", s.compute_s},
+            {"side_stream_compute_s", s.side_stream_s}};
   for (const auto& d : workload::kDims)
     j[std::string(d.stage_key)] = s.comm_wait_s[static_cast<std::size_t>(d.dim)];
   j["interference_s"] = s.interference_s;

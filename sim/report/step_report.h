@@ -19,8 +19,9 @@ struct StageFigures {
   double bubble_fraction = 0;           // measured: idle waiting on the pipeline / step time
   double analytic_bubble_fraction = 0;  // the schedule's textbook formula
   double compute_s = 0;                 // mean over the stage's ranks
-  workload::DimSeconds comm_wait_s{};   // exposed communication by dimension, mean
-  double interference_s = 0;            // compute slowed by communication beside it
+  double side_stream_s = 0;  // part of compute_s on other streams, beside the compute stream
+  workload::DimSeconds comm_wait_s{};  // exposed communication by dimension, mean
+  double interference_s = 0;           // compute slowed by communication beside it
   int32_t layers = 0;
   int32_t peak_in_flight = 0;  // microbatches whose activations are held at the peak
   double memory_gb = 0;        // peak per GPU on this stage

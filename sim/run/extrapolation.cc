@@ -49,6 +49,7 @@ exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
   s.interference = line(a.interference, b.interference);
   s.host_wait = line(a.host_wait, b.host_wait);
   s.recompute = line(a.recompute, b.recompute);
+  s.side_stream = line(a.side_stream, b.side_stream);
   s.pipeline_wait = line(a.pipeline_wait, b.pipeline_wait);
   for (std::size_t d = 0; d < s.comm_wait.size(); ++d)
     s.comm_wait[d] = line(a.comm_wait[d], b.comm_wait[d]);

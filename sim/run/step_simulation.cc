@@ -408,6 +408,7 @@ static std::vector<int32_t> sum_rank_waits(report::StepReport& r, const workload
     const Time dp_wait = st.wait_for(Dim::kDp) + (p > 1 ? Time{} : boundary_wait(st));
     f.bubble_fraction += bubble.as_seconds() / step;
     f.compute_s += st.compute.as_seconds();
+    f.side_stream_s += st.side_stream.as_seconds();
     for (const auto& d : workload::kDims) {
       const double wait = (d.dim == Dim::kDp ? dp_wait : st.wait_for(d.dim)).as_seconds();
       f.comm_wait_s[static_cast<std::size_t>(d.dim)] += wait;
@@ -434,6 +435,7 @@ static workload::MemoryBreakdown finish_stages(report::StepReport& r, const Prep
     const double n = ranks_in_stage[static_cast<std::size_t>(s)];
     f.bubble_fraction /= n;
     f.compute_s /= n;
+    f.side_stream_s /= n;
     for (double& wait : f.comm_wait_s) wait /= n;
     f.interference_s /= n;
     f.analytic_bubble_fraction = r.analytic_bubble_fraction;

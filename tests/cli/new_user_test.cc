@@ -161,6 +161,27 @@ TEST(NewUser, TheRunTableSaysWhereTheStepGoesAndWhyTheBubbleIsLarge) {
   EXPECT_LT(after.at("bubble_fraction").get<double>(), before.at("bubble_fraction").get<double>());
 }
 
+TEST(NewUser, SideStreamKernelsAreShownBesideTheComputeShareNotInsideIt) {
+  // FSDP2 copies gradients into its reduce-scatter buffer on a side stream, beside the backward's
+  // kernels: counted inside the compute share, the shares would pass 100% ("other -4.6%").
+  const auto args =
+      small_run({"--set", "software_stack=PYTORCH_FSDP", "--set", "parallel.tp=1", "--set",
+                 "parallel.sequence_parallel=false", "--set", "parallel.zero_stage=3"});
+  const auto r = run_cli(args);
+  ASSERT_EQ(r.code, 0) << r.err;
+  std::string shares = line_with(r.out, "where the step goes");
+  const auto open = shares.find(" (side streams ");
+  ASSERT_NE(open, std::string::npos) << shares;
+  shares.erase(open, shares.find(')', open) + 1 - open);
+  EXPECT_EQ(shares.find("other"), std::string::npos) << shares;
+  double sum = 0;
+  for (double p : percentages(shares)) sum += p;
+  EXPECT_NEAR(sum, 100, 0.6) << shares;
+  const auto stage = json_of(args).at("stages").at(0);
+  EXPECT_GT(stage.at("side_stream_compute_s").get<double>(), 0);
+  EXPECT_LT(stage.at("side_stream_compute_s").get<double>(), stage.at("compute_s").get<double>());
+}
+
 // The words of `line` after its "#N" label (run lines are printed without quotes here).
 std::vector<std::string> words_after_label(const std::string& line) {
   std::istringstream in(line);
