@@ -236,8 +236,11 @@ double KernelCostModel::attention_softmax_seconds(const Kernel& a, Precision pre
   const double rate =
       profile_.sfu_ops_per_clock_per_sm() * static_cast<double>(profile_.sm_count()) * clock_hz;
   if (!(rate > 0)) return 0;
-  // One exponential per computed score, forward and backward (which recomputes P = exp(S - L)).
-  const double scores = counted_scores(a) * causal_diagonal_factor(a);
+  // One exponential per computed score forward; the backward recomputes it (P = exp(S - L)) and
+  // may spend more per score outside the tensor cores (backward_scalar_per_score).
+  const double per_score =
+      a.backward ? attention_figures(a, precision).backward_scalar_per_score() : 1.0;
+  const double scores = counted_scores(a) * causal_diagonal_factor(a) * per_score;
   return scores * (1.0 - width / measured_width) / (rate * attention_wave_use(a));
 }
 
