@@ -187,16 +187,20 @@ void Executor::start() {
                      options_.fold_tensor_parallel && alike && layout_ranks &&
                          options_.isolated_timer && owns_nvlink_[static_cast<int>(Dim::kTp)],
                      options_.fold_data_parallel && alike && layout_ranks, programs_);
-  if (options_.interference) {
-    stretcher_.emplace(sim_, *options_.interference, static_cast<std::size_t>(layout_.world()),
-                       [this](int32_t rank, uint32_t op, Time stretched_by) {
-                         stats_[rank].interference += stretched_by;
+  if (options_.interference || options_.side_stream_contention) {
+    // Without interference the model adds no load: kernels are only ever held.
+    stretcher_.emplace(sim_, options_.interference.value_or(InterferenceModel{}),
+                       static_cast<std::size_t>(layout_.world()),
+                       [this](int32_t rank, uint32_t op, Time stretched_by, Time held) {
+                         stats_[rank].interference += stretched_by - held;
+                         stats_[rank].side_stream_hold += held;
                          complete(rank, op);
                        });
     kernel_ctas_.resize(programs_.size());
     for (std::size_t p = 0; p < programs_.size(); ++p)
       for (const auto& call : programs_[p].kernels)
-        kernel_ctas_[p].push_back(kernel_ctas(*options_.interference, call.kernel));
+        kernel_ctas_[p].push_back(
+            options_.interference ? kernel_ctas(*options_.interference, call.kernel) : 0);
   }
   step_start_ = sim_.now();
   if (options_.host_per_kernel > Time{} || options_.host_per_layer_pass > Time{})
@@ -332,10 +336,17 @@ void Executor::start_op(int32_t rank, uint32_t op) {
       // GPU kernels of the compute stream (host work such as CPU Adam has no kernel) share the
       // GPU with communication.
       const bool gpu_kernel = o.kernel < program.kernels.size() || program.dataflow;
-      if (options_.interference && o.stream == Stream::kCompute && gpu_kernel)
+      if (stretcher_ && o.stream == Stream::kCompute && gpu_kernel) {
         start_kernel(rank, op, duration);
-      else
+      } else if (holds_gpu(program, o)) {
+        stretcher_->hold(rank, +1);
+        sim_.schedule_in(duration, [this, rank, op] {
+          stretcher_->hold(rank, -1);
+          complete(rank, op);
+        });
+      } else {
         sim_.schedule_in(duration, [this, rank, op] { complete(rank, op); });
+      }
       break;
     }
     case OpKind::kCollective:
@@ -358,6 +369,13 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
                            : o.duration;
   if (!options_.variability || !gpu_kernel) return nominal;
   return options_.variability->duration(nominal, rank, op);
+}
+
+bool Executor::holds_gpu(const workload::Program& program, const Op& o) const {
+  // A side stream's kernel of a layout program; an imported trace's kernel times were measured
+  // beside whatever else ran.
+  return options_.side_stream_contention && stretcher_ && o.stream != Stream::kCompute &&
+         o.kernel < program.kernels.size() && !program.dataflow;
 }
 
 void Executor::start_kernel(int32_t rank, uint32_t op, Time isolated) {

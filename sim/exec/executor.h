@@ -43,6 +43,8 @@ struct RankStats {
   Time compute;       // kernels alone, recompute and optimizer included
   Time interference;  // compute-stream time added by communication running beside kernels
   Time recompute;     // part of `compute`
+  // Compute-stream time added by side-stream kernels holding the GPU (side_stream_contention).
+  Time side_stream_hold;
   // Part of `compute`: kernels and host work on other streams than the compute stream (a
   // stack's side-stream copies, offload transfers), which run beside the compute stream's.
   Time side_stream;
@@ -207,6 +209,9 @@ class Executor {
   void rank_finished(int32_t rank);
   // Starts a compute-stream kernel that lasts `isolated` (compute_duration) while alone.
   void start_kernel(int32_t rank, uint32_t op, Time isolated);
+  // Whether op `o` is a kernel of another stream that holds the GPU from the compute stream's
+  // (ExecutorOptions::side_stream_contention).
+  bool holds_gpu(const workload::Program& program, const workload::Op& o) const;
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
   // Runs `copies` of a collective, copy c over vertices [c n, (c + 1) n): as one mirrored fluid

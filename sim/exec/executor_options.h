@@ -61,6 +61,9 @@ struct ExecutorOptions {
   bool fold_data_parallel = false;
   // Slows compute-stream kernels while communication of their GPU is in flight (interference.h).
   std::optional<InterferenceModel> interference;
+  // Holds the compute stream's kernel while a kernel of another stream runs on its GPU
+  // (effects.side_stream_contention; KernelStretcher::hold). Layout programs only.
+  bool side_stream_contention = false;
   // What launching one compute-stream kernel costs the host (effects.host_dispatch): a kernel
   // cannot start before the host, which launches the step's kernels one after another from its
   // start without blocking, has launched it. Zero: the host keeps ahead. Layout programs only.

@@ -19,8 +19,9 @@ namespace cs::exec {
 // is reproducible bit for bit.
 class KernelStretcher {
  public:
-  // Called as a rank's kernel ends, with how much longer than alone it ran.
-  using Finished = std::function<void(int32_t rank, uint32_t op, Time stretched_by)>;
+  // Called as a rank's kernel ends, with how much longer than alone it ran and how much of that
+  // it was held (hold()).
+  using Finished = std::function<void(int32_t rank, uint32_t op, Time stretched_by, Time held)>;
   // What the slowdown law reads of a kernel.
   struct Shape {
     compute::KernelKind kind = compute::KernelKind::kGemm;
@@ -36,6 +37,9 @@ class KernelStretcher {
   void start(int32_t rank, uint32_t op, const Shape& shape, Time isolated);
   // Communication of `path` starts (+1) or ends (-1) on `rank`'s GPU.
   void change_load(int32_t rank, CommPath path, int sign);
+  // A kernel of another stream that takes `rank`'s GPU starts (+1) or ends (-1): while one runs,
+  // the compute stream's kernel (running or started meanwhile) makes no progress.
+  void hold(int32_t rank, int sign);
   const CommLoad& load(int32_t rank) const { return ranks_[static_cast<std::size_t>(rank)].load; }
 
   // Memory held per rank.
@@ -43,11 +47,14 @@ class KernelStretcher {
 
  private:
   struct Running {
-    CommLoad load;  // communication of this GPU in flight
+    CommLoad load;      // communication of this GPU in flight
+    int32_t holds = 0;  // other streams' kernels holding the GPU (hold())
     bool busy = false;
+    bool held = false;  // the kernel made no progress since `since`
     uint32_t op = 0;
     Shape shape;
     Time isolated, started, since;  // `since`: when the rate last changed
+    Time held_for;                  // time held so far
     double left_ps = 0;             // isolated-time picoseconds still to run
     double slowdown = 1;
     EventId event;

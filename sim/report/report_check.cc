@@ -89,6 +89,7 @@ void check_report(const StepReport& r) {
     non_negative(r.exposed_s[static_cast<std::size_t>(d.dim)], "exposed_s." + std::string(d.key));
   non_negative(r.interference_s, "interference_s");
   non_negative(r.host_dispatch_s, "host_dispatch_s");
+  non_negative(r.side_stream_hold_s, "side_stream_hold_s");
   const auto& m = r.memory;
   for (const auto& [v, name] : {std::pair{m.weights_gb, "weights_gb"},
                                 {m.gradients_gb, "gradients_gb"},

@@ -55,10 +55,12 @@ std::string step_shares(const StepReport& r) {
   text += ", exposed comm " + (comm.empty() ? std::string("0%") : comm);
   if (r.interference_s / step >= 5e-4) text += ", interference " + pct(r.interference_s);
   if (r.host_dispatch_s / step >= 5e-4) text += ", host dispatch " + pct(r.host_dispatch_s);
+  if (r.side_stream_hold_s / step >= 5e-4)
+    text += ", side-stream hold " + pct(r.side_stream_hold_s);
   text += ", bubble " + pct(r.bubble_fraction * step);
   // The rest: waits none of the parts above names (the optimizer's host work, for one).
-  const double other =
-      step - compute - exposed - r.interference_s - r.host_dispatch_s - r.bubble_fraction * step;
+  const double other = step - compute - exposed - r.interference_s - r.host_dispatch_s -
+                       r.side_stream_hold_s - r.bubble_fraction * step;
   if (std::abs(other) / step >= 5e-3) text += ", other " + pct(other);
   return text;
 }
@@ -268,6 +270,7 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   for (const auto& d : workload::kDims) exposed[std::string(d.key)] = r.exposed(d.dim);
   j["interference_s"] = r.interference_s;
   j["host_dispatch_s"] = r.host_dispatch_s;
+  j["side_stream_hold_s"] = r.side_stream_hold_s;
   j["memory"] = memory_json(r.memory);
   j["offload"] = offload_json(r.offload);
   j["accumulation_steps"] = r.accumulation_steps;
@@ -318,6 +321,9 @@ void print_step_comm(std::ostream& out, const StepReport& r) {
   row(out, "exposed comm " + labels, seconds + " s");
   row(out, "interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   row(out, "host dispatch (kernels waiting for launch)", fmt("%.4f s", r.host_dispatch_s));
+  if (r.side_stream_hold_s > 0)
+    row(out, "side-stream hold (their kernels holding the GPU)",
+        fmt("%.4f s", r.side_stream_hold_s));
   std::string by_dim;
   for (const auto& d : workload::kDims)
     if (!d.expert || r.expert_parallel)

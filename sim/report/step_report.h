@@ -145,6 +145,9 @@ struct StepReport {
   // Mean per GPU: compute stream idle with its next kernel's inputs ready, waiting for the host
   // to launch it (effects.host_dispatch).
   double host_dispatch_s = 0;
+  // Mean per GPU: compute-stream time added by side-stream kernels holding the GPU
+  // (effects.side_stream_contention).
+  double side_stream_hold_s = 0;
 
   MemoryFigures memory;
   OffloadFigures offload;

@@ -50,6 +50,7 @@ exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
   s.host_wait = line(a.host_wait, b.host_wait);
   s.recompute = line(a.recompute, b.recompute);
   s.side_stream = line(a.side_stream, b.side_stream);
+  s.side_stream_hold = line(a.side_stream_hold, b.side_stream_hold);
   s.pipeline_wait = line(a.pipeline_wait, b.pipeline_wait);
   for (std::size_t d = 0; d < s.comm_wait.size(); ++d)
     s.comm_wait[d] = line(a.comm_wait[d], b.comm_wait[d]);
@@ -150,6 +151,7 @@ bool is_steady(const StepOutcome& a, const StepOutcome& b, const StepOutcome& c)
   if (!figure_alike([](const S& s) { return s.compute; }) ||
       !figure_alike([](const S& s) { return s.pipeline_wait; }) ||
       !figure_alike([](const S& s) { return s.interference; }) ||
+      !figure_alike([](const S& s) { return s.side_stream_hold; }) ||
       !figure_alike([](const S& s) { return s.host_wait; }) ||
       !figure_alike([](const S& s) { return s.end_wait; }))
     return false;

@@ -417,6 +417,7 @@ static std::vector<int32_t> sum_rank_waits(report::StepReport& r, const workload
     f.interference_s += st.interference.as_seconds();
     r.interference_s += st.interference.as_seconds() / r.gpus;
     r.host_dispatch_s += st.host_wait.as_seconds() / r.gpus;
+    r.side_stream_hold_s += st.side_stream_hold.as_seconds() / r.gpus;
   }
   return ranks_in_stage;
 }

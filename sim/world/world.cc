@@ -81,7 +81,8 @@ std::span<const std::string_view> world_effects() {
                                                 "nvls_bus_bandwidth_cap",
                                                 "moe_all_to_all_wire",
                                                 "comm_compute_interference",
-                                                "interference_wave_quantization"};
+                                                "interference_wave_quantization",
+                                                "side_stream_contention"};
   return kNames;
 }
 
@@ -175,6 +176,7 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
     options.host_per_kernel = Time::from_us(config.resolved_stack().host_us_per_kernel());
     options.host_per_layer_pass = Time::from_us(config.resolved_stack().host_us_per_layer_pass());
   }
+  options.side_stream_contention = config.effects().side_stream_contention();
   if (config.effects().comm_compute_interference()) {
     options.interference = exec::interference_model(world.gpu());
     options.interference->wave_quantization = config.effects().interference_wave_quantization();

@@ -20,14 +20,15 @@ const InterferenceModel& stretch_h100() {
 struct Ended {
   int32_t rank;
   uint32_t op;
-  Time at, stretched_by;
+  Time at, stretched_by, held;
 };
 
 struct Fixture {
   Simulator sim;
   std::vector<Ended> ended;
-  KernelStretcher stretcher{sim, stretch_h100(), 2, [this](int32_t rank, uint32_t op, Time by) {
-                              ended.push_back({rank, op, sim.now(), by});
+  KernelStretcher stretcher{sim, stretch_h100(), 2,
+                            [this](int32_t rank, uint32_t op, Time by, Time held) {
+                              ended.push_back({rank, op, sim.now(), by, held});
                             }};
   const KernelStretcher::Shape gemm{compute::KernelKind::kGemm, 1e6, 0};
   double slowdown(CommPath path) const {
@@ -91,6 +92,48 @@ TEST(KernelStretcher, AnotherGpusCommunicationDoesNotSlowIt) {
   ASSERT_EQ(f.ended.size(), 1u);
   EXPECT_EQ(f.ended[0].rank, 0);
   EXPECT_EQ(f.ended[0].at, Time::us(100));
+}
+
+// A side stream's kernel holds the GPU: the compute kernel makes no progress while it runs, and
+// picks up where it was, at the rate communication leaves it.
+TEST(KernelStretcher, AHeldKernelPausesForTheHoldAndReportsIt) {
+  Fixture f;
+  f.stretcher.start(0, 0, f.gemm, Time::us(100));
+  f.sim.schedule_in(Time::us(20), [&] { f.stretcher.hold(0, +1); });
+  f.sim.schedule_in(Time::us(35), [&] { f.stretcher.hold(0, -1); });
+  f.sim.run();
+  ASSERT_EQ(f.ended.size(), 1u);
+  EXPECT_EQ(f.ended[0].at, Time::us(115));
+  EXPECT_EQ(f.ended[0].held, Time::us(15));
+  EXPECT_EQ(f.ended[0].stretched_by, Time::us(15));
+}
+
+TEST(KernelStretcher, AKernelStartedDuringAHoldWaitsForItsEnd) {
+  Fixture f;
+  const double s = f.slowdown(CommPath::kNvlinkCollective);
+  f.stretcher.hold(0, +1);
+  f.stretcher.hold(0, +1);  // two side kernels: the GPU is free when both have ended
+  f.stretcher.change_load(0, CommPath::kNvlinkCollective, +1);
+  f.stretcher.start(0, 0, f.gemm, Time::us(100));
+  f.sim.schedule_in(Time::us(10), [&] { f.stretcher.hold(0, -1); });
+  f.sim.schedule_in(Time::us(25), [&] { f.stretcher.hold(0, -1); });
+  f.sim.run();
+  ASSERT_EQ(f.ended.size(), 1u);
+  EXPECT_EQ(f.ended[0].at, Time::us(25) + Time::ps(std::llround(100e6 * s)));
+  EXPECT_EQ(f.ended[0].held, Time::us(25));
+  // The rest of the stretch is communication's.
+  EXPECT_EQ(f.ended[0].stretched_by - f.ended[0].held,
+            Time::ps(std::llround(100e6 * s)) - Time::us(100));
+}
+
+TEST(KernelStretcher, AHoldOnAnotherGpuDoesNotPauseIt) {
+  Fixture f;
+  f.stretcher.hold(1, +1);
+  f.stretcher.start(0, 0, f.gemm, Time::us(100));
+  f.sim.run();
+  ASSERT_EQ(f.ended.size(), 1u);
+  EXPECT_EQ(f.ended[0].at, Time::us(100));
+  EXPECT_EQ(f.ended[0].held, Time{});
 }
 
 }  // namespace

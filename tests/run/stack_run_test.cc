@@ -96,6 +96,28 @@ TEST(StackRun, FsdpIsSlowerForTheReasonsModelledAndEachSwitchesOff) {
   EXPECT_GT(compiled, megatron);
 }
 
+// FSDP2 copies each unit's gradients into its reduce-scatter buffer and accumulates its shard on
+// the reduce-scatter stream, beside the backward's kernels: holding the GPU, they lengthen the
+// compute stream by at most their own time, and the step by no more than that; off, they run
+// beside it for free.
+TEST(StackRun, SideStreamKernelsHoldTheComputeStreamUnlessSwitchedOff) {
+  const auto held = simulate_step(data_parallel("PYTORCH_FSDP"), "test");
+  const auto free = simulate_step(
+      data_parallel("PYTORCH_FSDP", {"effects.side_stream_contention=false"}), "test");
+  double side = 0;
+  for (const auto& s : held.stages)
+    side += s.side_stream_s / static_cast<double>(held.stages.size());
+  ASSERT_GT(side, 0);
+  EXPECT_GT(held.side_stream_hold_s, 0);
+  EXPECT_LE(held.side_stream_hold_s, side * (1 + 1e-9));
+  EXPECT_EQ(free.side_stream_hold_s, 0);
+  EXPECT_GT(held.iteration_time_s, free.iteration_time_s);
+  EXPECT_LE(held.iteration_time_s, free.iteration_time_s + side * (1 + 1e-9));
+  EXPECT_NE(testing_support::report_json(held).find("\"side_stream_hold_s\""), std::string::npos);
+  // Megatron-TE runs no kernel on a side stream: nothing to hold.
+  EXPECT_EQ(simulate_step(data_parallel("MEGATRON_TE"), "test").side_stream_hold_s, 0);
+}
+
 // A model small enough that eager PyTorch's host launches set the pace (8 layers, hidden 256,
 // 128 tokens): the host dispatch line holds most of the step, switching it off leaves the
 // kernels' time, and with the stack's three parts off the step is still exactly Megatron-TE's.

@@ -159,7 +159,8 @@ bool world_differs(World& world, const clustersim::RunConfig& a, const clustersi
     return o.interference && o.interference->wave_quantization;
   };
   return !(nccl_settings(a) == nccl_settings(b)) || x.all_to_all_wire != y.all_to_all_wire ||
-         x.interference.has_value() != y.interference.has_value() || quantized(x) != quantized(y);
+         x.interference.has_value() != y.interference.has_value() || quantized(x) != quantized(y) ||
+         x.side_stream_contention != y.side_stream_contention;
 }
 
 // Turning off an effect changes the world exactly when world_effects() lists it, so the list a
