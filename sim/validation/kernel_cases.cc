@@ -64,8 +64,10 @@ compute::Kernel gemm_kernel(const clustersim::GemmCase& g) {
 
 compute::Kernel attention_kernel(const clustersim::AttentionCase& a) {
   const bool fp8 = a.precision() == clustersim::VALIDATION_FP8 && !a.backward();
+  const int64_t ratio = a.kv_heads() > 0 ? a.heads() / a.kv_heads() : 1;
   return compute::attention("validate_attention", a.batch() * a.heads(), a.seq_len(), a.seq_len(),
-                            a.head_dim(), a.causal(), a.backward(), fp8 ? 1.0 : kActivationBytes);
+                            a.head_dim(), a.causal(), a.backward(), fp8 ? 1.0 : kActivationBytes,
+                            ratio, a.v_head_dim());
 }
 
 compute::KernelCostOptions attention_options(const clustersim::AttentionCase& a) {
@@ -138,6 +140,12 @@ void check_attention(const clustersim::AttentionCase& a, const std::string& wher
   }
   if (a.flash_attention_2() && a.precision() != clustersim::VALIDATION_BF16)
     config_fail(where, "attention.flash_attention_2 runs BF16 only (FlashAttention-2 has no FP8)");
+  if (a.v_head_dim() < 0)
+    config_fail(where, "attention.v_head_dim must be >= 0 (0: head_dim; is " +
+                           std::to_string(a.v_head_dim()) + ")");
+  if (a.kv_heads() < 0 || (a.kv_heads() > 0 && a.heads() % a.kv_heads() != 0))
+    config_fail(where, "attention.kv_heads must divide attention.heads (0: heads; is " +
+                           std::to_string(a.kv_heads()) + " of " + std::to_string(a.heads()) + ")");
 }
 
 void check_memory(const clustersim::MemoryBoundCase& m, const std::string& where) {

@@ -125,6 +125,26 @@ TEST(ValidationModel, AttentionIsTheKernelCostModelsAnswer) {
   EXPECT_DOUBLE_EQ(r.model, flops / model.time(a, compute::Precision::kBf16).as_seconds() * 1e-12);
 }
 
+// DeepSeek-V3's MLA: queries and keys 192 wide, values 128, 128 heads over 128 KV heads; and a
+// grouped-query case whose 64 heads share 8 KV heads: the case's kernel is the one the runs build.
+TEST(ValidationModel, AttentionCasesTakeMlaWidthsAndGroupedKvHeads) {
+  const compute::KernelCostModel model(compute::load_gpu_profile("h200"));
+  const auto mla = run_case(one_case(
+      "attention { gpu: \"h200\" batch: 1 heads: 128 seq_len: 8192 head_dim: 192 v_head_dim: 128 "
+      "causal: true }",
+      1, "TFLOP/s"));
+  const compute::Kernel a = compute::attention("a", 128, 8192, 8192, 192, true, false, 2.0, 1, 128);
+  EXPECT_DOUBLE_EQ(a.flops, 0.5 * 2.0 * 128 * 8192.0 * 8192.0 * (192 + 128));
+  EXPECT_DOUBLE_EQ(mla.model,
+                   a.flops / model.time(a, compute::Precision::kBf16).as_seconds() * 1e-12);
+  const auto gqa = run_case(one_case(
+      "attention { gpu: \"h200\" batch: 1 heads: 64 kv_heads: 8 seq_len: 2048 head_dim: 128 }", 1,
+      "TFLOP/s"));
+  const compute::Kernel g = compute::attention("g", 64, 2048, 2048, 128, false, false, 2.0, 8);
+  EXPECT_DOUBLE_EQ(gqa.model,
+                   g.flops / model.time(g, compute::Precision::kBf16).as_seconds() * 1e-12);
+}
+
 TEST(ValidationModel, Fp8AttentionRunsTheFp8Kernel) {
   const std::string shape = "gpu: \"h100\" batch: 1 heads: 8 seq_len: 16384 head_dim: 256";
   const double bf16 = run_case(one_case("attention { " + shape + " }", 1, "TFLOP/s")).model;
@@ -498,6 +518,18 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
                                 "head_dim: 64 precision: VALIDATION_NVFP4 }",
                                 10, "TFLOP/s"))
                 .find("attention.precision must be VALIDATION_BF16 or VALIDATION_FP8"),
+            std::string::npos);
+  EXPECT_NE(
+      error_for("kv.textproto", case_file("attention { gpu: \"h100\" batch: 1 heads: 6 kv_heads: 4 "
+                                          "seq_len: 64 head_dim: 64 }",
+                                          10, "TFLOP/s"))
+          .find("attention.kv_heads must divide attention.heads"),
+      std::string::npos);
+  EXPECT_NE(error_for("vdim.textproto",
+                      case_file("attention { gpu: \"h100\" batch: 1 heads: 1 seq_len: 64 "
+                                "head_dim: 64 v_head_dim: -1 }",
+                                10, "TFLOP/s"))
+                .find("attention.v_head_dim must be >= 0"),
             std::string::npos);
 }
 
