@@ -74,6 +74,7 @@ compute::KernelCostOptions attention_options(const clustersim::AttentionCase& a)
   compute::KernelCostOptions options;
   options.fp8_attention = a.precision() == clustersim::VALIDATION_FP8;
   options.fa2_attention = a.flash_attention_2();
+  options.sustained_clocks = !a.at_boost_clock();
   return options;
 }
 
