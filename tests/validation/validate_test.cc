@@ -153,7 +153,8 @@ TEST(ValidationModel, AttentionAtTheBoostClockLeavesOutTheSustainedDerating) {
   const double boost =
       run_case(one_case("attention { " + shape + " at_boost_clock: true }", 1, "TFLOP/s")).model;
   const double sustained = run_case(one_case("attention { " + shape + " }", 1, "TFLOP/s")).model;
-  const auto& clocks = compute::load_gpu_profile("gb200").clocks();
+  const compute::GpuProfile gb200 = compute::load_gpu_profile("gb200");
+  const auto& clocks = gb200.clocks();
   ASSERT_LT(clocks.sustained_clock_mhz(), clocks.peak_clock_mhz());
   // The backward's helper kernels run at HBM speed, not the clock: the loop alone scales.
   EXPECT_LT(sustained, boost * (clocks.sustained_clock_mhz() / clocks.peak_clock_mhz() + 0.02));
