@@ -23,6 +23,8 @@ LLAMA = [
     ("llama3-405b-gb200 in BF16", "llama3-405b-gb200", ["precision=BF16"]),
     ("llama3-405b-gb200 in MXFP8", "llama3-405b-gb200", ["precision=MXFP8"]),
     ("llama3-405b-gb200 in NVFP4", "llama3-405b-gb200", ["precision=NVFP4"]),
+    ("same layout on 512 GB300, gb300-nvl72", "llama3-405b-gb200",
+     ["cluster.gpu=gb300", "cluster.topology=gb300-nvl72"]),
 ]
 DEEPSEEK = [
     ("deepseek-v3 preset: 2,048 H800, h800-cluster (EP over 8 servers)", "deepseek-v3", []),
