@@ -227,7 +227,8 @@ double KernelCostModel::attention_efficiency(const Kernel& a, Precision precisio
 double KernelCostModel::attention_softmax_seconds(const Kernel& a, Precision precision) const {
   if (!options_.attention_softmax_exp || a.kind != KernelKind::kAttention) return 0;
   if (measured(a, precision)) return 0;
-  const double measured_width = 2.0 * attention_figures(a, precision).head_dim();
+  const auto& figures = attention_figures(a, precision);
+  const double measured_width = 2.0 * figures.head_dim();
   const double width = score_width(a);
   if (!(measured_width > 0) || !(width > 0) || width >= measured_width) return 0;
   // Exponentials per second: the SFU rate of every SM at the clock tensor work runs at.
@@ -238,8 +239,7 @@ double KernelCostModel::attention_softmax_seconds(const Kernel& a, Precision pre
   if (!(rate > 0)) return 0;
   // One exponential per computed score forward; the backward recomputes it (P = exp(S - L)) and
   // may spend more per score outside the tensor cores (backward_scalar_per_score).
-  const double per_score =
-      a.backward ? attention_figures(a, precision).backward_scalar_per_score() : 1.0;
+  const double per_score = a.backward ? figures.backward_scalar_per_score() : 1.0;
   const double scores = counted_scores(a) * causal_diagonal_factor(a) * per_score;
   return scores * (1.0 - width / measured_width) / (rate * attention_wave_use(a));
 }

@@ -374,7 +374,7 @@ Time Executor::compute_duration(int32_t rank, uint32_t op) const {
 bool Executor::holds_gpu(const workload::Program& program, const Op& o) const {
   // A side stream's kernel of a layout program; an imported trace's kernel times were measured
   // beside whatever else ran.
-  return options_.side_stream_contention && stretcher_ && o.stream != Stream::kCompute &&
+  return options_.side_stream_contention && o.stream != Stream::kCompute &&
          o.kernel < program.kernels.size() && !program.dataflow;
 }
 
