@@ -19,6 +19,8 @@ LLAMA = [
      ["cluster.gpu=h100", "cluster.topology=dgx-h100"]),
     ("same on 512 B200, dgx-b200", "llama3-405b-gb200",
      ["cluster.gpu=b200", "cluster.topology=dgx-b200"]),
+    ("same on 512 B300, dgx-b300", "llama3-405b-gb200",
+     ["cluster.gpu=b300", "cluster.topology=dgx-b300"]),
     ("llama3-405b-gb200: 512 GB200, gb200-nvl72", "llama3-405b-gb200", []),
     ("llama3-405b-gb200 in BF16", "llama3-405b-gb200", ["precision=BF16"]),
     ("llama3-405b-gb200 in MXFP8", "llama3-405b-gb200", ["precision=MXFP8"]),

@@ -1,6 +1,6 @@
-// Tests of the Blackwell topology presets: DGX B200 against its SuperPOD RA's component table,
-// GB200 / GB300 NVL72 racks as 72-GPU NVLink domains with per-GPU rails between racks, and jobs
-// that use only some GPUs of each rack (gpus_used_per_node).
+// Tests of the Blackwell topology presets: DGX B200 and DGX B300 against their SuperPOD RAs'
+// tables, GB200 / GB300 NVL72 racks as 72-GPU NVLink domains with per-GPU rails between racks, and
+// jobs that use only some GPUs of each rack (gpus_used_per_node).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -110,6 +110,23 @@ TEST(BlackwellTopology, Gb300Nvl72FollowsTheXdrTable) {
   const Topology big = build_topology(resolve_topology("gb300-nvl72"), 20736, "gb300-nvl72");
   EXPECT_GT(count_vertices(big, VertexKind::kSwitch, 2), 0u);
   EXPECT_NEAR(uplink_bytes_per_s(big, 1), 20736 * 800e9 / 8, 20736 * 800e9 / 8 * 1e-9);
+}
+
+// DGX B300 on XDR: the B300 RA's 72-server SU (576 GPUs) on 8 rail leaves, two tiers to 18 SU
+// (144 leaves, 72 spines), a core past that; one 800 Gb/s ConnectX-8 per GPU, 8 GPUs a server,
+// and the same GPU of every server of an SU on one leaf.
+TEST(BlackwellTopology, DgxB300FollowsTheXdrTable) {
+  expect_counts("dgx-b300", {576, 8, 72, 0}, 800);
+  expect_counts("dgx-b300", {10368, 144, 72, 0}, 800);
+  const Topology big = build_topology(resolve_topology("dgx-b300"), 20736, "dgx-b300");
+  EXPECT_GT(count_vertices(big, VertexKind::kSwitch, 2), 0u);
+  const Topology t = build_topology(resolve_topology("dgx-b300"), 576, "dgx-b300");
+  EXPECT_EQ(count_vertices(t, VertexKind::kNvSwitch), 72u);  // one per server
+  Routing routing(t);
+  const Route& rail = routing.route(t.gpu(3), t.gpu(71 * 8 + 3));
+  EXPECT_EQ(rail.links.size(), 4u);  // GPU, NIC, leaf, NIC, GPU
+  EXPECT_NEAR(rail.bottleneck.in_bytes_per_s(), 800e9 / 8, 1);
+  EXPECT_EQ(routing.route(t.gpu(3), t.gpu(8 + 4)).links.size(), 6u);  // through a spine
 }
 
 // 64 of 72 GPUs per rack: ranks 64-127 are the second rack's first 64 GPUs, on the same rails
