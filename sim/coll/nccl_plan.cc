@@ -141,6 +141,8 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
   if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
     key.wire.nvlink_efficiency *= switch_efficiency;
+  // The SM copy loops of every other algorithm reach the measured share of NCCL's NVLink figure.
+  if (settings_.nvlink_overhead && !nvls) key.wire.nvlink_efficiency *= hw_->nvlink_copy_efficiency;
   // PAT moves its data at NCCL's model's .75 of the channels' bandwidth (tuning.cc: busBw *= .75).
   if (info.nccl == NcclAlgo::kPat) {
     key.wire.nvlink_efficiency *= pat_bandwidth_share();

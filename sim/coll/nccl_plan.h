@@ -43,6 +43,8 @@ struct NcclHardware {
   GpuArch arch = GpuArch::kHopper;
   int32_t nvlinks = 18;
   double nic_gbps = 50;
+  // What NCCL's SM copies reach of its NVLink figure (gpu.proto nvlink_copy_efficiency).
+  double nvlink_copy_efficiency = 1.0;
 };
 
 class NcclTuning {

@@ -15,6 +15,7 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile) {
   hw.arch = coll::parse_gpu_arch(profile.architecture());
   hw.nvlinks = profile.nvlinks();
   hw.nic_gbps = profile.nic_bandwidth_gbits() / 8.0;  // Gb/s to GB/s
+  hw.nvlink_copy_efficiency = profile.nvlink_copy_efficiency();
   return hw;
 }
 

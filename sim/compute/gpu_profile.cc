@@ -94,6 +94,7 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   require_non_negative(p.nic_bandwidth_gbits(), src, "nic_bandwidth_gbits");
   require_non_negative(p.kernel_launch_overhead_us(), src, "kernel_launch_overhead_us");
   require_non_negative(p.hbm_latency_ns(), src, "hbm_latency_ns");
+  require_fraction(p.nvlink_copy_efficiency(), src, "nvlink_copy_efficiency");
   if (p.sm_count() <= 0) {
     fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");
   }

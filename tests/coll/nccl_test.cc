@@ -241,6 +241,31 @@ TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
       link / (9.0 / 14.0));
 }
 
+TEST(NcclPlan, BlackwellCopiesReachTheMeasuredShareOfNcclsNvlinkFigure) {
+  // A ring, a tree's NVLink chain, all-to-all and send/recv move their bytes at 0.95 of NCCL's
+  // 40.1 of 50 GB/s per link on Blackwell (gpu.proto nvlink_copy_efficiency); NVLS keeps the
+  // switch rate; Hopper keeps NCCL's 20.6 of 25; off with the NVLink overhead effect.
+  const NcclTuning gb200 = compute::nccl_tuning("gb200");
+  const double link = 40.1 / 50;
+  EXPECT_DOUBLE_EQ(
+      gb200.plan(Op::kAllReduce, 4, 4, 8 * kGiB, Algorithm::kRing).wire.nvlink_efficiency,
+      link * 0.95);
+  EXPECT_DOUBLE_EQ(gb200.plan(Op::kAllToAll, 8, 8, kGiB).wire.nvlink_efficiency, link * 0.95);
+  EXPECT_DOUBLE_EQ(
+      gb200.plan(Op::kAllReduce, 8, 8, 8 * kGiB, Algorithm::kNvls).wire.nvlink_efficiency,
+      link * 0.74 / (9.0 / 14.0));
+  EXPECT_DOUBLE_EQ(compute::nccl_tuning("h100")
+                       .plan(Op::kAllReduce, 8, 8, kGiB, Algorithm::kRing)
+                       .wire.nvlink_efficiency,
+                   20.6 / 25);
+  NcclSettings off;
+  off.nvlink_overhead = false;
+  EXPECT_DOUBLE_EQ(compute::nccl_tuning("gb200", off)
+                       .plan(Op::kAllReduce, 4, 4, 8 * kGiB, Algorithm::kRing)
+                       .wire.nvlink_efficiency,
+                   1.0);
+}
+
 TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {
   // 8 x H100, 8 GiB: algbw = 18 x 20.6 GB/s x 0.85 / (9/8), busBw = algbw x 2 x 7/8 = 490 GB/s
   // (NVIDIA: ~480, nccl-tests issue 212); at full switch rate it would be 577.

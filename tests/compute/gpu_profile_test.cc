@@ -220,6 +220,13 @@ TEST(GpuProfile, HardwareFiguresAreRequiredAndNamed) {
             std::string::npos);
   EXPECT_NE(msg_for([](GpuProfile& p) { p.set_price_per_gpu_hour(-1); }).find("price_per_gpu_hour"),
             std::string::npos);
+  for (double bad : {0.0, 1.5}) {
+    EXPECT_NE(msg_for([bad](GpuProfile& p) {
+                p.set_nvlink_copy_efficiency(bad);
+              }).find("f: nvlink_copy_efficiency must be in (0, 1]"),
+              std::string::npos)
+        << bad;
+  }
 }
 
 TEST(GpuProfile, NcclFiguresComeFromTheProfile) {
@@ -232,6 +239,11 @@ TEST(GpuProfile, NcclFiguresComeFromTheProfile) {
   EXPECT_EQ(h800.arch, coll::GpuArch::kHopper);
   EXPECT_EQ(h800.nvlinks, 8);
   EXPECT_EQ(h800.nic_gbps, 50.0);
+  // NCCL's copies reach all of Hopper's NVLink figure and 95% of Blackwell's, every Blackwell
+  // profile inheriting b200's figure.
+  EXPECT_EQ(h800.nvlink_copy_efficiency, 1.0);
+  for (const char* gpu : {"b200", "gb200", "b300", "gb300"})
+    EXPECT_EQ(nccl_hardware(load_gpu_profile(gpu)).nvlink_copy_efficiency, 0.95) << gpu;
   EXPECT_EQ(default_gpu(), "h100");
   EXPECT_EQ(gpu_or_default(""), "h100");
   EXPECT_EQ(gpu_or_default("a100"), "a100");
