@@ -210,6 +210,23 @@ TEST(Cli, CollectivePicksNvlsTreeWhereNcclWould) {
             "nvls_tree");
 }
 
+// 12 GPUs fill one 8-GPU server and half of another. NCCL's choice runs there (its tree over
+// the group, servers taken as single members, as a training step's uneven groups are); the
+// server-chained forms asked for by name are refused with the reason.
+TEST(Cli, CollectiveOnUnevenServersRunsNcclsChoice) {
+  for (const char* topology : {"dgx-h100", "dgx-b200", "dgx-b300"}) {
+    const auto r = run_cli({"collective", "--gpus", "12", "--topology", topology, "--sizes",
+                            "1K,1M,1G", "--op", "all_reduce"});
+    EXPECT_EQ(r.code, 0) << topology << ": " << r.err;
+    EXPECT_NE(r.out.find("1G"), std::string::npos) << r.out;
+  }
+  const auto chained = run_cli({"collective", "--gpus", "12", "--topology", "dgx-h100", "--sizes",
+                                "1M", "--algo", "chain_tree"});
+  EXPECT_EQ(chained.code, 2);
+  EXPECT_NE(chained.err.find("dividing the group size (n = 12, local_size = 8)"), std::string::npos)
+      << chained.err;
+}
+
 TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   // Usage errors: exit 2 with the reason.
   const auto proto = run_cli({"collective", "--gpus", "8", "--protocol", "fast"});
