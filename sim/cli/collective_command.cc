@@ -322,11 +322,12 @@ class CollectivePlanner {
       key_.window = req_.window > 0 ? req_.window
                                     : coll::auto_window(key_.op, key_.algo, key_.n, key_.chunks,
                                                         size, auto_local_, key_.channels);
-    // NCCL's choice laid its servers out as the chooser saw them (one member each where the group
-    // splits them unevenly); an algorithm asked for by name keeps the real count, and its check.
+    // NCCL's choice keeps the servers as plan() laid them out for the chooser (one member each
+    // where the group splits them unevenly); an algorithm asked for by name takes the real count,
+    // and its check.
     const coll::OpForm* form = coll::find_form(key_.algo, key_.op);
-    if (form != nullptr && form->on_servers())
-      key_.local_size = requested_ == coll::Algorithm::kAuto ? auto_local_ : local_;
+    if (requested_ != coll::Algorithm::kAuto && form != nullptr && form->on_servers())
+      key_.local_size = local_;
     try {
       key_ = coll::normalize(key_);
       // A fluid run needs no message schedule (at 16K ranks it would take gigabytes).
