@@ -20,7 +20,7 @@ bool FluidContext::intra_node(uint32_t a, uint32_t b) const {
 
 Time FluidContext::latency(uint32_t a, uint32_t b) const {
   const Time step = intra_node(a, b) ? key.wire.intra_step_latency : key.wire.inter_step_latency;
-  return network.path_latency(vertices[a], vertices[b]) + step;
+  return std::max(network.path_latency(vertices[a], vertices[b]), step);
 }
 
 void FluidContext::add_edge(FluidLane& lane, uint32_t a, uint32_t b, double payload) const {
@@ -81,7 +81,8 @@ std::vector<std::vector<FluidContext::MessageCost>> FluidContext::message_costs(
       if (e.src != e.dst) {
         const Ends x = ends(e);
         cost.route = network.path_latency(e.src, e.dst);
-        cost.step = x.intra ? key.wire.intra_step_latency : key.wire.inter_step_latency;
+        cost.step = step_after_route(
+            x.intra ? key.wire.intra_step_latency : key.wire.inter_step_latency, cost.route);
         if (e.wire_bytes > 0) {
           const double bytes = e.wire_bytes * per_message;
           const int32_t sharing = std::max(out[2 * x.a + x.intra], in[2 * x.b + x.intra]);

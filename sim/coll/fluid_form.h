@@ -38,7 +38,8 @@ struct FluidContext {
   RunStats& stats;
 
   bool intra_node(uint32_t a, uint32_t b) const;
-  // Route plus step latency of the connection a -> b, as a message on it pays after landing.
+  // Latency of the connection a -> b, as a message on it pays: its route's, or NCCL's per-step
+  // latency where that is longer (step_after_route).
   Time latency(uint32_t a, uint32_t b) const;
   // Adds the connection a -> b carrying `payload` bytes of data, scaled by the wire model.
   void add_edge(FluidLane& lane, uint32_t a, uint32_t b, double payload) const;
@@ -50,8 +51,8 @@ struct FluidContext {
   // in order) when every edge carries `messages` equal messages: its transfer time on the
   // network alone (`transfer`), while the edges of the phase that leave the same GPU (or reach
   // it) over the same class of link send at once (`shared`), as many transfers as its own lane
-  // has such edges (`own`: the lane alone on the network), its route's latency and NCCL's
-  // per-step latency.
+  // has such edges (`own`: the lane alone on the network), its route's latency and what NCCL's
+  // per-step latency adds to it (step_after_route).
   struct MessageCost {
     Time transfer, shared, own, route, step;
   };

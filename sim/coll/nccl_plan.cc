@@ -86,6 +86,10 @@ NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, 
   return choose_nccl(op, graph(n, members_per_node), bytes, only);
 }
 
+Time NcclTuning::p2p_launch_latency() const {
+  return hw_ && settings_.step_latency ? Time::from_us(hw_->kernel_launch_us) : Time{};
+}
+
 ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                              Algorithm requested) const {
   ScheduleKey key;
@@ -148,6 +152,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.wire.nvlink_efficiency *= pat_bandwidth_share();
     key.wire.net_efficiency *= pat_bandwidth_share();
   }
+  if (!collective && n > 1) key.wire.launch_latency = p2p_launch_latency();
   if (settings_.step_latency && collective && n > 1) {
     const NcclAlgo m = info.nccl;
     // NVLS's NVLink hwLat is the whole call's (two phases here, so half each); NVLS-tree's

@@ -45,6 +45,8 @@ struct NcclHardware {
   double nic_gbps = 50;
   // What NCCL's SM copies reach of its NVLink figure (gpu.proto nvlink_copy_efficiency).
   double nvlink_copy_efficiency = 1.0;
+  // A kernel's launch and gap on this GPU (gpu.proto kernel_launch_overhead_us), in µs.
+  double kernel_launch_us = 0;
 };
 
 class NcclTuning {
@@ -63,6 +65,9 @@ class NcclTuning {
                           Algorithm requested = Algorithm::kAuto) const;
   NcclGraph graph(int32_t n, int32_t members_per_node) const;
   const NcclSettings& settings() const { return settings_; }
+  // Point-to-point calls (send/recv, all-to-all) are kernels outside NCCL's cost model, with no
+  // baseLat: each pays the GPU's kernel launch instead (with the step-latency effect on).
+  Time p2p_launch_latency() const;
   bool has_hardware() const { return hw_.has_value(); }
   // Channels across servers of `local` GPUs each: one per NIC, as many as NCCL's search fits
   // (rail_channels; all `local` without hardware figures).

@@ -16,6 +16,7 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile) {
   hw.nvlinks = profile.nvlinks();
   hw.nic_gbps = profile.nic_bandwidth_gbits() / 8.0;  // Gb/s to GB/s
   hw.nvlink_copy_efficiency = profile.nvlink_copy_efficiency();
+  hw.kernel_launch_us = profile.kernel_launch_overhead_us();
   return hw;
 }
 

@@ -165,8 +165,13 @@ void Executor::start_transfer(std::shared_ptr<PeerMessage> msg) {
     sim_.schedule_in(Time{}, std::move(arrived));  // a copy within one GPU: no network
     return;
   }
+  // The send/recv kernel's launch comes first (NcclTuning::p2p_launch_latency).
+  const Time launch = nccl_.p2p_launch_latency();
   if (folded == 1) {
-    network_.send(gpu_of(sender), gpu_of(receiver), o.bytes, std::move(arrived));
+    sim_.schedule_in(launch, [this, from = gpu_of(sender), to = gpu_of(receiver), bytes = o.bytes,
+                              arrived = std::move(arrived)]() mutable {
+      network_.send(from, to, bytes, std::move(arrived));
+    });
     return;
   }
   // Folded: every represented rank's copy, as one mirrored transfer that lands with its slowest
@@ -178,12 +183,15 @@ void Executor::start_transfer(std::shared_ptr<PeerMessage> msg) {
     edges.push_back({from, to, static_cast<double>(o.bytes)});
     latency = std::max(latency, network_.path_latency(from, to));
   }
-  network_.send_fluid(
-      edges, folded, Time{},
-      [this, latency, arrived = std::move(arrived)]() mutable {
-        sim_.schedule_in(latency, std::move(arrived));
-      },
-      nullptr);
+  sim_.schedule_in(launch, [this, edges = std::move(edges), folded, latency,
+                            arrived = std::move(arrived)]() mutable {
+    network_.send_fluid(
+        edges, folded, Time{},
+        [this, latency, arrived = std::move(arrived)]() mutable {
+          sim_.schedule_in(latency, std::move(arrived));
+        },
+        nullptr);
+  });
 }
 
 }  // namespace cs::exec

@@ -45,6 +45,14 @@ ModelValue model_collective(const ValidationCase& c) {
   return {true, t.busbw_gbytes_per_s, "ran " + std::string(coll::to_string(t.algo))};
 }
 
+void check_collective_latency_case(const ValidationCase& c, const std::string& where) {
+  check_collective(c.collective_latency(), where, "collective_latency.");
+}
+ModelValue model_collective_latency(const ValidationCase& c) {
+  const CollectiveTiming t = time_collective(c.collective_latency());
+  return {true, t.time.as_us(), "ran " + std::string(coll::to_string(t.algo))};
+}
+
 void check_interference_case(const ValidationCase& c, const std::string& where) {
   const auto& i = c.interference();
   if (!i.has_gemm()) config_fail(where, "interference.gemm { ... } must be set");
@@ -112,6 +120,8 @@ constexpr std::array kKinds = {
              &model_attention},
     CaseKind{ValidationCase::kCollective, "collective", "GB/s", &check_collective_case,
              &model_collective},
+    CaseKind{ValidationCase::kCollectiveLatency, "collective_latency", "us",
+             &check_collective_latency_case, &model_collective_latency},
     CaseKind{ValidationCase::kInterference, "interference", "x", &check_interference_case,
              &model_interference},
     CaseKind{ValidationCase::kGroupedGemm, "grouped_gemm", "TFLOP/s", &check_grouped_gemm_case,

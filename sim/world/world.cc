@@ -103,7 +103,8 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   s.nvls_efficiency = e.nvls_switch_efficiency();
   s.nvls_bus_cap = e.nvls_bus_bandwidth_cap();
   s.network_overhead = e.network_packet_overhead();
-  s.step_latency = e.nccl_step_latency();
+  // An ideal network makes communication free (NetworkMode IDEAL): NCCL's software latencies too.
+  s.step_latency = e.nccl_step_latency() && config.network() != clustersim::IDEAL;
   s.rail_rings = e.rail_aligned_rings();
   s.nccl_choice = e.nccl_algorithm_choice();
   return s;

@@ -111,8 +111,9 @@ TEST(ChainTree, LatencyGrowsWithLog2OfTheServersNotWithTheServers) {
     EXPECT_GT(step, 0.5 * first) << i;
     EXPECT_LT(step, 1.5 * first) << i;
   }
-  // The ring's steps double with the servers: 16x from 4 -> 8 to 32 -> 64.
-  EXPECT_GT(ring_us[4] - ring_us[3], 8 * (ring_us[1] - ring_us[0]));
+  // A ring adds two hops per rank: 8x the hops from 4 -> 8 servers (32 -> 64 ranks) to 32 -> 64
+  // (256 -> 512), each hop NCCL's step latency, which covers its path's.
+  EXPECT_GT(ring_us[4] - ring_us[3], 7.9 * (ring_us[1] - ring_us[0]));
   EXPECT_LT(tree_us[4], 0.25 * ring_us[4]);
 }
 

@@ -371,13 +371,29 @@ TEST(NcclSimulated, ProtocolFlagBytesHalveLlBandwidth) {
 }
 
 TEST(NcclSimulated, StepLatencyIsNcclsHopLatency) {
-  // 8 bytes: latency only. LL ring: baseLat 6.6 + 14 hops x 0.6 µs on top of the wire's.
+  // 8 bytes: latency only. LL ring: baseLat 6.6 + 14 hops x 0.6 µs, each hop's wire latency
+  // (2 x 250 ns NVLink) inside its 0.6 µs; without the effect only the wire's is left.
   NcclSettings s;
   s.protocol = Protocol::kLl;
   const double with = simulate(Op::kAllReduce, 1, 8, s, Algorithm::kRing).time_us;
   s.step_latency = false;
   const double without = simulate(Op::kAllReduce, 1, 8, s, Algorithm::kRing).time_us;
-  EXPECT_NEAR(with - without, 6.6 + 14 * 0.6, 0.05);
+  EXPECT_NEAR(with, 6.6 + 14 * 0.6, 0.05);
+  EXPECT_NEAR(without, 14 * 0.5, 0.05);
+}
+
+TEST(NcclSimulated, PointToPointCallsPayTheirKernelLaunch) {
+  // All-to-all and send/recv are outside NCCL's cost model: no baseLat or hwLat, but each call
+  // is a kernel, which pays the GPU's launch (h100: 2 µs) before its one NVLink hop (0.5 µs).
+  for (const Op op : {Op::kAllToAll, Op::kSendRecv}) {
+    NcclSettings s;
+    EXPECT_EQ(compute::nccl_tuning("h100", s).plan(op, 8, 8, 128).wire.launch_latency, Time::us(2))
+        << to_string(op);
+    EXPECT_NEAR(simulate(op, 1, 128, s).time_us, 2.5, 0.01) << to_string(op);
+    s.step_latency = false;
+    EXPECT_EQ(compute::nccl_tuning("h100", s).plan(op, 8, 8, 128).wire.launch_latency, Time{});
+    EXPECT_NEAR(simulate(op, 1, 128, s).time_us, 0.5, 0.01) << to_string(op);
+  }
 }
 
 TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {

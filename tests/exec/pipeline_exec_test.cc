@@ -6,6 +6,7 @@
 #include <tuple>
 #include <utility>
 
+#include "sim/compute/gpu_hardware.h"
 #include "sim/exec/executor.h"
 #include "sim/net/network_factory.h"
 #include "sim/net/routing.h"
@@ -93,7 +94,13 @@ PipelineRun execute(PipelineSchedule schedule, int32_t p,
   Simulator sim;
   auto network = net::make_network(mode, sim, topo, routing);
   const workload::Layout layout(1, 1, p, 1);
-  Executor exec(sim, *network, topo, layout, programs);
+  // An ideal network makes communication free, NCCL's launch latencies too (as world.cc's
+  // nccl_settings does for a run).
+  ExecutorOptions options;
+  coll::NcclSettings settings;
+  settings.step_latency = mode != net::NetworkMode::kIdeal;
+  options.nccl = compute::nccl_tuning(topo.gpu_type, settings);
+  Executor exec(sim, *network, topo, layout, programs, options);
   exec.start();
   sim.run();
   return {exec.step_end(), exec.rank_stats(), std::move(orders), exec.all_finished(), programs};
