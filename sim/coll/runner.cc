@@ -74,13 +74,12 @@ class Run {
   void landed(uint32_t m) {
     const Message& msg = schedule_.message(m);
     const WireModel& wire = schedule_.key().wire;
-    const Time step = msg.local()       ? Time{}
-                      : intra_node(msg) ? wire.intra_step_latency
-                                        : wire.inter_step_latency;
-    const Time latency =
-        step == Time{}
-            ? step
-            : step_after_route(step, network_.path_latency(vertices_[msg.src], vertices_[msg.dst]));
+    Time latency = msg.local()       ? Time{}
+                   : intra_node(msg) ? wire.intra_step_latency
+                                     : wire.inter_step_latency;
+    if (latency > Time{})
+      latency =
+          step_after_route(latency, network_.path_latency(vertices_[msg.src], vertices_[msg.dst]));
     if (latency == Time{}) {
       complete(m);
       return;
