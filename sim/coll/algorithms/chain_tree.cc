@@ -201,7 +201,7 @@ Time first_chunk_path(const FluidContext& ctx, const std::vector<Hop>& hops,
 // one connection's route gaps, so the two do not add up. NVLink's sharing is left out of the
 // period (a chain's short NVLink transfers interleave rather than queue) and to the network,
 // which runs no lane faster than its share of the links. The walk is what that adds to the
-// lane's time alone; tests/coll/fluid_test bounds the gap (from 9% fast to 5.5% slow).
+// lane's time alone; tests/coll/fluid_test bounds the gap (from 10% fast to 5.5% slow).
 std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
   const ScheduleKey& key = ctx.key;
   const auto n = static_cast<uint32_t>(key.n);
