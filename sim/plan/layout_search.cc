@@ -127,7 +127,7 @@ void set_rank_order(const Shape& s, std::optional<ParallelConfig::RankOrder> pin
 // `base` laid out as `s` with the choices `ch`. The base's uneven layers_per_stage stays where
 // its pipeline does (the same pp and virtual stages); its sharded_grad_reduce stays at ZeRO 2 and
 // 3, the stages whose gradients are sharded; its recompute_modules, activation_fp8_input_store,
-// batch, precision, offload and cluster stay on every layout.
+// batch, precision, offload and cluster stay on every layout (the cluster sized to the search).
 RunConfig variant(const RunConfig& base, const Shape& s, const Choice& ch,
                   std::optional<ParallelConfig::RankOrder> rank_order) {
   RunConfig c = base;
@@ -251,9 +251,14 @@ LayoutSearch search_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_pe
 namespace {
 
 // search_layouts for the base's own stack.
-LayoutSearch search_one_stack(const RunConfig& base, int64_t gpus, int32_t gpus_per_node,
+LayoutSearch search_one_stack(const RunConfig& preset, int64_t gpus, int32_t gpus_per_node,
                               std::optional<ParallelConfig::RankOrder> rank_order) {
   LayoutSearch out;
+  // The searched GPUs are the cluster: a config's own cluster.num_gpus (mixtral-8x7b's 64) gives
+  // way to them, so that its layouts on more GPUs are not refused as larger than the cluster.
+  RunConfig base = preset;
+  if (base.cluster().num_gpus() != 0)
+    base.mutable_cluster()->set_num_gpus(static_cast<int32_t>(gpus));
   const auto& m = base.model();
   const std::vector<RecomputeChoice> recomputes = recompute_choices(base);
   for (int32_t tp : divisors(gpus_per_node, gpus_per_node)) {

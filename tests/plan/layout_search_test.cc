@@ -57,6 +57,19 @@ TEST(LayoutSearch, Llama3_405bOn16kGpusHasItsOwnLayoutAndItFits) {
   EXPECT_GT(uneven, 1);
 }
 
+TEST(LayoutSearch, APresetsClusterSizeGivesWayToTheSearchedGpus) {
+  // mixtral-8x7b's preset names its 64 GPUs (cluster.num_gpus): planned on 1,024, every layout's
+  // cluster has 1,024, or each run refuses it as larger than the cluster.
+  const RunConfig base = load_run_config("", "mixtral-8x7b", {}).config;
+  ASSERT_EQ(base.cluster().num_gpus(), 64);
+  const auto layouts = enumerate_layouts(base, 1024, 8);
+  ASSERT_FALSE(layouts.empty());
+  for (const RunConfig& c : layouts) EXPECT_EQ(c.cluster().num_gpus(), 1024);
+  // Without a count of its own, a config's layouts keep none.
+  for (const RunConfig& c : enumerate_layouts(small_llama({}), 64, 8))
+    EXPECT_EQ(c.cluster().num_gpus(), 0);
+}
+
 TEST(LayoutSearch, TheBasesOwnLayoutIsACandidateEvenWhereTheLoopsDoNotGo) {
   // GPipe, cp 8 and no sequence parallelism are none of the search's choices.
   const RunConfig base = small_llama({"parallel.tp=2", "parallel.cp=8", "parallel.dp=1",
