@@ -88,8 +88,8 @@ struct ChakraFlags {
     opts.add_options()
         ("comm-groups", po::value(&groups),
          "Chakra: process groups, {\"pg_name\": [ranks]} or PyTorch's pg_config list "
-         "(default: the trace's process_group:init metadata, else every collective spans all "
-         "ranks)")
+         "(default: PREFIX.comm_groups.json where `convert --to-chakra` wrote one, else the "
+         "trace's process_group:init metadata, else every collective spans all ranks)")
         ("cpu-ops", po::value(&cpu_ops),
          "Chakra: is_cpu_op nodes run on one host thread per rank for their traced duration "
          "(host, the default) or take no time (skip); their GPU kernels run either way")
@@ -98,12 +98,18 @@ struct ChakraFlags {
          "dropped and counted)");
     // clang-format on
   }
-  trace::ChakraImportOptions options() const {
+  // Reads the trace at `prefix` with its groups: --comm-groups, else the PREFIX.comm_groups.json
+  // that `convert --to-chakra` writes beside the ranks' files, when there is one.
+  exec::ExplicitWorkload read(const std::string& prefix, const compute::KernelCostModel& cost,
+                              trace::ChakraSummary* summary) const {
+    std::string file = groups;
+    if (file.empty() && std::filesystem::exists(prefix + ".comm_groups.json"))
+      file = prefix + ".comm_groups.json";
     trace::ChakraImportOptions o;
     o.strict_deps = strict_deps;
     o.cpu_ops = cpu_ops_mode(cpu_ops);
-    o.groups_source = groups;
-    return o;
+    o.groups_source = file;
+    return trace::read_chakra(prefix, cost, load_groups(file), o, summary);
   }
 };
 
@@ -193,8 +199,7 @@ report::StepReport replay_chakra(const std::string& prefix, const ChakraFlags& f
                                  const trace::ReplayTarget& target, CommandIo& io) {
   const compute::KernelCostModel cost(compute::load_gpu_profile(trace::target_gpu(target)));
   trace::ChakraSummary summary;
-  const auto workload =
-      trace::read_chakra(prefix, cost, load_groups(flags.groups), flags.options(), &summary);
+  const auto workload = flags.read(prefix, cost, &summary);
   trace::print_chakra_summary(io.out, summary);
   const auto name = std::filesystem::path(prefix).filename().string();
   return trace::simulate_workload(workload, target, name, prefix, simulation_progress(io));
@@ -324,8 +329,7 @@ int convert_command(const std::vector<std::string>& args, CommandIo& io) {
     check_trace_output("-o", output, io);
     const compute::KernelCostModel cost(compute::load_gpu_profile(compute::gpu_or_default(gpu)));
     trace::ChakraSummary summary;
-    const auto workload =
-        trace::read_chakra(chakra, cost, load_groups(flags.groups), flags.options(), &summary);
+    const auto workload = flags.read(chakra, cost, &summary);
     trace::print_chakra_summary(io.out, summary);
     trace::write_trace_file(trace::to_trace(workload, "chakra " + chakra), output);
     print_to(io.out, "%s: %zu ranks from %s.*.et\n", output.c_str(),

@@ -37,6 +37,18 @@ TEST(CliMoe, TracesOfMoeProgramsConvertToChakraWithSplitSizes) {
   ASSERT_EQ(replay.code, 0) << replay.err;
   EXPECT_NE(replay.out.find("ALL_TO_ALL with per-peer sizes (all-to-all-v)"), std::string::npos)
       << replay.out;
+  // The groups file convert wrote beside the ranks' files is read without being named, and the
+  // replay is the same.
+  const auto beside = run_cli({"replay", "--chakra", prefix});
+  ASSERT_EQ(beside.code, 0) << beside.err;
+  EXPECT_NE(beside.out.find("from " + prefix + ".comm_groups.json"), std::string::npos)
+      << beside.out;
+  const auto step = [](const std::string& out) {
+    const auto at = out.find("iteration time");
+    return at == std::string::npos ? std::string() : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_FALSE(step(replay.out).empty());
+  EXPECT_EQ(step(beside.out), step(replay.out));
 }
 
 TEST(CliMoe, BadExpertLayoutsFailNamingTheField) {
