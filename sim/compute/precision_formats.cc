@@ -50,6 +50,11 @@ std::string unsupported_precision(const GpuProfile& gpu, clustersim::Precision p
            " has none";
   if (f.gemm == Precision::kNvfp4 && !(gpu.peak_fp4_tflops() > 0))
     return "NVFP4 needs FP4 tensor cores; " + on + " has no peak_fp4_tflops";
+  // Transformer Engine's check_fp8_support: "Device compute capability 8.9 or higher required
+  // for FP8 execution" (transformer_engine/pytorch/fp8.py).
+  if (f.gemm == Precision::kFp8 && !(gpu.peak_fp8_tflops() > 0))
+    return "FP8 needs FP8 tensor cores (Transformer Engine: compute capability 8.9 or higher); " +
+           on + " has no peak_fp8_tflops";
   return "";
 }
 

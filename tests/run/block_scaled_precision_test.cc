@@ -117,5 +117,18 @@ TEST(BlockScaledPrecision, RefusedOnHopperNamingTheField) {
   }
 }
 
+TEST(BlockScaledPrecision, Fp8IsRefusedOnAmpereAsTransformerEngineRefusesIt) {
+  // A100 has no FP8 tensor cores: FP8 is refused rather than run as BF16 GEMMs plus FP8 casts.
+  const auto c = load_run_config("", "llama3-8b", {"cluster.gpu=a100", "precision=FP8"}).config;
+  const std::string msg = error_of([&] { simulate_step(c, "cfg.textproto"); });
+  EXPECT_NE(msg.find("cfg.textproto: precision: FP8 needs FP8 tensor cores"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("GPU 'a100' (architecture: ampere)"), std::string::npos) << msg;
+  EXPECT_EQ(error_of([&] {
+              simulate_step(load_run_config("", "llama3-8b", {"cluster.gpu=a100"}).config, "c");
+            }),
+            "");
+}
+
 }  // namespace
 }  // namespace cs::run
