@@ -164,7 +164,8 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("no-nvlink-overhead", po::bool_switch(&req.no_nvlink_overhead),
        "effect off: NVLink carries its line rate of payload")
       ("no-step-latency", po::bool_switch(&req.no_step_latency),
-       "effect off: NCCL's per-hop and per-call latencies")
+       "effect off: NCCL's per-hop and per-call latencies, and send/recv and all-to-all "
+       "kernels' launch")
       ("no-rail-rings", po::bool_switch(&req.no_rail_rings),
        "effect off: one ring in rank order across servers")
       ("no-nvls-efficiency", po::bool_switch(&req.no_nvls_efficiency),
