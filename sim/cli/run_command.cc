@@ -1,4 +1,5 @@
 // `clustersim run` and `clustersim presets`: time one training step; list what is built in.
+#include <algorithm>
 #include <boost/program_options.hpp>
 #include <optional>
 
@@ -138,11 +139,14 @@ int presets_command(const std::vector<std::string>& args, CommandIo& io) {
   }
   if (!args.empty()) throw UsageError("presets takes no arguments");
   io.out << "workloads (clustersim run --preset NAME):\n";
-  for (const auto& name : preset_names("workloads")) {
+  const auto workloads = preset_names("workloads");
+  std::size_t width = 0;  // the descriptions in one column, after the longest name
+  for (const auto& name : workloads) width = std::max(width, name.size());
+  for (const auto& name : workloads) {
     clustersim::RunConfig config;
     parse_text_proto(find_preset("workloads", name)->text, name, &config);
-    io.out << "  " << name << std::string(name.size() < 14 ? 14 - name.size() : 1, ' ')
-           << config.description() << '\n';
+    io.out << "  " << name << std::string(width + 2 - name.size(), ' ') << config.description()
+           << '\n';
   }
   io.out << "topologies (--topology NAME, cluster.topology):\n";
   for (const auto& name : preset_names("topologies")) io.out << "  " << name << '\n';
