@@ -168,11 +168,17 @@ class MoeBuilder {
         grouped_gemm_ ? compute::GroupedGemmModel::kKernel : compute::GroupedGemmModel::kIdeal;
     const std::size_t per_rank = load_.kept.size() / static_cast<std::size_t>(ep_);
     op.rank_parts.resize(static_cast<std::size_t>(ep_));
+    for (auto& parts : op.rank_parts) parts.reserve(per_rank);
     int64_t tokens = 0;
+    // Experts of equal loads (every one under BALANCED routing) share one kernel: made once.
+    int64_t made_for = -1;
+    compute::Kernel made;
     for (std::size_t x = 0; x < load_.kept.size(); ++x) {
       const int64_t m = expert_tokens(x);
       tokens += m;
-      if (m > 0) op.rank_parts[x / per_rank].push_back(make(m));
+      if (m <= 0) continue;
+      if (m != made_for) made = make(m), made_for = m;
+      op.rank_parts[x / per_rank].push_back(made);
     }
     op.kernel = make(std::max<int64_t>(tokens / ep_, 1));  // the mean rank's whole load
     op.precision = op.kernel.kind == compute::KernelKind::kGemm
