@@ -177,7 +177,10 @@ class MoeBuilder {
       const int64_t m = expert_tokens(x);
       tokens += m;
       if (m <= 0) continue;
-      if (m != made_for) made = make(m), made_for = m;
+      if (m != made_for) {
+        made = make(m);
+        made_for = m;
+      }
       op.rank_parts[x / per_rank].push_back(made);
     }
     op.kernel = make(std::max<int64_t>(tokens / ep_, 1));  // the mean rank's whole load
