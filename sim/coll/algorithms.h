@@ -66,8 +66,15 @@ std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride
 // ring closes on the rail it left from when the server count is even (with an odd count, one hop
 // per ring crosses rails). NCCL keeps its rings on rails with PXN instead (the last GPU of a
 // server hands the data over NVLink to the GPU on the next server's rail); the NIC load is the
-// same, one channel per NIC. (algorithms/ring.cc)
-std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch);
+// same, one channel per NIC. With `mesh` (one server of direct links): mesh_ring(n, ch).
+// (algorithms/ring.cc)
+std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch, bool mesh = false);
+
+// The GPUs of one server whose GPUs join each other by direct links, in the order of ring c of
+// the (n - 1)! rings that start at rank 0: all of them together use every directed link equally
+// often, as NCCL's rings do on such a server (each GPU's channels go to each of its peers alike).
+int32_t mesh_ring_count(int32_t n);
+std::vector<uint32_t> mesh_ring(uint32_t n, uint32_t c);
 
 // One node of one of the two binary trees of NCCL's double binary tree over n ranks
 // (ncclGetDtree): tree 0 is a binary tree rooted at rank 0 whose leaves are the odd ranks; tree 1

@@ -40,7 +40,8 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
   const NcclHardware hw = hw_.value_or(NcclHardware{});
   const int32_t local = std::min(members_per_node, n);
   const int32_t nodes = local >= n ? 1 : uniform(n, local) ? n / local : n;
-  NcclGraph g = nccl_graph(hw.arch, n, nodes, hw.nvlinks, hw.nic_gbps, settings_.nvls);
+  NcclGraph g =
+      nccl_graph(hw.arch, n, nodes, hw.nvlinks, hw.nic_gbps, settings_.nvls && hw.nvswitch);
   if (settings_.channels > 0) {
     // The same total bandwidth, split over the channels asked for.
     const double intra = g.bw_intra_gbps * g.channels, inter = g.bw_inter_gbps * g.channels;
@@ -67,6 +68,9 @@ void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
   if (!settings_.nvls)
     throw std::invalid_argument(name + " with NVLS switched off (--nvls off, nccl.nvls false): " +
                                 "the two contradict; drop one");
+  if (!hw_->nvswitch)
+    throw std::invalid_argument(name + ": these servers' GPUs meet in no NVSwitch (a direct " +
+                                "NVLink mesh), and NVLS is the NVSwitch's reduction");
   if (!has_nvls(hw_->arch))
     throw std::invalid_argument(name + ": this GPU's NVSwitch has no NVLink SHARP (NVLS needs " +
                                 "Hopper's third-generation NVSwitch or later; A100 has none)");
@@ -118,6 +122,14 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     } else if (settings_.channels > 0) {
       key.channels = settings_.channels;
     }
+  }
+  // On one server of directly linked GPUs NCCL spreads its ring channels over orderings that load
+  // every link alike: on a quad-GH200 node each GPU's 24 channels send to each of its 3 peers 8
+  // times (NCCL_DEBUG=INFO of NCCL 2.26.2, boeschf/nccl-benchmark-on-alps-2025, one-node runs).
+  if (form != nullptr && form->channels && hw_ && !hw_->nvswitch && local >= n && n > 2 &&
+      settings_.channels == 0) {
+    key.mesh = true;
+    key.channels = mesh_ring_count(n);
   }
   const int32_t channels = form != nullptr && form->channels ? key.channels : 0;
   key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels);

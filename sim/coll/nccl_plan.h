@@ -47,6 +47,9 @@ struct NcclHardware {
   double nvlink_copy_efficiency = 1.0;
   // A kernel's launch and gap on this GPU (gpu.proto kernel_launch_overhead_us), in µs.
   double kernel_launch_us = 0;
+  // Whether the server's GPUs meet in NVSwitches (the topology's; NodeFabric nvlink_mesh), where
+  // NVLink SHARP lives: without them NCCL has no NVLS.
+  bool nvswitch = true;
 };
 
 class NcclTuning {

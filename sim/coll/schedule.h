@@ -55,6 +55,9 @@ struct ScheduleKey {
   // local_size > 1 ranks per server and several servers, channel c is rail-aligned: every hop
   // between servers joins GPUs of one local index, so each NIC carries one channel.
   int32_t channels = 1;
+  // Ring only, on one server whose GPUs join by direct NVLink links (no NVSwitch): channel c runs
+  // the c-th ordering of the GPUs (mesh_ring), so that the channels load every link alike.
+  bool mesh = false;
   Protocol protocol = Protocol::kSimple;  // for the record; its cost is in `wire`
   // Ranks per server for the wire model (0: unknown, every message counts as across servers).
   int32_t node_size = 0;

@@ -20,9 +20,11 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile) {
   return hw;
 }
 
-coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings) {
+coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings, bool nvswitch) {
   if (gpu.empty()) return coll::NcclTuning(std::nullopt, settings);
-  return coll::NcclTuning(nccl_hardware(load_gpu_profile(gpu)), settings);
+  coll::NcclHardware hw = nccl_hardware(load_gpu_profile(gpu));
+  hw.nvswitch = nvswitch;
+  return coll::NcclTuning(hw, settings);
 }
 
 }  // namespace cs::compute

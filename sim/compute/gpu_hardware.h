@@ -20,7 +20,9 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile);
 
 // NCCL tuning for a GPU named by preset or file (a topology's gpu_type). Throws ConfigError
 // listing the profiles for an unknown one. "" (topologies built in code without a GPU type) has
-// no NCCL data: plans keep the ideal wire and the size rule.
-coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings = {});
+// no NCCL data: plans keep the ideal wire and the size rule. `nvswitch`: whether the topology's
+// servers join their GPUs through NVSwitches (net::Topology::has_nvswitch).
+coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings = {},
+                             bool nvswitch = true);
 
 }  // namespace cs::compute

@@ -58,6 +58,7 @@ struct TieredIndex {
   struct Gpu {
     VertexId nvswitch = kNoVertex;
     LinkId to_nvswitch = 0, from_nvswitch = 0;
+    std::vector<std::pair<VertexId, LinkId>> peers;  // direct NVLink links (a mesh node)
     std::vector<Nic> nics;
   };
   struct Switch {
@@ -153,11 +154,14 @@ bool index_nic(const Graph& g, VertexId gpu, Graph::edge_descriptor to_nic, Inde
   return back && nic.leaf != kNoVertex && down;
 }
 
-// GPU v's ports: at most one NVSwitch, reached both ways, and its NICs; nothing else.
+// GPU v's ports: at most one NVSwitch, reached both ways, or direct links to the GPUs of its
+// server (an NVLink mesh), and its NICs; nothing else.
 bool index_gpu(const Graph& g, VertexId v, Index::Gpu& gpu) {
   for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
     const VertexId w = edge_target(g, *e);
-    if (g[w].kind == VertexKind::kNvSwitch) {
+    if (g[w].kind == VertexKind::kGpu && g[w].node == g[v].node) {
+      gpu.peers.emplace_back(w, g[*e].id);
+    } else if (g[w].kind == VertexKind::kNvSwitch) {
       if (gpu.nvswitch != kNoVertex) return false;
       gpu.nvswitch = w;
       gpu.to_nvswitch = g[*e].id;
@@ -393,6 +397,11 @@ bool Routing::compute_tiered(VertexId src, VertexId dst, const Choice& choice, R
   const Index::Gpu& b = idx.gpus[static_cast<std::size_t>(idx.slot[dst])];
   if (a.nvswitch != kNoVertex && a.nvswitch == b.nvswitch) {
     route.links = {a.to_nvswitch, b.from_nvswitch};
+    return true;
+  }
+  for (const auto& [peer, link] : a.peers) {
+    if (peer != dst) continue;
+    route.links = {link};
     return true;
   }
   // With several NICs per GPU, only the NIC pairs that meet lowest are shortest; hash among them.

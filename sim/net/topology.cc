@@ -8,6 +8,7 @@ VertexId Topology::add_vertex(const VertexInfo& info) {
     graph_[v].index = static_cast<int32_t>(gpus_.size());
     gpus_.push_back(v);
   }
+  if (info.kind == VertexKind::kNvSwitch) ++nvswitches_;
   return v;
 }
 

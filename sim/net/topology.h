@@ -62,6 +62,10 @@ class Topology {
   std::size_t num_links() const { return links_.size(); }
   std::size_t num_gpus() const { return gpus_.size(); }
 
+  // Whether GPUs share NVSwitches (NVLink SHARP needs one): false for one-GPU servers and
+  // direct NVLink meshes.
+  bool has_nvswitch() const { return nvswitches_ > 0; }
+
   // The vertex of GPU `index` (0-based, in rank order: GPUs of server 0 first).
   VertexId gpu(int32_t index) const { return gpus_.at(static_cast<std::size_t>(index)); }
   const VertexInfo& vertex(VertexId v) const { return graph_[v]; }
@@ -89,6 +93,7 @@ class Topology {
   Graph graph_;
   std::vector<Graph::edge_descriptor> links_;
   std::vector<VertexId> gpus_;
+  int64_t nvswitches_ = 0;
 };
 
 }  // namespace cs::net

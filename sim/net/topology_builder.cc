@@ -21,6 +21,8 @@ namespace {
 
 using cs::config_fail;
 
+constexpr int32_t kMaxMeshGpus = 4;
+
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
   config_fail(source, what);
 }
@@ -64,6 +66,13 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
     fail(src, "tiered.node.gpus_used_per_node must be in [0, gpus_per_node = " +
                   std::to_string(n.gpus_per_node()) + "] (is " +
                   std::to_string(n.gpus_used_per_node()) + ")");
+  }
+  // NCCL's rings over a mesh are modelled as every ordering of its GPUs (coll::mesh_ring): 6 for
+  // a quad-GH200 node, a number that grows factorially past it.
+  if (n.nvlink_mesh() && n.gpus_per_node() > kMaxMeshGpus) {
+    fail(src, "tiered.node.nvlink_mesh takes at most " + std::to_string(kMaxMeshGpus) +
+                  " GPUs per node (gpus_per_node is " + std::to_string(n.gpus_per_node()) +
+                  "): NCCL's rings over larger meshes are not modelled");
   }
   if (n.gpus_per_node() > 1) {
     require_positive(n.nvlink_bandwidth_gbytes(), src, "tiered.node.nvlink_bandwidth_gbytes");
@@ -222,7 +231,8 @@ int32_t uplink_fan_out(double child_up, double port, int32_t child_switches, int
 }
 
 // Adds `servers` servers of `gpn` GPUs each, as build_tiered orders them: per server its GPUs,
-// its NVSwitch, their NICs. Returns the NICs, by server, then local NIC index (GPU-major).
+// its NVSwitch (or the links of its NVLink mesh), their NICs. Returns the NICs, by server, then
+// local NIC index (GPU-major).
 std::vector<VertexId> build_servers(const clustersim::NodeFabric& n, int32_t servers, int32_t gpn,
                                     int32_t nics_per_gpu, Topology& topo) {
   const Bandwidth nvlink = Bandwidth::gigabytes_per_s(n.nvlink_bandwidth_gbytes());
@@ -236,8 +246,12 @@ std::vector<VertexId> build_servers(const clustersim::NodeFabric& n, int32_t ser
     for (int32_t i = 0; i < gpn; ++i) {
       gpu_vertices[i] = topo.add_vertex({.kind = VertexKind::kGpu, .node = s, .group = s});
     }
-    // A one-GPU server has no NVLink peer, hence no NVSwitch.
-    if (gpn > 1) {
+    if (n.nvlink_mesh()) {
+      for (int32_t i = 0; i < gpn; ++i)
+        for (int32_t j = i + 1; j < gpn; ++j)
+          topo.add_duplex_link(gpu_vertices[i], gpu_vertices[j], nvlink,
+                               from_ns(n.nvlink_latency_ns()), LinkClass::kNvlink);
+    } else if (gpn > 1) {  // a one-GPU server has no NVLink peer, hence no NVSwitch
       const VertexId nvs = topo.add_vertex(
           {.kind = VertexKind::kNvSwitch, .node = s, .index = nvswitches++, .group = s});
       for (VertexId g : gpu_vertices) {

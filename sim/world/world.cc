@@ -149,7 +149,7 @@ const compute::GpuProfile& World::gpu() {
 }
 
 coll::NcclTuning World::nccl_tuning() const {
-  return compute::nccl_tuning(topology_.gpu_type, nccl_settings(config_));
+  return compute::nccl_tuning(topology_.gpu_type, nccl_settings(config_), topology_.has_nvswitch());
 }
 
 std::unique_ptr<net::Network> World::make_network(Simulator& sim) {
@@ -165,7 +165,8 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
   if (config.nccl().channels() < 0)
     throw ConfigError(source + ": nccl.channels must not be negative (0: one ring per NIC)");
   exec::ExecutorOptions options;
-  options.nccl = compute::nccl_tuning(world.topology().gpu_type, nccl_settings(config));
+  options.nccl = compute::nccl_tuning(world.topology().gpu_type, nccl_settings(config),
+                                      world.topology().has_nvswitch());
   options.fluid_collectives = config.simulation().fluid_collectives();
   options.all_to_all_wire = config.effects().moe_all_to_all_wire();
   if (choices.variability) options.variability = *choices.variability;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
+#include <vector>
 
 #include "sim/coll/algorithms.h"
 #include "sim/coll/fluid.h"
@@ -425,6 +427,44 @@ TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
   rule.nccl_choice = false;
   EXPECT_EQ(compute::nccl_tuning("h100", rule).plan(Op::kAllReduce, 8, 8, 1 << 30).algo,
             Algorithm::kRing);
+}
+
+// A quad-GH200 node joins its GPUs by direct NVLink links (6 per pair, 150 GB/s per direction)
+// and has no NVSwitch: no NVLS, and NCCL's ring channels spread over every ordering of the four
+// GPUs, so that a ring uses all three of a GPU's links, as 8 H100s' ring uses its NVSwitch port.
+TEST(NcclSimulated, RingsOnAnNvlinkMeshUseEveryLinkAndNoNvls) {
+  const net::Topology topo =
+      net::build_topology(net::resolve_topology("alps-gh200"), 4, "alps-gh200");
+  ASSERT_FALSE(topo.has_nvswitch());
+  const NcclTuning tuning = compute::nccl_tuning(topo.gpu_type, {}, topo.has_nvswitch());
+  EXPECT_FALSE(tuning.graph(4, 4).nvls);
+  const NcclTestResult ring = run_nccl_test(topo, tuning, Op::kAllReduce, kGiB, 0);
+  EXPECT_EQ(ring.key.algo, Algorithm::kRing);
+  EXPECT_TRUE(ring.key.mesh);
+  EXPECT_EQ(ring.key.channels, 6);
+  // Three links of 150 GB/s at NCCL's 20.6 of 25 GB/s per link: 370.8 GB/s of bus bandwidth at
+  // most, as on an 8-GPU NVSwitch server.
+  EXPECT_GT(ring.busbw_gbytes_per_s, 340);
+  EXPECT_LT(ring.busbw_gbytes_per_s, 371);
+  // One ordering only (the channels asked for: one) gets one link's worth.
+  NcclSettings one;
+  one.channels = 1;
+  const double single =
+      run_nccl_test(topo, compute::nccl_tuning(topo.gpu_type, one, false), Op::kAllReduce, kGiB, 0)
+          .busbw_gbytes_per_s;
+  EXPECT_LT(single, ring.busbw_gbytes_per_s / 2.5);
+  // Every ordering of the ranks after rank 0, each once.
+  EXPECT_EQ(mesh_ring_count(4), 6);
+  std::set<std::vector<uint32_t>> orders;
+  for (uint32_t c = 0; c < 6; ++c) orders.insert(mesh_ring(4, c));
+  EXPECT_EQ(orders.size(), 6u);
+  // NVLS asked for by name is refused with the reason.
+  try {
+    tuning.plan(Op::kAllReduce, 4, 4, kGiB, Algorithm::kNvls);
+    FAIL() << "NVLS on a mesh must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no NVSwitch"), std::string::npos) << e.what();
+  }
 }
 
 TEST(NcclPlan, UnknownGpuIsRefusedWithTheKnownOnes) {

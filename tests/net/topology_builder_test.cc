@@ -11,6 +11,7 @@
 #include <string>
 
 #include "sim/config/embedded_presets.h"
+#include "sim/net/routing.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::net {
@@ -125,9 +126,44 @@ TEST(TopologyPresets, EachLoadsAndBuildsOneServer) {
     EXPECT_EQ(t.name, desc.name());
     EXPECT_EQ(t.gpu_type, desc.gpu());
     EXPECT_EQ(t.num_gpus(), static_cast<std::size_t>(one));
-    EXPECT_EQ(count_kind(t, VertexKind::kNvSwitch), 1u);
+    // An NVSwitch server has one (modelled) switch; an NVLink mesh a link for each GPU pair.
+    const bool mesh = desc.has_tiered() && desc.tiered().node().nvlink_mesh();
+    EXPECT_EQ(count_kind(t, VertexKind::kNvSwitch), mesh ? 0u : 1u);
+    EXPECT_EQ(t.has_nvswitch(), !mesh);
     EXPECT_LE(one, topology_capacity_gpus(desc));
   }
+}
+
+// A node of directly linked GPUs (HPE's quad GH200): each pair joined by one duplex NVLink link
+// of the pair's bandwidth, every GPU-to-GPU route that one link, no NVSwitch; more than 4 GPUs
+// a node is refused with the field.
+TEST(TopologyPresets, NvlinkMeshJoinsEachGpuPairByOneLink) {
+  const clustersim::Topology desc = resolve_topology("alps-gh200");
+  const Topology t = build_topology(desc, 8, "alps-gh200");
+  std::size_t nvlinks = 0;
+  for (LinkId id = 0; id < t.num_links(); ++id) {
+    if (t.link(id).link_class != LinkClass::kNvlink) continue;
+    ++nvlinks;
+    EXPECT_DOUBLE_EQ(t.link(id).bandwidth.in_bytes_per_s(), 150e9);
+  }
+  EXPECT_EQ(nvlinks, 2u * 2u * 6u);  // two nodes of 6 pairs, both directions
+  Routing routing(t);
+  EXPECT_TRUE(routing.uses_tiered_routing());
+  for (int32_t a = 0; a < 4; ++a) {
+    for (int32_t b = 0; b < 4; ++b) {
+      if (a == b) continue;
+      const Route& r = routing.route(t.gpu(a), t.gpu(b));
+      ASSERT_EQ(r.links.size(), 1u);
+      EXPECT_EQ(t.link_source(r.links[0]), t.gpu(a));
+      EXPECT_EQ(t.link_target(r.links[0]), t.gpu(b));
+    }
+  }
+  // Between nodes the route leaves on the GPU's own NIC.
+  EXPECT_GT(routing.route(t.gpu(0), t.gpu(4)).links.size(), 1u);
+  clustersim::Topology eight = desc;
+  eight.mutable_tiered()->mutable_node()->set_gpus_per_node(8);
+  const std::string msg = error_of([&] { build_topology(eight, 8, "mesh.textproto"); });
+  EXPECT_NE(msg.find("tiered.node.nvlink_mesh"), std::string::npos) << msg;
 }
 
 // Every preset: each switch below the top has down:up bandwidth equal to its tier's

@@ -47,8 +47,21 @@ Ready ring_steps(ScheduleBuilder& b, Ring& ring, bool reduce, const BlockUnit& b
   return out;
 }
 
-std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch) {
-  if (local <= 1 || local >= n) return iota_ranks(0, n);
+int32_t mesh_ring_count(int32_t n) {
+  int32_t count = 1;
+  for (int32_t k = 2; k < n; ++k) count *= k;
+  return count;
+}
+
+std::vector<uint32_t> mesh_ring(uint32_t n, uint32_t c) {
+  std::vector<uint32_t> order = iota_ranks(0, n);
+  const auto count = static_cast<uint32_t>(mesh_ring_count(static_cast<int32_t>(n)));
+  for (uint32_t k = 0; k < c % count; ++k) std::next_permutation(order.begin() + 1, order.end());
+  return order;
+}
+
+std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch, bool mesh) {
+  if (local <= 1 || local >= n) return mesh ? mesh_ring(n, ch) : iota_ranks(0, n);
   std::vector<uint32_t> order;
   order.reserve(n);
   for (uint32_t q = 0; q < n / local; ++q) {
@@ -80,7 +93,8 @@ Schedule build_ring(const ScheduleKey& key) {
   ScheduleBuilder b(key, n * channels * c);
   std::vector<Ring> rings;
   for (uint32_t ch = 0; ch < channels; ++ch)
-    rings.emplace_back(channel_ring(n, static_cast<uint32_t>(key.local_size), ch), key.window);
+    rings.emplace_back(channel_ring(n, static_cast<uint32_t>(key.local_size), ch, key.mesh),
+                       key.window);
   const Ready none(n);
   for (uint32_t j = 0; j < c; ++j) {
     for (uint32_t ch = 0; ch < channels; ++ch) {
@@ -109,7 +123,7 @@ Schedule build_broadcast(const ScheduleKey& key) {
   ScheduleBuilder b(key, channels * c);
   std::vector<uint32_t> deps;
   for (uint32_t ch = 0; ch < channels; ++ch) {
-    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
+    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch, key.mesh);
     const auto root = static_cast<std::size_t>(
         std::find(ring.begin(), ring.end(), static_cast<uint32_t>(key.root)) - ring.begin());
     std::vector<Connection> chain(n);  // chain[p]: position p's sends to p+1
@@ -191,7 +205,7 @@ std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
                          (static_cast<double>(n) * key.channels);
   FluidPhase phase(static_cast<std::size_t>(key.channels));
   for (uint32_t ch = 0; ch < static_cast<uint32_t>(key.channels); ++ch) {
-    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch);
+    const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch, key.mesh);
     ctx.add_ring(phase[ch], ring, payload);
     if (uniform_hops(key)) phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
     // Server by server, each server's connections the same as the first's (channel_ring).
