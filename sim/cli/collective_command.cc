@@ -93,19 +93,13 @@ int32_t members_per_node(const net::Topology& topo, const std::vector<net::Verte
   return local;
 }
 
-// Whether every server holds exactly `local` consecutive members, which the hierarchical
-// algorithm assumes; --algo auto only picks it then.
-bool uniform_nodes(const net::Topology& topo, const std::vector<net::VertexId>& group,
-                   int32_t local) {
-  const auto n = static_cast<int32_t>(group.size());
-  if (local < 1 || n % local != 0) return false;
-  for (int32_t i = 0; i < n; ++i) {
-    const bool same = topo.vertex(group[i]).node == topo.vertex(group[i - i % local]).node;
-    const bool first_of_new =
-        i % local != 0 || i == 0 || topo.vertex(group[i]).node != topo.vertex(group[i - 1]).node;
-    if (!same || !first_of_new) return false;
-  }
-  return true;
+// Members per server as NCCL's plans take them (coll::members_per_server).
+int32_t planned_members_per_server(const net::Topology& topo,
+                                   const std::vector<net::VertexId>& group) {
+  std::vector<int32_t> servers;
+  servers.reserve(group.size());
+  for (const net::VertexId v : group) servers.push_back(topo.vertex(v).node);
+  return coll::members_per_server(servers);
 }
 
 void write_json(const CommandIo& io, const std::string& path, const Request& req,
@@ -299,8 +293,9 @@ class CollectivePlanner {
         key_(parsed.key),
         requested_(parsed.requested),
         local_(members_per_node(world.topology(), first_group)),
-        // The auto chooser only sees servers as a member count when they split the group evenly.
-        auto_local_(uniform_nodes(world.topology(), first_group, local_) ? local_ : 1),
+        // The plans see servers as a member count when they hold runs of it (the last perhaps
+        // fewer), else one member each.
+        auto_local_(planned_members_per_server(world.topology(), first_group)),
         tuning_(world.nccl_tuning()) {
     key_.n = req.group_size;
     key_.root = req.root;

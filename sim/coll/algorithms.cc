@@ -66,13 +66,18 @@ ScheduleKey normalize(ScheduleKey key) {
     throw std::invalid_argument("group size times chunks is too large");
   }
   const bool rail_ring = form->channels && key.channels > 1 && key.local_size > 1;
-  if (form->on_servers() || rail_ring) {
+  if (form->on_servers()) {
     if (key.local_size < 1 || key.n % key.local_size != 0) {
       throw std::invalid_argument(
-          std::string(form->on_servers() ? form->server_layout : "rail-aligned rings") +
-          " need local_size >= 1 dividing the group size (n = " + std::to_string(key.n) +
-          ", local_size = " + std::to_string(key.local_size) + ")");
+          std::string(form->server_layout) + " need local_size >= 1 dividing the group size (n = " +
+          std::to_string(key.n) + ", local_size = " + std::to_string(key.local_size) + ")");
     }
+  } else if (rail_ring) {
+    // Rail-aligned rings take a short last server (channel_ring).
+    if (key.local_size > key.n)
+      throw std::invalid_argument(
+          "rail-aligned rings need local_size <= n (n = " + std::to_string(key.n) +
+          ", local_size = " + std::to_string(key.local_size) + ")");
   } else {
     key.local_size = 0;
   }

@@ -66,7 +66,9 @@ std::vector<uint32_t> iota_ranks(uint32_t first, uint32_t count, uint32_t stride
 // ring closes on the rail it left from when the server count is even (with an odd count, one hop
 // per ring crosses rails). NCCL keeps its rings on rails with PXN instead (the last GPU of a
 // server hands the data over NVLink to the GPU on the next server's rail); the NIC load is the
-// same, one channel per NIC. With `mesh` (one server of direct links): mesh_ring(n, ch).
+// same, one channel per NIC. A last server of fewer ranks (n not a multiple of local) is entered
+// and left the same way on its own indices, ch and ch+1 modulo its size. With `mesh` (one server
+// of direct links): mesh_ring(n, ch).
 // (algorithms/ring.cc)
 std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch, bool mesh = false);
 

@@ -4,6 +4,7 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -80,6 +81,21 @@ Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes siz
   if (size < kTreeMaxBytes) return Algorithm::kTree;
   if (members_per_node > 1 && n % members_per_node == 0) return Algorithm::kHierarchical;
   return Algorithm::kRing;
+}
+
+int32_t members_per_server(const std::vector<int32_t>& server_of) {
+  const auto n = static_cast<int32_t>(server_of.size());
+  if (n == 0) return 1;
+  int32_t local = 1;
+  while (local < n && server_of[local] == server_of[0]) ++local;
+  std::unordered_set<int32_t> seen{server_of[0]};
+  for (int32_t i = local; i < n; ++i) {
+    // Each run opens a server not seen before and keeps to it.
+    const bool ok =
+        i % local == 0 ? seen.insert(server_of[i]).second : server_of[i] == server_of[i - 1];
+    if (!ok) return 1;
+  }
+  return local;
 }
 
 bool supports(Algorithm algo, Op op) {

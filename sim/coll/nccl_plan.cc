@@ -114,10 +114,14 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   }
   const OpForm* form = find_form(key.algo, op);  // nullptr: normalize will refuse the pair
   if (form != nullptr && form->on_servers()) key.local_size = local;
-  const bool across = local > 1 && local < n && uniform(n, local);
+  // Servers of `local` consecutive members, the last perhaps fewer (members_per_server).
+  const bool across = local > 1 && local < n;
   if (form != nullptr && form->channels) {
     if (across && settings_.rail_rings) {
-      key.channels = settings_.channels > 0 ? settings_.channels : nic_channels(local);
+      // NCCL takes the channel count every node's search finds: the fullest ring a short last
+      // server leaves room for (one NIC per GPU there).
+      const int32_t smallest = n % local == 0 ? local : n % local;
+      key.channels = settings_.channels > 0 ? settings_.channels : nic_channels(smallest);
       key.local_size = local;
     } else if (settings_.channels > 0) {
       key.channels = settings_.channels;

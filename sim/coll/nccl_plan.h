@@ -58,8 +58,9 @@ class NcclTuning {
   NcclTuning(std::optional<NcclHardware> hw, NcclSettings settings)
       : hw_(hw), settings_(settings) {}
 
-  // The schedule key of one call: n ranks, members_per_node consecutive ranks per server
-  // (>= n: one server; 1 when members are spread or servers are uneven), `bytes` the call's size
+  // The schedule key of one call: n ranks, members_per_node consecutive ranks per server, the last
+  // server perhaps fewer (>= n: one server; 1 when members are spread: members_per_server),
+  // `bytes` the call's size
   // and `requested` the algorithm asked for (kAuto: NCCL's choice). Chunks and window by size.
   ScheduleKey plan(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                    Algorithm requested = Algorithm::kAuto) const;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/coll/algorithms.h"
+#include "sim/coll/collective.h"
 #include "sim/coll/fluid.h"
 #include "sim/coll/runner.h"
 #include "sim/core/simulator.h"
@@ -13,12 +14,12 @@
 namespace cs::coll {
 namespace {
 
-// Consecutive GPUs from the first that share its server.
-int32_t members_per_node(const net::Topology& topology, int32_t n) {
-  int32_t local = 0;
-  const int32_t node = topology.vertex(topology.gpu(0)).node;
-  while (local < n && topology.vertex(topology.gpu(local)).node == node) ++local;
-  return local;
+// The first n GPUs' servers, member by member.
+std::vector<int32_t> servers_of(const net::Topology& topology, int32_t n) {
+  std::vector<int32_t> servers;
+  servers.reserve(static_cast<std::size_t>(n));
+  for (int32_t i = 0; i < n; ++i) servers.push_back(topology.vertex(topology.gpu(i)).node);
+  return servers;
 }
 
 }  // namespace
@@ -37,10 +38,8 @@ NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routin
     throw std::invalid_argument("the topology has " + std::to_string(topology.num_gpus()) +
                                 " GPUs, fewer than " + std::to_string(n));
   if (size < 0) throw std::invalid_argument("collective size must not be negative");
-  const int32_t local = members_per_node(topology, n);
-  const int32_t uniform = local >= n || n % local == 0 ? local : 1;
   NcclTestResult r;
-  r.key = tuning.plan(op, n, uniform, size, algo);
+  r.key = tuning.plan(op, n, members_per_server(servers_of(topology, n)), size, algo);
   std::vector<net::VertexId> vertices;
   for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));
   Simulator sim;

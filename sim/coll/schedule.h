@@ -45,7 +45,8 @@ struct ScheduleKey {
   int32_t n = 1;           // group size; ranks are group-local 0..n-1
   int32_t chunks = 1;      // pipeline chunks per block a message moves (ring shard, tree half,
                            // broadcast buffer); more chunks overlap more, see auto_chunks
-  int32_t local_size = 0;  // hierarchical, rail rings: consecutive group ranks per node
+  int32_t local_size = 0;  // hierarchical, rail rings: consecutive group ranks per node (rail
+                           // rings: the last node may hold fewer)
   int32_t root = 0;        // broadcast only
   // Sends a connection (one sender, one receiver, one phase) keeps in flight, as NCCL_STEPS
   // buffer slots do: a send also waits for the connection's send `window` positions earlier to

@@ -18,17 +18,13 @@ uint64_t pair_key(int64_t a, int64_t b) {
   return static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
 }
 
-// Consecutive members per server when every server holds the same run of members, else 1.
-int32_t regular_run(const std::vector<int32_t>& members,
+// Members per server as the plans take it (coll::members_per_server).
+int32_t planned_run(const std::vector<int32_t>& members,
                     const std::function<int32_t(int32_t)>& node_of) {
-  if (members.empty()) return 1;
-  std::size_t local = 1;
-  while (local < members.size() && node_of(members[local]) == node_of(members[0])) ++local;
-  bool regular = members.size() % local == 0;
-  for (std::size_t i = 0; i < members.size() && regular; ++i)
-    regular = node_of(members[i]) == node_of(members[i - i % local]) &&
-              (i % local != 0 || i == 0 || node_of(members[i]) != node_of(members[i - 1]));
-  return regular ? static_cast<int32_t>(local) : 1;
+  std::vector<int32_t> servers;
+  servers.reserve(members.size());
+  for (const int32_t m : members) servers.push_back(node_of(m));
+  return coll::members_per_server(servers);
 }
 
 }  // namespace
@@ -82,12 +78,12 @@ ExplicitGroups::ExplicitGroups(const std::vector<std::vector<int32_t>>& groups, 
                                const std::function<int32_t(int32_t)>& node_of)
     : groups_(groups), program_of_(std::move(program_of)) {
   // Collectives pick NCCL's algorithm by how many consecutive members share a server; groups that
-  // are not regular count as one per server.
+  // are not laid out in runs count as one per server.
   per_server_.reserve(groups.size());
   for (const auto& members : groups) {
     for (const int32_t m : members)
       if (m < 0 || m >= world) throw std::invalid_argument("a communicator names an absent rank");
-    per_server_.push_back(regular_run(members, node_of));
+    per_server_.push_back(planned_run(members, node_of));
   }
 }
 

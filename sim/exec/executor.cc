@@ -6,6 +6,9 @@
 #include <functional>
 #include <stdexcept>
 #include <unordered_set>
+#include <vector>
+
+#include "sim/coll/collective.h"
 
 namespace cs::exec {
 
@@ -14,6 +17,28 @@ using workload::Op;
 using workload::OpClass;
 using workload::OpKind;
 using workload::Stream;
+
+namespace {
+
+// Members per server as the plans of dimension d's collectives take it (coll::members_per_server)
+// when every group of d agrees, else 1: groups share their schedules, and a group offset by whole
+// pipeline stages may start in the middle of a server.
+int32_t planned_members_per_server(const workload::Layout& layout, Dim d,
+                                   const std::function<int32_t(int32_t)>& server_of_rank) {
+  int32_t common = 0;
+  std::vector<int32_t> servers;
+  for (int32_t rank = 0; rank < layout.world(); ++rank) {
+    if (layout.coord(rank, d) != 0) continue;  // not the first member of its group
+    servers.clear();
+    for (const int32_t m : layout.group_members(rank, d)) servers.push_back(server_of_rank(m));
+    const int32_t local = coll::members_per_server(servers);
+    if (common != 0 && local != common) return 1;
+    common = local;
+  }
+  return std::max(common, 1);
+}
+
+}  // namespace
 
 Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& topology,
                    const workload::Layout& layout, const std::vector<workload::Program>& programs,
@@ -42,6 +67,8 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
            topology.vertex(gpu_of(members[local])).node == node)
       ++local;
     members_per_node_[d] = local;
+    planned_per_server_[d] = planned_members_per_server(
+        layout, static_cast<Dim>(d), [&](int32_t r) { return topology.vertex(gpu_of(r)).node; });
   }
   // An expert dimension's groups share their servers with the dense groups they are carved
   // from, so neither they nor those are alone, unless the groups are the same ranks.
@@ -56,7 +83,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
     owns_nvlink_[d] = alone;
   }
   collective_groups_ = std::make_unique<LayoutGroups>(layout_, rank_program_fn(), folding_,
-                                                      members_per_node_, owns_nvlink_);
+                                                      planned_per_server_, owns_nvlink_);
   peers_ = std::make_unique<LayoutPeers>(layout_, rank_program_fn());
 }
 

@@ -263,9 +263,10 @@ class Executor {
   coll::ScheduleCache schedules_;
   coll::FluidPlanCache fluid_plans_;
   coll::NcclTuning nccl_;
-  // Per dimension: consecutive group members that share a server (layouts are regular, so the
-  // first group tells for all).
+  // Per dimension: consecutive members of the first group that share its server, and the members
+  // per server its collectives' plans take (planned_members_per_server).
   std::array<int32_t, workload::kNumDims> members_per_node_{};
+  std::array<int32_t, workload::kNumDims> planned_per_server_{};
   std::array<bool, workload::kNumDims> owns_nvlink_{};
   std::vector<EndpointBandwidth> endpoint_bw_;  // built with the first all-to-all plan
   Folding folding_{layout_};                    // no folding until start()

@@ -429,6 +429,18 @@ TEST(NcclPlan, NcclTreeAcrossFullServersRunsOverEveryNic) {
             Algorithm::kRing);
 }
 
+// 12 GPUs of DGX H100 servers (8 + 4): rail rings cross on the short server's four NICs, half the
+// bus bandwidth of two full servers' eight, not one NIC's (48 GB/s before members_per_server).
+TEST(NcclSimulated, RingsOverAShortLastServerUseItsNics) {
+  const net::Topology topo = net::build_topology(net::resolve_topology("dgx-h100"), 16, "dgx-h100");
+  const NcclTuning tuning = compute::nccl_tuning(topo.gpu_type);
+  const NcclTestResult twelve = run_nccl_test(topo, tuning, Op::kAllGather, 4 * kGiB, 12);
+  const NcclTestResult sixteen = run_nccl_test(topo, tuning, Op::kAllGather, 4 * kGiB, 16);
+  EXPECT_EQ(twelve.key.channels, 4);
+  EXPECT_EQ(twelve.key.local_size, 8);
+  EXPECT_NEAR(twelve.busbw_gbytes_per_s / sixteen.busbw_gbytes_per_s, 0.5, 0.05);
+}
+
 // A quad-GH200 node joins its GPUs by direct NVLink links (6 per pair, 150 GB/s per direction)
 // and has no NVSwitch: no NVLS, and NCCL's ring channels spread over every ordering of the four
 // GPUs, so that a ring uses all three of a GPU's links, as 8 H100s' ring uses its NVSwitch port.

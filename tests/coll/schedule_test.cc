@@ -2,8 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <numeric>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -218,6 +220,47 @@ TEST(Schedule, RingStepCountsAndChannelOrder) {
     EXPECT_EQ(ag->num_messages(), static_cast<std::size_t>(3 * (n - 1) * n));
     for (const Message& msg : ar->messages()) EXPECT_EQ(msg.dst, (msg.src + 1) % n);
   }
+}
+
+// Rail-aligned rings over servers of `local` members whose last server holds fewer (8 + 4 GPUs;
+// 72 + 56 of two NVL72 racks): each channel visits every rank once, and every hop between
+// servers leaves and enters on one local index (one NIC each end) but where a short server's
+// own indices wrap.
+TEST(Schedule, RailRingsTakeAShortLastServer) {
+  for (const auto [n, local, channels] : {std::tuple{12u, 8u, 4u}, std::tuple{128u, 72u, 16u},
+                                          std::tuple{9u, 8u, 1u}, std::tuple{20u, 8u, 4u}}) {
+    std::set<uint32_t> short_server_entries;
+    for (uint32_t ch = 0; ch < channels; ++ch) {
+      const auto ring = channel_ring(n, local, ch);
+      ASSERT_EQ(ring.size(), n);
+      EXPECT_EQ(std::set<uint32_t>(ring.begin(), ring.end()).size(), n);
+      for (std::size_t p = 0; p < ring.size(); ++p) {
+        const uint32_t a = ring[p], b = ring[(p + 1) % n];
+        if (a / local == b / local) continue;  // inside a server
+        const bool both_full = a / local < n / local && b / local < n / local;
+        // Between full servers a hop stays on its rail, but the one closing the ring.
+        if (both_full && b / local != 0) EXPECT_EQ(a % local, b % local) << n << " ch " << ch;
+        if (b / local == n / local) short_server_entries.insert(b);
+      }
+    }
+    // Each channel enters the short last server on a GPU of its own (its own NIC).
+    const uint32_t short_size = n % local;
+    EXPECT_EQ(short_server_entries.size(), std::min(channels, short_size)) << n;
+  }
+  // The schedule builds and every rank sends its share.
+  ScheduleKey key{Op::kAllReduce, Algorithm::kRing, 12};
+  key.local_size = 8;
+  key.channels = 4;
+  key.node_size = 8;
+  const auto s = build_schedule(normalize(key));
+  EXPECT_EQ(s->num_messages(), static_cast<std::size_t>(4 * 2 * 11 * 12));
+  // A server count of member runs: the last run may be short; runs must not interleave.
+  EXPECT_EQ(members_per_server({0, 0, 0, 0, 1, 1}), 4);
+  EXPECT_EQ(members_per_server({0, 0, 1, 1, 2, 2}), 2);
+  EXPECT_EQ(members_per_server({0, 0, 0, 1, 1, 2}), 1);  // a short run before the last
+  EXPECT_EQ(members_per_server({0, 0, 1, 1, 0, 0}), 1);  // a server seen again
+  EXPECT_EQ(members_per_server({0, 1, 2}), 1);
+  EXPECT_EQ(members_per_server({3, 3, 3}), 3);
 }
 
 // The window's definition: the k-th send on a connection (sender, receiver, channel) waits for its

@@ -151,7 +151,7 @@ TEST(ExplicitGroups, ServersHoldingEqualRunsGiveMembersPerServer) {
   ExplicitGroups groups = f.groups();
   EXPECT_EQ(groups.per_server(0), 2);  // {0,1} {2,3}
   EXPECT_EQ(groups.per_server(1), 1);  // one member on each server
-  EXPECT_EQ(groups.per_server(2), 1);  // {0,1} {2}: unequal runs
+  EXPECT_EQ(groups.per_server(2), 2);  // {0,1} {2}: runs of 2, the last one short
 }
 
 TEST(ExplicitGroups, AllToAllVWhenAnyMemberSendsSizesOfItsOwn) {

@@ -64,15 +64,17 @@ std::vector<uint32_t> channel_ring(uint32_t n, uint32_t local, uint32_t ch, bool
   if (local <= 1 || local >= n) return mesh ? mesh_ring(n, ch) : iota_ranks(0, n);
   std::vector<uint32_t> order;
   order.reserve(n);
-  for (uint32_t q = 0; q < n / local; ++q) {
-    const uint32_t a = ch % local, b = (ch + 1) % local;
+  for (uint32_t q = 0; q * local < n; ++q) {
+    // The last server may hold fewer members; its ring enters and leaves on its own indices.
+    const uint32_t size = std::min(local, n - q * local);
+    const uint32_t a = ch % size, b = (ch + 1) % size;
     const uint32_t entry = q % 2 == 0 ? a : b, exit = q % 2 == 0 ? b : a;
     order.push_back(q * local + entry);
-    for (uint32_t i = 1; i < local; ++i) {
-      const uint32_t l = (entry + i) % local;
+    for (uint32_t i = 1; i < size; ++i) {
+      const uint32_t l = (entry + i) % size;
       if (l != exit) order.push_back(q * local + l);
     }
-    order.push_back(q * local + exit);
+    if (exit != entry) order.push_back(q * local + exit);
   }
   return order;
 }
@@ -209,7 +211,8 @@ std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
     ctx.add_ring(phase[ch], ring, payload);
     if (uniform_hops(key)) phase[ch].walk = ctx.walk(ring, key.chunks * (steps - 1) + 1);
     // Server by server, each server's connections the same as the first's (channel_ring).
-    if (key.node_size >= 1 && key.node_size < key.n) phase[ch].runs = key.n / key.node_size;
+    if (key.node_size >= 1 && key.node_size < key.n && key.n % key.node_size == 0)
+      phase[ch].runs = key.n / key.node_size;
   }
   if (!uniform_hops(key)) {
     const auto costs = ctx.message_costs(phase, steps);
