@@ -20,10 +20,16 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile) {
   return hw;
 }
 
-coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings, bool nvswitch) {
+coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings) {
   if (gpu.empty()) return coll::NcclTuning(std::nullopt, settings);
-  coll::NcclHardware hw = nccl_hardware(load_gpu_profile(gpu));
-  hw.nvswitch = nvswitch;
+  return coll::NcclTuning(nccl_hardware(load_gpu_profile(gpu)), settings);
+}
+
+coll::NcclTuning nccl_tuning(const net::Topology& topology, coll::NcclSettings settings) {
+  if (topology.gpu_type.empty()) return coll::NcclTuning(std::nullopt, settings);
+  coll::NcclHardware hw = nccl_hardware(load_gpu_profile(topology.gpu_type));
+  hw.nvswitch = topology.has_nvswitch();
+  if (topology.nic_gbits > 0) hw.nic_gbps = topology.nic_gbits / 8.0;  // Gb/s to GB/s
   return coll::NcclTuning(hw, settings);
 }
 

@@ -7,6 +7,7 @@
 
 #include "sim/coll/nccl_plan.h"
 #include "sim/compute/gpu_profile.h"
+#include "sim/net/topology.h"
 
 namespace cs::compute {
 
@@ -20,9 +21,11 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile);
 
 // NCCL tuning for a GPU named by preset or file (a topology's gpu_type). Throws ConfigError
 // listing the profiles for an unknown one. "" (topologies built in code without a GPU type) has
-// no NCCL data: plans keep the ideal wire and the size rule. `nvswitch`: whether the topology's
-// servers join their GPUs through NVSwitches (net::Topology::has_nvswitch).
-coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings = {},
-                             bool nvswitch = true);
+// no NCCL data: plans keep the ideal wire and the size rule.
+coll::NcclTuning nccl_tuning(const std::string& gpu, coll::NcclSettings settings = {});
+
+// The same for the GPUs of a built topology, with its servers' parts: whether NVSwitches join the
+// GPUs (no NVLS without them) and the NICs' speed (the GPU profile's only where it gives none).
+coll::NcclTuning nccl_tuning(const net::Topology& topology, coll::NcclSettings settings = {});
 
 }  // namespace cs::compute

@@ -83,17 +83,22 @@ std::vector<std::string> gpu_profile_names() {
 
 void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.name().empty()) fail(src, "name must be set, e.g. name: \"h100\"");
-  require_positive(p.peak_bf16_tflops(), src, "peak_bf16_tflops");
-  require_non_negative(p.peak_fp8_tflops(), src, "peak_fp8_tflops");
-  require_non_negative(p.peak_fp4_tflops(), src, "peak_fp4_tflops");
-  require_positive(p.peak_fp32_tflops(), src, "peak_fp32_tflops");
+  // Rates far outside any GPU's would make kernel times no simulator clock holds (64-bit
+  // picoseconds: 106 days).
+  const std::string why = "the range the simulator's clock holds";
+  require_range(p.peak_bf16_tflops(), 1e-3, 1e6, src, "peak_bf16_tflops", why);
+  if (p.peak_fp8_tflops() != 0)
+    require_range(p.peak_fp8_tflops(), 1e-3, 1e6, src, "peak_fp8_tflops", why);
+  if (p.peak_fp4_tflops() != 0)
+    require_range(p.peak_fp4_tflops(), 1e-3, 1e6, src, "peak_fp4_tflops", why);
+  require_range(p.peak_fp32_tflops(), 1e-3, 1e6, src, "peak_fp32_tflops", why);
   require_positive(p.hbm_capacity_gb(), src, "hbm_capacity_gb");
-  require_positive(p.hbm_bandwidth_tbps(), src, "hbm_bandwidth_tbps");
+  require_range(p.hbm_bandwidth_tbps(), 1e-3, 1e4, src, "hbm_bandwidth_tbps", why);
   require_fraction(p.hbm_efficiency(), src, "hbm_efficiency");
   require_non_negative(p.nvlink_bandwidth_gbytes(), src, "nvlink_bandwidth_gbytes");
   require_non_negative(p.nic_bandwidth_gbits(), src, "nic_bandwidth_gbits");
-  require_non_negative(p.kernel_launch_overhead_us(), src, "kernel_launch_overhead_us");
-  require_non_negative(p.hbm_latency_ns(), src, "hbm_latency_ns");
+  require_range(p.kernel_launch_overhead_us(), 0, 1e6, src, "kernel_launch_overhead_us", why);
+  require_range(p.hbm_latency_ns(), 0, 1e9, src, "hbm_latency_ns", why);
   require_fraction(p.nvlink_copy_efficiency(), src, "nvlink_copy_efficiency");
   if (p.sm_count() <= 0) {
     fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");

@@ -50,8 +50,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
       programs_(programs),
       gpu_index_(std::move(gpu_of_rank)),
       options_(std::move(options)),
-      nccl_(options_.nccl.value_or(
-          compute::nccl_tuning(topology.gpu_type, {}, topology.has_nvswitch()))) {
+      nccl_(options_.nccl.value_or(compute::nccl_tuning(topology))) {
   if (static_cast<int32_t>(programs.size()) != layout.size(Dim::kPp))
     throw std::invalid_argument("need one program per pipeline stage");
   if (static_cast<int64_t>(topology.num_gpus()) < layout.world())
@@ -97,8 +96,7 @@ Executor::Executor(Simulator& sim, net::Network& network, const net::Topology& t
       layout_(*own_layout_),
       programs_(workload.programs),
       options_(std::move(options)),
-      nccl_(options_.nccl.value_or(
-          compute::nccl_tuning(topology.gpu_type, {}, topology.has_nvswitch()))),
+      nccl_(options_.nccl.value_or(compute::nccl_tuning(topology))),
       rank_program_(workload.program_of_rank),
       explicit_groups_(&workload.groups) {
   const auto world = static_cast<int32_t>(rank_program_.size());

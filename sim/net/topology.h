@@ -88,6 +88,9 @@ class Topology {
   std::string name;
   std::string gpu_type;
   LoadBalancing load_balancing;
+  // Each NIC's data rate in Gb/s, as NCCL's model reads it (tiered topologies; 0: unknown, the
+  // GPU profile's nic_bandwidth_gbits stands).
+  double nic_gbits = 0;
 
  private:
   Graph graph_;

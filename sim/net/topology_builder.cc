@@ -23,6 +23,23 @@ using cs::config_fail;
 
 constexpr int32_t kMaxMeshGpus = 4;
 
+// What a link may be: the simulator's clock counts picoseconds in 64 bits (106 days), which a
+// gigabyte over a link slower than these, or past this latency, would overrun; no interconnect is
+// faster than the upper bounds (NVLink 5: 900 GB/s per GPU; NICs: 800 Gb/s).
+constexpr double kMinLinkGbytes = 0.1, kMaxLinkGbytes = 1e5;  // GB/s
+constexpr double kMaxLatencyNs = 1e9;                         // one second
+const std::string kLinkBoundsWhy = "the range the simulator's clock holds";
+
+void check_gbytes(double v, const std::string& src, const std::string& field) {
+  require_range(v, kMinLinkGbytes, kMaxLinkGbytes, src, field, kLinkBoundsWhy);
+}
+void check_gbits(double v, const std::string& src, const std::string& field) {
+  require_range(v, 8 * kMinLinkGbytes, 8 * kMaxLinkGbytes, src, field, kLinkBoundsWhy);
+}
+void check_latency(double v, const std::string& src, const std::string& field) {
+  require_range(v, 0, kMaxLatencyNs, src, field, kLinkBoundsWhy);
+}
+
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
   config_fail(source, what);
 }
@@ -75,17 +92,17 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
                   "): NCCL's rings over larger meshes are not modelled");
   }
   if (n.gpus_per_node() > 1) {
-    require_positive(n.nvlink_bandwidth_gbytes(), src, "tiered.node.nvlink_bandwidth_gbytes");
-    require_non_negative(n.nvlink_latency_ns(), src, "tiered.node.nvlink_latency_ns");
+    check_gbytes(n.nvlink_bandwidth_gbytes(), src, "tiered.node.nvlink_bandwidth_gbytes");
+    check_latency(n.nvlink_latency_ns(), src, "tiered.node.nvlink_latency_ns");
   }
   if (t.tiers_size() > 0) {
     if (n.nics_per_gpu() <= 0) {
       fail(src, "tiered.node.nics_per_gpu must be > 0 when there are network tiers (is " +
                     std::to_string(n.nics_per_gpu()) + ")");
     }
-    require_positive(n.nic_bandwidth_gbits(), src, "tiered.node.nic_bandwidth_gbits");
-    require_positive(n.pcie_bandwidth_gbytes(), src, "tiered.node.pcie_bandwidth_gbytes");
-    require_non_negative(n.pcie_latency_ns(), src, "tiered.node.pcie_latency_ns");
+    check_gbits(n.nic_bandwidth_gbits(), src, "tiered.node.nic_bandwidth_gbits");
+    check_gbytes(n.pcie_bandwidth_gbytes(), src, "tiered.node.pcie_bandwidth_gbytes");
+    check_latency(n.pcie_latency_ns(), src, "tiered.node.pcie_latency_ns");
   }
   for (int i = 0; i < t.tiers_size(); ++i) {
     const auto& tier = t.tiers(i);
@@ -97,9 +114,10 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
       fail(src, field + ".switches_per_group must be > 0 (is " +
                     std::to_string(tier.switches_per_group()) + ")");
     }
-    require_non_negative(tier.link_latency_ns(), src, field + ".link_latency_ns");
+    check_latency(tier.link_latency_ns(), src, field + ".link_latency_ns");
     if (tier.oversubscription() != 0) {
-      require_positive(tier.oversubscription(), src, field + ".oversubscription");
+      require_range(tier.oversubscription(), 1e-3, 1e3, src, field + ".oversubscription",
+                    kLinkBoundsWhy);
     }
   }
   if (t.tiers_size() == 1 && t.tiers(0).switches_per_group() > 1) {
@@ -210,8 +228,8 @@ void validate_explicit(const clustersim::ExplicitTopology& e, const std::string&
     }
     if (!names.contains(link.to())) fail(src, field + ".to '" + link.to() + "' names no vertex");
     if (link.from() == link.to()) fail(src, field + " joins '" + link.from() + "' to itself");
-    require_positive(link.bandwidth_gbytes(), src, field + ".bandwidth_gbytes");
-    require_non_negative(link.latency_ns(), src, field + ".latency_ns");
+    check_gbytes(link.bandwidth_gbytes(), src, field + ".bandwidth_gbytes");
+    check_latency(link.latency_ns(), src, field + ".latency_ns");
   }
 }
 
@@ -378,6 +396,7 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
   if (!network) return topo;
 
   const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
+  topo.nic_gbits = n.nic_bandwidth_gbits();
   int32_t switch_count = 0;
   TierBelow below = build_leaves(t, nics, servers, gpn * nics_per_gpu,
                                  n.gpus_per_node() * nics_per_gpu, nic, topo, switch_count);

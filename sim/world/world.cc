@@ -43,6 +43,22 @@ exec::IsolatedCollectiveTimer isolated_timer(net::NetworkMode mode, const net::T
   };
 }
 
+// A GPU moves no more over NVLink than its own links carry: a topology drawn for one GPU and run
+// with another (cluster.gpu=h800 on dgx-h100) takes the smaller per-GPU NVLink figure of the two,
+// as the planner's estimate does.
+void cap_nvlink_at_the_gpus(clustersim::Topology& description, const std::string& gpu,
+                            const std::string& where) {
+  if (!description.has_tiered() || gpu.empty()) return;
+  double own = 0;
+  try {
+    own = compute::load_gpu_profile(gpu).nvlink_bandwidth_gbytes();
+  } catch (const ConfigError& e) {
+    throw ConfigError(where + ": " + e.what());
+  }
+  auto* node = description.mutable_tiered()->mutable_node();
+  if (own > 0 && own < node->nvlink_bandwidth_gbytes()) node->set_nvlink_bandwidth_gbytes(own);
+}
+
 }  // namespace
 
 net::NetworkMode network_mode(clustersim::NetworkMode mode) {
@@ -125,6 +141,9 @@ ResolvedCluster::ResolvedCluster(const clustersim::RunConfig& config, std::strin
   net::override_load_balancing(description_, cluster.load_balancing(), source_);
   net::override_gpus_per_node(description_, cluster.gpus_per_node(), source_);
   gpu_type_ = cluster.gpu().empty() ? description_.gpu() : cluster.gpu();
+  cap_nvlink_at_the_gpus(
+      description_, gpu_type_,
+      source_ + (cluster.gpu().empty() ? ": the topology's gpu" : ": cluster.gpu"));
 }
 
 int64_t ResolvedCluster::capacity_gpus() const {
@@ -149,7 +168,7 @@ const compute::GpuProfile& World::gpu() {
 }
 
 coll::NcclTuning World::nccl_tuning() const {
-  return compute::nccl_tuning(topology_.gpu_type, nccl_settings(config_), topology_.has_nvswitch());
+  return compute::nccl_tuning(topology_, nccl_settings(config_));
 }
 
 std::unique_ptr<net::Network> World::make_network(Simulator& sim) {
@@ -165,8 +184,7 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
   if (config.nccl().channels() < 0)
     throw ConfigError(source + ": nccl.channels must not be negative (0: one ring per NIC)");
   exec::ExecutorOptions options;
-  options.nccl = compute::nccl_tuning(world.topology().gpu_type, nccl_settings(config),
-                                      world.topology().has_nvswitch());
+  options.nccl = compute::nccl_tuning(world.topology(), nccl_settings(config));
   options.fluid_collectives = config.simulation().fluid_collectives();
   options.all_to_all_wire = config.effects().moe_all_to_all_wire();
   if (choices.variability) options.variability = *choices.variability;

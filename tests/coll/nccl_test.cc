@@ -448,7 +448,7 @@ TEST(NcclSimulated, RingsOnAnNvlinkMeshUseEveryLinkAndNoNvls) {
   const net::Topology topo =
       net::build_topology(net::resolve_topology("alps-gh200"), 4, "alps-gh200");
   ASSERT_FALSE(topo.has_nvswitch());
-  const NcclTuning tuning = compute::nccl_tuning(topo.gpu_type, {}, topo.has_nvswitch());
+  const NcclTuning tuning = compute::nccl_tuning(topo);
   EXPECT_FALSE(tuning.graph(4, 4).nvls);
   const NcclTestResult ring = run_nccl_test(topo, tuning, Op::kAllReduce, kGiB, 0);
   EXPECT_EQ(ring.key.algo, Algorithm::kRing);
@@ -462,7 +462,7 @@ TEST(NcclSimulated, RingsOnAnNvlinkMeshUseEveryLinkAndNoNvls) {
   NcclSettings one;
   one.channels = 1;
   const double single =
-      run_nccl_test(topo, compute::nccl_tuning(topo.gpu_type, one, false), Op::kAllReduce, kGiB, 0)
+      run_nccl_test(topo, compute::nccl_tuning(topo, one), Op::kAllReduce, kGiB, 0)
           .busbw_gbytes_per_s;
   EXPECT_LT(single, ring.busbw_gbytes_per_s / 2.5);
   // Every ordering of the ranks after rank 0, each once.

@@ -101,6 +101,14 @@ TEST(GpuProfile, SyntaxErrorsCarryFileLineAndColumn) {
   EXPECT_TRUE(std::regex_search(msg, std::regex(R"(^bad\.textproto:\d+:\d+: )"))) << msg;
 }
 
+TEST(GpuProfile, RatesNoClockCanTimeAreRefusedByField) {
+  const std::string msg = error_of([] {
+    load_gpu_profile_text("name: \"slow\" based_on: \"h100\" peak_bf16_tflops: 1e-300",
+                          "slow.textproto");
+  });
+  EXPECT_NE(msg.find("slow.textproto: peak_bf16_tflops must be in"), std::string::npos) << msg;
+}
+
 TEST(GpuProfile, MalformedFileOnDiskIsLocatedByPath) {
   const std::string path = testing_support::temp_path("malformed_gpu.textproto");
   {

@@ -97,6 +97,10 @@ TEST(TopologyText, SemanticErrorsNameTheField) {
   EXPECT_NE(message_for("nic_bandwidth_gbits: 400", "nic_bandwidth_gbits: 0")
                 .find("dgx.textproto: tiered.node.nic_bandwidth_gbits"),
             std::string::npos);
+  // Links no clock can time are refused by field, not met later as an overflow.
+  EXPECT_NE(message_for("nic_bandwidth_gbits: 400", "nic_bandwidth_gbits: 1e-9")
+                .find("tiered.node.nic_bandwidth_gbits must be in [0.8, 800000] (is 1e-09)"),
+            std::string::npos);
   EXPECT_NE(message_for("gpu: \"h100\"", "").find("gpu must name"), std::string::npos);
   EXPECT_NE(message_for("rail_optimized: true", "rail_optimized: true max_nodes: 7")
                 .find("tiered.max_nodes (7) exceeds the tiers' capacity of 6 servers"),

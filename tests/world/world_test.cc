@@ -84,6 +84,36 @@ TEST(World, PutsClusterGpuInPlaceOfTheTopologysOwn) {
   EXPECT_EQ(world.gpu().name(), "b200");
 }
 
+// The largest NVLink bandwidth out of a GPU on a topology's NVLink links.
+double nvlink_gbytes(const net::Topology& t) {
+  double most = 0;
+  for (net::LinkId id = 0; id < t.num_links(); ++id)
+    if (t.link(id).link_class == net::LinkClass::kNvlink)
+      most = std::max(most, t.link(id).bandwidth.in_bytes_per_s() / 1e9);
+  return most;
+}
+
+// A GPU moves no more over NVLink than its own links carry (H800: 200 GB/s on dgx-h100's 450),
+// and NCCL's model reads the topology's NICs, not the GPU profile's (Alps: 200 Gb/s Slingshot,
+// whatever GPU runs there). An H800 on dgx-h100 used to run at H100's NVLink.
+TEST(World, TheGpusOwnNvlinkAndTheTopologysNicsBind) {
+  clustersim::RunConfig config = on("dgx-h100");
+  EXPECT_DOUBLE_EQ(nvlink_gbytes(World(ResolvedCluster(config, "test"), 8).topology()), 450);
+  config.mutable_cluster()->set_gpu("h800");
+  EXPECT_DOUBLE_EQ(nvlink_gbytes(World(ResolvedCluster(config, "test"), 8).topology()), 200);
+  clustersim::RunConfig alps = on("alps-gh200");
+  alps.mutable_cluster()->set_gpu("h100");  // a 400 Gb/s NIC in its profile
+  const World world(ResolvedCluster(alps, "test"), 8);
+  EXPECT_DOUBLE_EQ(world.topology().nic_gbits, 200);
+  // NCCL's rings cross servers at sm90SpeedArrayInter's speed a 25 GB/s NIC fits, not 50's.
+  const auto graph = world.nccl_tuning().graph(8, 4);
+  EXPECT_LT(graph.bw_inter_gbps * graph.channels / 4, 25.0 + 1e-9);
+  config.mutable_cluster()->set_gpu("h1000");
+  const std::string unknown = error_of(config);
+  EXPECT_NE(unknown.find("job.textproto: cluster.gpu: unknown GPU 'h1000'"), std::string::npos)
+      << unknown;
+}
+
 TEST(World, EditsTheGraphBeforeRoutesAreMade) {
   const ResolvedCluster cluster(on("dgx-h100"), "test");
   std::string gpu_seen;
