@@ -12,6 +12,7 @@
 #include "sim/cli/mpi_world.h"
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/config_diff.h"
 #include "sim/config/field_checks.h"
@@ -274,6 +275,24 @@ void check_plan_request(const clustersim::RunConfig& base, const PlanArgs& a,
     throw UsageError("--objective must be time or cost, got '" + a.objective + "'");
 }
 
+// The GPU the layouts are sized for, checked before any is built: an unknown one names where it
+// came from (--gpu, or the config's cluster.gpu), and a --reserve-gb at or above its HBM is
+// refused rather than refusing every layout (with --min-gpus, after trying every GPU count).
+void check_plan_gpu(const clustersim::RunConfig& base, const PlanArgs& a,
+                    const std::string& source) {
+  try {
+    compute::load_gpu_profile(compute::gpu_or_default(base.cluster().gpu()));
+  } catch (const ConfigError& e) {
+    if (!a.gpu.empty()) throw UsageError(std::string("--gpu: ") + e.what());
+    throw ConfigError(source + ": cluster.gpu: " + e.what());
+  }
+  try {
+    plan::usable_hbm_bytes(base, a.reserve_gb * 1e9, "--reserve-gb");
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+}
+
 // Throws UsageError unless --simulate and --refine are in range. Each candidate simulated is a
 // whole step (seconds at thousands of GPUs); the analytical pre-estimate exists so that a few
 // suffice. A bound keeps a typo from running for hours.
@@ -383,6 +402,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   auto& base = loaded.config;
   apply_plan_flags(base, a, vm);
   check_plan_request(base, a, vm, loaded.source);
+  check_plan_gpu(base, a, loaded.source);
   run::apply_gradient_accumulation(base, loaded.source);
   const auto order = parse_rank_order(a.rank_order);
   const int32_t per_node = gpus_per_node_of(base.cluster(), loaded.source);

@@ -14,6 +14,7 @@
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
+#include "sim/config/field_checks.h"
 #include "sim/core/batch.h"
 #include "sim/plan/nvlink_domain.h"
 #include "sim/report/json.h"
@@ -276,9 +277,7 @@ RunConfig simulated_config(const RunConfig& config, clustersim::NetworkMode netw
 // that fits in HBM less the reserve; the others are counted in result.refused.
 std::vector<Candidate> fitting_candidates(const RunConfig& base, const PlanOptions& options,
                                           PlanResult& result) {
-  const auto gpu = compute::load_gpu_profile(gpu_of(base));
-  const double capacity =
-      static_cast<double>(compute::hbm_capacity_bytes(gpu)) - options.reserve_bytes;
+  const double capacity = usable_hbm_bytes(base, options.reserve_bytes);
   std::vector<int64_t> counts = {options.gpus};
   // Cheapest may not be fastest: fewer GPUs at a higher MFU can cost less in total.
   if (options.objective == Objective::kCost)
@@ -418,10 +417,21 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   return result;
 }
 
+double usable_hbm_bytes(const RunConfig& base, double reserve_bytes, std::string_view what) {
+  const std::string name = gpu_of(base);
+  const auto capacity =
+      static_cast<double>(compute::hbm_capacity_bytes(compute::load_gpu_profile(name)));
+  const std::string reserve = std::string(what) + " " + number_text(reserve_bytes / 1e9) + " GB";
+  if (!(reserve_bytes >= 0)) throw std::invalid_argument(reserve + " must not be negative");
+  if (reserve_bytes >= capacity)
+    throw std::invalid_argument(reserve + " leaves no HBM for any layout: one " + name + " has " +
+                                number_text(capacity / 1e9) + " GB");
+  return capacity - reserve_bytes;
+}
+
 MinGpus find_min_gpus(const RunConfig& base, int64_t max_gpus, int32_t gpus_per_node,
                       std::optional<ParallelConfig::RankOrder> rank_order, double reserve_bytes) {
-  const auto gpu = compute::load_gpu_profile(gpu_of(base));
-  const double capacity = static_cast<double>(compute::hbm_capacity_bytes(gpu)) - reserve_bytes;
+  const double capacity = usable_hbm_bytes(base, reserve_bytes);
   MinGpus out;
   for (int64_t g = 1; g <= max_gpus; g = g < gpus_per_node ? g + 1 : g + gpus_per_node) {
     bool found = false;

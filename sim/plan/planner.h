@@ -9,6 +9,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "proto/config.pb.h"
@@ -92,6 +93,12 @@ struct PlanResult {
 };
 
 PlanResult plan_layouts(const clustersim::RunConfig& base, const PlanOptions& options);
+
+// HBM bytes per GPU a layout of `base` may take on its GPU, `reserve_bytes` kept free. Throws
+// std::invalid_argument naming `what` and giving the GPU's capacity when the reserve is negative
+// or leaves nothing: every layout would be refused, and find_min_gpus would try every GPU count.
+double usable_hbm_bytes(const clustersim::RunConfig& base, double reserve_bytes,
+                        std::string_view what = "the HBM reserve");
 
 // The smallest GPU count (1..8, then multiples of gpus_per_node up to `max_gpus`) on which some
 // enumerated layout fits in memory, and the layout with the most headroom there; gpus = 0 when

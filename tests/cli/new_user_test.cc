@@ -3,6 +3,7 @@
 // why a bubble is larger than its formula.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -10,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "sim/compute/gpu_profile.h"
+#include "sim/config/field_checks.h"
 #include "sim/report/json.h"
 #include "tests/support/test_helpers.h"
 
@@ -238,6 +241,29 @@ TEST(NewUser, PlanReserveGbKeepsHbmFreeInTheFitsTest) {
   EXPECT_EQ(negative.code, 2);
   EXPECT_NE(negative.err.find("--reserve-gb must not be negative"), std::string::npos)
       << negative.err;
+}
+
+// A reserve of all the HBM or more once refused every layout ("more than the -14.5 GB of HBM
+// per GPU") and sent --min-gpus through every count up to 16,384 GPUs: refused up front instead,
+// with the GPU's capacity.
+TEST(NewUser, PlanRefusesAReserveOfTheWholeHbm) {
+  const double hbm_gb =
+      static_cast<double>(compute::hbm_capacity_bytes(compute::load_gpu_profile("h100"))) / 1e9;
+  for (const auto& search : {std::vector<std::string>{"--gpus", "64"}, {"--min-gpus"}}) {
+    // The whole HBM rounded up to a whole GB, and more (planner_test checks exactly all of it).
+    for (const std::string& reserve : {number_text(std::ceil(hbm_gb)), std::string("100")}) {
+      std::vector<std::string> args = {"plan", "--preset", "llama3-8b", "--reserve-gb", reserve};
+      args.insert(args.end(), search.begin(), search.end());
+      const auto r = run_cli(args);
+      EXPECT_EQ(r.code, 2) << reserve << ": " << r.out << r.err;
+      EXPECT_NE(
+          r.err.find("--reserve-gb " + reserve + " GB leaves no HBM for any layout: one h100 has " +
+                     number_text(hbm_gb) + " GB"),
+          std::string::npos)
+          << r.err;
+      EXPECT_EQ(r.out, "");
+    }
+  }
 }
 
 }  // namespace

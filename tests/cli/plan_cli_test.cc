@@ -115,6 +115,24 @@ TEST(CliPlan, AnUnknownRankOrderFailsWithOneLineNamingTheOption) {
   EXPECT_TRUE(r.out.empty()) << r.out;
 }
 
+// The planner sizes layouts for the GPU before anything else: an unknown one names where it came
+// from, the option or the config's field, as an unknown topology does.
+TEST(CliPlan, AnUnknownGpuNamesTheOptionOrTheField) {
+  const auto option = run_cli({"plan", "--preset", "llama3-8b", "--gpus", "8", "--gpu", "h1000"});
+  EXPECT_EQ(option.code, 2);
+  EXPECT_EQ(option.err.rfind("clustersim plan: --gpu: unknown GPU 'h1000': neither a profile (", 0),
+            0u)
+      << option.err;
+  const auto field =
+      run_cli({"plan", "--preset", "llama3-8b", "--gpus", "8", "--set", "cluster.gpu=h1000"});
+  EXPECT_EQ(field.code, 1);
+  EXPECT_EQ(field.err.rfind("clustersim plan: error: workloads/llama3-8b.textproto: cluster.gpu: "
+                            "unknown GPU 'h1000'",
+                            0),
+            0u)
+      << field.err;
+}
+
 TEST(CliPlan, AModelThatFitsNowhereSaysWhyAndExitsThree) {
   const auto r = run_cli({"plan", "--preset", "llama3-405b", "--gpus", "8"});
   EXPECT_EQ(r.code, 3) << r.err;

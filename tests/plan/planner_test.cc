@@ -252,6 +252,27 @@ TEST(Planner, TheReserveComesOffTheCapacityOfTheFitsTest) {
   EXPECT_DOUBLE_EQ(reserved.refused.capacity, largest - 1);
 }
 
+// A reserve that leaves no HBM would refuse every layout, and send find_min_gpus through every
+// GPU count: both refuse it, naming the GPU's capacity.
+TEST(Planner, AReserveOfTheWholeHbmIsRefused) {
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  const auto hbm =
+      static_cast<double>(compute::hbm_capacity_bytes(compute::load_gpu_profile("h100")));
+  EXPECT_DOUBLE_EQ(usable_hbm_bytes(base, 4e9), hbm - 4e9);
+  PlanOptions o = options(16, 2, 0);
+  o.reserve_bytes = hbm;
+  try {
+    plan_layouts(base, o);
+    ADD_FAILURE() << "a reserve of the whole HBM was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("leaves no HBM for any layout: one h100 has"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(find_min_gpus(base, 64, 8, std::nullopt, hbm + 1), std::invalid_argument);
+  EXPECT_THROW(usable_hbm_bytes(base, -1), std::invalid_argument);
+}
+
 TEST(Planner, MinGpusIsMinimal) {
   // A model that cannot fit on one 80 GB GPU: 8B parameters need 128 GB of states alone.
   auto base =
