@@ -17,8 +17,9 @@ using google::protobuf::FieldDescriptor;
 using google::protobuf::Message;
 using google::protobuf::Reflection;
 
-[[noreturn]] void fail(std::string_view path, const std::string& why) {
-  throw ConfigError("--set " + std::string(path) + ": " + why);
+// `where` is the option and the path, "--set parallel.pp", as the user typed them.
+[[noreturn]] void fail(std::string_view where, const std::string& why) {
+  throw ConfigError(std::string(where) + ": " + why);
 }
 
 std::string field_names(const google::protobuf::Descriptor& d) {
@@ -27,58 +28,58 @@ std::string field_names(const google::protobuf::Descriptor& d) {
   return names;
 }
 
-int64_t parse_int(std::string_view path, const std::string& text, int64_t lo, int64_t hi) {
+int64_t parse_int(std::string_view where, const std::string& text, int64_t lo, int64_t hi) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0) fail(path, "'" + text + "' is not an integer");
+  if (text.empty() || *end != '\0' || errno != 0) fail(where, "'" + text + "' is not an integer");
   if (v < lo || v > hi)
-    fail(path, text + " is out of range for this field [" + std::to_string(lo) + ", " +
-                   std::to_string(hi) + "]");
+    fail(where, text + " is out of range for this field [" + std::to_string(lo) + ", " +
+                    std::to_string(hi) + "]");
   return v;
 }
 
 // The whole uint64 range (a seed may be 2^64 - 1). strtoull would take "-1" as 2^64 - 1, so a
 // sign is refused first.
-uint64_t parse_uint(std::string_view path, const std::string& text, uint64_t hi) {
+uint64_t parse_uint(std::string_view where, const std::string& text, uint64_t hi) {
   errno = 0;
   char* end = nullptr;
   const bool digits = !text.empty() && text[0] >= '0' && text[0] <= '9';
   const unsigned long long v = digits ? std::strtoull(text.c_str(), &end, 10) : 0;
   if (!digits || *end != '\0') {
-    if (!text.empty() && text[0] == '-') fail(path, text + " is negative; this field is unsigned");
-    fail(path, "'" + text + "' is not an integer");
+    if (!text.empty() && text[0] == '-') fail(where, text + " is negative; this field is unsigned");
+    fail(where, "'" + text + "' is not an integer");
   }
-  if (errno == ERANGE || v > hi) fail(path, text + " is out of range for this field");
+  if (errno == ERANGE || v > hi) fail(where, text + " is out of range for this field");
   return v;
 }
 
-double parse_double(std::string_view path, const std::string& text) {
+double parse_double(std::string_view where, const std::string& text) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0') fail(path, "'" + text + "' is not a number");
+  if (text.empty() || *end != '\0') fail(where, "'" + text + "' is not a number");
   return v;
 }
 
-bool parse_bool(std::string_view path, const std::string& text) {
+bool parse_bool(std::string_view where, const std::string& text) {
   if (text == "true" || text == "1") return true;
   if (text == "false" || text == "0") return false;
-  fail(path, "'" + text + "' is not true or false");
+  fail(where, "'" + text + "' is not true or false");
 }
 
-void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
+void set_value(Message& m, const FieldDescriptor& f, std::string_view where,
                const std::string& text) {
   const Reflection& r = *m.GetReflection();
   const bool rep = f.is_repeated();
   switch (f.cpp_type()) {
     case FieldDescriptor::CPPTYPE_INT32: {
-      const auto v = static_cast<int32_t>(parse_int(path, text, std::numeric_limits<int32_t>::min(),
-                                                    std::numeric_limits<int32_t>::max()));
+      const auto v = static_cast<int32_t>(parse_int(
+          where, text, std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()));
       rep ? r.AddInt32(&m, &f, v) : r.SetInt32(&m, &f, v);
       break;
     }
     case FieldDescriptor::CPPTYPE_INT64: {
-      const int64_t v = parse_int(path, text, std::numeric_limits<int64_t>::min(),
+      const int64_t v = parse_int(where, text, std::numeric_limits<int64_t>::min(),
                                   std::numeric_limits<int64_t>::max());
       rep ? r.AddInt64(&m, &f, v) : r.SetInt64(&m, &f, v);
       break;
@@ -87,7 +88,7 @@ void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
     case FieldDescriptor::CPPTYPE_UINT64: {
       const bool u32 = f.cpp_type() == FieldDescriptor::CPPTYPE_UINT32;
       const uint64_t v = parse_uint(
-          path, text,
+          where, text,
           u32 ? std::numeric_limits<uint32_t>::max() : std::numeric_limits<uint64_t>::max());
       if (u32) {
         rep ? r.AddUInt32(&m, &f, static_cast<uint32_t>(v))
@@ -98,17 +99,17 @@ void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
       break;
     }
     case FieldDescriptor::CPPTYPE_DOUBLE: {
-      const double v = parse_double(path, text);
+      const double v = parse_double(where, text);
       rep ? r.AddDouble(&m, &f, v) : r.SetDouble(&m, &f, v);
       break;
     }
     case FieldDescriptor::CPPTYPE_FLOAT: {
-      const auto v = static_cast<float>(parse_double(path, text));
+      const auto v = static_cast<float>(parse_double(where, text));
       rep ? r.AddFloat(&m, &f, v) : r.SetFloat(&m, &f, v);
       break;
     }
     case FieldDescriptor::CPPTYPE_BOOL: {
-      const bool v = parse_bool(path, text);
+      const bool v = parse_bool(where, text);
       rep ? r.AddBool(&m, &f, v) : r.SetBool(&m, &f, v);
       break;
     }
@@ -121,14 +122,14 @@ void set_value(Message& m, const FieldDescriptor& f, std::string_view path,
         std::string names;
         for (int i = 0; i < f.enum_type()->value_count(); ++i)
           names += (i ? ", " : "") + f.enum_type()->value(i)->name();
-        fail(path, "'" + text + "' is not one of " + names);
+        fail(where, "'" + text + "' is not one of " + names);
       }
       rep ? r.AddEnum(&m, &f, e) : r.SetEnum(&m, &f, e);
       break;
     }
     case FieldDescriptor::CPPTYPE_MESSAGE:
-      fail(path, "names a message, not a value; set one of its fields: " +
-                     field_names(*f.message_type()));
+      fail(where, "names a message, not a value; set one of its fields: " +
+                      field_names(*f.message_type()));
   }
 }
 
@@ -197,14 +198,15 @@ std::string field_text(const Message& message, std::string_view path) {
   }
 }
 
-void apply_override(Message& message, std::string_view assignment) {
+void apply_override(Message& message, std::string_view assignment, std::string_view option) {
   const auto eq = assignment.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw ConfigError("--set " + std::string(assignment) +
+    throw ConfigError(std::string(option) + " " + std::string(assignment) +
                       ": expected path=value, e.g. parallel.pp=8");
   }
   const std::string_view path = assignment.substr(0, eq);
   const std::string value(assignment.substr(eq + 1));
+  const std::string where = std::string(option) + " " + std::string(path);
   Message* m = &message;
   std::string_view rest = path;
   for (;;) {
@@ -212,8 +214,8 @@ void apply_override(Message& message, std::string_view assignment) {
     const std::string name(rest.substr(0, dot));
     const FieldDescriptor* f = m->GetDescriptor()->FindFieldByName(name);
     if (f == nullptr) {
-      fail(path, "no field '" + name + "' in " + m->GetDescriptor()->name() +
-                     " (fields: " + field_names(*m->GetDescriptor()) + ")");
+      fail(where, "no field '" + name + "' in " + m->GetDescriptor()->name() +
+                      " (fields: " + field_names(*m->GetDescriptor()) + ")");
     }
     if (dot == std::string_view::npos) {
       if (f->is_repeated()) {
@@ -221,17 +223,17 @@ void apply_override(Message& message, std::string_view assignment) {
         std::string_view items = value;
         while (!items.empty()) {
           const auto comma = items.find(',');
-          set_value(*m, *f, path, std::string(items.substr(0, comma)));
+          set_value(*m, *f, where, std::string(items.substr(0, comma)));
           if (comma == std::string_view::npos) break;
           items.remove_prefix(comma + 1);
         }
       } else {
-        set_value(*m, *f, path, value);
+        set_value(*m, *f, where, value);
       }
       return;
     }
     if (f->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE || f->is_repeated()) {
-      fail(path, "'" + name + "' is not a message field, so it has no sub-fields");
+      fail(where, "'" + name + "' is not a message field, so it has no sub-fields");
     }
     m = m->GetReflection()->MutableMessage(m, f);
     rest.remove_prefix(dot + 1);

@@ -13,7 +13,10 @@ namespace cs {
 // or, for repeated fields, "parallel.layers_per_stage=8,8,9,7". Throws ConfigError naming the
 // path and the reason: an unknown field (listing the fields that exist there), a value that
 // does not parse or does not fit the field's type, or an unknown enum name (listing the names).
-void apply_override(google::protobuf::Message& message, std::string_view assignment);
+// The message starts with `option` and the path ("--vary parallel.foo: ..."): the flag the user
+// gave the assignment with.
+void apply_override(google::protobuf::Message& message, std::string_view assignment,
+                    std::string_view option = "--set");
 
 // The value at `path` ("parallel.tp", "model.norm") as --set would write it: numbers, true /
 // false, enum names; a message field reads "set" or "unset", a repeated field its values joined

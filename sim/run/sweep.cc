@@ -27,7 +27,7 @@ clustersim::RunConfig with_point(const clustersim::RunConfig& base,
                                  const std::vector<std::string>& values) {
   clustersim::RunConfig config = base;
   for (std::size_t a = 0; a < axes.size(); ++a)
-    apply_override(config, axes[a].field + "=" + values[a]);
+    apply_override(config, axes[a].field + "=" + values[a], "--vary");
   return config;
 }
 
@@ -130,7 +130,7 @@ void check_sweep_axes(const clustersim::RunConfig& base, const std::vector<Sweep
   for (const auto& axis : axes) {
     for (const auto& value : axis.values) {
       clustersim::RunConfig copy = base;
-      apply_override(copy, axis.field + "=" + value);
+      apply_override(copy, axis.field + "=" + value, "--vary");
     }
   }
 }

@@ -61,6 +61,24 @@ TEST(SweepAxis, MisspeltFieldsAndValuesFailBeforeAnySimulation) {
   EXPECT_NO_THROW(check_sweep_axes(small(), {parse_sweep_axis("parallel.schedule=GPIPE,ZB_H1")}));
 }
 
+// The refusal names the option the field came with: "--set" sent a user looking for a --set
+// they never gave.
+TEST(SweepAxis, AMisspeltFieldOrValueNamesVary) {
+  const auto refusal = [](const std::string& axis) {
+    try {
+      check_sweep_axes(small(), {parse_sweep_axis(axis)});
+    } catch (const ConfigError& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(
+      refusal("parallel.foo=1,2").rfind("--vary parallel.foo: no field 'foo' in ParallelConfig", 0),
+      0u)
+      << refusal("parallel.foo=1,2");
+  EXPECT_EQ(refusal("parallel.tp=1,x"), "--vary parallel.tp: 'x' is not an integer");
+}
+
 // Eight axes of ten values: 10^8 points once started and ran for days; refused up front.
 TEST(SweepAxis, AProductAboveTheLimitIsRefusedBeforeAnySimulation) {
   std::vector<SweepAxis> axes;
