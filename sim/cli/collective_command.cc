@@ -209,10 +209,17 @@ void check_collective_shape(Request& req) {
   if (req.group_size == 0) req.group_size = req.gpus;
   if (req.gpus < 1 || req.group_size < 1 || req.group_stride < 1)
     throw UsageError("--gpus, --group-size and --group-stride must be positive");
-  if (req.chunks < 0 || req.window < 0 || req.channels < 0 || req.gpus_per_node < 0)
+  if (req.chunks < 0 || req.channels < 0 || req.gpus_per_node < 0)
     throw UsageError(
-        "--chunks, --window, --channels and --gpus-per-node must not be negative (0: by size, "
-        "all of a node)");
+        "--chunks, --channels and --gpus-per-node must not be negative (0: by size, all of a "
+        "node)");
+  // NCCL has NCCL_STEPS slots per connection; a wider window would model sends it cannot have in
+  // flight.
+  if (req.window < 0 || req.window > coll::kMaxWindow)
+    throw UsageError("--window must be in [0, " + std::to_string(coll::kMaxWindow) +
+                     "] (sends in flight per connection, at most NCCL_STEPS = " +
+                     std::to_string(coll::kMaxWindow) + " in NCCL; 0: by size), got " +
+                     std::to_string(req.window));
   for (const auto& [name, value] : {std::pair{"--nvls", req.nvls}, std::pair{"--pat", req.pat}})
     if (value != "on" && value != "off")
       throw UsageError(std::string(name) + " must be on or off, not '" + value + "'");

@@ -227,6 +227,22 @@ TEST(Cli, CollectiveOnUnevenServersRunsNcclsChoice) {
       << chained.err;
 }
 
+// NCCL keeps at most NCCL_STEPS = 8 sends in flight per connection: a wider window (once
+// accepted, 100 ran and reported window 100) is refused, naming the option and the bound.
+TEST(Cli, CollectiveRefusesAWindowOutsideNcclSteps) {
+  for (const std::string window : {"100", "9", "-1"}) {
+    const auto r = run_cli(
+        {"collective", "--op", "all_reduce", "--gpus", "8", "--sizes", "1M", "--window", window});
+    EXPECT_EQ(r.code, 2) << window << ": " << r.out;
+    EXPECT_NE(r.err.find("--window must be in [0, 8] (sends in flight per connection, at most "
+                         "NCCL_STEPS = 8 in NCCL; 0: by size), got " +
+                         window),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--sizes", "1M", "--window", "8"}).code, 0);
+}
+
 TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   // Usage errors: exit 2 with the reason.
   const auto proto = run_cli({"collective", "--gpus", "8", "--protocol", "fast"});
