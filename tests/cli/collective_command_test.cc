@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -77,6 +78,32 @@ TEST(Cli, ImpossibleRequestsGetOneLineErrors) {
   EXPECT_EQ(algo.code, 2);
   EXPECT_NE(algo.err.find("bogus"), std::string::npos);
   EXPECT_EQ(std::count(algo.err.begin(), algo.err.end(), '\n'), 1);
+}
+
+// The README's 16,384-GPU ring example says what happens without --fluid: it is refused up front
+// (it once claimed the ring ran message by message, 18 M events in over a minute).
+TEST(Cli, TheReadmesRingExampleWithoutFluidIsRefusedAsItSays) {
+  const char* src = std::getenv("CLUSTERSIM_SOURCE_DIR");
+  const std::string readme =
+      testing_support::read_file(std::string(src ? src : ".") + "/README.md");
+  ASSERT_FALSE(readme.empty()) << "README.md not found; set CLUSTERSIM_SOURCE_DIR";
+  const std::string command =
+      "build/clustersim collective --op all_reduce --algo ring --gpus 16384 --group-size 128 \\\n"
+      "  --group-stride 128 --topology llama3-24k --sizes 1G --fluid";
+  const auto at = readme.find(command);
+  ASSERT_NE(at, std::string::npos) << "the README's example changed";
+  const auto start = readme.rfind("\n# 128 concurrent", at);
+  ASSERT_NE(start, std::string::npos);
+  const std::string comment = readme.substr(start, at - start);
+  EXPECT_NE(comment.find("without --fluid it is refused"), std::string::npos) << comment;
+  EXPECT_NE(comment.find("8,388,608 flows"), std::string::npos) << comment;
+  const auto r = run_cli({"collective", "--op", "all_reduce", "--algo", "ring", "--gpus", "16384",
+                          "--group-size", "128", "--group-stride", "128", "--topology",
+                          "llama3-24k", "--sizes", "1G"});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("more than the 8388608 flows run message by message; add --fluid"),
+            std::string::npos)
+      << r.err;
 }
 
 TEST(Cli, MalformedTopologyFileNamesFileLineAndColumn) {
