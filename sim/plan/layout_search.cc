@@ -6,6 +6,7 @@
 
 #include "sim/config/config_error.h"
 #include "sim/run/step_simulation.h"
+#include "sim/workload/recompute.h"
 #include "sim/workload/schedules/registry.h"
 #include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
@@ -159,10 +160,9 @@ RunConfig variant(const RunConfig& base, const Shape& s, const Choice& ch,
 // op-level selective), not ones its stack file refuses, and the base's own.
 std::vector<RecomputeChoice> recompute_choices(const RunConfig& base) {
   std::vector<RecomputeChoice> modes;
-  for (const auto mode : {ParallelConfig::NONE, ParallelConfig::SELECTIVE,
-                          ParallelConfig::OP_SELECTIVE, ParallelConfig::FULL})
-    if (workload::stack_allows(base, "parallel.recompute", ParallelConfig::Recompute_Name(mode)))
-      modes.push_back({mode, 0});
+  for (const auto& m : workload::recompute_modes())
+    if (workload::stack_allows(base, "parallel.recompute", ParallelConfig::Recompute_Name(m.mode)))
+      modes.push_back({m.mode, 0});
   const ParallelConfig& own = base.parallel();
   return with_own<RecomputeChoice>(modes, {own.recompute(), own.checkpoint_every_k_layers()});
 }

@@ -13,6 +13,7 @@
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/pipeline_schedule.h"
+#include "sim/workload/recompute.h"
 #include "sim/workload/schedules/registry.h"
 #include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
@@ -237,14 +238,15 @@ std::vector<VariantRow> checkpoint_rows_of(
     v.extra_seconds = extra / throughput;
     out.push_back(v);
   };
-  add("none", ParallelConfig::NONE, 0);
-  add("selective", ParallelConfig::SELECTIVE, 0);
-  add("op selective", ParallelConfig::OP_SELECTIVE, 0);
   int32_t max_layers = 0;
   for (const auto& st : r.stages) max_layers = std::max(max_layers, st.layers);
-  for (int32_t k : {8, 4, 2})
-    if (k < max_layers) add("every " + std::to_string(k) + " layers", ParallelConfig::NONE, k);
-  add("full", ParallelConfig::FULL, 0);
+  for (const auto& m : workload::recompute_modes()) {
+    // Checkpointing every k layers keeps more than full recompute, which is k = 1.
+    if (m.mode == ParallelConfig::FULL)
+      for (int32_t k : {8, 4, 2})
+        if (k < max_layers) add("every " + std::to_string(k) + " layers", ParallelConfig::NONE, k);
+    add(std::string(m.name), m.mode, 0);
+  }
   return out;
 }
 

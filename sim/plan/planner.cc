@@ -21,6 +21,7 @@
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
+#include "sim/workload/recompute.h"
 #include "sim/workload/schedules/registry.h"
 #include "sim/workload/stack.h"
 
@@ -190,8 +191,8 @@ std::string short_layout(const RunConfig& c) {
   s += ", " + std::string(schedule.display);
   if (schedule.virtual_stages) s += " v" + std::to_string(p.virtual_stages());
   s += ", mbs " + std::to_string(p.microbatch_size()) + ", ZeRO-" + std::to_string(p.zero_stage());
-  if (p.recompute() == ParallelConfig::SELECTIVE) s += ", sel. recompute";
-  if (p.recompute() == ParallelConfig::FULL) s += ", full recompute";
+  if (const std::string recompute = workload::recompute_label(p); !recompute.empty())
+    s += ", " + recompute;
   if (c.software_stack() != clustersim::MEGATRON_TE || !c.stack_variant().empty())
     s += ", " + workload::stack_label(c);
   return s;

@@ -69,6 +69,27 @@ TEST(Planner, TriesTheSchedulesEntriesAskForInOrder) {
   EXPECT_NE(short_layout(gpipe).find(", GPipe, "), std::string::npos) << short_layout(gpipe);
 }
 
+// Layouts that differ only in what they recompute read differently: OP_SELECTIVE once read as
+// NONE ("TP 1 CP 1 PP 1 DP 64, 1F1B, mbs 1, ZeRO-3, PYTORCH_FSDP" twice in one ranking). Every
+// value of the enum, so that a new mode without a label fails here.
+TEST(Planner, TheLayoutLabelNamesEveryRecomputeMode) {
+  const auto base = small_llama({"parallel.global_batch_size=64"});
+  const auto* modes = clustersim::ParallelConfig::Recompute_descriptor();
+  std::set<std::string> labels;
+  for (int i = 0; i < modes->value_count(); ++i) {
+    auto c = base;
+    c.mutable_parallel()->set_recompute(
+        static_cast<clustersim::ParallelConfig::Recompute>(modes->value(i)->number()));
+    labels.insert(short_layout(c));
+    c.mutable_parallel()->set_checkpoint_every_k_layers(4);
+    labels.insert(short_layout(c));
+  }
+  EXPECT_EQ(labels.size(), 2u * static_cast<std::size_t>(modes->value_count()));
+  auto op = base;
+  op.mutable_parallel()->set_recompute(clustersim::ParallelConfig::OP_SELECTIVE);
+  EXPECT_NE(short_layout(op).find(", op-sel. recompute"), std::string::npos) << short_layout(op);
+}
+
 TEST(Planner, TheCostObjectiveRanksByTheRunWithItsFailures) {
   // Frequent interruptions, slow storage: goodput differs between layouts of 8 and 16 GPUs.
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100",
