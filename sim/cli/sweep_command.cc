@@ -137,7 +137,7 @@ int sweep_command(const std::vector<std::string>& args, CommandIo& given_io) {
       "--jobs threads; under mpirun they are divided among the ranks and rank 0 writes the same\n"
       "output a single process would.\n\n"
       "example:\n  clustersim sweep --preset llama3-70b \\\n"
-      "    --vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 \\\n"
+      "    --vary parallel.schedule=GPIPE,ONE_F_ONE_B,ZB_H1,ZB_H2 \\\n"
       "    --vary parallel.global_batch_size=256,512 --csv sweep.csv\n\noptions");
   add_sweep_options(opts, a);
   po::variables_map vm;

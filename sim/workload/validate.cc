@@ -162,7 +162,9 @@ void validate_mtp(const Checker& c, const clustersim::RunConfig& config) {
            " with parallel.zero_stage = 3: gathering the modules' weights is not modelled");
 }
 
-// The shape rules of ZB-V and DualPipe (pipeline_orders() checks the same, without field names).
+// The shape rules of ZB-V and DualPipe (pipeline_orders() checks the same, without field names),
+// and interleaving's virtual stages: at v = 1 it runs 1F1B's order under another name, which
+// pipeline_orders() accepts as Megatron does but a config is refused.
 void validate_schedule_shape(const Checker& c, const clustersim::ParallelConfig& p,
                              const ScheduleInfo& schedule) {
   const std::string name(schedule.name);
@@ -170,6 +172,11 @@ void validate_schedule_shape(const Checker& c, const clustersim::ParallelConfig&
     c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) + " but " + name +
            " needs exactly " + std::to_string(schedule.exact_virtual_stages) +
            " (two model chunks per stage)");
+  }
+  if (p.virtual_stages() < schedule.min_virtual_stages) {
+    c.fail("parallel.virtual_stages = " + std::to_string(p.virtual_stages()) + " but " + name +
+           " needs at least " + std::to_string(schedule.min_virtual_stages) +
+           " (with one model chunk per stage it is ONE_F_ONE_B; name that schedule instead)");
   }
   if (schedule.even_stages && p.pp() % 2 != 0) {
     c.fail("parallel.pp = " + std::to_string(p.pp()) + " must be even for " + name +

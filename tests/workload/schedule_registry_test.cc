@@ -44,6 +44,19 @@ TEST(ScheduleRegistry, TableFollowsTheEnumAndTheConfigSchema) {
   EXPECT_EQ(names_with_virtual_stages(" or "), "INTERLEAVED or ZB_V or DUALPIPE");
 }
 
+// The layout search never tries a virtual-stage count its schedule's config check refuses.
+TEST(ScheduleRegistry, TheSearchTriesOnlyVirtualStagesTheScheduleAccepts) {
+  for (const ScheduleInfo& s : schedule_table()) {
+    SCOPED_TRACE(std::string(s.name));
+    for (const int32_t v : s.planner_virtual_stages) {
+      EXPECT_GE(v, s.min_virtual_stages);
+      if (s.exact_virtual_stages > 0) EXPECT_EQ(v, s.exact_virtual_stages);
+      if (!s.virtual_stages) EXPECT_EQ(v, 1);
+    }
+  }
+  EXPECT_EQ(schedule_info(ParallelConfig::INTERLEAVED).min_virtual_stages, 2);
+}
+
 // ZB-H2 is in the table with the flags of ZB-H1, and out of the layout search.
 TEST(ScheduleRegistry, HasZbH2) {
   const ScheduleInfo& h2 = schedule_info(ParallelConfig::ZB_H2);

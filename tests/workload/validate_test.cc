@@ -281,6 +281,23 @@ TEST(Validate, PipelineSplits) {
       "parallel.layers_per_stage[1]");
 }
 
+// Interleaved 1F1B at one virtual stage runs 1F1B's order under another name: it was accepted
+// and labelled INTERLEAVED, while ZB-V and DualPipe refused the same.
+TEST(Validate, InterleavedNeedsTwoVirtualStagesOrMore) {
+  const auto interleaved = [](int32_t v) {
+    return [v](clustersim::RunConfig& c) {
+      c.mutable_parallel()->set_schedule(clustersim::ParallelConfig::INTERLEAVED);
+      c.mutable_parallel()->set_virtual_stages(v);
+    };
+  };
+  expect_error(interleaved(1),
+               "parallel.virtual_stages = 1 but INTERLEAVED needs at least 2 (with one model "
+               "chunk per stage it is ONE_F_ONE_B");
+  clustersim::RunConfig c = valid_config();
+  interleaved(4)(c);
+  EXPECT_NO_THROW(validate_run_config(c, 128, "x"));
+}
+
 // ZB-V and DualPipe take exactly two chunks per stage; DualPipe an even pp and an even count of
 // at least 2 x pp microbatches; DualPipe's layers split over pp pieces, not pp x 2.
 TEST(Validate, ZbVAndDualPipeShapes) {

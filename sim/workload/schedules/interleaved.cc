@@ -73,6 +73,7 @@ ScheduleInfo interleaved_schedule() {
   s.name = "INTERLEAVED";
   s.display = "interleaved";
   s.virtual_stages = true;
+  s.min_virtual_stages = 2;  // v = 1 runs ONE_F_ONE_B's order (see orders)
   s.whole_groups = true;
   s.planner_virtual_stages = {2, 4};  // v = 1 would only repeat 1F1B
   s.orders = orders;

@@ -26,7 +26,10 @@ struct ScheduleInfo {
   bool whole_groups = false;     // needs microbatches % stages == 0
   bool splits_backward = false;  // backward as input gradient (kBackward) and weights (kWeightGrad)
   int32_t exact_virtual_stages = 0;  // > 0: v must be exactly this (ZB-V and DualPipe: 2)
-  bool even_stages = false;          // DualPipe: pp even, its two halves mirror each other
+  // The fewest virtual stages that make the schedule itself: interleaving one chunk per stage is
+  // another schedule's order (interleaved at v = 1 is 1F1B), which a config must name as such.
+  int32_t min_virtual_stages = 1;
+  bool even_stages = false;  // DualPipe: pp even, its two halves mirror each other
   // The fewest microbatches, and whether their count must be even (DualPipe: m >= 2p, even).
   int32_t (*min_microbatches)(int32_t p) = nullptr;
   bool even_microbatches = false;
