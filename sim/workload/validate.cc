@@ -104,6 +104,10 @@ void validate_moe(const Checker& c, const clustersim::ModelConfig& m,
   if (!m.has_moe()) {
     if (p.ep() != 1)
       c.fail("parallel.ep = " + std::to_string(p.ep()) + " needs a mixture of experts (model.moe)");
+    // Expert TP splits only experts: on a dense model it would split nothing, as EP would not.
+    if (p.etp() > 1)
+      c.fail("parallel.etp = " + std::to_string(p.etp()) +
+             " needs a mixture of experts (model.moe)");
     return;
   }
   const auto& moe = m.moe();

@@ -159,11 +159,18 @@ TEST(Validate, ExpertTensorParallelIsCheckedOnDenseModelsToo) {
   for (const int32_t etp : {-1, -2, 3, 2147483647})
     expect_error([etp](auto& c) { c.mutable_parallel()->set_etp(etp); },
                  "parallel.etp = " + std::to_string(etp) + " must be 0 (= tp), 1 or parallel.tp");
-  for (const int32_t etp : {0, 1, 8}) {
+  for (const int32_t etp : {0, 1}) {
     clustersim::RunConfig c = valid_config();
     c.mutable_parallel()->set_etp(etp);
     EXPECT_NO_THROW(validate_run_config(c, 128, "run.textproto")) << etp;
   }
+}
+
+// Expert TP of a dense model splits nothing: refused as EP is (etp = tp = 8 was accepted and ran
+// as the dense layout it is).
+TEST(Validate, ExpertTensorParallelNeedsExperts) {
+  expect_error([](auto& c) { c.mutable_parallel()->set_etp(8); },
+               "parallel.etp = 8 needs a mixture of experts (model.moe)");
 }
 
 // valid_config() with 16 experts, top 2, on TP 8 with sequence parallelism.
