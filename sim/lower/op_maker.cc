@@ -12,8 +12,8 @@ OpMaker::OpMaker(const clustersim::RunConfig& config, const compute::KernelCostM
     : config_(config),
       cost_(cost),
       work_(work),
-      overlap_tp_(config.parallel().tp_comm_overlap() && config.parallel().sequence_parallel() &&
-                  config.parallel().tp() > 1),
+      overlap_tp_(config.parallel().tp_comm_overlap() &&
+                  workload::sequence_parallel_on(config.parallel())),
       overlap_cp_(config.parallel().cp_comm_overlap() && config.parallel().cp() > 1) {}
 
 uint32_t OpMaker::label(std::string_view name) {

@@ -27,7 +27,7 @@ using clustersim::ParallelConfig;
 std::string layout_text(const ParallelConfig& p) {
   std::string s = workload::dims_text(workload::dim_sizes(p));
   if (p.virtual_stages() > 1) s += " (v " + std::to_string(p.virtual_stages()) + ")";
-  if (p.sequence_parallel()) s += ", SP";
+  if (workload::sequence_parallel_on(p)) s += ", SP";
   s += ", ZeRO-" + std::to_string(p.zero_stage());
   s += std::string(", recompute ") + ParallelConfig::Recompute_Name(p.recompute());
   if (p.checkpoint_every_k_layers() > 0)

@@ -61,7 +61,7 @@ compute::Precision precision_of(clustersim::Precision p) {
 std::string layout_text(const clustersim::ParallelConfig& p) {
   std::string s = workload::dims_text(workload::dim_sizes(p));
   if (p.virtual_stages() > 1) s += " (" + std::to_string(p.virtual_stages()) + " virtual stages)";
-  if (p.sequence_parallel()) s += ", SP";
+  if (workload::sequence_parallel_on(p)) s += ", SP";
   if (p.zero_stage() > 0) s += ", ZeRO-" + std::to_string(p.zero_stage());
   if (p.recompute() != clustersim::ParallelConfig::NONE)
     s += std::string(", ") + clustersim::ParallelConfig::Recompute_Name(p.recompute()) +

@@ -9,6 +9,7 @@
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/precision_formats.h"
 #include "sim/workload/layer_ops.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/moe_ops.h"
 #include "sim/workload/stack.h"
@@ -67,7 +68,7 @@ class Builder {
     ffn_ = model_.ffn_hidden_size();
     seq_ = model_.seq_length();
     tokens_ = static_cast<int64_t>(par_.microbatch_size()) * seq_ / cp_;
-    sp_ = par_.sequence_parallel() && t_ > 1;
+    sp_ = sequence_parallel_on(par_);
     norm_tokens_ = sp_ ? tokens_ / t_ : tokens_;
     swiglu_ = model_.activation() == clustersim::ModelConfig::SWIGLU;
     vocab_shard_ = padded_vocab(model_, t_) / t_;

@@ -4,6 +4,8 @@
 
 #include <google/protobuf/message.h>
 
+#include "proto/config.pb.h"
+
 #include "sim/workload/dims.h"
 #include "sim/workload/layout.h"
 
@@ -25,6 +27,12 @@ int64_t world_of(const DimSizes& sizes);
 bool pipeline_outermost_of(const google::protobuf::Message& message);
 inline Layout layout_of(const google::protobuf::Message& message) {
   return Layout(dim_sizes(message), expert_tp_of(message), pipeline_outermost_of(message));
+}
+// Whether activations are split over the TP ranks: sequence_parallel with TP > 1. At TP 1 there
+// is nothing to split over, so the flag changes nothing (Megatron-LM turns it off there too) and
+// no label may claim it.
+inline bool sequence_parallel_on(const clustersim::ParallelConfig& p) {
+  return p.sequence_parallel() && p.tp() > 1;
 }
 
 }  // namespace cs::workload

@@ -18,7 +18,7 @@ using clustersim::ParallelConfig;
 
 // Divisor of the norm / dropout / residual regions: tp under sequence parallelism, else 1.
 double sp_divisor(const ParallelConfig& p) {
-  return p.sequence_parallel() && p.tp() > 1 ? static_cast<double>(p.tp()) : 1.0;
+  return sequence_parallel_on(p) ? static_cast<double>(p.tp()) : 1.0;
 }
 
 // Tokens of one microbatch on one GPU before any sequence-parallel split: b·s/cp.

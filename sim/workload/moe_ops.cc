@@ -23,7 +23,7 @@ class MoeBuilder {
     etp_ = expert_tp_of(par);
     h_ = config.model().hidden_size();
     const int64_t tokens = int64_t{par.microbatch_size()} * config.model().seq_length() / par.cp();
-    sp_ = par.sequence_parallel() && tp_ > 1;
+    sp_ = sequence_parallel_on(par);
     tokens_ = tokens;
     t_in_ = sp_ ? tokens / tp_ : tokens;
     gather_ = etp_ > 1 ? tp_ : 1;

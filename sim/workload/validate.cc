@@ -246,7 +246,7 @@ void validate_tp_cp_splits(const Checker& c, const clustersim::ModelConfig& m,
             "the MLP is split column-/row-parallel over tensor-parallel ranks");
   c.divides("parallel.cp", p.cp(), "model.seq_length", m.seq_length(),
             "context parallelism splits the sequence");
-  if (p.sequence_parallel() && p.tp() > 1) {
+  if (sequence_parallel_on(p)) {
     c.divides("parallel.cp x parallel.tp", static_cast<int64_t>(p.cp()) * p.tp(),
               "model.seq_length", m.seq_length(),
               "sequence parallelism splits each context-parallel shard over tensor-parallel ranks");

@@ -22,6 +22,19 @@ clustersim::RunConfig eight_layers(std::vector<std::string> overrides) {
   return testing_support::small_llama(std::move(overrides));
 }
 
+// The memory report's heading claims sequence parallelism only where TP splits the activations.
+TEST(MemoryReport, TheLayoutShowsSpOnlyAboveTpOne) {
+  const auto heading = [](const std::string& tp, const std::string& dp) {
+    return build_memory_report(
+               eight_layers({"parallel.tp=" + tp, "parallel.dp=" + dp,
+                             "parallel.global_batch_size=8", "parallel.sequence_parallel=true"}),
+               "test")
+        .layout;
+  };
+  EXPECT_EQ(heading("1", "8").find("SP"), std::string::npos) << heading("1", "8");
+  EXPECT_NE(heading("2", "4").find(", SP"), std::string::npos) << heading("2", "4");
+}
+
 TEST(CheckpointEveryK, KOneKeepsExactlyWhatFullRecomputeKeeps) {
   const auto none = eight_layers({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=8",
                                   "parallel.checkpoint_every_k_layers=1"});

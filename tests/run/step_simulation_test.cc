@@ -24,6 +24,26 @@ TEST(StepSimulation, SameConfigSameJsonBitForBit) {
   EXPECT_NE(a.find("\"iteration_time_s\""), std::string::npos);
 }
 
+// sequence_parallel at TP 1 splits nothing: the step is the one without it, and the label does
+// not claim "SP" (it did, for --set parallel.tp=1 on a preset with SP on).
+TEST(StepSimulation, SequenceParallelAtTpOneIsNotInTheLayout) {
+  const std::vector<std::string> tp1 = {"parallel.tp=1", "parallel.dp=8",
+                                        "parallel.global_batch_size=16"};
+  auto with = tp1, without = tp1;
+  with.push_back("parallel.sequence_parallel=true");
+  without.push_back("parallel.sequence_parallel=false");
+  const auto on = simulate_step(small_llama(with), "test");
+  const auto off = simulate_step(small_llama(without), "test");
+  EXPECT_EQ(on.layout, off.layout);
+  EXPECT_EQ(on.layout.find("SP"), std::string::npos) << on.layout;
+  EXPECT_DOUBLE_EQ(on.iteration_time_s, off.iteration_time_s);
+  const auto tp2 =
+      simulate_step(small_llama({"parallel.tp=2", "parallel.dp=4", "parallel.global_batch_size=16",
+                                 "parallel.sequence_parallel=true"}),
+                    "test");
+  EXPECT_NE(tp2.layout.find(", SP"), std::string::npos) << tp2.layout;
+}
+
 TEST(StepSimulation, ReusingIsolatedCollectivesChangesNothingButSpeed) {
   // TP 8 fills each server and no other dimension shares one: TP collectives own their NVLink
   // ports, so timing one and reusing it must give exactly what simulating every message gives.
