@@ -51,7 +51,8 @@ void parse_text_proto(std::string_view text, const std::string& source_name,
 
 std::string read_text_file(const std::string& path) {
   InputFile file = read_input_file(path, kMaxTextConfigBytes, "protobuf text config");
-  if (!file.opened) throw ConfigError(path + ": cannot be read");
+  // The error names the path and the system's reason ("cannot open (No such file or
+  // directory)"): a bare "cannot be read" left a missing file and a forbidden one alike.
   if (!file.ok()) throw ConfigError(file.error);
   return std::move(file.bytes);
 }

@@ -289,12 +289,19 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
 
 namespace {
 
+// What the heading calls the run: its name, with its model's when that differs. A config need
+// name neither (the heading then began ": TP 1 x ..."): the model's name stands in for the run's,
+// and "(unnamed)" for both.
+std::string run_title(const StepReport& r) {
+  if (r.name.empty()) return r.model.empty() ? "(unnamed)" : r.model;
+  return r.model.empty() || r.model == r.name ? r.name : r.name + " (model " + r.model + ")";
+}
+
 // The heading line, throughput, MFU, the bubble and where the step goes.
 void print_step_headline(std::ostream& out, const StepReport& r) {
-  out << r.name << (r.model.empty() || r.model == r.name ? "" : " (model " + r.model + ")") << ": "
-      << r.layout << ", " << r.schedule << ", " << r.microbatches << " microbatches, " << r.gpus
-      << " x " << r.gpu << " on " << r.topology << " (" << r.network << " network, " << r.precision
-      << ", " << r.software_stack << ")\n";
+  out << run_title(r) << ": " << r.layout << ", " << r.schedule << ", " << r.microbatches
+      << " microbatches, " << r.gpus << " x " << r.gpu << " on " << r.topology << " (" << r.network
+      << " network, " << r.precision << ", " << r.software_stack << ")\n";
   row(out, "iteration time", fmt("%.4f s", r.iteration_time_s));
   row(out, "tokens per second", fmt("%.0f", r.tokens_per_s));
   row(out, "model TFLOP/s per GPU", fmt("%.1f", r.tflops_per_gpu));

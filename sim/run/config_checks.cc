@@ -79,6 +79,18 @@ void reliability_check(CheckState& s) {
 void cluster_check(CheckState& s) {
   s.checked.cluster.emplace(s.config, s.source);
 }
+// cluster.gpu, when set, names a profile: the loader knows the name, not the field or the file
+// that gave it (as for cluster.topology). A run's cluster check loads it too; this one names it
+// for the planner and the memory report, which skip that check.
+void gpu_check(CheckState& s) {
+  const std::string& gpu = s.config.cluster().gpu();
+  if (gpu.empty()) return;
+  try {
+    compute::load_gpu_profile(gpu);
+  } catch (const ConfigError& e) {
+    config_fail(s.source, std::string("cluster.gpu: ") + e.what());
+  }
+}
 void stack_check(CheckState& s) {
   workload::resolve_stack(s.config, s.source);
 }
@@ -106,6 +118,7 @@ constexpr std::array kChecks{
     ConfigCheck{"offload placement", "run", true, offload_placement_check},
     ConfigCheck{"gradient accumulation", "run", true, gradient_accumulation_check},
     ConfigCheck{"reliability", "cost", false, reliability_check},
+    ConfigCheck{"gpu", "compute", true, gpu_check},
     ConfigCheck{"cluster", "world", false, cluster_check},
     ConfigCheck{"stack", "workload", true, stack_check},
     ConfigCheck{"layout", "workload", true, layout_check},

@@ -81,6 +81,17 @@ std::string profile_file(const RunConfig& config) {
   return default_stack_profile(config.software_stack());
 }
 
+// The profile `config` names, an error in finding or reading it prefixed with the source and the
+// field that named it: the loader knows the name only.
+StackProfile named_profile(const RunConfig& config, const std::string& source) {
+  try {
+    return load_stack_profile(profile_file(config));
+  } catch (const ConfigError& e) {
+    const char* field = config.stack_variant().empty() ? "software_stack" : "stack_variant";
+    throw ConfigError(source + ": " + field + ": " + e.what());
+  }
+}
+
 bool allows(const clustersim::StackLimit& limit, const std::string& value) {
   return std::find(limit.allowed().begin(), limit.allowed().end(), value) != limit.allowed().end();
 }
@@ -133,7 +144,7 @@ void check_sharded_pass(const RunConfig& config, const StackProfile& p, const st
 }  // namespace
 
 void resolve_stack(RunConfig& config, const std::string& source) {
-  StackProfile p = load_stack_profile(profile_file(config));
+  StackProfile p = named_profile(config, source);
   if (p.stack() != config.software_stack()) {
     throw ConfigError(source + ": stack_variant '" + config.stack_variant() + "' is a " +
                       clustersim::SoftwareStack_Name(p.stack()) +

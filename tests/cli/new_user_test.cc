@@ -41,6 +41,65 @@ std::vector<std::string> small_run(std::vector<std::string> extra) {
   return args;
 }
 
+// An unknown GPU or stack profile names the config and the field that gave it, as an unknown
+// topology does; they named the value alone ("unknown GPU 'h1000': ...").
+TEST(NewUser, AnUnknownGpuOrStackNamesTheConfigAndTheField) {
+  const std::string config = "workloads/llama3-8b.textproto: ";
+  for (const std::string command : {"run", "memory"}) {
+    const auto gpu = run_cli({command, "--preset", "llama3-8b", "--set", "cluster.gpu=h1000"});
+    EXPECT_EQ(gpu.code, 1);
+    EXPECT_EQ(gpu.err.rfind("clustersim " + command + ": error: " + config +
+                                "cluster.gpu: unknown GPU 'h1000': neither a profile (",
+                            0),
+              0u)
+        << gpu.err;
+    const auto stack =
+        run_cli({command, "--preset", "llama3-8b", "--set", "stack_variant=nonexistent"});
+    EXPECT_EQ(stack.code, 1);
+    EXPECT_EQ(stack.err.rfind("clustersim " + command + ": error: " + config +
+                                  "stack_variant: unknown stack profile 'nonexistent': ",
+                              0),
+              0u)
+        << stack.err;
+  }
+}
+
+// A config that cannot be opened says why: "cannot be read" alone left a missing file and a
+// forbidden one alike.
+TEST(NewUser, AMissingConfigSaysWhyItCannotBeRead) {
+  const std::string missing = temp_path("missing.textproto");
+  std::filesystem::remove(missing);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"run"}, {"memory"}, {"sweep", "--vary", "parallel.dp=1"}}) {
+    const std::string& command = args.front();
+    std::vector<std::string> with_config = args;
+    with_config.insert(with_config.begin() + 1, missing);
+    const auto r = run_cli(with_config);
+    EXPECT_NE(r.code, 0) << command;
+    EXPECT_NE(r.err.find(missing + ": cannot open (No such file or directory)"), std::string::npos)
+        << command << ": " << r.err;
+  }
+}
+
+// A config need not name itself or its model: the heading began ": TP 1 x ...".
+TEST(NewUser, AnUnnamedConfigsHeadingNamesItsModelOrSaysUnnamed) {
+  const std::string model =
+      "num_layers: 2 hidden_size: 256 num_heads: 4 ffn_hidden_size: 512 vocab_size: 1000 "
+      "seq_length: 128";
+  const std::string rest =
+      "parallel { tp: 1 pp: 1 dp: 2 global_batch_size: 4 }\ncluster { topology: \"dgx-h100\" }\n";
+  const std::string unnamed =
+      testing_support::temp_file("unnamed.textproto", "model { " + model + " }\n" + rest);
+  const auto r = run_cli({"run", unnamed});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("(unnamed): TP 1 x CP 1 x PP 1 x DP 2, ", 0), 0u) << r.out;
+  const std::string model_named = testing_support::temp_file(
+      "model_named.textproto", "model { name: \"tiny\" " + model + " }\n" + rest);
+  const auto m = run_cli({"run", model_named});
+  ASSERT_EQ(m.code, 0) << m.err;
+  EXPECT_EQ(m.out.rfind("tiny: TP 1 x CP 1 x PP 1 x DP 2, ", 0), 0u) << m.out;
+}
+
 TEST(NewUser, GpuAndTopologyNamesAreCaseInsensitive) {
   const auto lower = json_of(small_run({"--set", "cluster.gpu=h100"}));
   const auto upper = json_of(small_run({"--set", "cluster.gpu=H100"}));

@@ -20,8 +20,8 @@ TEST(ConfigChecks, ListHoldsEachLayersCheckInOrder) {
   const std::vector<std::pair<std::string, std::string>> want = {
       {"preset names", "config"},  {"run fields", "run"},        {"cost", "cost"},
       {"offload figures", "cost"}, {"offload placement", "run"}, {"gradient accumulation", "run"},
-      {"reliability", "cost"},     {"cluster", "world"},         {"stack", "workload"},
-      {"layout", "workload"},      {"precision", "compute"}};
+      {"reliability", "cost"},     {"gpu", "compute"},           {"cluster", "world"},
+      {"stack", "workload"},       {"layout", "workload"},       {"precision", "compute"}};
   EXPECT_EQ(got, want);
 }
 
@@ -53,7 +53,7 @@ const std::vector<BadConfig>& bad_configs() {
        "x: parallel.gradient_accumulation_steps"},
       {"reliability", {"reliability.restart_s=-1"}, "x: reliability.restart_s must be finite"},
       {"cluster", {"cluster.topology=no-such-topology"}, "x: cluster.topology: unknown topology"},
-      {"stack", {"stack_variant=no-such-stack"}, "unknown stack profile 'no-such-stack'"},
+      {"stack", {"stack_variant=no-such-stack"}, "x: stack_variant: unknown stack profile"},
       {"layout", {"parallel.dp=3"}, "x: parallel.global_batch_size = 512 must be divisible"},
       {"precision", {"precision=NVFP4"}, "x: precision: "},
   };
@@ -82,6 +82,21 @@ TEST(ConfigChecks, EachCheckRefusesItsConfigAndNoOtherDoes) {
       if (c.name != b.check) without.push_back(c);
     ASSERT_EQ(without.size() + 1, all.size()) << b.check << " is not in the list";
     EXPECT_NE(refusal(b.overrides, without), with) << b.check;
+  }
+}
+
+// An unknown cluster.gpu names the source and the field for the planner and the memory report
+// too, which skip the cluster check that names it for a run (they said "unknown GPU 'h1000'").
+TEST(ConfigChecks, AnUnknownGpuNamesTheFieldInEveryContext) {
+  for (const auto context : {CheckContext::kRun, CheckContext::kPlan}) {
+    auto config = testing_support::small_llama({"cluster.gpu=no-such-gpu"});
+    try {
+      validate_config(config, "x", context);
+      ADD_FAILURE() << "an unknown GPU was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("x: cluster.gpu: unknown GPU 'no-such-gpu'", 0), 0u)
+          << e.what();
+    }
   }
 }
 
