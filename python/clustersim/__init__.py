@@ -6,7 +6,10 @@ other option of the subcommand by its name with ``_`` for ``-`` (``timeline="t.j
 ``gpus=8``, ``messages=True``). It runs the same code as ``clustersim NAME --json ...`` in this
 process, without the GIL, so threads can simulate several points at once, and returns the dict
 that the ``--json`` file would hold. A failure raises ``Error`` (``UsageError`` for what the CLI
-ends with exit code 2) carrying the line the CLI prints.
+ends with exit code 2) carrying the line the CLI prints; where the CLI fails with a report (a sweep
+whose every point was skipped, a plan with no layout to rank) the error's ``report`` holds it. The
+non-zero exits that are results return the report: ``memory``'s layout that does not fit
+(``fits`` False) and ``plan(min_gpus=True)``'s none up to ``max_gpus`` (``gpus`` 0).
 
     >>> import clustersim
     >>> r = clustersim.run(preset="llama3-8b", set={"model.num_layers": 2, "parallel.dp": 4,
@@ -15,6 +18,7 @@ ends with exit code 2) carrying the line the CLI prints.
     (8, 'TP 2 x CP 1 x PP 1 x DP 4, SP, ZeRO-1')
 """
 
+import itertools
 import json
 import os
 import tempfile
@@ -31,11 +35,14 @@ _CONFIG_TEXT = "<config text>"
 
 
 class Error(RuntimeError):
-    """A clustersim command failed; str(error) is the line the CLI prints on stderr."""
+    """A clustersim command failed; str(error) is the line the CLI prints on stderr. ``report`` is
+    the JSON report the command wrote before failing (a sweep's skipped points, a plan's
+    ``refused``), or None."""
 
-    def __init__(self, message, exit_code=1):
+    def __init__(self, message, exit_code=1, report=None):
         super().__init__(message)
         self.exit_code = exit_code
+        self.report = report
 
 
 class UsageError(Error, ValueError):
@@ -145,6 +152,42 @@ class _Configs:
             self._dir.cleanup()
 
 
+def _is_result(command, code, options):
+    """Whether exit `code` gives a result: 0, or the 3 that the docstrings promise as one
+    (``memory``: the layout does not fit; ``plan(min_gpus=True)``: none up to ``max_gpus``). The
+    CLI's other non-zero exits without an exception fail: a sweep whose every point was skipped
+    (1), a plan with no layout to rank (3)."""
+    if code == 0:
+        return True
+    if code != 3:
+        return False
+    return command == "memory" or (command == "plan" and bool(options.get("min_gpus")))
+
+
+def _why_lines(out):
+    """The lines of a command's table that say why it has no result: an empty plan's ``why:``
+    block, or a sweep's ``skipped FIELD=V: reason`` lines."""
+    lines = out.splitlines()
+    if "why:" in lines:
+        block = lines[lines.index("why:") + 1:]
+        return [line.strip() for line in itertools.takewhile(str.strip, block)]
+    return [line for line in lines if line.startswith("skipped ")]
+
+
+# What a failing exit means where the CLI prints no error line of its own (its table says why).
+_SILENT_FAILURES = {("plan", 3): "no layout to rank"}
+
+
+def _failure_message(command, code, out, err):
+    """What the CLI says when it fails without an exception: its error line on stderr (or what
+    the exit code means), then the lines of its output that say why."""
+    prefix = f"clustersim {command}: "
+    lines = [line for line in err.splitlines() if line.startswith(prefix)]
+    meaning = _SILENT_FAILURES.get((command, code), "failed")
+    head = lines[-1] if lines else f"{prefix}error: {meaning} (exit code {code})"
+    return "\n".join([head] + _why_lines(out))
+
+
 def _call(command, positional, options, config_text=True):
     """Runs `command` and returns its JSON report as a dict."""
     configs = _Configs(positional, config_text)
@@ -155,11 +198,14 @@ def _call(command, positional, options, config_text=True):
             message = configs.named(error)
             raise UsageError(message) if usage else Error(message)
         text = captured.get(_REPORT, "")
-        if not text:
+        report = json.loads(configs.named(text)) if text else None
+        if not _is_result(command, code, options):
+            raise Error(configs.named(_failure_message(command, code, out, err)), code, report)
+        if report is None:
             detail = (err or out).strip()
             raise Error(f"clustersim {command}: wrote no JSON report"
                         + (f" ({detail})" if detail else ""), code)
-        return json.loads(configs.named(text))
+        return report
     finally:
         configs.close()
 
@@ -180,7 +226,8 @@ def sweep(config=None, *, preset=None, vary=None, set=None, hf_config=None, **op
     report (``source``, ``axes``, ``points``, ``skipped``) plus ``rows``, one flat dict per
     point that fits ``pandas.DataFrame(result["rows"])``: each varied field by its dotted name,
     then the point's numbers, named as the ``--csv`` file's columns (``exposed_DIM_s`` for the
-    nested seconds), plus the point's ``index``."""
+    nested seconds), plus the point's ``index``. When every point is skipped it raises ``Error``
+    with each point's reason, the report in ``error.report``."""
     result = _call("sweep", config,
                    _with(options, preset=preset, vary=vary, set=set, hf_config=hf_config))
     result["rows"] = [_flat_row(p) for p in result["points"]]
@@ -218,7 +265,8 @@ def memory(config=None, *, preset=None, set=None, hf_config=None, **options):
 
 def plan(config=None, *, preset=None, set=None, hf_config=None, **options):
     """The ranked layouts (``clustersim plan``, e.g. ``gpus=64``), or with ``min_gpus=True`` the
-    fewest GPUs that hold the model (``gpus`` 0 when none up to ``max_gpus`` does)."""
+    fewest GPUs that hold the model (``gpus`` 0 when none up to ``max_gpus`` does). A plan with
+    no layout to rank raises ``Error`` with the CLI's why, the report in ``error.report``."""
     return _call("plan", config, _with(options, preset=preset, set=set, hf_config=hf_config))
 
 

@@ -99,6 +99,33 @@ def test_a_sweep_point_that_fails_validation_is_skipped_with_its_reason():
     assert len(reasons) == 2 and all("parallel.etp = " in r for r in reasons)
 
 
+def test_a_sweep_whose_every_point_is_skipped_raises_as_the_cli_fails():
+    # It returned [] silently while the CLI said "every point was skipped" and exited 1.
+    with pytest.raises(clustersim.Error) as raised:
+        clustersim.sweep(preset="llama3-8b", vary={"parallel.tp": [3, 5]}, jobs=1)
+    r = cli("sweep", "--preset", "llama3-8b", "--vary", "parallel.tp=3,5", "--jobs", "1")
+    error = r.stderr.strip().splitlines()[-1]
+    assert error.startswith("clustersim sweep: error: every point was skipped")
+    skipped = [line for line in r.stdout.splitlines() if line.startswith("skipped ")]
+    assert len(skipped) == 2 and "must be divisible by parallel.tp = 3" in skipped[0]
+    assert str(raised.value) == "\n".join([error] + skipped)
+    assert raised.value.exit_code == r.returncode == 1
+    assert not isinstance(raised.value, ValueError)
+    assert len(raised.value.report["skipped"]) == 2 and raised.value.report["points"] == []
+
+
+def test_a_plan_with_no_layout_to_rank_raises_with_the_why_and_the_report():
+    # The CLI exits 3 after its why; plan(min_gpus=True) finding none is a result, not this.
+    with pytest.raises(clustersim.Error) as raised:
+        clustersim.plan(preset="llama3-405b", gpus=8, jobs=1)
+    r = cli("plan", "--preset", "llama3-405b", "--gpus", "8", "--jobs", "1")
+    assert raised.value.exit_code == r.returncode == 3
+    lines = str(raised.value).splitlines()
+    assert lines[0] == "clustersim plan: error: no layout to rank (exit code 3)"
+    assert lines[1].startswith("none fits: ") and lines[1] in r.stdout
+    assert raised.value.report["ranked"] == [] and raised.value.report["refused"]["over_hbm"] > 0
+
+
 def test_memory_reports_a_layout_that_does_not_fit_without_raising():
     fits = clustersim.memory(preset="llama3-8b")
     too_big = clustersim.memory(preset="llama3-8b",

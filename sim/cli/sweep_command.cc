@@ -118,7 +118,8 @@ int run_sweep_on_rank(const CommandIo& io, const SweepArgs& a, const LoadedConfi
            skipped, wall, a.jobs, world.size());
   // A script looping over sweeps must not take a table of nothing but errors for results.
   if (skipped == total) {
-    print_to(io.err, "clustersim sweep: error: every point was skipped (reasons above)\n");
+    print_to(io.err,
+             "clustersim sweep: error: every point was skipped (each 'skipped' line says why)\n");
     return 1;
   }
   return 0;
