@@ -49,7 +49,7 @@ record replay-chakra "$BIN" replay --chakra chakra-llama3-8b \
   --comm-groups chakra-llama3-8b.comm_groups.json
 record multi-job "$BIN" run --preset llama3-8b --preset llama3.2-1b --placement spread
 record sweep "$BIN" sweep --preset llama3-70b --jobs 1 \
-  --vary parallel.schedule=GPIPE,ONE_F_ONE_B,INTERLEAVED,ZB_H1 \
+  --vary parallel.schedule=GPIPE,ONE_F_ONE_B,ZB_H1,ZB_H2 \
   --vary parallel.global_batch_size=256,512 --csv sweep.csv --json sweep.json
 record sweep-stacks "$BIN" sweep --preset llama3-8b --jobs 1 \
   --vary software_stack=MEGATRON_TE,PYTORCH_FSDP,DEEPSPEED_ZERO --set parallel.tp=1 \

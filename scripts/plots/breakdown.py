@@ -3,10 +3,9 @@
 
 usage: breakdown.py OUT.png TITLE INPUT [INPUT ...]
 An INPUT is a `clustersim run --json` report (one bar) or a `clustersim sweep --csv` file (one
-bar per row, labelled by its varied fields; rows of INTERLEAVED with virtual_stages 1 are left
-out, since they are 1F1B). Whatever the step holds beyond these parts (the optimizer, ranks
-waiting for others at the end) is drawn as "other". Bars of configurations that do not fit in
-HBM are hatched.
+bar per row, labelled by its varied fields). Whatever the step holds beyond these parts (the
+optimizer, ranks waiting for others at the end) is drawn as "other". Bars of configurations that
+do not fit in HBM are hatched.
 """
 import os
 import sys
@@ -53,8 +52,6 @@ def from_sweep(path):
               k not in ("parallel.schedule", "parallel.virtual_stages")] if rows else []
     out = []
     for r in rows:
-        if r["schedule"] == "INTERLEAVED" and r.get("parallel.virtual_stages") == "1":
-            continue
         step = float(r["iteration_time_s"])
         label = "\n".join([schedule_label(r["schedule"], r.get("parallel.virtual_stages", 1))] +
                           [r[f] for f in fields])
