@@ -5,6 +5,7 @@
 #include "sim/cli/options.h"
 #include "sim/cli/progress.h"
 #include "sim/cli/run_args.h"
+#include "sim/config/field_override.h"
 #include "sim/config/run_config.h"
 #include "sim/run/jobs_output.h"
 #include "sim/run/multi_job.h"
@@ -33,14 +34,18 @@ std::pair<std::size_t, std::string> split_job_override(const std::string& text, 
 int run_several_jobs(const RunArgs& args, CommandIo& io) {
   if (!args.timeline_path.empty()) throw UsageError("--timeline takes one job, not several");
   if (!args.hf_config.empty()) throw UsageError("--hf-config takes one job, not several");
-  std::vector<std::vector<std::string>> overrides(args.jobs.size(), args.overrides);
+  std::vector<std::vector<std::string>> job_sets(args.jobs.size());
   for (const auto& text : args.job_overrides) {
     auto [job, set] = split_job_override(text, args.jobs.size());
-    overrides[job].push_back(std::move(set));
+    job_sets[job].push_back(std::move(set));
   }
   std::vector<run::JobInput> jobs;
   for (std::size_t j = 0; j < args.jobs.size(); ++j) {
-    LoadedConfig loaded = load_run_config(args.jobs[j].path, args.jobs[j].preset, overrides[j]);
+    LoadedConfig loaded = load_run_config(args.jobs[j].path, args.jobs[j].preset, args.overrides);
+    // A job's own overrides after the shared ones; an error names the option they came with.
+    for (const auto& set : job_sets[j])
+      apply_override(loaded.config, set, "--job-set " + std::to_string(j) + ":");
+    canonicalize_preset_names(loaded.config);
     jobs.push_back(
         {std::move(loaded.config), "job " + std::to_string(j) + " (" + loaded.source + ")"});
   }

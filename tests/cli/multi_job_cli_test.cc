@@ -67,6 +67,9 @@ TEST(CliMultiJob, BadPlacementsAndOptionsFailWithOneLine) {
                "cluster.gpu is \"a100\" but the shared cluster");
   expect_error({"run", job, job, "--job-set", "2:parallel.dp=2"}, "job 2 does not exist");
   expect_error({"run", job, job, "--job-set", "parallel.dp=2"}, "expected JOB:dotted.path=value");
+  // A misspelt field names the option and job it came with, not --set.
+  expect_error({"run", job, job, "--job-set", "1:parallel.foo=2"},
+               "--job-set 1: parallel.foo: no field 'foo'");
   expect_error({"run", job, job, "--timeline", "t.json"}, "--timeline takes one job");
   expect_error({"run", job, "--placement", "spread"}, "--placement needs two or more configs");
 }
