@@ -64,8 +64,7 @@ clustersim::NetworkMode network_mode(const std::string& text) {
 trace::CommGroups load_groups(const std::string& path) {
   if (path.empty()) return {};
   const InputFile file = read_input_file(path, kMaxJsonBytes, "--comm-groups JSON file");
-  if (!file.opened) throw std::runtime_error("cannot open " + path);
-  if (!file.ok()) throw std::runtime_error(file.error);
+  if (!file.ok()) throw std::runtime_error("--comm-groups: " + file.error);
   return trace::parse_comm_groups(file.bytes, path);
 }
 

@@ -25,7 +25,7 @@ std::string config_file(const std::string& path) {
 
 json parse(const std::string& file) {
   const InputFile input = read_input_file(file, kMaxJsonBytes, "Hugging Face config.json");
-  if (!input.opened) throw ConfigError(file + ": cannot open (no Hugging Face config.json there)");
+  if (!input.opened) throw ConfigError(input.error + ": no Hugging Face config.json there");
   if (!input.ok()) throw ConfigError(input.error);
   try {
     return json::parse(input.bytes);

@@ -461,8 +461,7 @@ pb::Trace parse_trace(std::string_view bytes, const std::string& file) {
 
 pb::Trace read_trace_file(const std::string& path) {
   const InputFile file = read_input_file(path, kMaxTraceBytes, "trace");
-  if (!file.opened) throw TraceError(path + ": cannot open");
-  if (!file.ok()) throw TraceError(file.error);
+  if (!file.ok()) throw TraceError(file.error);  // "<path>: cannot open (<the system's reason>)"
   return parse_trace(file.bytes, path);
 }
 

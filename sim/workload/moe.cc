@@ -29,7 +29,7 @@ std::vector<double> normalized(std::vector<double> v) {
 
 std::vector<std::vector<double>> read_histogram(const std::string& path, int32_t experts) {
   const InputFile file = read_input_file(path, kMaxTableBytes, "routing histogram");
-  if (!file.opened) throw ConfigError(path + ": cannot read model.moe.routing.histogram_file");
+  if (!file.opened) throw ConfigError("model.moe.routing.histogram_file: " + file.error);
   if (!file.ok()) throw ConfigError(file.error);
   std::istringstream in(file.bytes);
   std::vector<std::vector<double>> rows;

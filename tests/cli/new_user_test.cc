@@ -79,6 +79,18 @@ TEST(NewUser, AMissingConfigSaysWhyItCannotBeRead) {
     EXPECT_NE(r.err.find(missing + ": cannot open (No such file or directory)"), std::string::npos)
         << command << ": " << r.err;
   }
+  // The same for a trace to replay, a Hugging Face config and a --comm-groups file.
+  const std::string trace = temp_path("missing.pb");
+  std::filesystem::remove(trace);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"replay", trace},
+        {"run", "--preset", "llama3-8b", "--hf-config", trace},
+        {"replay", "--chakra", trace, "--comm-groups", trace}}) {
+    const auto r = run_cli(args);
+    EXPECT_NE(r.code, 0) << args[0];
+    EXPECT_NE(r.err.find(trace + ": cannot open (No such file or directory)"), std::string::npos)
+        << args[0] << ": " << r.err;
+  }
 }
 
 // A config need not name itself or its model: the heading began ": TP 1 x ...".
