@@ -81,14 +81,14 @@ std::string profile_file(const RunConfig& config) {
   return default_stack_profile(config.software_stack());
 }
 
-// The profile `config` names, an error in finding or reading it prefixed with the source and the
-// field that named it: the loader knows the name only.
-StackProfile named_profile(const RunConfig& config, const std::string& source) {
+// The profile `config` names, an error in finding or reading it prefixed with the source (where
+// known) and the field that named it: the loader knows the name only.
+StackProfile named_profile(const RunConfig& config, const std::string& source = "") {
   try {
     return load_stack_profile(profile_file(config));
   } catch (const ConfigError& e) {
     const char* field = config.stack_variant().empty() ? "software_stack" : "stack_variant";
-    throw ConfigError(source + ": " + field + ": " + e.what());
+    throw ConfigError((source.empty() ? "" : source + ": ") + field + ": " + e.what());
   }
 }
 
@@ -193,7 +193,7 @@ const clustersim::StackProfile& stack_of(const RunConfig& config) {
 }
 
 bool stack_allows(const RunConfig& config, const std::string& field, const std::string& value) {
-  StackProfile p = load_stack_profile(profile_file(config));
+  StackProfile p = named_profile(config);
   overlay_stack_profile(p, config.stack_profile());
   for (const auto& limit : p.limits())
     if (limit.field() == field && !allows(limit, value)) return false;

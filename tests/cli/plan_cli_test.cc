@@ -131,6 +131,12 @@ TEST(CliPlan, AnUnknownGpuNamesTheOptionOrTheField) {
                             0),
             0u)
       << field.err;
+  // An unknown stack profile names its field too (the planner asks the profile what it allows).
+  const auto stack = run_cli(
+      {"plan", "--preset", "llama3-8b", "--gpus", "8", "--set", "stack_variant=nonexistent"});
+  EXPECT_NE(stack.code, 0);
+  EXPECT_NE(stack.err.find("stack_variant: unknown stack profile 'nonexistent'"), std::string::npos)
+      << stack.err;
 }
 
 TEST(CliPlan, AModelThatFitsNowhereSaysWhyAndExitsThree) {
