@@ -93,15 +93,6 @@ int32_t members_per_node(const net::Topology& topo, const std::vector<net::Verte
   return local;
 }
 
-// Members per server as NCCL's plans take them (coll::members_per_server).
-int32_t planned_members_per_server(const net::Topology& topo,
-                                   const std::vector<net::VertexId>& group) {
-  std::vector<int32_t> servers;
-  servers.reserve(group.size());
-  for (const net::VertexId v : group) servers.push_back(topo.vertex(v).node);
-  return coll::members_per_server(servers);
-}
-
 void write_json(const CommandIo& io, const std::string& path, const Request& req,
                 const net::Topology& topo, std::string_view algo, int32_t groups,
                 const std::vector<SizeResult>& results) {
@@ -302,7 +293,9 @@ class CollectivePlanner {
         local_(members_per_node(world.topology(), first_group)),
         // The plans see servers as a member count when they hold runs of it (the last perhaps
         // fewer), else one member each.
-        auto_local_(planned_members_per_server(world.topology(), first_group)),
+        auto_local_(coll::members_per_server(
+            static_cast<int32_t>(first_group.size()),
+            [&](int32_t i) { return world.topology().vertex(first_group[i]).node; })),
         tuning_(world.nccl_tuning()) {
     key_.n = req.group_size;
     key_.root = req.root;

@@ -83,17 +83,19 @@ Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes siz
   return Algorithm::kRing;
 }
 
-int32_t members_per_server(const std::vector<int32_t>& server_of) {
-  const auto n = static_cast<int32_t>(server_of.size());
-  if (n == 0) return 1;
+int32_t members_per_server(int32_t n, const std::function<int32_t(int32_t)>& server_of) {
+  if (n <= 0) return 1;
+  const int32_t first = server_of(0);
   int32_t local = 1;
-  while (local < n && server_of[local] == server_of[0]) ++local;
-  std::unordered_set<int32_t> seen{server_of[0]};
+  while (local < n && server_of(local) == first) ++local;
+  std::unordered_set<int32_t> seen{first};
+  int32_t previous = first;
   for (int32_t i = local; i < n; ++i) {
     // Each run opens a server not seen before and keeps to it.
-    const bool ok =
-        i % local == 0 ? seen.insert(server_of[i]).second : server_of[i] == server_of[i - 1];
+    const int32_t server = server_of(i);
+    const bool ok = i % local == 0 ? seen.insert(server).second : server == previous;
     if (!ok) return 1;
+    previous = server;
   }
   return local;
 }

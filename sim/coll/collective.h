@@ -3,8 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string_view>
-#include <vector>
 
 #include "sim/core/units.h"
 
@@ -76,11 +76,11 @@ Algorithm resolve(Algorithm algo, Op op);
 inline constexpr Bytes kTreeMaxBytes = 128 * kKiB;
 Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes size);
 
-// Members per server of a group whose member i sits on server server_of[i], as NCCL's plans take
-// it: `local` when every server holds a run of `local` consecutive members, but the last, which may
-// hold fewer (72 + 56 GPUs of two NVL72 racks; 8 + 4 of two DGX servers); else 1 (members spread
-// irregularly, planned as one per server). All on one server: the group's size.
-int32_t members_per_server(const std::vector<int32_t>& server_of);
+// Members per server of a group of n whose member i sits on server server_of(i), as NCCL's plans
+// take it: `local` when every server holds a run of `local` consecutive members, but the last,
+// which may hold fewer (72 + 56 GPUs of two NVL72 racks; 8 + 4 of two DGX servers); else 1
+// (members spread irregularly, planned as one per server). All on one server: the group's size.
+int32_t members_per_server(int32_t n, const std::function<int32_t(int32_t)>& server_of);
 
 // Whether build_schedule knows `algo` (after resolve) for `op`: its entry in the algorithm table
 // (algorithms/registry.h) has a form for `op`.

@@ -12,18 +12,6 @@
 #include "sim/net/routing.h"
 
 namespace cs::coll {
-namespace {
-
-// The first n GPUs' servers, member by member.
-std::vector<int32_t> servers_of(const net::Topology& topology, int32_t n) {
-  std::vector<int32_t> servers;
-  servers.reserve(static_cast<std::size_t>(n));
-  for (int32_t i = 0; i < n; ++i) servers.push_back(topology.vertex(topology.gpu(i)).node);
-  return servers;
-}
-
-}  // namespace
-
 NcclTestResult run_nccl_test(const net::Topology& topology, const NcclTuning& tuning, Op op,
                              Bytes size, int32_t gpus, Algorithm algo, net::NetworkMode mode) {
   net::Routing routing(topology);
@@ -39,7 +27,9 @@ NcclTestResult run_nccl_test(const net::Topology& topology, net::Routing& routin
                                 " GPUs, fewer than " + std::to_string(n));
   if (size < 0) throw std::invalid_argument("collective size must not be negative");
   NcclTestResult r;
-  r.key = tuning.plan(op, n, members_per_server(servers_of(topology, n)), size, algo);
+  const int32_t local =
+      members_per_server(n, [&](int32_t i) { return topology.vertex(topology.gpu(i)).node; });
+  r.key = tuning.plan(op, n, local, size, algo);
   std::vector<net::VertexId> vertices;
   for (int32_t i = 0; i < n; ++i) vertices.push_back(topology.gpu(i));
   Simulator sim;

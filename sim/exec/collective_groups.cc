@@ -18,15 +18,6 @@ uint64_t pair_key(int64_t a, int64_t b) {
   return static_cast<uint64_t>(a) << 32 | static_cast<uint32_t>(b);
 }
 
-// Members per server as the plans take it (coll::members_per_server).
-int32_t planned_run(const std::vector<int32_t>& members,
-                    const std::function<int32_t(int32_t)>& node_of) {
-  std::vector<int32_t> servers;
-  servers.reserve(members.size());
-  for (const int32_t m : members) servers.push_back(node_of(m));
-  return coll::members_per_server(servers);
-}
-
 }  // namespace
 
 LayoutGroups::LayoutGroups(const workload::Layout& layout, ProgramOfRank program_of,
@@ -83,7 +74,8 @@ ExplicitGroups::ExplicitGroups(const std::vector<std::vector<int32_t>>& groups, 
   for (const auto& members : groups) {
     for (const int32_t m : members)
       if (m < 0 || m >= world) throw std::invalid_argument("a communicator names an absent rank");
-    per_server_.push_back(planned_run(members, node_of));
+    per_server_.push_back(coll::members_per_server(static_cast<int32_t>(members.size()),
+                                                   [&](int32_t i) { return node_of(members[i]); }));
   }
 }
 

@@ -26,12 +26,12 @@ namespace {
 int32_t planned_members_per_server(const workload::Layout& layout, Dim d,
                                    const std::function<int32_t(int32_t)>& server_of_rank) {
   int32_t common = 0;
-  std::vector<int32_t> servers;
   for (int32_t rank = 0; rank < layout.world(); ++rank) {
     if (layout.coord(rank, d) != 0) continue;  // not the first member of its group
-    servers.clear();
-    for (const int32_t m : layout.group_members(rank, d)) servers.push_back(server_of_rank(m));
-    const int32_t local = coll::members_per_server(servers);
+    const std::vector<int32_t> members = layout.group_members(rank, d);
+    const int32_t local =
+        coll::members_per_server(static_cast<int32_t>(members.size()),
+                                 [&](int32_t i) { return server_of_rank(members[i]); });
     if (common != 0 && local != common) return 1;
     common = local;
   }

@@ -255,12 +255,16 @@ TEST(Schedule, RailRingsTakeAShortLastServer) {
   const auto s = build_schedule(normalize(key));
   EXPECT_EQ(s->num_messages(), static_cast<std::size_t>(4 * 2 * 11 * 12));
   // A server count of member runs: the last run may be short; runs must not interleave.
-  EXPECT_EQ(members_per_server({0, 0, 0, 0, 1, 1}), 4);
-  EXPECT_EQ(members_per_server({0, 0, 1, 1, 2, 2}), 2);
-  EXPECT_EQ(members_per_server({0, 0, 0, 1, 1, 2}), 1);  // a short run before the last
-  EXPECT_EQ(members_per_server({0, 0, 1, 1, 0, 0}), 1);  // a server seen again
-  EXPECT_EQ(members_per_server({0, 1, 2}), 1);
-  EXPECT_EQ(members_per_server({3, 3, 3}), 3);
+  const auto runs = [](const std::vector<int32_t>& servers) {
+    return members_per_server(static_cast<int32_t>(servers.size()),
+                              [&](int32_t i) { return servers[i]; });
+  };
+  EXPECT_EQ(runs({0, 0, 0, 0, 1, 1}), 4);
+  EXPECT_EQ(runs({0, 0, 1, 1, 2, 2}), 2);
+  EXPECT_EQ(runs({0, 0, 0, 1, 1, 2}), 1);  // a short run before the last
+  EXPECT_EQ(runs({0, 0, 1, 1, 0, 0}), 1);  // a server seen again
+  EXPECT_EQ(runs({0, 1, 2}), 1);
+  EXPECT_EQ(runs({3, 3, 3}), 3);
 }
 
 // The window's definition: the k-th send on a connection (sender, receiver, channel) waits for its
