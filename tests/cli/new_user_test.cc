@@ -46,21 +46,13 @@ std::vector<std::string> small_run(std::vector<std::string> extra) {
 TEST(NewUser, AnUnknownGpuOrStackNamesTheConfigAndTheField) {
   const std::string config = "workloads/llama3-8b.textproto: ";
   for (const std::string command : {"run", "memory"}) {
-    const auto gpu = run_cli({command, "--preset", "llama3-8b", "--set", "cluster.gpu=h1000"});
-    EXPECT_EQ(gpu.code, 1);
-    EXPECT_EQ(gpu.err.rfind("clustersim " + command + ": error: " + config +
-                                "cluster.gpu: unknown GPU 'h1000': neither a profile (",
-                            0),
-              0u)
-        << gpu.err;
-    const auto stack =
-        run_cli({command, "--preset", "llama3-8b", "--set", "stack_variant=nonexistent"});
-    EXPECT_EQ(stack.code, 1);
-    EXPECT_EQ(stack.err.rfind("clustersim " + command + ": error: " + config +
-                                  "stack_variant: unknown stack profile 'nonexistent': ",
-                              0),
-              0u)
-        << stack.err;
+    for (const auto& [set, says] :
+         {std::pair{"cluster.gpu=h1000", "cluster.gpu: unknown GPU 'h1000': neither a profile ("},
+          {"stack_variant=nonexistent", "stack_variant: unknown stack profile 'nonexistent': "}}) {
+      const auto r = run_cli({command, "--preset", "llama3-8b", "--set", set});
+      EXPECT_EQ(r.code, 1);
+      EXPECT_EQ(r.err.rfind("clustersim " + command + ": error: " + config + says, 0), 0u) << r.err;
+    }
   }
 }
 
