@@ -44,7 +44,9 @@ class MoeBuilder {
     quantize("moe_dispatch_quantize_fwd");
     dispatch("moe_dispatch_a2a", false, fp8_dispatch_);
     etp_comm(coll::Op::kAllGather, "moe_etp_ag");
+    sort_chunks("moe_sort_chunks_fwd", dispatched_bytes());
     experts(Phase::kForward);
+    sort_chunks("moe_restore_chunks_fwd", kBf16Bytes);
     etp_comm(coll::Op::kReduceScatter, "moe_etp_rs");
     dispatch("moe_combine_a2a", true);
     unpermute("moe_unpermute_fwd");
@@ -57,7 +59,9 @@ class MoeBuilder {
     quantize("moe_combine_quantize_bwd");
     dispatch("moe_combine_a2a_bwd", false, fp8_dispatch_);
     etp_comm(coll::Op::kAllGather, "moe_etp_rs_bwd");
+    sort_chunks("moe_restore_chunks_bwd", dispatched_bytes());
     experts(Phase::kBackward);
+    sort_chunks("moe_sort_chunks_bwd", kBf16Bytes);
     etp_comm(coll::Op::kReduceScatter, "moe_etp_ag_bwd");
     dispatch("moe_dispatch_a2a_bwd", true);
     permute("moe_permute_bwd");
@@ -120,6 +124,20 @@ class MoeBuilder {
   }
   // FP8 tokens with a 4-byte scale per 128 elements (DeepSeek-V3's 1x128 activation tiles).
   static constexpr double kFp8TokenBytes = 1.0 + 4.0 / 128.0;
+  // Bytes per element of the tokens a dispatch (or a combine's backward) carries.
+  double dispatched_bytes() const { return fp8_dispatch_ ? kFp8TokenBytes : kBf16Bytes; }
+  // Megatron-Core's all-to-all dispatcher receives tokens in source-rank order and groups them by
+  // local expert for the grouped GEMMs ("Permutation 2": token_dispatcher.py dispatch_postprocess,
+  // sort_chunks_by_idxs), then restores rank order before the combine (combine_preprocess); each
+  // is a copy of every token the rank's experts take, and so is each one's backward. One local
+  // expert needs neither.
+  void sort_chunks(std::string_view name, double bytes_per_element) {
+    if (!routing_kernels_ || moe_.num_experts() / ep_ <= 1) return;
+    grouped([&](int64_t m) {
+      return compute::memory_bound(name, 2.0 * static_cast<double>(m) * h_ * bytes_per_element, 0,
+                                   KernelGroup::kMoeRouting);
+    });
+  }
   void quantize(std::string_view name) {
     if (!fp8_dispatch_ || !fp8_casts_ || ep_ == 1) return;
     memory(name, copies() * h_ * (kBf16Bytes + kFp8TokenBytes), copies() * h_,

@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -110,6 +111,58 @@ TEST(MoeOps, GroupedGemmsFollowEachRanksTokens) {
   for (std::size_t r = 0; r < 8; ++r)
     EXPECT_NEAR(dispatch->all_to_all.share[r], load.rank_share[r], 1e-12);
   EXPECT_EQ(dispatch->comm.dim, Dim::kEp);
+}
+
+// Megatron's all-to-all dispatcher groups what a rank receives by local expert and restores the
+// rank order for the combine: a copy of each expert's tokens on each side, forward and backward,
+// only where a rank holds several experts and only under effects.moe_routing_kernels.
+TEST(MoeOps, RanksOfSeveralExpertsSortTheirTokensByExpert) {
+  auto names_of = [](const clustersim::RunConfig& config, Phase phase) {
+    std::vector<std::string> names;
+    for (const auto& op : moe_block_ops(config, phase, RoutingTable(config).load(3)))
+      names.push_back(std::string(op.name()));
+    return names;
+  };
+  const auto qwen = load_run_config("", "qwen3-30b-a3b", {}).config;  // 128 experts over EP 8
+  const auto fwd = names_of(qwen, Phase::kForward);
+  const auto at = [&](std::string_view n) {
+    return std::find(fwd.begin(), fwd.end(), n) - fwd.begin();
+  };
+  ASSERT_LT(at("moe_sort_chunks_fwd"), static_cast<std::ptrdiff_t>(fwd.size()));
+  EXPECT_LT(at("moe_dispatch_a2a"), at("moe_sort_chunks_fwd"));
+  EXPECT_LT(at("moe_sort_chunks_fwd"), at("moe_fc1_fwd"));
+  EXPECT_LT(at("moe_fc2_fwd"), at("moe_restore_chunks_fwd"));
+  EXPECT_LT(at("moe_restore_chunks_fwd"), at("moe_combine_a2a"));
+  const auto bwd = names_of(qwen, Phase::kBackward);
+  for (const char* n : {"moe_restore_chunks_bwd", "moe_sort_chunks_bwd"})
+    EXPECT_NE(std::find(bwd.begin(), bwd.end(), n), bwd.end()) << n;
+
+  // Each rank copies every token its experts take, in and out: 2 x tokens x hidden x bf16.
+  const ExpertLoad load = RoutingTable(qwen).load(3);
+  const auto ops = moe_block_ops(qwen, Phase::kForward, load);
+  const LayerOp* sort = nullptr;
+  const LayerOp* fc1 = nullptr;
+  for (const auto& op : ops) {
+    if (op.name() == "moe_sort_chunks_fwd") sort = &op;
+    if (op.name() == "moe_fc1_fwd") fc1 = &op;
+  }
+  ASSERT_NE(sort, nullptr);
+  ASSERT_NE(fc1, nullptr);
+  ASSERT_EQ(sort->rank_parts.size(), fc1->rank_parts.size());
+  const double h = qwen.model().hidden_size();
+  for (std::size_t r = 0; r < sort->rank_parts.size(); ++r) {
+    double bytes = 0, tokens = 0;
+    for (const auto& k : sort->rank_parts[r]) bytes += k.bytes;
+    for (const auto& k : fc1->rank_parts[r]) tokens += static_cast<double>(k.m);
+    EXPECT_NEAR(bytes, 2 * tokens * h * 2, 1e-6 * bytes) << "rank " << r;
+  }
+
+  auto off = qwen;
+  off.mutable_effects()->set_moe_routing_kernels(false);
+  for (const auto& n : names_of(off, Phase::kForward))
+    EXPECT_EQ(n.find("chunks"), std::string::npos);
+  for (const auto& n : names_of(mixtral(), Phase::kForward))  // one expert a rank
+    EXPECT_EQ(n.find("chunks"), std::string::npos) << n;
 }
 
 TEST(MoeOps, ExpertOpsRunAsTheGroupedKernelUnlessTheEffectIsOff) {
