@@ -211,7 +211,7 @@ void add_plan_options(po::options_description& opts, PlanArgs& a) {
   opts.add_options()
       ("help,h", "show this help")
       ("gpu", po::value(&a.gpu), "GPU profile: a preset of topologies/gpus/ or a file")
-      ("gpus", po::value(&a.gpus), "number of GPUs")
+      ("gpus", po::value(&a.gpus), "number of GPUs (default: the config's own layout's)")
       ("topology", po::value(&a.topology), "topology preset or file (default: the config's)")
       ("objective", po::value(&a.objective), "time (fastest step) or cost (cheapest run; also "
        "tries N/2 and N/4 GPUs)")
@@ -278,6 +278,10 @@ void check_plan_request(const clustersim::RunConfig& base, const PlanArgs& a,
 // The GPU the layouts are sized for, checked before any is built: an unknown one names where it
 // came from (--gpu, or the config's cluster.gpu), and a --reserve-gb at or above its HBM is
 // refused rather than refusing every layout (with --min-gpus, after trying every GPU count).
+int64_t own_layout_gpus(const clustersim::ParallelConfig& p) {
+  return int64_t{p.tp()} * p.cp() * p.pp() * p.dp();
+}
+
 void check_plan_gpu(const clustersim::RunConfig& base, const PlanArgs& a,
                     const std::string& source) {
   try {
@@ -377,15 +381,16 @@ void print_plan_outputs(const CommandIo& io, const PlanArgs& a, const clustersim
 int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   PlanArgs a;
   po::options_description opts(
-      "usage: clustersim plan --preset NAME --gpus N [options]\n       clustersim plan CONFIG "
-      "--gpus N [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
-      "Enumerates the parallel layouts of the model on N GPUs (TP, CP, PP, DP, virtual stages,\n"
-      "schedule, ZeRO stage, microbatch size, recompute; EP and expert TP for a mixture of\n"
-      "experts; the config's own choices too, and its own layout with DP scaled to N), drops\n"
-      "those that do not fit in HBM, ranks the rest by an analytical estimate,\n"
-      "simulates the best --simulate of them in parallel threads on the congestion-free\n"
-      "analytical network, runs the best --refine of those again on the congestion-aware\n"
-      "network and ranks them by it, and prints the top ones with why they win or lose.\n"
+      "usage: clustersim plan --preset NAME [--gpus N] [options]\n       clustersim plan CONFIG "
+      "[--gpus N] [options]\n       clustersim plan --preset NAME --min-gpus\n\n"
+      "Enumerates the parallel layouts of the model on N GPUs (by default the GPUs of the\n"
+      "config's own layout): TP, CP, PP, DP, virtual stages, schedule, ZeRO stage, microbatch\n"
+      "size, recompute; EP and expert TP for a mixture of experts; the config's own choices\n"
+      "too, and its own layout with DP scaled to N. It drops those that do not fit in HBM,\n"
+      "ranks the rest by an analytical estimate, simulates the best --simulate of them in\n"
+      "parallel threads on the congestion-free analytical network, runs the best --refine of\n"
+      "those again on the congestion-aware network and ranks them by it, and prints the top\n"
+      "ones with why they win or lose.\n"
       "With --stacks, every layout is tried under each software stack named.\n"
       "When none is left it says why (the fields invalid layouts fail on, the smallest\n"
       "memory among those that do not fit) and exits 3. Each ranked layout comes with the\n"
@@ -409,7 +414,8 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
 
   if (vm.count("min-gpus"))
     return min_gpus_command(io, base, a.max_gpus, per_node, order, a.json, a.reserve_gb * 1e9);
-  if (a.gpus <= 0) throw UsageError("give --gpus N (or --min-gpus)");
+  // Without --gpus the question is the config's own: the best layout on the GPUs it runs on.
+  if (!vm.count("gpus")) a.gpus = own_layout_gpus(base.parallel());
   check_search_counts(a);
   const std::string bounded = shrink_search_defaults(a, vm);
   plan::PlanOptions options = plan_options_of(a, per_node, order);

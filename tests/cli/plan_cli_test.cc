@@ -70,6 +70,17 @@ TEST(CliPlan, AMixtureOfExpertsShowsItsExpertLayoutInTheTableAndTheJson) {
 }
 
 // --simulate 100000 once simulated every fitting layout, for hours; refused before any is built.
+// Without --gpus the planner answers the config's own question: the best layout on the GPUs of
+// its layout (TP x CP x PP x DP), here 4 x 1 x 1 x 2.
+TEST(CliPlan, WithoutGpusItPlansOnTheConfigsOwnLayout) {
+  const auto r =
+      run_cli({"plan", "--preset", "llama3-8b", "--set", "model.num_layers=2", "--set",
+               "parallel.tp=4", "--set", "parallel.pp=1", "--set", "parallel.dp=2", "--set",
+               "parallel.global_batch_size=16", "--simulate", "2", "--refine", "0", "--jobs", "2"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("llama3-8b on 8 x h100"), std::string::npos) << r.out;
+}
+
 TEST(CliPlan, SimulatingMoreThanTheBoundIsRefusedUpFront) {
   auto args = kSmallMoe;
   args[args.size() - 5] = "100000";  // the value after --simulate
