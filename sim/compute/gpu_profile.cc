@@ -72,6 +72,9 @@ void validate_hardware(const GpuProfile& p, const std::string& src) {
   require_positive(h.pcie_bandwidth_gbytes(), src, "host.pcie_bandwidth_gbytes");
   require_positive(h.nvme_bandwidth_gbytes(), src, "host.nvme_bandwidth_gbytes");
   require_positive(h.host_memory_bandwidth_gbytes(), src, "host.host_memory_bandwidth_gbytes");
+  if (h.has_host_op_time_factor())
+    require_range(h.host_op_time_factor(), 0.1, 100, src, "host.host_op_time_factor",
+                  "the host's time per PyTorch op against an x86 server CPU's");
   require_positive(p.price_per_gpu_hour(), src, "price_per_gpu_hour");
 }
 

@@ -191,10 +191,13 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
   options.fold_tensor_parallel =
       config.simulation().fold_tensor_parallel() && choices.reuse_isolated && !choices.ranks_differ;
   options.fold_data_parallel = config.simulation().fold_data_parallel() && !choices.ranks_differ;
-  // A stack's host figure, once resolved (an unresolved config is Megatron-TE's, which has none).
+  // A stack's host figure, once resolved (an unresolved config is Megatron-TE's, which has none),
+  // on this node's CPU.
   if (config.effects().host_dispatch() && config.has_resolved_stack()) {
-    options.host_per_kernel = Time::from_us(config.resolved_stack().host_us_per_kernel());
-    options.host_per_layer_pass = Time::from_us(config.resolved_stack().host_us_per_layer_pass());
+    const double cpu = compute::host_op_time_factor(world.gpu());
+    const auto& stack = config.resolved_stack();
+    options.host_per_kernel = Time::from_us(cpu * stack.host_us_per_kernel());
+    options.host_per_layer_pass = Time::from_us(cpu * stack.host_us_per_layer_pass());
   }
   options.side_stream_contention = config.effects().side_stream_contention();
   if (config.effects().comm_compute_interference()) {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "sim/config/run_config.h"
+#include "sim/config/stack_profile.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/stack.h"
 #include "tests/support/lowering_fixtures.h"
@@ -140,6 +141,32 @@ TEST(StackRun, TinyFsdpStepsAreHostBoundAndTheHostGoesWithTheStacksParts) {
   EXPECT_EQ(step(with({"effects.stack_kernels=false", "effects.stack_attention=false",
                        "effects.stack_sharding=false"})),
             megatron);
+}
+
+// A host CPU that issues each op twice as slowly (host.host_op_time_factor, Grace's 2.5-2.75)
+// runs the same step as the stack's host figures doubled on the x86 host they were measured on.
+TEST(StackRun, TheHostsCpuScalesTheStacksHostFigures) {
+  const std::vector<std::string> tiny = {
+      "model.num_layers=8",     "model.hidden_size=256", "model.ffn_hidden_size=512",
+      "model.num_heads=4",      "model.num_kv_heads=4",  "model.seq_length=128",
+      "model.vocab_size=32000", "parallel.dp=8",         "parallel.global_batch_size=8"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), tiny.begin(), tiny.end());
+    return full_size("llama3-8b", "PYTORCH_FSDP", extra);
+  };
+  const std::string slow_host = testing_support::temp_file("h100-slow-host.textproto", R"pb(
+    name: "h100-slow-host"
+    based_on: "h100"
+    host { host_op_time_factor: 2 }
+  )pb");
+  const StackProfile fsdp = load_stack_profile(default_stack_profile(clustersim::PYTORCH_FSDP));
+  const double on_slow_host = step(with({"cluster.gpu=" + slow_host}));
+  EXPECT_DOUBLE_EQ(on_slow_host,
+                   step(with({"stack_profile.host_us_per_kernel=" +
+                                  std::to_string(2 * fsdp.host_us_per_kernel()),
+                              "stack_profile.host_us_per_layer_pass=" +
+                                  std::to_string(2 * fsdp.host_us_per_layer_pass())})));
+  EXPECT_GT(on_slow_host, 1.5 * step(with({})));
 }
 
 TEST(StackRun, MegatronTeFileLowersExactlyAsTheProtoDefaults) {
