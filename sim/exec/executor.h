@@ -53,8 +53,10 @@ struct RankStats {
   // (tensor-parallel, expert-parallel), or idle waiting for a pipeline transfer already under
   // way or for another stream's collective.
   std::array<Time, workload::kNumDims> comm_wait{};
-  Time end_wait;    // done, waiting for the slowest rank to finish the step
-  Time all_to_all;  // expert-parallel all-to-alls in flight, from their start to their end
+  Time end_wait;  // done, waiting for the slowest rank to finish the step
+  // Expert-parallel collectives in flight, from their start to their end: the all-to-alls and the
+  // token-count all-gather before a forward's dispatch.
+  Time all_to_all;
   // The part of `all_to_all` their wire costs account for (ExecutorOptions::all_to_all_wire): each
   // all-to-all's time in flight times the share its busiest endpoint's time grows by with them
   // (exec::endpoint_seconds).

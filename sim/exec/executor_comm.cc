@@ -44,11 +44,10 @@ void Executor::end_collective(const Launched& c, Bytes sent, double wire_share) 
   const Time in_flight = sim_.now() - c.started;
   for (const Post& p : c.posts) {
     RankStats& stats = stats_[p.rank];
-    if (wire_share >= 0) {
-      stats.all_to_all += in_flight;
+    if (c.dim == workload::Dim::kEp) stats.all_to_all += in_flight;
+    if (wire_share >= 0)
       stats.all_to_all_wire +=
           Time::ps(std::llround(static_cast<double>(in_flight.count_ps()) * wire_share));
-    }
     if (c.blocking) stats.wait_for(c.dim) += in_flight;
     complete(p.rank, p.op);
   }

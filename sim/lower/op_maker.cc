@@ -194,7 +194,7 @@ bool OpMaker::make(const LayerOp& lop, OpClass cls, Op& op) {
   if (workload::dim_sizes(config_.parallel())[static_cast<std::size_t>(lop.comm.dim)] == 1)
     return false;
   op = collective(lop.comm.op, lop.comm.dim, lop.bytes, lop.comm_name);
-  if (lop.comm.dim == Dim::kEp) {
+  if (lop.comm.dim == Dim::kEp && lop.comm.op == coll::Op::kAllToAll) {
     // Layers routed alike share one row, so that the executor builds their transfers once.
     auto& rows = work_.all_to_alls;
     const auto same = std::find(rows.begin(), rows.end(), lop.all_to_all);

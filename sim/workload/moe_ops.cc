@@ -40,6 +40,7 @@ class MoeBuilder {
 
   void forward() {
     router(false);
+    token_counts();
     permute("moe_permute_fwd");
     quantize("moe_dispatch_quantize_fwd");
     dispatch("moe_dispatch_a2a", false, fp8_dispatch_);
@@ -142,6 +143,14 @@ class MoeBuilder {
     if (!fp8_dispatch_ || !fp8_casts_ || ep_ == 1) return;
     memory(name, copies() * h_ * (kBf16Bytes + kFp8TokenBytes), copies() * h_,
            KernelGroup::kFp8Cast);
+  }
+  // Before its all-to-alls, Megatron-Core's dispatcher all-gathers every rank's token count per
+  // expert over the EP group (token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess,
+  // gather_from_sequence_parallel_region of num_local_tokens_per_expert, int64): the splits.
+  void token_counts() {
+    if (ep_ == 1) return;
+    comm(LayerComm{Dim::kEp, coll::Op::kAllGather}, "moe_token_counts_ag",
+         static_cast<double>(ep_) * static_cast<double>(moe_.num_experts()) * 8.0);
   }
   void dispatch(std::string_view name, bool reverse, bool fp8 = false) {
     if (ep_ == 1) return;

@@ -43,7 +43,7 @@ bool cut_longest(const PhaseOps& phase, std::vector<std::size_t>& ends) {
 }  // namespace
 
 bool is_expert_all_to_all(const Op& op) {
-  return op.kind == OpKind::kCollective && op.dim == Dim::kEp;
+  return op.kind == OpKind::kCollective && op.dim == Dim::kEp && op.coll_op == coll::Op::kAllToAll;
 }
 
 std::array<std::vector<std::size_t>, 2> pair_turns(const std::array<const PhaseOps*, 2>& halves) {

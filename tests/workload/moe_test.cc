@@ -165,6 +165,28 @@ TEST(MoeOps, RanksOfSeveralExpertsSortTheirTokensByExpert) {
     EXPECT_EQ(n.find("chunks"), std::string::npos) << n;
 }
 
+// The dispatcher all-gathers every EP rank's token count per expert (int64) before the forward's
+// all-to-alls; the backward reuses the splits.
+TEST(MoeOps, TheForwardGathersTokenCountsBeforeItsAllToAlls) {
+  const auto config = mixtral();  // 8 experts over EP 8
+  const ExpertLoad load = RoutingTable(config).load(0);
+  const auto fwd = moe_block_ops(config, Phase::kForward, load);
+  std::ptrdiff_t counts = -1, dispatch = -1;
+  for (std::size_t i = 0; i < fwd.size(); ++i) {
+    if (fwd[i].name() == "moe_token_counts_ag") counts = static_cast<std::ptrdiff_t>(i);
+    if (fwd[i].name() == "moe_dispatch_a2a") dispatch = static_cast<std::ptrdiff_t>(i);
+  }
+  ASSERT_GE(counts, 0);
+  EXPECT_LT(counts, dispatch);
+  const LayerOp& op = fwd[static_cast<std::size_t>(counts)];
+  EXPECT_EQ(op.comm, (LayerComm{Dim::kEp, coll::Op::kAllGather}));
+  EXPECT_EQ(op.bytes, 8 * 8 * 8);  // EP ranks x experts x 8 bytes
+  for (const auto& b : moe_block_ops(config, Phase::kBackward, load))
+    EXPECT_NE(b.name(), "moe_token_counts_ag");
+  for (const auto& f : moe_block_ops(mixtral({"parallel.ep=1"}), Phase::kForward, load))
+    EXPECT_NE(f.name(), "moe_token_counts_ag");
+}
+
 TEST(MoeOps, ExpertOpsRunAsTheGroupedKernelUnlessTheEffectIsOff) {
   for (const bool on : {true, false}) {
     auto config = mixtral({std::string("effects.moe_grouped_gemm=") + (on ? "true" : "false")});

@@ -10,15 +10,17 @@ namespace cs::workload {
 namespace {
 
 // A phase from a pattern: 'c' a 1 us compute op, 'C' a 3 us one, 'a' an expert all-to-all,
-// 't' a TP collective (not a turn boundary).
+// 't' a TP collective and 'g' the EP group's token-count all-gather (neither a turn boundary).
 PhaseOps phase(const std::string& pattern) {
   PhaseOps p;
   for (const char c : pattern) {
     Op op;
-    if (c == 'a' || c == 't') {
+    if (c == 'a' || c == 't' || c == 'g') {
       op.kind = OpKind::kCollective;
-      op.dim = c == 'a' ? Dim::kEp : Dim::kTp;
-      op.coll_op = c == 'a' ? coll::Op::kAllToAll : coll::Op::kAllReduce;
+      op.dim = c == 't' ? Dim::kTp : Dim::kEp;
+      op.coll_op = c == 'a'   ? coll::Op::kAllToAll
+                   : c == 'g' ? coll::Op::kAllGather
+                              : coll::Op::kAllReduce;
     } else {
       op.duration = Time::us(c == 'C' ? 3 : 1);
     }
@@ -39,6 +41,8 @@ TEST(PairTurns, EachAllToAllEndsATurn) {
 TEST(PairTurns, OtherCollectivesDoNotEndATurn) {
   const PhaseOps f = phase("ctcacc"), b = phase("ctcacc");
   EXPECT_EQ(pair_turns({&f, &b})[0], (Ends{4, 6}));
+  const PhaseOps counted = phase("cgcacc");  // an EP collective that is not an all-to-all
+  EXPECT_EQ(pair_turns({&counted, &b})[0], (Ends{4, 6}));
 }
 
 TEST(PairTurns, AHalfWithoutAllToAllsIsCutByComputeTime) {
