@@ -120,53 +120,47 @@ TEST(StackRun, SideStreamKernelsHoldTheComputeStreamUnlessSwitchedOff) {
 }
 
 // A model small enough that eager PyTorch's host launches set the pace (8 layers, hidden 256,
-// 128 tokens): the host dispatch line holds most of the step, switching it off leaves the
+// 128 tokens).
+const std::vector<std::string> kTiny = {
+    "model.num_layers=8",     "model.hidden_size=256", "model.ffn_hidden_size=512",
+    "model.num_heads=4",      "model.num_kv_heads=4",  "model.seq_length=128",
+    "model.vocab_size=32000", "parallel.dp=8",         "parallel.global_batch_size=8"};
+RunConfig tiny_fsdp(std::vector<std::string> extra = {}) {
+  extra.insert(extra.begin(), kTiny.begin(), kTiny.end());
+  return full_size("llama3-8b", "PYTORCH_FSDP", extra);
+}
+
+// The tiny model: the host dispatch line holds most of the step, switching it off leaves the
 // kernels' time, and with the stack's three parts off the step is still exactly Megatron-TE's.
 TEST(StackRun, TinyFsdpStepsAreHostBoundAndTheHostGoesWithTheStacksParts) {
-  const std::vector<std::string> tiny = {
-      "model.num_layers=8",     "model.hidden_size=256", "model.ffn_hidden_size=512",
-      "model.num_heads=4",      "model.num_kv_heads=4",  "model.seq_length=128",
-      "model.vocab_size=32000", "parallel.dp=8",         "parallel.global_batch_size=8"};
-  auto with = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), tiny.begin(), tiny.end());
-    return full_size("llama3-8b", "PYTORCH_FSDP", extra);
-  };
-  const auto host = simulate_step(with({}), "test");
-  const auto ahead = simulate_step(with({"effects.host_dispatch=false"}), "test");
+  const auto host = simulate_step(tiny_fsdp(), "test");
+  const auto ahead = simulate_step(tiny_fsdp({"effects.host_dispatch=false"}), "test");
   EXPECT_GT(host.host_dispatch_s, 0.5 * host.iteration_time_s);
   EXPECT_EQ(ahead.host_dispatch_s, 0);
   EXPECT_GT(host.iteration_time_s, 3 * ahead.iteration_time_s);
   EXPECT_NE(testing_support::report_json(host).find("\"host_dispatch_s\""), std::string::npos);
-  const double megatron = step(full_size("llama3-8b", "MEGATRON_TE", tiny));
-  EXPECT_EQ(step(with({"effects.stack_kernels=false", "effects.stack_attention=false",
-                       "effects.stack_sharding=false"})),
+  const double megatron = step(full_size("llama3-8b", "MEGATRON_TE", kTiny));
+  EXPECT_EQ(step(tiny_fsdp({"effects.stack_kernels=false", "effects.stack_attention=false",
+                            "effects.stack_sharding=false"})),
             megatron);
 }
 
 // A host CPU that issues each op twice as slowly (host.host_op_time_factor, Grace's 2.5-2.75)
 // runs the same step as the stack's host figures doubled on the x86 host they were measured on.
 TEST(StackRun, TheHostsCpuScalesTheStacksHostFigures) {
-  const std::vector<std::string> tiny = {
-      "model.num_layers=8",     "model.hidden_size=256", "model.ffn_hidden_size=512",
-      "model.num_heads=4",      "model.num_kv_heads=4",  "model.seq_length=128",
-      "model.vocab_size=32000", "parallel.dp=8",         "parallel.global_batch_size=8"};
-  auto with = [&](std::vector<std::string> extra) {
-    extra.insert(extra.begin(), tiny.begin(), tiny.end());
-    return full_size("llama3-8b", "PYTORCH_FSDP", extra);
-  };
   const std::string slow_host = testing_support::temp_file("h100-slow-host.textproto", R"pb(
     name: "h100-slow-host"
     based_on: "h100"
     host { host_op_time_factor: 2 }
   )pb");
   const StackProfile fsdp = load_stack_profile(default_stack_profile(clustersim::PYTORCH_FSDP));
-  const double on_slow_host = step(with({"cluster.gpu=" + slow_host}));
+  const double on_slow_host = step(tiny_fsdp({"cluster.gpu=" + slow_host}));
   EXPECT_DOUBLE_EQ(on_slow_host,
-                   step(with({"stack_profile.host_us_per_kernel=" +
-                                  std::to_string(2 * fsdp.host_us_per_kernel()),
-                              "stack_profile.host_us_per_layer_pass=" +
-                                  std::to_string(2 * fsdp.host_us_per_layer_pass())})));
-  EXPECT_GT(on_slow_host, 1.5 * step(with({})));
+                   step(tiny_fsdp({"stack_profile.host_us_per_kernel=" +
+                                       std::to_string(2 * fsdp.host_us_per_kernel()),
+                                   "stack_profile.host_us_per_layer_pass=" +
+                                       std::to_string(2 * fsdp.host_us_per_layer_pass())})));
+  EXPECT_GT(on_slow_host, 1.5 * step(tiny_fsdp()));
 }
 
 TEST(StackRun, MegatronTeFileLowersExactlyAsTheProtoDefaults) {
