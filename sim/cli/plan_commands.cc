@@ -275,13 +275,14 @@ void check_plan_request(const clustersim::RunConfig& base, const PlanArgs& a,
     throw UsageError("--objective must be time or cost, got '" + a.objective + "'");
 }
 
-// The GPU the layouts are sized for, checked before any is built: an unknown one names where it
-// came from (--gpu, or the config's cluster.gpu), and a --reserve-gb at or above its HBM is
-// refused rather than refusing every layout (with --min-gpus, after trying every GPU count).
+// The GPUs the config's own layout runs on: TP x CP x PP x DP.
 int64_t own_layout_gpus(const clustersim::ParallelConfig& p) {
   return int64_t{p.tp()} * p.cp() * p.pp() * p.dp();
 }
 
+// The GPU the layouts are sized for, checked before any is built: an unknown one names where it
+// came from (--gpu, or the config's cluster.gpu), and a --reserve-gb at or above its HBM is
+// refused rather than refusing every layout (with --min-gpus, after trying every GPU count).
 void check_plan_gpu(const clustersim::RunConfig& base, const PlanArgs& a,
                     const std::string& source) {
   try {

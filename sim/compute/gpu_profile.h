@@ -38,11 +38,11 @@ double peak_flops(const GpuProfile& profile, Precision precision);
 // the profile has no sustained-clock measurement.
 double sustained_clock_ratio(const GpuProfile& profile);
 
-// Whether the GPU has FP8 tensor cores.
 // The host CPU's time per PyTorch op against the x86 servers the stacks' host figures come from.
 inline double host_op_time_factor(const GpuProfile& profile) {
   return profile.host().has_host_op_time_factor() ? profile.host().host_op_time_factor() : 1.0;
 }
+// Whether the GPU has FP8 tensor cores.
 inline bool has_fp8(const GpuProfile& profile) {
   return profile.peak_fp8_tflops() > 0;
 }

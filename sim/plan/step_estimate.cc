@@ -65,11 +65,11 @@ double phase_comm_seconds(const workload::PhaseOps& phase, bool expert,
     if (op.kind != workload::OpKind::kCollective) continue;
     const auto bytes = static_cast<double>(op.bytes);
     if ((op.dim == workload::Dim::kEp) != expert) continue;
-    if (expert && op.coll_op != coll::Op::kAllToAll) {
-      s += 5e-6;  // the token-count all-gather before a dispatch: a few hundred bytes, latency
-      continue;
-    }
     if (expert) {
+      if (op.coll_op != coll::Op::kAllToAll) {
+        s += 5e-6;  // the token-count all-gather before a dispatch: a few KB, its latency
+        continue;
+      }
       // A MoE layer's dispatch and combine all-to-alls, forward and backward: 4 per layer and
       // microbatch, each moving this GPU's T x top_k token copies of h bf16 values. The copies
       // for experts on this GPU stay; those for its server's peers go over NVLink while those
