@@ -191,6 +191,7 @@ struct PlanArgs {
   std::string path, gpu, topology, objective = "time", json, rank_order = "auto", stacks;
   ConfigOptions config;
   int64_t gpus = 0, max_gpus = 16384;
+  bool gpus_from_layout = false;  // no --gpus: the GPUs of the config's own layout
   int32_t top = 5, jobs = 0, simulate = 12, refine = 5;
   double price = 0, tokens = 0, reserve_gb = 0;
 };
@@ -367,6 +368,8 @@ void print_plan_outputs(const CommandIo& io, const PlanArgs& a, const clustersim
   io.out << base.model().name() << " on " << a.gpus << " x " << base.cluster().gpu() << " ("
          << base.cluster().topology() << "), global batch " << base.parallel().global_batch_size()
          << " x " << base.model().seq_length() << " tokens\n";
+  if (a.gpus_from_layout)
+    io.out << a.gpus << " GPUs: the config's own layout's; --gpus N plans on another count\n";
   if (!bounded.empty())
     io.out << "bounded at " << a.gpus
            << " GPUs, where a candidate takes seconds to simulate: " << bounded
@@ -416,7 +419,10 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
   if (vm.count("min-gpus"))
     return min_gpus_command(io, base, a.max_gpus, per_node, order, a.json, a.reserve_gb * 1e9);
   // Without --gpus the question is the config's own: the best layout on the GPUs it runs on.
-  if (!vm.count("gpus")) a.gpus = own_layout_gpus(base.parallel());
+  if (!vm.count("gpus")) {
+    a.gpus = own_layout_gpus(base.parallel());
+    a.gpus_from_layout = true;
+  }
   check_search_counts(a);
   const std::string bounded = shrink_search_defaults(a, vm);
   plan::PlanOptions options = plan_options_of(a, per_node, order);

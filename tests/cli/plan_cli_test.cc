@@ -79,6 +79,7 @@ TEST(CliPlan, WithoutGpusItPlansOnTheConfigsOwnLayout) {
                "parallel.global_batch_size=16", "--simulate", "2", "--refine", "0", "--jobs", "2"});
   ASSERT_EQ(r.code, 0) << r.out << r.err;
   EXPECT_NE(r.out.find("llama3-8b on 8 x h100"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("8 GPUs: the config's own layout's"), std::string::npos) << r.out;
 }
 
 TEST(CliPlan, SimulatingMoreThanTheBoundIsRefusedUpFront) {
