@@ -34,6 +34,7 @@ class MoeBuilder {
     fp8_dispatch_ = moe_.fp8_dispatch() && config.precision() == clustersim::FP8;
     fp8_casts_ = config.effects().fp8_casts();
     grouped_gemm_ = config.effects().moe_grouped_gemm();
+    deepep_ = moe_.dispatcher() == clustersim::MoeConfig::DEEPEP;
   }
 
   std::vector<LayerOp> take() { return std::move(ops_); }
@@ -45,9 +46,9 @@ class MoeBuilder {
     quantize("moe_dispatch_quantize_fwd");
     dispatch("moe_dispatch_a2a", false, fp8_dispatch_);
     etp_comm(coll::Op::kAllGather, "moe_etp_ag");
-    sort_chunks("moe_sort_chunks_fwd", dispatched_bytes());
+    arrive(Phase::kForward);
     experts(Phase::kForward);
-    sort_chunks("moe_restore_chunks_fwd", kBf16Bytes);
+    leave(Phase::kForward);
     etp_comm(coll::Op::kReduceScatter, "moe_etp_rs");
     dispatch("moe_combine_a2a", true);
     unpermute("moe_unpermute_fwd");
@@ -60,9 +61,9 @@ class MoeBuilder {
     quantize("moe_combine_quantize_bwd");
     dispatch("moe_combine_a2a_bwd", false, fp8_dispatch_);
     etp_comm(coll::Op::kAllGather, "moe_etp_rs_bwd");
-    sort_chunks("moe_restore_chunks_bwd", dispatched_bytes());
+    leave(Phase::kBackward);
     experts(Phase::kBackward);
-    sort_chunks("moe_sort_chunks_bwd", kBf16Bytes);
+    arrive(Phase::kBackward);
     etp_comm(coll::Op::kReduceScatter, "moe_etp_ag_bwd");
     dispatch("moe_dispatch_a2a_bwd", true);
     permute("moe_permute_bwd");
@@ -110,15 +111,17 @@ class MoeBuilder {
              logits * (kBf16Bytes + 4.0) + picks * 8.0, 5.0 * logits, KernelGroup::kMoeRouting);
     if (backward) add(gemm_op("moe_router_dgrad", t_in_, h_, e, clustersim::BF16));
   }
-  // Gathering each token's copies in expert order: read T_in rows of h, write the copies.
+  // Gathering each token's copies in expert order: read T_in rows of h, write the copies. The
+  // all-to-all dispatcher's, before the dispatch (DeepEP's permutes on arrival: arrive()).
   void permute(std::string_view name) {
-    if (!routing_kernels_) return;
+    if (!routing_kernels_ || deepep_) return;
     const double rows = static_cast<double>(t_in_) + copies();
     memory(name, rows * static_cast<double>(h_) * kBf16Bytes, 0, KernelGroup::kMoeRouting);
   }
-  // The weighted sum of a token's copies back into its row.
+  // The weighted sum of a token's copies back into its row, after the combine (DeepEP's combine
+  // sums them itself).
   void unpermute(std::string_view name) {
-    if (!routing_kernels_) return;
+    if (!routing_kernels_ || deepep_) return;
     const double rows = static_cast<double>(t_in_) + copies();
     memory(name, rows * static_cast<double>(h_) * kBf16Bytes, 2.0 * copies() * h_,
            KernelGroup::kMoeRouting);
@@ -127,22 +130,46 @@ class MoeBuilder {
   static constexpr double kFp8TokenBytes = 1.0 + 4.0 / 128.0;
   // Bytes per element of the tokens a dispatch (or a combine's backward) carries.
   double dispatched_bytes() const { return fp8_dispatch_ ? kFp8TokenBytes : kBf16Bytes; }
-  // Megatron-Core's all-to-all dispatcher receives tokens in source-rank order and groups them by
-  // local expert for the grouped GEMMs ("Permutation 2": token_dispatcher.py dispatch_postprocess,
-  // sort_chunks_by_idxs), then restores rank order before the combine (combine_preprocess); each
-  // is a copy of every token the rank's experts take, and so is each one's backward. One local
-  // expert needs neither.
-  void sort_chunks(std::string_view name, double bytes_per_element) {
-    if (!routing_kernels_ || moe_.num_experts() / ep_ <= 1) return;
+  // What the dispatch delivered, made into each local expert's rows before the grouped GEMMs
+  // (forward; the backward runs the reverse copy after them), and the experts' rows made back
+  // into what the combine sends (leave). The all-to-all dispatcher receives the copies in
+  // source-rank order and sorts them by local expert ("Permutation 2": token_dispatcher.py
+  // dispatch_postprocess, sort_chunks_by_idxs), restoring rank order before the combine
+  // (combine_preprocess); a rank of one expert needs neither. The flex dispatcher with DeepEP
+  // receives the tokens as they lie and permutes them into the experts' copies (_DeepepManager
+  // get_permuted_hidden_states_by_experts), summing them back before the combine
+  // (get_restored_hidden_states_by_experts). Either way a copy of every token the rank's experts
+  // take; a token sent once to a rank that holds several of its experts is counted once per
+  // expert (DeepEP's dedup within a rank is left out: 6% of DeepSeek-V3's copies).
+  void arrive(Phase phase) {
+    const bool forward = phase == Phase::kForward;
+    const double bytes = forward ? dispatched_bytes() : kBf16Bytes;
+    if (deepep_)
+      regroup(forward ? "moe_permute_recv_fwd" : "moe_permute_recv_bwd", bytes);
+    else if (moe_.num_experts() / ep_ > 1)
+      regroup(forward ? "moe_sort_chunks_fwd" : "moe_sort_chunks_bwd", bytes);
+  }
+  void leave(Phase phase) {
+    const bool forward = phase == Phase::kForward;
+    const double bytes = forward ? kBf16Bytes : dispatched_bytes();
+    if (deepep_)
+      regroup(forward ? "moe_unpermute_recv_fwd" : "moe_unpermute_recv_bwd", bytes);
+    else if (moe_.num_experts() / ep_ > 1)
+      regroup(forward ? "moe_restore_chunks_fwd" : "moe_restore_chunks_bwd", bytes);
+  }
+  // Each EP rank copies (reads and writes) every token its experts take.
+  void regroup(std::string_view name, double bytes_per_element) {
+    if (!routing_kernels_) return;
     grouped([&](int64_t m) {
       return compute::memory_bound(name, 2.0 * static_cast<double>(m) * h_ * bytes_per_element, 0,
                                    KernelGroup::kMoeRouting);
     });
   }
+  // The all-to-all dispatcher quantizes the permuted copies; DeepEP the tokens as they lie.
   void quantize(std::string_view name) {
     if (!fp8_dispatch_ || !fp8_casts_ || ep_ == 1) return;
-    memory(name, copies() * h_ * (kBf16Bytes + kFp8TokenBytes), copies() * h_,
-           KernelGroup::kFp8Cast);
+    const double rows = deepep_ ? static_cast<double>(t_in_) : copies();
+    memory(name, rows * h_ * (kBf16Bytes + kFp8TokenBytes), rows * h_, KernelGroup::kFp8Cast);
   }
   // Before its all-to-alls, Megatron-Core's dispatcher all-gathers every rank's token count per
   // expert over the EP group (token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess,
@@ -302,7 +329,7 @@ class MoeBuilder {
   int64_t tp_ = 1, ep_ = 1, etp_ = 1, h_ = 0, tokens_ = 0, t_in_ = 0, gather_ = 1, ffn_shard_ = 0;
   double kept_ = 1;
   bool sp_ = false, swiglu_ = false, routing_kernels_ = true;
-  bool fp8_dispatch_ = false, fp8_casts_ = true, grouped_gemm_ = true;
+  bool fp8_dispatch_ = false, fp8_casts_ = true, grouped_gemm_ = true, deepep_ = false;
   std::vector<LayerOp> ops_;
 };
 

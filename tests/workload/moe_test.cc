@@ -187,6 +187,48 @@ TEST(MoeOps, TheForwardGathersTokenCountsBeforeItsAllToAlls) {
     EXPECT_NE(f.name(), "moe_token_counts_ag");
 }
 
+// The flex dispatcher with DeepEP sends the tokens as they lie and makes the experts' rows on
+// arrival: no permute before the dispatch or unpermute after the combine, no chunk sorts, a
+// permute after the dispatch and an unpermute before the combine of the same bytes as the
+// sorts; the FP8 quantize runs over the tokens, not their copies.
+TEST(MoeOps, DeepEpPermutesOnArrival) {
+  const auto ds = load_run_config("", "deepseek-v3", {}).config;
+  ASSERT_EQ(ds.model().moe().dispatcher(), clustersim::MoeConfig::DEEPEP);
+  auto a2a = ds;
+  a2a.mutable_model()->mutable_moe()->set_dispatcher(clustersim::MoeConfig::ALL_TO_ALL);
+  const ExpertLoad load = RoutingTable(ds).load(5);
+  auto find = [](const std::vector<LayerOp>& ops, std::string_view name) -> const LayerOp* {
+    for (const auto& op : ops)
+      if (op.name() == name) return &op;
+    return nullptr;
+  };
+  auto bytes = [](const LayerOp* op) {
+    double b = 0;
+    for (const auto& parts : op->rank_parts)
+      for (const auto& k : parts) b += k.bytes;
+    return op->rank_parts.empty() ? op->kernel.bytes : b;
+  };
+  const auto deepep = moe_block_ops(ds, Phase::kForward, load);
+  const auto sorted = moe_block_ops(a2a, Phase::kForward, load);
+  for (const char* gone :
+       {"moe_permute_fwd", "moe_unpermute_fwd", "moe_sort_chunks_fwd", "moe_restore_chunks_fwd"})
+    EXPECT_EQ(find(deepep, gone), nullptr) << gone;
+  for (const char* kept :
+       {"moe_permute_fwd", "moe_unpermute_fwd", "moe_sort_chunks_fwd", "moe_restore_chunks_fwd"})
+    EXPECT_NE(find(sorted, kept), nullptr) << kept;
+  const LayerOp* on_arrival = find(deepep, "moe_permute_recv_fwd");
+  const LayerOp* before_combine = find(deepep, "moe_unpermute_recv_fwd");
+  ASSERT_NE(on_arrival, nullptr);
+  ASSERT_NE(before_combine, nullptr);
+  EXPECT_DOUBLE_EQ(bytes(on_arrival), bytes(find(sorted, "moe_sort_chunks_fwd")));
+  EXPECT_DOUBLE_EQ(bytes(before_combine), bytes(find(sorted, "moe_restore_chunks_fwd")));
+  // Quantized: 4096 tokens against their 8 copies each.
+  EXPECT_DOUBLE_EQ(8 * find(deepep, "moe_dispatch_quantize_fwd")->kernel.bytes,
+                   find(sorted, "moe_dispatch_quantize_fwd")->kernel.bytes);
+  for (const char* bwd : {"moe_unpermute_recv_bwd", "moe_permute_recv_bwd"})
+    EXPECT_NE(find(moe_block_ops(ds, Phase::kBackward, load), bwd), nullptr) << bwd;
+}
+
 TEST(MoeOps, ExpertOpsRunAsTheGroupedKernelUnlessTheEffectIsOff) {
   for (const bool on : {true, false}) {
     auto config = mixtral({std::string("effects.moe_grouped_gemm=") + (on ? "true" : "false")});
