@@ -174,6 +174,7 @@ class MoeBuilder {
   // Before its all-to-alls, Megatron-Core's dispatcher all-gathers every rank's token count per
   // expert over the EP group (token_dispatcher.py MoEAlltoAllTokenDispatcher.preprocess,
   // gather_from_sequence_parallel_region of num_local_tokens_per_expert, int64): the splits.
+  // DeepEP exchanges the same counts in its dispatch's notify step; the all-gather stands in.
   void token_counts() {
     if (ep_ == 1) return;
     comm(LayerComm{Dim::kEp, coll::Op::kAllGather}, "moe_token_counts_ag",
