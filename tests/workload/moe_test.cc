@@ -12,6 +12,7 @@
 #include "sim/config/run_config.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/moe_ops.h"
+#include "tests/support/layer_op_lookup.h"
 #include "tests/support/test_helpers.h"
 
 namespace cs::workload {
@@ -20,6 +21,8 @@ namespace {
 clustersim::RunConfig mixtral(std::vector<std::string> overrides = {}) {
   return load_run_config("", "mixtral-8x7b", overrides).config;
 }
+
+using testing_support::find_op;
 
 TEST(Routing, BalancedSkewedAndCapacity) {
   const ExpertLoad even = RoutingTable(mixtral()).load(3);
@@ -140,12 +143,8 @@ TEST(MoeOps, RanksOfSeveralExpertsSortTheirTokensByExpert) {
   // Each rank copies every token its experts take, in and out: 2 x tokens x hidden x bf16.
   const ExpertLoad load = RoutingTable(qwen).load(3);
   const auto ops = moe_block_ops(qwen, Phase::kForward, load);
-  const LayerOp* sort = nullptr;
-  const LayerOp* fc1 = nullptr;
-  for (const auto& op : ops) {
-    if (op.name() == "moe_sort_chunks_fwd") sort = &op;
-    if (op.name() == "moe_fc1_fwd") fc1 = &op;
-  }
+  const LayerOp* sort = find_op(ops, "moe_sort_chunks_fwd");
+  const LayerOp* fc1 = find_op(ops, "moe_fc1_fwd");
   ASSERT_NE(sort, nullptr);
   ASSERT_NE(fc1, nullptr);
   ASSERT_EQ(sort->rank_parts.size(), fc1->rank_parts.size());
@@ -197,11 +196,6 @@ TEST(MoeOps, DeepEpPermutesOnArrival) {
   auto a2a = ds;
   a2a.mutable_model()->mutable_moe()->set_dispatcher(clustersim::MoeConfig::ALL_TO_ALL);
   const ExpertLoad load = RoutingTable(ds).load(5);
-  auto find = [](const std::vector<LayerOp>& ops, std::string_view name) -> const LayerOp* {
-    for (const auto& op : ops)
-      if (op.name() == name) return &op;
-    return nullptr;
-  };
   auto bytes = [](const LayerOp* op) {
     double b = 0;
     for (const auto& parts : op->rank_parts)
@@ -212,21 +206,21 @@ TEST(MoeOps, DeepEpPermutesOnArrival) {
   const auto sorted = moe_block_ops(a2a, Phase::kForward, load);
   for (const char* gone :
        {"moe_permute_fwd", "moe_unpermute_fwd", "moe_sort_chunks_fwd", "moe_restore_chunks_fwd"})
-    EXPECT_EQ(find(deepep, gone), nullptr) << gone;
+    EXPECT_EQ(find_op(deepep, gone), nullptr) << gone;
   for (const char* kept :
        {"moe_permute_fwd", "moe_unpermute_fwd", "moe_sort_chunks_fwd", "moe_restore_chunks_fwd"})
-    EXPECT_NE(find(sorted, kept), nullptr) << kept;
-  const LayerOp* on_arrival = find(deepep, "moe_permute_recv_fwd");
-  const LayerOp* before_combine = find(deepep, "moe_unpermute_recv_fwd");
+    EXPECT_NE(find_op(sorted, kept), nullptr) << kept;
+  const LayerOp* on_arrival = find_op(deepep, "moe_permute_recv_fwd");
+  const LayerOp* before_combine = find_op(deepep, "moe_unpermute_recv_fwd");
   ASSERT_NE(on_arrival, nullptr);
   ASSERT_NE(before_combine, nullptr);
-  EXPECT_DOUBLE_EQ(bytes(on_arrival), bytes(find(sorted, "moe_sort_chunks_fwd")));
-  EXPECT_DOUBLE_EQ(bytes(before_combine), bytes(find(sorted, "moe_restore_chunks_fwd")));
+  EXPECT_DOUBLE_EQ(bytes(on_arrival), bytes(find_op(sorted, "moe_sort_chunks_fwd")));
+  EXPECT_DOUBLE_EQ(bytes(before_combine), bytes(find_op(sorted, "moe_restore_chunks_fwd")));
   // Quantized: 4096 tokens against their 8 copies each.
-  EXPECT_DOUBLE_EQ(8 * find(deepep, "moe_dispatch_quantize_fwd")->kernel.bytes,
-                   find(sorted, "moe_dispatch_quantize_fwd")->kernel.bytes);
+  EXPECT_DOUBLE_EQ(8 * find_op(deepep, "moe_dispatch_quantize_fwd")->kernel.bytes,
+                   find_op(sorted, "moe_dispatch_quantize_fwd")->kernel.bytes);
   for (const char* bwd : {"moe_unpermute_recv_bwd", "moe_permute_recv_bwd"})
-    EXPECT_NE(find(moe_block_ops(ds, Phase::kBackward, load), bwd), nullptr) << bwd;
+    EXPECT_NE(find_op(moe_block_ops(ds, Phase::kBackward, load), bwd), nullptr) << bwd;
 }
 
 TEST(MoeOps, ExpertOpsRunAsTheGroupedKernelUnlessTheEffectIsOff) {
