@@ -24,6 +24,7 @@
 #include "sim/report/json.h"
 #include "sim/run/step_simulation.h"
 #include "sim/verify/checks.h"
+#include "sim/workload/layout_config.h"
 
 namespace cs::cli {
 
@@ -276,11 +277,6 @@ void check_plan_request(const clustersim::RunConfig& base, const PlanArgs& a,
     throw UsageError("--objective must be time or cost, got '" + a.objective + "'");
 }
 
-// The GPUs the config's own layout runs on: TP x CP x PP x DP.
-int64_t own_layout_gpus(const clustersim::ParallelConfig& p) {
-  return int64_t{p.tp()} * p.cp() * p.pp() * p.dp();
-}
-
 // The GPU the layouts are sized for, checked before any is built: an unknown one names where it
 // came from (--gpu, or the config's cluster.gpu), and a --reserve-gb at or above its HBM is
 // refused rather than refusing every layout (with --min-gpus, after trying every GPU count).
@@ -420,7 +416,7 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
     return min_gpus_command(io, base, a.max_gpus, per_node, order, a.json, a.reserve_gb * 1e9);
   // Without --gpus the question is the config's own: the best layout on the GPUs it runs on.
   if (!vm.count("gpus")) {
-    a.gpus = own_layout_gpus(base.parallel());
+    a.gpus = workload::world_of(workload::dim_sizes(base.parallel()));
     a.gpus_from_layout = true;
   }
   check_search_counts(a);
