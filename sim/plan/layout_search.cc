@@ -25,20 +25,23 @@ std::vector<int32_t> divisors(int64_t n, int64_t limit) {
   return out;
 }
 
-// What a validation error names first, after its source: "plan: parallel.dp = 3 must ..." gives
-// "parallel.dp".
-std::string refusal_reason(std::string_view message) {
+// A validation error after its source: "plan: parallel.dp = 3 must ..." gives "parallel.dp = 3
+// must ...".
+std::string_view without_source(std::string_view message) {
   const auto colon = message.find(": ");
   if (colon != std::string_view::npos) message.remove_prefix(colon + 2);
-  return std::string(message.substr(0, message.find(' ')));
+  return message;
 }
 
-// Keeps `c` if it validates; otherwise counts it under what its error names.
+// Keeps `c` if it validates; otherwise counts it under the field its error names first.
 void consider(RunConfig c, LayoutSearch& out) {
   try {
     run::validate_config(c, "plan", run::CheckContext::kPlan);
   } catch (const ConfigError& e) {
-    ++out.invalid[refusal_reason(e.what())];
+    const std::string_view error = without_source(e.what());
+    const std::string reason(error.substr(0, error.find(' ')));
+    ++out.invalid[reason];
+    out.invalid_error.emplace(reason, error);
     return;
   }
   out.layouts.push_back(std::move(c));
@@ -100,8 +103,9 @@ std::vector<Shape> expert_choices(const clustersim::ModelConfig& m, const Shape&
   if (!m.has_moe()) return {s};
   std::vector<Shape> out;
   const int64_t stage_ranks = int64_t{s.tp} * s.cp * s.dp;
-  for (const int32_t etp : {s.tp, 1}) {
-    if (etp == 1 && s.tp == 1) break;
+  const std::vector<int32_t> expert_tps =
+      s.tp == 1 ? std::vector<int32_t>{1} : std::vector<int32_t>{s.tp, 1};
+  for (const int32_t etp : expert_tps) {
     for (const int32_t ep : divisors(m.moe().num_experts(), m.moe().num_experts())) {
       if (stage_ranks % (int64_t{etp} * ep)) continue;
       Shape e = s;
@@ -244,6 +248,7 @@ LayoutSearch search_layouts(const RunConfig& base, int64_t gpus, int32_t gpus_pe
     LayoutSearch one = search_one_stack(b, gpus, gpus_per_node, rank_order);
     for (auto& l : one.layouts) out.layouts.push_back(std::move(l));
     for (const auto& [reason, n] : one.invalid) out.invalid[reason] += n;
+    out.invalid_error.insert(one.invalid_error.begin(), one.invalid_error.end());
   }
   return out;
 }

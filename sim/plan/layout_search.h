@@ -17,6 +17,9 @@ struct LayoutSearch {
   // Variants refused by validation, counted by what the error names first (a field such as
   // parallel.global_batch_size), so that an empty search can say why.
   std::map<std::string, int64_t> invalid;
+  // The first refused variant's whole error under each of those names ("model.vocab_size = -1
+  // must be positive"): what the count alone does not say.
+  std::map<std::string, std::string> invalid_error;
 };
 
 // Every valid layout of `base`'s model on `gpus` GPUs (tp·cp·pp·dp = gpus): tp dividing

@@ -212,13 +212,20 @@ void count_misfit(const RunConfig& c, const FitCheck& fit, Refusals& r) {
   }
 }
 
-// "parallel.global_batch_size 96, parallel.pp 12": the validation refusals, most first.
-std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
+// The validation refusals, most first.
+std::vector<std::pair<std::string, int64_t>> by_count(
+    const std::map<std::string, int64_t>& invalid) {
   std::vector<std::pair<std::string, int64_t>> v(invalid.begin(), invalid.end());
   std::stable_sort(v.begin(), v.end(),
                    [](const auto& a, const auto& b) { return a.second > b.second; });
+  return v;
+}
+
+// "parallel.global_batch_size 96, parallel.pp 12".
+std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
   std::string s;
-  for (const auto& [reason, n] : v) s += (s.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+  for (const auto& [reason, n] : by_count(invalid))
+    s += (s.empty() ? "" : ", ") + reason + " " + std::to_string(n);
   return s;
 }
 
@@ -236,6 +243,11 @@ void print_refusals(std::ostream& out, const PlanResult& result, const PlanOptio
                   options.objective == Objective::kCost ? " or the fewer tried" : "",
                   static_cast<long long>(invalid));
     out << buf << invalid_text(r.invalid) << "\n";
+    // The commonest refusal in full: a field of the config itself reads as it would for `run`.
+    if (invalid > 0) {
+      const auto error = r.invalid_error.find(by_count(r.invalid).front().first);
+      if (error != r.invalid_error.end()) out << "  the first of them: " << error->second << "\n";
+    }
     return;
   }
   if (result.fitting > 0) {
@@ -290,6 +302,7 @@ std::vector<Candidate> fitting_candidates(const RunConfig& base, const PlanOptio
     LayoutSearch search =
         search_layouts(base, g, options.gpus_per_node, options.rank_order, options.stacks);
     for (const auto& [reason, n] : search.invalid) result.refused.invalid[reason] += n;
+    result.refused.invalid_error.insert(search.invalid_error.begin(), search.invalid_error.end());
     for (auto& c : search.layouts) {
       ++result.enumerated;
       Candidate cand;

@@ -79,10 +79,11 @@ std::size_t parse_candidate_figures(const std::string& line, std::vector<Candida
 // Why layouts were left out: what an empty ranking prints.
 struct Refusals {
   std::map<std::string, int64_t> invalid;  // LayoutSearch::invalid, over every GPU count tried
-  int64_t over_hbm = 0, over_host = 0;     // valid layouts whose GPU or host memory overflows
-  double least_peak = 0;                   // bytes per GPU of the smallest that overflows HBM
-  std::string least_layout;                // and its short_layout
-  double capacity = 0;                     // HBM bytes per GPU
+  std::map<std::string, std::string> invalid_error;  // LayoutSearch::invalid_error, the first
+  int64_t over_hbm = 0, over_host = 0;  // valid layouts whose GPU or host memory overflows
+  double least_peak = 0;                // bytes per GPU of the smallest that overflows HBM
+  std::string least_layout;             // and its short_layout
+  double capacity = 0;                  // HBM bytes per GPU
 };
 
 struct PlanResult {

@@ -149,6 +149,16 @@ TEST(PlanRefusals, NothingValidNamesTheField) {
   EXPECT_NE(text.find("parallel.global_batch_size"), std::string::npos) << text;
 }
 
+TEST(PlanRefusals, AConfigErrorReadsInFull) {
+  // Every layout fails on the model itself: the plan quotes the error `run` would give.
+  const RunConfig base = small_llama({"model.vocab_size=-1"});
+  const PlanResult r = plan_layouts(base, quick(8));
+  EXPECT_EQ(r.enumerated, 0);
+  const std::string text = printed(r, quick(8));
+  EXPECT_NE(text.find("the first of them: "), std::string::npos) << text;
+  EXPECT_NE(text.find("model.vocab_size = -1 must be positive"), std::string::npos) << text;
+}
+
 TEST(PlanRefusals, NothingFittingGivesTheSmallestPeakAndItsLayout) {
   // 405B on one server: every layout needs several times the HBM.
   const RunConfig base = load_run_config("", "llama3-405b", {}).config;

@@ -60,6 +60,14 @@ TEST(PlannerMoe, SearchesEveryValidExpertParallelSizeAndExpertTp) {
   for (const auto& c : pinned) EXPECT_EQ(c.parallel().rank_order(), ParallelConfig::TP_CP_PP_DP);
 }
 
+TEST(PlannerMoe, SplitsTheExpertsOfLayoutsWithoutTensorParallelism) {
+  // TP 1 layouts (DeepSeek-V3's, Mixtral's on 64 H100s) take every EP size as TP 2 ones do.
+  std::set<int32_t> eps;
+  for (const auto& c : enumerate_layouts(small_moe(), 16, 8))
+    if (c.parallel().tp() == 1) eps.insert(c.parallel().ep());
+  EXPECT_EQ(eps, (std::set<int32_t>{1, 2, 4, 8}));
+}
+
 TEST(PlannerMoe, DenseLayoutsLeaveTheExpertFieldsUnset) {
   const auto base = load_run_config("", "llama3-8b", {"model.num_layers=4"}).config;
   for (const auto& c : enumerate_layouts(base, 16, 8)) {
