@@ -168,7 +168,8 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("sizes", po::value(&req.sizes)->default_value(req.sizes),
        "comma-separated sizes, K/M/G/T = 2^10/2^20/2^30/2^40 bytes")
       ("network", po::value(&req.network)->default_value(req.network),
-       "congestion_aware | analytical | ideal")
+       "congestion_aware | analytical (ideal, where communication is free, has nothing to "
+       "time)")
       ("group-size", po::value(&req.group_size), "GPUs per group (default: all)")
       ("group-stride", po::value(&req.group_stride)->default_value(1),
        "rank distance between members of a group")
@@ -262,6 +263,11 @@ ParsedRequest parse_collective_request(Request& req) {
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
+  // On the ideal network every transfer is free: no time, and a bandwidth of size / 0.
+  if (parsed.config.network() == clustersim::IDEAL)
+    throw UsageError(
+        "--network ideal makes communication free, so a collective has no time or bandwidth to "
+        "report: use congestion_aware or analytical");
   check_collective_shape(req);
   apply_nccl_switches(req, protocol, parsed.config);
   if (req.gpus % (req.group_size * req.group_stride) != 0) {

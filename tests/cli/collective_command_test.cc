@@ -277,6 +277,11 @@ TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   EXPECT_NE(proto.err.find("unknown NCCL protocol 'fast'"), std::string::npos) << proto.err;
   EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--nvls", "maybe"}).code, 2);
   EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--channels", "-1"}).code, 2);
+  // The ideal network's free transfers have no time to report (once: 0 us and 0 GB/s).
+  const auto ideal = run_cli({"collective", "--gpus", "8", "--network", "ideal"});
+  EXPECT_EQ(ideal.code, 2);
+  EXPECT_NE(ideal.err.find("--network ideal makes communication free"), std::string::npos)
+      << ideal.err;
   const auto negative = run_cli({"collective", "--gpus", "8", "--gpus-per-node", "-1"});
   EXPECT_EQ(negative.code, 2);
   EXPECT_NE(negative.err.find("--gpus-per-node"), std::string::npos) << negative.err;
