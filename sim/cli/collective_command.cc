@@ -53,6 +53,7 @@ struct Request {
   bool no_rail_rings = false;
   bool no_nvls_efficiency = false;
   bool no_nvls_bus_cap = false;
+  bool no_tree_pattern = false;
   bool no_network_overhead = false;
   bool fluid = false;
 };
@@ -157,6 +158,9 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "effect off: NVLS reduces through the NVSwitch at full link rate")
       ("no-nvls-bus-cap", po::bool_switch(&req.no_nvls_bus_cap),
        "effect off: NVLS bus bandwidth keeps growing past 8 GPUs (NVL72 racks)")
+      ("no-tree-pattern", po::bool_switch(&req.no_tree_pattern),
+       "effect off: trees whose servers reach the network through one GPU per channel (no "
+       "NVSwitch) run at the full rate of NCCL's other trees")
       ("no-network-overhead", po::bool_switch(&req.no_network_overhead),
        "effect off: NICs carry their full data rate of payload (NCCL reaches 96%)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
@@ -247,6 +251,7 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   effects.set_rail_aligned_rings(!req.no_rail_rings);
   effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
   effects.set_nvls_bus_bandwidth_cap(!req.no_nvls_bus_cap);
+  effects.set_nccl_tree_pattern(!req.no_tree_pattern);
   effects.set_network_packet_overhead(!req.no_network_overhead);
 }
 

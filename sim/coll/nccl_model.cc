@@ -126,6 +126,8 @@ constexpr std::array<std::array<double, 23>, kProtos> kTreeCorrection{{
 // PAT: its share of the channels' bandwidth, the divisor of its per-step network latency.
 constexpr double kPatBandwidthShare = 0.75;
 constexpr double kPatStepDivisor = 3.5;
+// A tree of NCCL_TOPO_PATTERN_TREE: its share of the tree's bandwidth (tree_one_gpu_share).
+constexpr double kTreeOneGpuShare = 0.85;
 // Network post overhead, µs per ring step (getNetOverhead: 1.0 on Intel CPUs; Simple pays it 3x).
 constexpr double kNetOverheadUs = 1.0;
 
@@ -343,6 +345,10 @@ double base_latency_us(NcclAlgo algo, Protocol p) {
   return kBaseLat[algo_index(algo)][proto_index(p)];
 }
 
+double tree_one_gpu_share() {
+  return kTreeOneGpuShare;
+}
+
 double pat_bandwidth_share() {
   return kPatBandwidthShare;
 }
@@ -371,6 +377,7 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
   if (algo == NcclAlgo::kTree && p == Protocol::kLl128)
     bus = std::min(bus * (g.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
                    g.channels * kTreeLl128PerCh[a][ni]);
+  if (algo == NcclAlgo::kTree && g.tree_one_gpu) bus *= kTreeOneGpuShare;
   // Bus to algorithm bandwidth: a ring moves nsteps/ranks of the buffer per rank, NVLS 6/5 of
   // it (NCCL 2.20.3), a tree twice.
   if (algo == NcclAlgo::kRing) return bus * g.ranks / ring_steps(op, g).first;

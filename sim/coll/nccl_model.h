@@ -48,6 +48,9 @@ struct NcclGraph {
   GpuArch arch = GpuArch::kHopper;
   bool nvls = false;  // NVLink SHARP in each server (has_nvls, more than 2 GPUs of it)
   bool pat = false;   // PAT enabled (NCCL_PAT_ENABLE, NCCL 2.23+) and one GPU per server
+  // The tree graph's pattern is NCCL_TOPO_PATTERN_TREE: each channel's parent and children
+  // across servers go through one GPU and its NIC (tree_one_gpu_share).
+  bool tree_one_gpu = false;
 };
 
 // The graph NCCL's search finds on a DGX-like server: per GPU `nvlinks` links of NCCL's per-link
@@ -65,6 +68,12 @@ int32_t rail_channels(GpuArch arch, int32_t nvlinks, double nic_gbps);
 // direction (25 GB/s NVLink 3 and 4, 50 GB/s NVLink 5): the share of line rate that carries NCCL
 // payload.
 double nvlink_payload_efficiency(GpuArch arch);
+
+// NCCL's share of a tree's bandwidth where its graph is NCCL_TOPO_PATTERN_TREE (tuning.cc: "if
+// (... pattern == NCCL_TOPO_PATTERN_TREE) busBw *= .85"): 0.85. On Hopper and later the search
+// (search.cc, "Try a simpler tree") falls back to that pattern from the balanced tree, which
+// splits a server's parent and child traffic over two GPUs.
+double tree_one_gpu_share();
 
 // The share of a NIC's data rate that NCCL's network transport carries as payload: 0.96, from
 // NCCL's maintainers' per-NIC figures and its search's inter-node speeds (packet headers, PCIe,

@@ -49,6 +49,13 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
     g.bw_intra_gbps = intra / g.channels;
     g.bw_inter_gbps = inter / g.channels;
   }
+  // NCCL's search on servers whose GPUs meet in no NVSwitch (an NVLink mesh) lands on the tree
+  // pattern with one GPU per channel to the network: NCCL 2.26.2 on quad-GH200 Alps nodes links
+  // rank 6's channels 14, 18 and 22 as "7/10/2->6->14", parent 14 and children 10 and 2 all
+  // through its NIC 5 (boeschf/nccl-benchmark-on-alps-2025, job-n-00032-N-0008 logs). Trees on
+  // NVSwitch servers keep the balanced pattern: their measured rates need no share
+  // (nccl-gb200-3rack-*-tree-16g).
+  g.tree_one_gpu = settings_.tree_pattern && !hw.nvswitch && g.nodes > 1;
   // NCCL enables PAT only with one GPU per node (ncclPatEnable).
   g.pat = settings_.pat && g.nodes == g.ranks && g.ranks > 1;
   return g;
@@ -167,6 +174,11 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   if (info.nccl == NcclAlgo::kPat) {
     key.wire.nvlink_efficiency *= pat_bandwidth_share();
     key.wire.net_efficiency *= pat_bandwidth_share();
+  }
+  // Such a tree moves its data at NCCL's share of the tree's bandwidth (tree_one_gpu_share).
+  if (info.nccl == NcclAlgo::kTree && collective && graph(n, local).tree_one_gpu) {
+    key.wire.nvlink_efficiency *= tree_one_gpu_share();
+    key.wire.net_efficiency *= tree_one_gpu_share();
   }
   if (!collective && n > 1) key.wire.launch_latency = p2p_launch_latency();
   if (settings_.step_latency && collective && n > 1) {

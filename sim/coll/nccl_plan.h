@@ -24,6 +24,7 @@ struct NcclSettings {
   bool nvlink_overhead = true;    // NCCL's NVLink payload efficiency (20.6 of 25 GB/s per link)
   bool nvls_efficiency = true;    // NVLS through the NVSwitch at nvls_switch_efficiency of links
   bool nvls_bus_cap = true;       // NVLS past 8 GPUs at the 8-GPU bus bandwidth (NVL72 racks)
+  bool tree_pattern = true;       // one-GPU-per-server trees at NCCL's .85 (tree_one_gpu_share)
   bool network_overhead = true;   // NICs at NCCL's 96% of data rate (net_transport_efficiency)
   bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies
   bool rail_rings = true;         // across servers, one rail-aligned ring per NIC (else one ring)

@@ -479,6 +479,48 @@ TEST(NcclSimulated, RingsOnAnNvlinkMeshUseEveryLinkAndNoNvls) {
   }
 }
 
+// Quad-GH200 nodes have no NVSwitch, and NCCL's search gives their trees one GPU per channel to
+// the network (NCCL_TOPO_PATTERN_TREE), which its model takes at .85 of the tree's bandwidth: on
+// 128 Alps nodes NCCL ran its tree at 1 GiB and a ring at 2 and 4 GiB, whose trees measure 0.8 of
+// the ring's bus bandwidth (validation nccl-gh200-alps-*).
+TEST(NcclPlan, TreesThroughOneGpuPerServerRunAtNcclsShare) {
+  const net::Topology topo =
+      net::build_topology(net::resolve_topology("alps-gh200"), 512, "alps-gh200");
+  const NcclTuning tuning = compute::nccl_tuning(topo);
+  NcclSettings off;
+  off.tree_pattern = false;
+  const NcclTuning whole = compute::nccl_tuning(topo, off);
+  EXPECT_TRUE(tuning.graph(512, 4).tree_one_gpu);
+  EXPECT_FALSE(whole.graph(512, 4).tree_one_gpu);
+  EXPECT_FALSE(tuning.graph(4, 4).tree_one_gpu);  // one server: no tree across servers
+  // NCCL's model: the tree at .85, the ring as before.
+  const NcclGraph g = tuning.graph(512, 4), w = whole.graph(512, 4);
+  for (const Protocol p : {Protocol::kSimple, Protocol::kLl128}) {
+    EXPECT_DOUBLE_EQ(
+        model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kTree, p, g),
+        tree_one_gpu_share() * model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kTree, p, w));
+    EXPECT_DOUBLE_EQ(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, p, g),
+                     model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, p, w));
+  }
+  // At 4 GiB the ring now wins, as NCCL's did; with the effect off the tree still would.
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 512, 4, 4 * kGiB).algo, Algorithm::kRing);
+  EXPECT_EQ(whole.plan(Op::kAllReduce, 512, 4, 4 * kGiB).algo, Algorithm::kChainTree);
+  // The tree itself moves its data at the share, on NVLink and on the network.
+  const ScheduleKey tree = tuning.plan(Op::kAllReduce, 512, 4, kGiB, Algorithm::kChainTree);
+  const ScheduleKey full = whole.plan(Op::kAllReduce, 512, 4, kGiB, Algorithm::kChainTree);
+  EXPECT_DOUBLE_EQ(tree.wire.net_efficiency, tree_one_gpu_share() * full.wire.net_efficiency);
+  EXPECT_DOUBLE_EQ(tree.wire.nvlink_efficiency, tree_one_gpu_share() * full.wire.nvlink_efficiency);
+  net::Routing routing(topo);
+  const auto busbw = [&](const NcclTuning& t) {
+    return run_nccl_test(topo, routing, t, Op::kAllReduce, kGiB, 512, Algorithm::kChainTree,
+                         net::NetworkMode::kCongestionAware, /*fluid=*/true)
+        .busbw_gbytes_per_s;
+  };
+  EXPECT_NEAR(busbw(tuning) / busbw(whole), tree_one_gpu_share(), 0.03);
+  // NVSwitch servers keep the balanced tree.
+  EXPECT_FALSE(compute::nccl_tuning("h100").graph(64, 8).tree_one_gpu);
+}
+
 TEST(NcclPlan, UnknownGpuIsRefusedWithTheKnownOnes) {
   try {
     compute::nccl_tuning("tpu");

@@ -227,8 +227,8 @@ TEST(Schedule, RingStepCountsAndChannelOrder) {
 // servers leaves and enters on one local index (one NIC each end) but where a short server's
 // own indices wrap.
 TEST(Schedule, RailRingsTakeAShortLastServer) {
-  for (const auto [n, local, channels] : {std::tuple{12u, 8u, 4u}, std::tuple{128u, 72u, 16u},
-                                          std::tuple{9u, 8u, 1u}, std::tuple{20u, 8u, 4u}}) {
+  for (const auto& [n, local, channels] : {std::tuple{12u, 8u, 4u}, std::tuple{128u, 72u, 16u},
+                                           std::tuple{9u, 8u, 1u}, std::tuple{20u, 8u, 4u}}) {
     std::set<uint32_t> short_server_entries;
     for (uint32_t ch = 0; ch < channels; ++ch) {
       const auto ring = channel_ring(n, local, ch);
@@ -239,7 +239,9 @@ TEST(Schedule, RailRingsTakeAShortLastServer) {
         if (a / local == b / local) continue;  // inside a server
         const bool both_full = a / local < n / local && b / local < n / local;
         // Between full servers a hop stays on its rail, but the one closing the ring.
-        if (both_full && b / local != 0) EXPECT_EQ(a % local, b % local) << n << " ch " << ch;
+        if (both_full && b / local != 0) {
+          EXPECT_EQ(a % local, b % local) << n << " ch " << ch;
+        }
         if (b / local == n / local) short_server_entries.insert(b);
       }
     }
