@@ -11,7 +11,7 @@ from pathlib import Path
 
 from run_report import run_report
 
-LAYOUT = ["parallel.tp=1", "parallel.pp=1", "parallel.dp=64", "parallel.sequence_parallel=false"]
+LAYOUT = ["parallel.tp=1", "parallel.pp=1", "parallel.dp=64"]
 MODELS = {  # preset: its batch and recompute on this layout
     "llama3-8b": [],  # the preset's 512 sequences of 8K: 8 microbatches per GPU
     "llama3-70b": ["parallel.global_batch_size=128", "parallel.recompute=FULL"],

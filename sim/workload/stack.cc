@@ -10,6 +10,7 @@
 #include "sim/config/config_error.h"
 #include "sim/config/field_override.h"
 #include "sim/config/stack_profile.h"
+#include "sim/workload/layout_config.h"
 #include "sim/workload/schedules/registry.h"
 
 namespace cs::workload {
@@ -96,14 +97,24 @@ bool allows(const clustersim::StackLimit& limit, const std::string& value) {
   return std::find(limit.allowed().begin(), limit.allowed().end(), value) != limit.allowed().end();
 }
 
-// The first of the profile's limits that `config` breaks, or null.
+// `config` as it runs: sequence parallelism without tensor parallelism is off
+// (layout_config.h sequence_parallel_on; Megatron-LM's arguments.py turns it off at TP 1 too), so
+// a stack's limit on it does not refuse a preset's flag left on at TP 1.
+RunConfig as_run(const RunConfig& config) {
+  RunConfig c = config;
+  c.mutable_parallel()->set_sequence_parallel(sequence_parallel_on(config.parallel()));
+  return c;
+}
+
+// The first of the profile's limits that `config` (as_run) breaks, or null.
 const clustersim::StackLimit* broken_limit(const RunConfig& config, const StackProfile& p) {
   for (const auto& limit : p.limits())
     if (!allows(limit, field_text(config, limit.field()))) return &limit;
   return nullptr;
 }
 
-void check_limits(const RunConfig& config, const StackProfile& p, const std::string& source) {
+void check_limits(const RunConfig& given, const StackProfile& p, const std::string& source) {
+  const RunConfig config = as_run(given);
   if (const clustersim::StackLimit* broken = broken_limit(config, p)) {
     const clustersim::StackLimit& limit = *broken;
     const std::string value = field_text(config, limit.field());
@@ -201,7 +212,7 @@ bool stack_allows(const RunConfig& config, const std::string& field, const std::
 }
 
 bool stack_runs(const RunConfig& config) {
-  return broken_limit(config, stack_of(config)) == nullptr;
+  return broken_limit(as_run(config), stack_of(config)) == nullptr;
 }
 
 std::string stack_label(const RunConfig& config) {

@@ -129,6 +129,13 @@ TEST(Stack, LayoutsAStackCannotRunAreRefusedWithTheReason) {
   EXPECT_NO_THROW(resolved(fsdp_layout("PYTORCH_FSDP", {"parallel.recompute=FULL"})));
   EXPECT_NO_THROW(resolved(fsdp_layout("PYTORCH_FSDP", {"parallel.recompute=OP_SELECTIVE"})));
   EXPECT_NO_THROW(resolved(fsdp_layout("MEGATRON_TE", {"parallel.tp=2", "precision=FP8"})));
+  // Sequence parallelism left on by a preset (llama3-8b's) is off at TP 1, as Megatron turns it
+  // off: the stacks that refuse it run the layout.
+  for (const char* stack : {"PYTORCH_FSDP", "DEEPSPEED_ZERO"}) {
+    RunConfig c = fsdp_layout(stack, {"parallel.sequence_parallel=true"});
+    EXPECT_NO_THROW(resolve_stack(c, "cfg")) << stack;
+    EXPECT_TRUE(stack_runs(c)) << stack;
+  }
 }
 
 // torchtitan's op-level checkpointing (OP_SELECTIVE) saves every other matmul output and the
