@@ -140,7 +140,8 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("protocol", po::value(&req.protocol)->default_value(req.protocol),
        "NCCL protocol: simple | ll | ll128 | auto (NCCL's choice by size)")
       ("channels", po::value(&req.channels)->default_value(req.channels),
-       "rings across servers (0: one per NIC, rail-aligned, as many as NCCL's search fits)")
+       "rings or tree channel pairs across servers (0: one per NIC, rail-aligned, as many as "
+       "NCCL's search fits; trees take the topology's nccl_channels where it gives them)")
       ("nvls", po::value(&req.nvls)->default_value(req.nvls),
        "on | off: NVLink SHARP all-reduce on Hopper NVSwitch servers (NVLS, NVLS-tree)")
       ("pat", po::value(&req.pat)->default_value(req.pat),

@@ -20,29 +20,31 @@ namespace {
 constexpr Bytes kWindowBytes = 64 * kKiB;  // see auto_window
 
 // The form's pipelining for n ranks, `local` a server and `channels` (0: one per GPU of a server).
-Pipelining pipelining(const OpForm& form, int32_t n, int32_t local, int32_t channels, Bytes size) {
+Pipelining pipelining(const OpForm& form, int32_t n, int32_t local, int32_t channels, Bytes size,
+                      Protocol protocol) {
   local = std::clamp(local, 1, n);
-  return form.pipelining(n, local, channels > 0 ? channels : local, size);
+  return form.pipelining({n, local, channels > 0 ? channels : local, size, protocol});
 }
 
 }  // namespace
 
-int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local, int32_t channels) {
+int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local, int32_t channels,
+                    Protocol protocol) {
   if (n < 1) throw std::invalid_argument("group size must be at least 1");
   if (size < 0) throw std::invalid_argument("collective size must not be negative");
   const OpForm* form = find_form(resolve(algo, op), op);
   if (n == 1 || form == nullptr || form->pipelining == nullptr) return 1;
-  const auto [block, piece] = pipelining(*form, n, local, channels, size);
+  const auto [block, piece] = pipelining(*form, n, local, channels, size, protocol);
   return static_cast<int32_t>(std::clamp<Bytes>((block + piece - 1) / piece, 1, kMaxAutoChunks));
 }
 
 int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size, int32_t local,
-                    int32_t channels) {
+                    int32_t channels, Protocol protocol) {
   if (n < 1 || chunks < 1) throw std::invalid_argument("group size and chunks must be positive");
   const OpForm* form = find_form(resolve(algo, op), op);
   if (n == 1 || form == nullptr || form->pipelining == nullptr) return 1;
   const Bytes message =
-      std::max<Bytes>(pipelining(*form, n, local, channels, size).block / chunks, 1);
+      std::max<Bytes>(pipelining(*form, n, local, channels, size, protocol).block / chunks, 1);
   return static_cast<int32_t>(std::clamp<Bytes>(kWindowBytes / message, 1, kMaxWindow));
 }
 

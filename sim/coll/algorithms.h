@@ -25,10 +25,11 @@ ScheduleKey normalize(ScheduleKey key);
 // tree halves go in 512 KiB pieces, shrunk towards 64 KiB until there are 8 per tree level (as
 // NCCL shrinks tree chunks), broadcast buffers in 512 KiB pieces, hierarchical S/n pieces in
 // 2 MiB chunks (the 4 slots, ALLREDUCE_CHUNKSTEPS, of one NCCL ring step) so that its three
-// phases overlap, the chain-tree's channel halves in NCCL's tree chunks for the depth of its chains
-// and trees, grown past a message budget (chain_tree.cc). A flat ring gets 1: it is pipelined
-// across its n shards already, and the flow model has no staging buffer to bound, so chunks would
-// only add latency per chunk (8 H100s, 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks).
+// phases overlap, the chain-tree's channel halves in NCCL's tree chunks for the protocol NCCL runs
+// (`protocol`; kAuto: Simple's) and the depth of its chains and trees, grown past a message budget
+// (chain_tree.cc). A flat ring gets 1: it is pipelined across its n shards already, and the flow
+// model has no staging buffer to bound, so chunks would only add latency per chunk (8 H100s,
+// 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks).
 // Capped at kMaxAutoChunks to keep schedules small, so pieces of huge sizes grow; direct algorithms
 // and single ranks get 1. `algo` is resolved first; each (algorithm, op) form says its block and
 // piece (OpForm::pipelining), and a pair the algorithm does not implement gets 1 (normalize rejects
@@ -37,7 +38,7 @@ ScheduleKey normalize(ScheduleKey key);
 // chain-tree's share per channel); the others ignore them.
 inline constexpr int32_t kMaxAutoChunks = 64;
 int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1,
-                    int32_t channels = 0);
+                    int32_t channels = 0, Protocol protocol = Protocol::kAuto);
 
 // The in-flight window for messages of `size` cut into `chunks` (the CLI's --window 0): about
 // 64 KiB in flight per connection, so NCCL's NCCL_STEPS = kMaxWindow for messages up to 8 KiB
@@ -49,7 +50,7 @@ int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local 
 // pairs the algorithm does not implement get 1.
 inline constexpr int32_t kMaxWindow = 8;
 int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size, int32_t local = 1,
-                    int32_t channels = 0);
+                    int32_t channels = 0, Protocol protocol = Protocol::kAuto);
 
 // Builds the schedule of normalize(key), by the form of its algorithm for its op in the algorithm
 // table (algorithms/registry.h); each algorithm's file in algorithms/ says how it moves the data

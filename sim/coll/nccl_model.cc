@@ -430,6 +430,9 @@ NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestric
     if (only.fix_algo && algo != only.algo) continue;
     for (Protocol p : {Protocol::kLl, Protocol::kLl128, Protocol::kSimple}) {
       if (only.protocol != Protocol::kAuto && p != only.protocol) continue;
+      if (only.protocol == Protocol::kAuto && p == Protocol::kLl128 && g.nodes > 1 &&
+          !g.ll128_between_servers)
+        continue;
       const double t = model_time_us(op, algo, p, g, bytes);
       if (t < best.time_us) best = {algo, p, t};
     }

@@ -51,6 +51,12 @@ struct NcclGraph {
   // The tree graph's pattern is NCCL_TOPO_PATTERN_TREE: each channel's parent and children
   // across servers go through one GPU and its NIC (tree_one_gpu_share).
   bool tree_one_gpu = false;
+  // NCCL enables LL128 by default only where every hop keeps a 128-byte store in order
+  // (tuning.cc: the graph's path to the NIC at most PXB, or PXN on Hopper and later): not where
+  // the NICs sit behind the CPU, as on GH200 nodes, whose NIC writes into GPU memory over C2C
+  // can land a line's two 64-byte halves out of order (NVIDIA/nccl pull request 2053). Across
+  // servers such a graph runs LL and Simple unless the protocol is forced (NCCL_PROTO).
+  bool ll128_between_servers = true;
 };
 
 // The graph NCCL's search finds on a DGX-like server: per GPU `nvlinks` links of NCCL's per-link

@@ -56,13 +56,16 @@ NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
   // NVSwitch servers keep the balanced pattern: their measured rates need no share
   // (nccl-gb200-3rack-*-tree-16g).
   g.tree_one_gpu = settings_.tree_pattern && !hw.nvswitch && g.nodes > 1;
+  g.ll128_between_servers = hw.ll128_between_servers;
   // NCCL enables PAT only with one GPU per node (ncclPatEnable).
   g.pat = settings_.pat && g.nodes == g.ranks && g.ranks > 1;
   return g;
 }
 
-int32_t NcclTuning::nic_channels(int32_t local) const {
-  return hw_ ? std::min(local, rail_channels(hw_->arch, hw_->nvlinks, hw_->nic_gbps)) : local;
+int32_t NcclTuning::nic_channels(int32_t local, Algorithm algo) const {
+  if (!hw_) return local;
+  const int32_t nics = std::min(local, rail_channels(hw_->arch, hw_->nvlinks, hw_->nic_gbps));
+  return algo == Algorithm::kChainTree ? nics * std::max(1, hw_->pairs_per_nic) : nics;
 }
 
 void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
@@ -128,7 +131,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
       // NCCL takes the channel count every node's search finds: the fullest ring a short last
       // server leaves room for (one NIC per GPU there).
       const int32_t smallest = n % local == 0 ? local : n % local;
-      key.channels = settings_.channels > 0 ? settings_.channels : nic_channels(smallest);
+      key.channels = settings_.channels > 0 ? settings_.channels : nic_channels(smallest, key.algo);
       key.local_size = local;
     } else if (settings_.channels > 0) {
       key.channels = settings_.channels;
@@ -143,16 +146,20 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.channels = mesh_ring_count(n);
   }
   const int32_t channels = form != nullptr && form->channels ? key.channels : 0;
-  key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels);
-  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local, channels);
+  // The protocol NCCL runs (p2p ops: Simple); its buffers set the tree's chunks.
+  const Protocol protocol = hw_ && collective && n > 1 ? choice.protocol : Protocol::kSimple;
+  key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels, protocol);
+  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local, channels, protocol);
   key.node_size = local >= n ? n : across ? local : (local == 1 ? 1 : 0);
   if (!hw_) return key;
-  // The wire costs of the protocol NCCL runs (p2p ops: Simple, without the ring's step terms).
-  key.protocol = collective && n > 1 ? choice.protocol : Protocol::kSimple;
+  // The wire costs of that protocol (p2p ops without the ring's step terms).
+  key.protocol = protocol;
   if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
   const AlgorithmInfo& info = algorithm_info(key.algo);
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
-  if (settings_.network_overhead) key.wire.net_efficiency = net_transport_efficiency();
+  if (settings_.network_overhead)
+    key.wire.net_efficiency =
+        hw_->net_efficiency > 0 ? hw_->net_efficiency : net_transport_efficiency();
   // What an NVLink hop really carries for this algorithm (the NVSwitch's reduction and multicast
   // traffic) lowers what its messages get of the link, as does the switch streaming its
   // reductions below link rate: as if each byte took 1/efficiency of a byte.

@@ -16,7 +16,7 @@ namespace cs::coll {
 // CLI: collective --protocol, --channels, --nvls, --no-*).
 struct NcclSettings {
   Protocol protocol = Protocol::kAuto;  // NCCL_PROTO: kAuto lets the model choose
-  int32_t channels = 0;  // rings per collective across servers; 0: one per NIC (nic_channels)
+  int32_t channels = 0;  // rings per collective across servers; 0: NCCL's (nic_channels)
   bool nvls = true;      // NCCL_NVLS_ENABLE
   bool pat = true;       // NCCL_PAT_ENABLE (NCCL 2.23+; off: NCCL 2.20's choices)
   // Effects (all on by default, as a real run pays them):
@@ -25,7 +25,7 @@ struct NcclSettings {
   bool nvls_efficiency = true;    // NVLS through the NVSwitch at nvls_switch_efficiency of links
   bool nvls_bus_cap = true;       // NVLS past 8 GPUs at the 8-GPU bus bandwidth (NVL72 racks)
   bool tree_pattern = true;       // one-GPU-per-server trees at NCCL's .85 (tree_one_gpu_share)
-  bool network_overhead = true;   // NICs at NCCL's 96% of data rate (net_transport_efficiency)
+  bool network_overhead = true;   // NICs at NCCL's 96% of data rate, or the topology's share
   bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies
   bool rail_rings = true;         // across servers, one rail-aligned ring per NIC (else one ring)
   bool nccl_choice = true;        // algorithm by NCCL's cost model (else the fixed size rule)
@@ -51,6 +51,13 @@ struct NcclHardware {
   // Whether the server's GPUs meet in NVSwitches (the topology's; NodeFabric nvlink_mesh), where
   // NVLink SHARP lives: without them NCCL has no NVLS.
   bool nvswitch = true;
+  // Channel pairs NCCL runs over each NIC across servers (the topology's NodeFabric
+  // nccl_channels; 0: one pair per NIC, rail_channels' rule).
+  int32_t pairs_per_nic = 0;
+  // Whether NCCL runs LL128 between servers (not where the NICs sit behind the CPU).
+  bool ll128_between_servers = true;
+  // The share of a NIC's data rate NCCL's transport carries (0: net_transport_efficiency's).
+  double net_efficiency = 0;
 };
 
 class NcclTuning {
@@ -74,9 +81,13 @@ class NcclTuning {
   // baseLat: each pays the GPU's kernel launch instead (with the step-latency effect on).
   Time p2p_launch_latency() const;
   bool has_hardware() const { return hw_.has_value(); }
-  // Channels across servers of `local` GPUs each: one per NIC, as many as NCCL's search fits
-  // (rail_channels; all `local` without hardware figures).
-  int32_t nic_channels(int32_t local) const;
+  // Channels of `algo` across servers of `local` GPUs each: one per NIC, on as many NICs as
+  // NCCL's search fits (rail_channels; all `local` without hardware figures), and for NCCL's
+  // tree the topology's channel pairs per NIC (NcclHardware::pairs_per_nic), whose chunks fill
+  // the tree's pipeline at their share of the NIC. Rings keep one a NIC: with several, the
+  // flows' per-step latencies hide behind each other, and from 8 to 256 Alps nodes the model's
+  // rings would lose none of the 6% the runs' lose (nccl-gh200-alps-*-allreduce-4g).
+  int32_t nic_channels(int32_t local, Algorithm algo) const;
   // Throws std::invalid_argument, with the reason, when `requested` is NVLS or NVLS-tree and
   // NCCL would not run it here: NVLS switched off, a GPU without NVLink SHARP, or too few GPUs of
   // the group per server. plan() checks it for every algorithm asked for by name.

@@ -29,6 +29,9 @@ coll::NcclTuning nccl_tuning(const net::Topology& topology, coll::NcclSettings s
   if (topology.gpu_type.empty()) return coll::NcclTuning(std::nullopt, settings);
   coll::NcclHardware hw = nccl_hardware(load_gpu_profile(topology.gpu_type));
   hw.nvswitch = topology.has_nvswitch();
+  hw.pairs_per_nic = topology.nccl_pairs_per_nic;
+  hw.ll128_between_servers = !topology.nic_behind_cpu;
+  hw.net_efficiency = topology.nic_transport_efficiency;
   if (topology.nic_gbits > 0) hw.nic_gbps = topology.nic_gbits / 8.0;  // Gb/s to GB/s
   return coll::NcclTuning(hw, settings);
 }

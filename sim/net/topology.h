@@ -91,6 +91,13 @@ class Topology {
   // Each NIC's data rate in Gb/s, as NCCL's model reads it (tiered topologies; 0: unknown, the
   // GPU profile's nic_bandwidth_gbits stands).
   double nic_gbits = 0;
+  // Channel pairs NCCL runs over each NIC where the topology gives its channel count
+  // (NodeFabric nccl_channels; 0: the model's rule), and whether the NICs sit behind the CPU
+  // (NodeFabric nic_behind_cpu).
+  int32_t nccl_pairs_per_nic = 0;
+  bool nic_behind_cpu = false;
+  // NodeFabric nic_transport_efficiency (0: NCCL over InfiniBand's).
+  double nic_transport_efficiency = 0;
 
  private:
   Graph graph_;

@@ -22,6 +22,8 @@ namespace {
 using cs::config_fail;
 
 constexpr int32_t kMaxMeshGpus = 4;
+// NCCL's MAXCHANNELS (src/include/device.h).
+constexpr int32_t kMaxNcclChannels = 64;
 
 // What a link may be: the simulator's clock counts picoseconds in 64 bits (106 days), which a
 // gigabyte over a link slower than these, or past this latency, would overrun; no interconnect is
@@ -101,6 +103,23 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
                     std::to_string(n.nics_per_gpu()) + ")");
     }
     check_gbits(n.nic_bandwidth_gbits(), src, "tiered.node.nic_bandwidth_gbits");
+    if (n.nic_transport_efficiency() < 0 || n.nic_transport_efficiency() > 1 ||
+        !std::isfinite(n.nic_transport_efficiency())) {
+      fail(src,
+           "tiered.node.nic_transport_efficiency must be in (0, 1], or 0 for NCCL over "
+           "InfiniBand's (is " +
+               std::to_string(n.nic_transport_efficiency()) + ")");
+    }
+    const int32_t pair_nics = 2 * n.gpus_per_node() * n.nics_per_gpu();
+    if (n.nccl_channels() < 0 || n.nccl_channels() > kMaxNcclChannels ||
+        n.nccl_channels() % pair_nics != 0) {
+      fail(src,
+           "tiered.node.nccl_channels must be 0 (the model's rule) or a multiple of 2 x the "
+           "node's " +
+               std::to_string(pair_nics / 2) + " NICs up to NCCL's " +
+               std::to_string(kMaxNcclChannels) + " (is " + std::to_string(n.nccl_channels()) +
+               "): NCCL pairs its channels and spreads them evenly over the NICs");
+    }
     check_gbytes(n.pcie_bandwidth_gbytes(), src, "tiered.node.pcie_bandwidth_gbytes");
     check_latency(n.pcie_latency_ns(), src, "tiered.node.pcie_latency_ns");
   }
@@ -397,6 +416,9 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
 
   const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
   topo.nic_gbits = n.nic_bandwidth_gbits();
+  topo.nccl_pairs_per_nic = n.nccl_channels() / (2 * n.gpus_per_node() * nics_per_gpu);
+  topo.nic_behind_cpu = n.nic_behind_cpu();
+  topo.nic_transport_efficiency = n.nic_transport_efficiency();
   int32_t switch_count = 0;
   TierBelow below = build_leaves(t, nics, servers, gpn * nics_per_gpu,
                                  n.gpus_per_node() * nics_per_gpu, nic, topo, switch_count);

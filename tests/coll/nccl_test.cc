@@ -521,6 +521,54 @@ TEST(NcclPlan, TreesThroughOneGpuPerServerRunAtNcclsShare) {
   EXPECT_FALSE(compute::nccl_tuning("h100").graph(64, 8).tree_one_gpu);
 }
 
+TEST(NcclPlan, NicsBehindTheCpuRunNoLl128BetweenServers) {
+  // GH200's NICs hang off the Grace CPU: NCCL runs LL and Simple across Alps nodes (LL128 only
+  // when forced), and LL128 inside one node, where no NIC is on the path.
+  const net::Topology topo =
+      net::build_topology(net::resolve_topology("alps-gh200"), 512, "alps-gh200");
+  const NcclTuning tuning = compute::nccl_tuning(topo);
+  EXPECT_FALSE(tuning.graph(512, 4).ll128_between_servers);
+  for (Bytes size = kKiB; size <= 4 * kGiB; size *= 4) {
+    SCOPED_TRACE(size);
+    EXPECT_NE(tuning.plan(Op::kAllReduce, 512, 4, size).protocol, Protocol::kLl128);
+    EXPECT_NE(tuning.plan(Op::kAllGather, 512, 4, size).protocol, Protocol::kLl128);
+  }
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 512, 4, 16 * kMiB).protocol, Protocol::kSimple);
+  NcclSettings forced;
+  forced.protocol = Protocol::kLl128;
+  EXPECT_EQ(compute::nccl_tuning(topo, forced).plan(Op::kAllReduce, 512, 4, 16 * kMiB).protocol,
+            Protocol::kLl128);
+  bool ll128_in_a_node = false;
+  for (Bytes size = kKiB; size <= kGiB; size *= 4)
+    ll128_in_a_node |= tuning.plan(Op::kAllReduce, 4, 4, size).protocol == Protocol::kLl128;
+  EXPECT_TRUE(ll128_in_a_node);
+  // Servers whose NICs sit beside the GPUs keep it.
+  const NcclTuning h100 = compute::nccl_tuning("h100");
+  EXPECT_TRUE(h100.graph(512, 8).ll128_between_servers);
+  EXPECT_EQ(h100.plan(Op::kAllReduce, 512, 8, 16 * kMiB).protocol, Protocol::kLl128);
+}
+
+TEST(NcclPlan, TopologiesGiveNcclsChannelsAndTransportWhereTheyDiffer) {
+  // Alps: NCCL's 24 channels are three tree channel pairs a NIC (rings keep one a NIC), at the
+  // 92.5% of line rate its libfabric transport carries there.
+  const net::Topology alps =
+      net::build_topology(net::resolve_topology("alps-gh200"), 64, "alps-gh200");
+  const NcclTuning tuning = compute::nccl_tuning(alps);
+  EXPECT_EQ(tuning.nic_channels(4, Algorithm::kChainTree), 12);
+  EXPECT_EQ(tuning.nic_channels(1, Algorithm::kChainTree), 3);
+  EXPECT_EQ(tuning.nic_channels(4, Algorithm::kRing), 4);
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 4, kGiB, Algorithm::kChainTree).channels, 12);
+  EXPECT_EQ(tuning.plan(Op::kAllReduce, 64, 4, kGiB, Algorithm::kRing).channels, 4);
+  EXPECT_DOUBLE_EQ(tuning.plan(Op::kAllReduce, 64, 4, kGiB, Algorithm::kRing).wire.net_efficiency,
+                   0.925);
+  // The default: a pair a NIC, at NCCL-over-InfiniBand's share.
+  const net::Topology dgx = net::build_topology(net::resolve_topology("dgx-h100"), 64, "dgx-h100");
+  const NcclTuning h100 = compute::nccl_tuning(dgx);
+  EXPECT_EQ(h100.nic_channels(8, Algorithm::kChainTree), 8);
+  EXPECT_DOUBLE_EQ(h100.plan(Op::kAllReduce, 64, 8, kGiB, Algorithm::kRing).wire.net_efficiency,
+                   net_transport_efficiency());
+}
+
 TEST(NcclPlan, UnknownGpuIsRefusedWithTheKnownOnes) {
   try {
     compute::nccl_tuning("tpu");

@@ -319,11 +319,18 @@ TEST(AutoChunks, CutsBlocksIntoNcclSizedPiecesUpToACap) {
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kTree, 64, 48 * kMiB), 48);
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kTree, 64, kMiB), 8);  // 512 KiB / 64 KiB
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kTree, 64, 4 * kKiB), 1);
-  // Chain-tree: a channel's tree carries S / (2 x GPUs per server) in NCCL's tree chunks, 512 KiB
-  // halved while there are fewer than 8 per level of depth (7 + log2(servers)): 16 x 8 GPUs and
-  // 32 MiB give 2 MiB halves in 64 KiB pieces (down to 128 KiB for 8 per level, then 64 KiB for
-  // 4). Past about four million messages the pieces grow, to no fewer than 16 per channel.
-  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, 32 * kMiB, 8), 32);
+  // Chain-tree: a channel's tree carries S / (2 x GPUs per server) in NCCL's tree chunks: Simple's
+  // 512 KiB at any size (the protocol unknown: Simple's), LL128's halved while there are fewer
+  // than 8 per level of depth (7 + log2(servers)): 16 x 8 GPUs and 32 MiB give 2 MiB halves, 4
+  // Simple chunks, or 32 LL128 pieces of 64 KiB (down to 128 KiB for 8 per level, then 64 KiB
+  // for 4). Past about four million messages the pieces grow, to no fewer than 16 per channel.
+  EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, 32 * kMiB, 8), 4);
+  EXPECT_EQ(
+      auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, 32 * kMiB, 8, 0, Protocol::kSimple),
+      4);
+  EXPECT_EQ(
+      auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, 32 * kMiB, 8, 0, Protocol::kLl128),
+      32);
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 16, kGiB, 8), kMaxAutoChunks);
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 1024, kGiB, 8), kMaxAutoChunks);
   EXPECT_EQ(auto_chunks(Op::kAllReduce, Algorithm::kChainTree, 4096, kGiB, 8), 32);

@@ -97,6 +97,24 @@ TEST(TopologyText, SemanticErrorsNameTheField) {
   EXPECT_NE(message_for("nic_bandwidth_gbits: 400", "nic_bandwidth_gbits: 0")
                 .find("dgx.textproto: tiered.node.nic_bandwidth_gbits"),
             std::string::npos);
+  // NCCL's channels pair up and spread evenly over the node's 4 NICs; a transport carries at most
+  // its line rate.
+  EXPECT_NE(message_for("pcie_latency_ns: 300", "pcie_latency_ns: 300 nccl_channels: 12")
+                .find("dgx.textproto: tiered.node.nccl_channels must be 0 (the model's rule) or a "
+                      "multiple of 2 x the node's 4 NICs up to NCCL's 64 (is 12)"),
+            std::string::npos);
+  EXPECT_NE(message_for("pcie_latency_ns: 300", "pcie_latency_ns: 300 nccl_channels: -8")
+                .find("tiered.node.nccl_channels"),
+            std::string::npos);
+  EXPECT_NE(
+      message_for("pcie_latency_ns: 300", "pcie_latency_ns: 300 nic_transport_efficiency: 1.5")
+          .find("dgx.textproto: tiered.node.nic_transport_efficiency must be in (0, 1]"),
+      std::string::npos);
+  EXPECT_NE(
+      message_for("pcie_latency_ns: 300", "pcie_latency_ns: 300 nic_transport_efficiency: nan")
+          .find("tiered.node.nic_transport_efficiency"),
+      std::string::npos);
+  EXPECT_EQ(load_topology_text(kSmallTiered, "ok.textproto").tiered().node().nccl_channels(), 0);
   // Links no clock can time are refused by field, not met later as an overflow.
   EXPECT_NE(message_for("nic_bandwidth_gbits: 400", "nic_bandwidth_gbits: 1e-9")
                 .find("tiered.node.nic_bandwidth_gbits must be in [0.8, 800000] (is 1e-09)"),

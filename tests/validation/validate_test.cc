@@ -386,9 +386,8 @@ TEST(ValidationCases, BuiltinCasesPassUnlessTheyGiveAKnownGap) {
   // a thousand rows (gemm.textproto); on the H200 cuDNN's head-dim-64 causal backward
   // (attention.textproto); H200 BF16 and FP8 GEMMs alone back to back, at a lower clock than a
   // training step's mix, and a layer's FP8 GEMMs inside its mix (gemm.textproto); a small
-  // all-to-all's time on one Hopper server (collectives.textproto); NCCL's tree between 128 Alps
-  // nodes, whose dragonfly the tiered topology stands in for with a fat tree
-  // (collectives.textproto).
+  // all-to-all's time on one Hopper server (collectives.textproto); NCCL's ring between 256 Alps
+  // nodes, whose median run has a plugin's costs the model leaves out (collectives.textproto).
   EXPECT_EQ(gaps, 12);
 }
 

@@ -17,9 +17,10 @@
 // Here channel ch runs on rail ch mod GPUs-per-server: its chain starts at that local index and
 // goes round the server, and the chain's first GPU sends and receives the channel's traffic
 // between servers on its own NIC, so every hop between servers stays on one rail and each NIC
-// carries one channel pair, as NCCL's tree graph puts one channel on each NIC. (NCCL's balanced
-// tree pattern lands one child server's traffic on the chain's second GPU; through the same NIC,
-// so the links carry the same bytes.)
+// carries a channel pair, as NCCL's tree graph puts one channel on each NIC, or the channel pairs
+// NCCL's search puts there (NcclHardware::pairs_per_nic). (NCCL's balanced tree pattern lands one
+// child server's traffic on the chain's second GPU; through the same NIC, so the links carry the
+// same bytes.)
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -167,20 +168,24 @@ Schedule build_chain_tree(const ScheduleKey& key) {
 // its message's transfer and latencies (the pipeline's fill and drain), the longest such path.
 // A hop between servers holds its sender's NIC and its receiver's for its transfer, so the two
 // child servers that send up to one server, and the two copies it sends down, go one after the
-// other where they meet.
+// other where they meet; and the `lockstep` channels whose trees take the same NICs (several
+// channels a NIC) send their first chunks over them at once, each at its share.
 Time first_chunk_path(const FluidContext& ctx, const std::vector<Hop>& hops,
-                      std::span<const FluidContext::MessageCost> cost, uint32_t n) {
+                      std::span<const FluidContext::MessageCost> cost, uint32_t n,
+                      int64_t lockstep) {
   std::vector<Time> summed(n), copied(n), sending(n), receiving(n);
   Time last;
   for (std::size_t h = 0; h < hops.size(); ++h) {
     const Hop hop = hops[h];
     const bool up = h < n - 1;
     Time start = up ? summed[hop.from] : copied[hop.from];
+    Time transfer = cost[h].transfer;
     if (!ctx.intra_node(hop.from, hop.to)) {
+      transfer = Time::ps(lockstep * transfer.count_ps());
       start = std::max({start, sending[hop.from], receiving[hop.to]});
-      sending[hop.from] = receiving[hop.to] = start + cost[h].transfer;
+      sending[hop.from] = receiving[hop.to] = start + transfer;
     }
-    const Time landed = start + cost[h].transfer + cost[h].route + cost[h].step;
+    const Time landed = start + transfer + cost[h].route + cost[h].step;
     if (up) {
       summed[hop.to] = std::max(summed[hop.to], landed);
       copied[hop.to] = summed[hop.to];  // the root's copy is its own sum
@@ -218,6 +223,10 @@ std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
     }
   }
   const auto costs = ctx.message_costs(phase, key.chunks);
+  // Channels whose chains start at the same GPU of a server (channel_tree) take the same NICs.
+  const auto local = static_cast<uint32_t>(key.local_size);
+  std::vector<int64_t> on_rail(local);
+  for (uint32_t ch = 0; ch < channels; ++ch) ++on_rail[ch % local];
   for (std::size_t l = 0; l < phase.size(); ++l) {
     Time period;
     for (std::size_t h = 0; h < hops[l].size(); ++h) {
@@ -226,7 +235,7 @@ std::vector<FluidPhase> chain_tree_fluid_phases(const FluidContext& ctx) {
       period = std::max({period, c.transfer + Time::ps(c.route.count_ps() / key.window),
                          network ? c.shared : Time{}});
     }
-    const Time total = first_chunk_path(ctx, hops[l], costs[l], n) +
+    const Time total = first_chunk_path(ctx, hops[l], costs[l], n, on_rail[l / 2 % local]) +
                        Time::ps((key.chunks - 1) * period.count_ps());
     // The network runs a lane for the longer of its time alone plus its walk and its time among
     // the phase's other lanes (Network::send_fluid), so the walk is what `total` adds to the
@@ -251,25 +260,38 @@ bool chain_tree_fluid_fits(const ScheduleKey& key) {
   return key.local_size >= 1 && key.local_size <= kChainTreeFluidMaxLocal && key.n > key.local_size;
 }
 
-// NCCL's tree chunk (src/enqueue.cc, Simple protocol): one buffer slot (NCCL_BUFFSIZE /
-// NCCL_STEPS = 512 KiB), halved while a channel's share of the buffer holds fewer than 8 chunks
-// per level of the tree's depth (down to 128 KiB), then 4 (64 KiB), then 1 (32 KiB); the depth is
-// connectTrees' GPUs per server - 1 + log2(servers). A channel here is one tree of a pair: half of
-// one channel's share, S / (2 channels), a channel per NIC (16 of a GB200 NVL72 rack's 72 GPUs,
-// coll::rail_channels). Every chunk costs 4 (n - 1) messages per channel (up and down, two trees),
-// so past kChainTreeMessages the pieces grow until the schedule fits in it, though never to fewer
-// than kChainTreeMinChunks.
-Pipelining chain_tree_pipelining(int32_t n, int32_t local, int32_t channels, Bytes size) {
-  const auto servers = static_cast<uint32_t>(std::max(1, n / local));
-  const int32_t tree_depth = static_cast<int32_t>(std::bit_width(servers)) - 1;  // log2(servers)
-  const int32_t depth = std::max(1, local - 1 + tree_depth);
-  const Bytes block = size / (2 * static_cast<Bytes>(channels));
+// NCCL's tree chunk, one buffer slot (NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 = 512 KiB) for a
+// channel's share `block`. Simple keeps it at any size, as NCCL's enqueue.cc has since 2.19
+// (computeCollChunkInfo halves only LL128 tree chunks): on 128 Alps nodes, three channels of a
+// tree abreast on each NIC, that pipeline's fill is most of a 16 MiB all-reduce (2.18 ms
+// modelled, 2.07 measured; nccl-gh200-alps-512gpu-128node-allreduce-16m). LL and LL128 keep
+// the older rule that halved it while the block held fewer than 8 chunks per level of the tree's
+// depth (down to 128 KiB), then 4 (64 KiB), then 1 (32 KiB); NCCL's LL128 rule since (nsteps =
+// 1 + log2(servers) + 0.1 GPUs a server, 576,000-byte chunks halved below nsteps x 64 / ppn of
+// them) cuts within 4x of it, and the fluid form's bound (tests/coll/fluid_test) holds for it.
+// The depth is GPUs per server - 1 + log2(servers).
+Bytes nccl_tree_chunk(Protocol protocol, int32_t servers, int32_t local, Bytes block) {
   Bytes piece = kSlot;
+  if (protocol != Protocol::kLl && protocol != Protocol::kLl128) return piece;
+  const int32_t tree_depth = std::bit_width(static_cast<uint32_t>(servers)) - 1;
+  const int32_t depth = std::max(1, local - 1 + tree_depth);
   while (block / piece < 8 * depth && piece > 128 * kKiB) piece /= 2;
   while (block / piece < 4 * depth && piece > 64 * kKiB) piece /= 2;
   while (block / piece < depth && piece > 32 * kKiB) piece /= 2;
+  return piece;
+}
+
+// A channel pair's tree here carries one NCCL channel's share, S / (2 channels), a channel pair per
+// NIC (16 of a GB200 NVL72 rack's 72 GPUs, coll::rail_channels) unless the topology says how many
+// NCCL builds, in NCCL's tree chunks. Every chunk costs 4 (n - 1) messages per channel (up and
+// down, two trees), so past kChainTreeMessages the pieces grow until the schedule fits in it,
+// though never to fewer than kChainTreeMinChunks.
+Pipelining chain_tree_pipelining(const PipelineShape& s) {
+  const int32_t servers = std::max(1, s.n / s.local);
+  const Bytes block = s.size / (2 * static_cast<Bytes>(s.channels));
+  const Bytes piece = nccl_tree_chunk(s.protocol, servers, s.local, block);
   const int64_t most = std::max<int64_t>(
-      kChainTreeMinChunks, kChainTreeMessages / (4 * static_cast<int64_t>(channels) * n));
+      kChainTreeMinChunks, kChainTreeMessages / (4 * static_cast<int64_t>(s.channels) * s.n));
   return {block, std::max(piece, (block + most - 1) / most)};
 }
 

@@ -27,7 +27,7 @@ AlgorithmInfo chain_tree_algorithm();    // chain_tree.cc
 
 // NCCL's tree pipelining: halves of the buffer in pieces (down to 64 KiB) until there are 8 per
 // level of a tree over n ranks, so that the pipeline fills. (tree.cc)
-Pipelining tree_pipelining(int32_t n, int32_t local, int32_t channels, Bytes size);
+Pipelining tree_pipelining(const PipelineShape& shape);
 
 // One of the two binary trees of NCCL's double binary tree over `members` (double_binary_tree):
 // each member's node, and the members root first, by depth, so that children come after their

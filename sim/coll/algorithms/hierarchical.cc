@@ -101,8 +101,8 @@ std::vector<FluidPhase> hierarchical_fluid_phases(const FluidContext& ctx) {
 }
 
 // S/n pieces in chunks of one NCCL ring step, so that the three phases overlap.
-Pipelining hierarchical_pipelining(int32_t n, int32_t, int32_t, Bytes size) {
-  return {size / n, kRingChunk};
+Pipelining hierarchical_pipelining(const PipelineShape& s) {
+  return {s.size / s.n, kRingChunk};
 }
 
 }  // namespace

@@ -41,8 +41,8 @@ Schedule build_nvls(const ScheduleKey& key) {
 }
 
 // S/n shards in chunks of one NCCL ring step.
-Pipelining nvls_pipelining(int32_t n, int32_t, int32_t, Bytes size) {
-  return {size / n, kRingChunk};
+Pipelining nvls_pipelining(const PipelineShape& s) {
+  return {s.size / s.n, kRingChunk};
 }
 
 }  // namespace

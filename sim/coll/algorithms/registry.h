@@ -22,16 +22,26 @@ struct Pipelining {
   Bytes piece = 0;
 };
 
+// What a form's pipelining depends on: n ranks, `local` of them per server (1 when unknown or
+// spread; only forms laid out on servers read it), `channels` parallel channels (forms that take
+// them), `size` bytes, and the protocol NCCL runs the call with (kAuto: not known; taken as
+// Simple), whose buffers set NCCL's chunks.
+struct PipelineShape {
+  int32_t n = 1;
+  int32_t local = 1;
+  int32_t channels = 1;
+  Bytes size = 0;
+  Protocol protocol = Protocol::kAuto;
+};
+
 // How one algorithm runs one op.
 struct OpForm {
   Op op{};
   // The message schedule of a normalized key of this algorithm and op (see normalize).
   Schedule (*build)(const ScheduleKey& key) = nullptr;
-  // What auto_chunks and auto_window cut for n ranks, `local` of them per server (1 when unknown
-  // or spread; only forms laid out on servers read it), `channels` parallel channels (forms that
-  // take them) and `size` bytes. nullptr: every send waits for nothing, so neither pipelining nor
-  // a window applies (normalize sets chunks and window to 1).
-  Pipelining (*pipelining)(int32_t n, int32_t local, int32_t channels, Bytes size) = nullptr;
+  // What auto_chunks and auto_window cut for a call of this shape. nullptr: every send waits for
+  // nothing, so neither pipelining nor a window applies (normalize sets chunks and window to 1).
+  Pipelining (*pipelining)(const PipelineShape& shape) = nullptr;
   // Takes parallel rings (ScheduleKey::channels; normalize sets 1 otherwise). Several channels
   // over servers of local_size > 1 ranks are rail-aligned (channel_ring), and local_size must
   // then divide the group.

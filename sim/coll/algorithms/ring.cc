@@ -226,13 +226,13 @@ std::vector<FluidPhase> ring_fluid_phases(const FluidContext& ctx) {
 }
 
 // A flat ring is pipelined across its n shards already: one chunk (see auto_chunks).
-Pipelining ring_pipelining(int32_t n, int32_t, int32_t, Bytes size) {
-  return {size / n, size / n + 1};
+Pipelining ring_pipelining(const PipelineShape& s) {
+  return {s.size / s.n, s.size / s.n + 1};
 }
 
 // The broadcast buffer in 512 KiB slots.
-Pipelining broadcast_pipelining(int32_t, int32_t, int32_t, Bytes size) {
-  return {size, kSlot};
+Pipelining broadcast_pipelining(const PipelineShape& s) {
+  return {s.size, kSlot};
 }
 
 }  // namespace

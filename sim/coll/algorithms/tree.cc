@@ -105,12 +105,12 @@ Schedule build_tree(const ScheduleKey& key) {
 
 // Like NCCL's tree, halve pieces of each half (down to 64 KiB) until there are 8 per level of
 // depth, so that the pipeline fills.
-Pipelining tree_pipelining(int32_t n, int32_t, int32_t, Bytes size) {
+Pipelining tree_pipelining(const PipelineShape& s) {
   int32_t depth = 1;
-  while ((int32_t{1} << depth) < n) ++depth;
+  while ((int32_t{1} << depth) < s.n) ++depth;
   Bytes piece = kSlot;
-  while (size / 2 / piece < 8 * depth && piece > kSlot / 8) piece /= 2;
-  return {size / 2, piece};
+  while (s.size / 2 / piece < 8 * depth && piece > kSlot / 8) piece /= 2;
+  return {s.size / 2, piece};
 }
 
 TreeOrder tree_order(int32_t members, int tree) {
