@@ -327,9 +327,10 @@ class CollectivePlanner {
     key_.root = root;
     if (req_.chunks > 0) key_.chunks = req_.chunks;
     if (req_.window > 0 || req_.chunks > 0)
-      key_.window = req_.window > 0 ? req_.window
-                                    : coll::auto_window(key_.op, key_.algo, key_.n, key_.chunks,
-                                                        size, auto_local_, key_.channels);
+      key_.window = req_.window > 0
+                        ? req_.window
+                        : coll::auto_window(key_.op, key_.algo, key_.n, key_.chunks, size,
+                                            auto_local_, key_.channels, key_.protocol);
     // NCCL's choice keeps the servers as plan() laid them out for the chooser (one member each
     // where the group splits them unevenly); an algorithm asked for by name takes the real count,
     // and its check.
