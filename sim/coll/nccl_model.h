@@ -51,11 +51,14 @@ struct NcclGraph {
   // The tree graph's pattern is NCCL_TOPO_PATTERN_TREE: each channel's parent and children
   // across servers go through one GPU and its NIC (tree_one_gpu_share).
   bool tree_one_gpu = false;
-  // NCCL enables LL128 by default only where every hop keeps a 128-byte store in order
-  // (tuning.cc: the graph's path to the NIC at most PXB, or PXN on Hopper and later): not where
-  // the NICs sit behind the CPU, as on GH200 nodes, whose NIC writes into GPU memory over C2C
-  // can land a line's two 64-byte halves out of order (NVIDIA/nccl pull request 2053). Across
-  // servers such a graph runs LL and Simple unless the protocol is forced (NCCL_PROTO).
+  // LL128 relies on every hop keeping a 128-byte store in order. Where the NICs sit behind the
+  // CPU, as on GH200 nodes, the NIC's writes into GPU memory over C2C can land a line's two
+  // 64-byte halves out of order (NVIDIA/nccl pull request 2053). NCCL still enables LL128 there by
+  // default (tuning.cc: paths up to PXN on Hopper, the GPU-CPU-NIC path P2C among them, unless
+  // NCCL_LL128_C2C=0), and the Alps runs that took it returned wrong values and, on 8 nodes, ran
+  // 4-5x slower than the model's LL128 (nccl-gh200-alps-512gpu-128node-allreduce-16m's notes). So
+  // across such servers the model runs LL and Simple, as NCCL_LL128_C2C=0 does, unless the protocol
+  // is forced (NCCL_PROTO).
   bool ll128_between_servers = true;
 };
 

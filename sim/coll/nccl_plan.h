@@ -54,7 +54,7 @@ struct NcclHardware {
   // Channel pairs NCCL runs over each NIC across servers (the topology's NodeFabric
   // nccl_channels; 0: one pair per NIC, rail_channels' rule).
   int32_t pairs_per_nic = 0;
-  // Whether NCCL runs LL128 between servers (not where the NICs sit behind the CPU).
+  // Whether LL128 runs between servers (not where the NICs sit behind the CPU).
   bool ll128_between_servers = true;
   // The share of a NIC's data rate NCCL's transport carries (0: net_transport_efficiency's).
   double net_efficiency = 0;

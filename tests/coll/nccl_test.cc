@@ -522,8 +522,9 @@ TEST(NcclPlan, TreesThroughOneGpuPerServerRunAtNcclsShare) {
 }
 
 TEST(NcclPlan, NicsBehindTheCpuRunNoLl128BetweenServers) {
-  // GH200's NICs hang off the Grace CPU: NCCL runs LL and Simple across Alps nodes (LL128 only
-  // when forced), and LL128 inside one node, where no NIC is on the path.
+  // GH200's NICs hang off the Grace CPU, a path that does not keep LL128's lines in order: LL and
+  // Simple across Alps nodes (LL128 only when forced), and LL128 inside one node, where no NIC is
+  // on the path.
   const net::Topology topo =
       net::build_topology(net::resolve_topology("alps-gh200"), 512, "alps-gh200");
   const NcclTuning tuning = compute::nccl_tuning(topo);
