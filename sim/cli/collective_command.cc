@@ -53,6 +53,7 @@ struct Request {
   bool no_rail_rings = false;
   bool no_nvls_efficiency = false;
   bool no_nvls_bus_cap = false;
+  bool no_nvls_tree_ceiling = false;
   bool no_tree_pattern = false;
   bool no_network_overhead = false;
   bool fluid = false;
@@ -159,6 +160,8 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "effect off: NVLS reduces through the NVSwitch at full link rate")
       ("no-nvls-bus-cap", po::bool_switch(&req.no_nvls_bus_cap),
        "effect off: NVLS bus bandwidth keeps growing past 8 GPUs (NVL72 racks)")
+      ("no-nvls-tree-ceiling", po::bool_switch(&req.no_nvls_tree_ceiling),
+       "effect off: Hopper's NVLS-tree beyond NCCL's per-channel ceiling")
       ("no-tree-pattern", po::bool_switch(&req.no_tree_pattern),
        "effect off: trees whose servers reach the network through one GPU per channel (no "
        "NVSwitch) run at the full rate of NCCL's other trees")
@@ -252,6 +255,7 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   effects.set_rail_aligned_rings(!req.no_rail_rings);
   effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
   effects.set_nvls_bus_bandwidth_cap(!req.no_nvls_bus_cap);
+  effects.set_nvls_tree_channel_ceiling(!req.no_nvls_tree_ceiling);
   effects.set_nccl_tree_pattern(!req.no_tree_pattern);
   effects.set_network_packet_overhead(!req.no_network_overhead);
 }

@@ -82,6 +82,13 @@ struct ArchFigures {
   // NVLink SHARP in the NVSwitch, and NCCL's derating of it (nvlsEfficiency).
   bool nvls;
   double nvls_efficiency;
+  // Whether NVLS-tree runs within kNvlsTreePerCh on the wire (nvls_tree_ceiling_gbps). Hopper's
+  // row is the same in the releases read here, and two H100 servers measure within it: 440.6,
+  // 430 and 470 GB/s of bus bandwidth against its 8 x 57.7 = 461.6 (coreweave/nccl-tests #92,
+  // NVIDIA/nccl #1221, nccl-tests #309). Blackwell's row changed between releases (80 or 43.8
+  // past two servers), and two B300 servers run NVLS-tree at "800GBps +" (NCCL 2.29.7,
+  // NVIDIA/nccl #2035), above its 8 x 96: there it ranks algorithms only.
+  bool nvls_tree_ceiling;
 };
 // Volta and Ampere: SM70/SM80_NVLINK_BW 20.0 of NVLink 2/3's 25 GB/s per link, speedArrayIntra
 // top 40, speedArrayInter; no NVLS. Hopper: SM90_NVLINK_BW 20.6 of NVLink 4's 25 GB/s,
@@ -93,16 +100,17 @@ struct ArchFigures {
 constexpr std::array<double, 10> kInterBeforeBlackwell{48.0, 45.0, 42.0, 40.0, 30.0,
                                                        24.0, 20.0, 15.0, 12.0, 6.0};
 constexpr std::array<ArchFigures, kArchs> kArchFigures{{
-    {"volta", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0},
-    {"ampere", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0},
-    {"hopper", 20.6, 25.0, 60.0, kInterBeforeBlackwell, true, 0.85},
+    {"volta", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0, false},
+    {"ampere", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0, false},
+    {"hopper", 20.6, 25.0, 60.0, kInterBeforeBlackwell, true, 0.85, true},
     {"blackwell",
      40.1,
      50.0,
      90.0,
      {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5},
      true,
-     0.74},
+     0.74,
+     false},
 }};
 const ArchFigures& figures(GpuArch arch) {
   return kArchFigures[static_cast<std::size_t>(arch)];
@@ -180,6 +188,11 @@ bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
 // the links, less one channel's share, both halves of the all-reduce at once (x 2); the network
 // carries the tree's traffic once each way on two servers (x 2), up and down past two; and
 // perChMaxNVLSTreeBws caps it. To algorithm bandwidth as a ring's, nRanks / (2 (nRanks - 1)).
+// NCCL takes these terms from its NVLS graph (nvls_tree_channels: 8 channels of 40 GB/s on H100
+// servers, NVIDIA/nccl #1197); the ring graph's stand in here (12 of 30). The NVLS graph's network
+// speed comes from the search's second pass, which the model does not follow, and past two
+// servers NCCL's ranking of NVLS-tree against the ring turns on it (8 x 45.5 against the ring's
+// 384 at 48 GB/s, 8 x 40 at 40), so the ranking keeps the ring graph's terms.
 double nvls_tree_bandwidth_gbps(Op op, const NcclGraph& g) {
   const double channels = g.channels;
   const double intra =
@@ -192,6 +205,24 @@ double nvls_tree_bandwidth_gbps(Op op, const NcclGraph& g) {
 }
 
 }  // namespace
+
+int32_t nvls_tree_channels(int32_t local) {
+  // NVLS channels are the GPUs that pull from the switch, "so the more the better", up to one
+  // per GPU (search.cc ncclTopoCompareGraphs) and NCCL_MAX_NVLS_ARITY, 32 since NCCL 2.20
+  // (device.h). An H100 server with 8 NICs gets 8 ("Why does NCCL only use 8 channels on
+  // NVLSTree algorithm?", NVIDIA/nccl issue 1041; its graph dump in issue 1197: "Pattern 5,
+  // nChannels 8"); the execution channels (CTAs) are set apart from these (sjeaugey, ibid.).
+  constexpr int32_t kMaxNvlsArity = 32;
+  return std::clamp(local, 1, kMaxNvlsArity);
+}
+
+double nvls_tree_ceiling_gbps(GpuArch arch, int32_t ranks, int32_t nodes, int32_t local) {
+  if (nodes < 2 || ranks < 2) return 0;
+  const double per_channel = kNvlsTreePerCh[static_cast<std::size_t>(arch)][nodes_index(nodes)];
+  if (!figures(arch).nvls_tree_ceiling || per_channel <= 0) return 0;
+  // NCCL's bus bandwidth to an all-reduce's algorithm bandwidth: nRanks / nSteps.
+  return nvls_tree_channels(local) * per_channel * ranks / (2.0 * (ranks - 1));
+}
 
 Protocol parse_protocol(std::string_view text) {
   if (text == "simple") return Protocol::kSimple;

@@ -99,6 +99,16 @@ double nvls_switch_efficiency(GpuArch arch);
 // at the 8-GPU figure (see the definition for the measurements).
 int32_t nvls_bus_bandwidth_group();
 
+// The most algorithm bandwidth NCCL's NVLS-tree all-reduce kernel reaches over `nodes` servers of
+// `local` GPUs (`ranks` in all), GB/s: the per-channel ceiling of NCCL's tuning model for that
+// kernel (perChMaxNVLSTreeBws) on each channel of its NVLS graph, one per head GPU of a
+// server (nvls_tree_channels), in bus bandwidth, as algorithm bandwidth. 0: no ceiling (one
+// server, and every GPU but Hopper: see ArchFigures::nvls_tree_ceiling).
+double nvls_tree_ceiling_gbps(GpuArch arch, int32_t ranks, int32_t nodes, int32_t local);
+// The channels of NCCL's NVLS graph on servers of `local` GPUs: one per head GPU, at most
+// NCCL_MAX_NVLS_ARITY (32).
+int32_t nvls_tree_channels(int32_t local);
+
 // NCCL's model terms for (op, algo, protocol): latency in µs, algorithm bandwidth in GB/s (0 where
 // NCCL does not run that combination), time in µs for `bytes` (tuning.cc ncclTopoGetAlgoTime).
 double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g);

@@ -100,6 +100,23 @@ NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, 
   return choose_nccl(op, graph(n, members_per_node), bytes, only);
 }
 
+void NcclTuning::hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wire) const {
+  const double ceiling = nvls_tree_ceiling_gbps(hw_->arch, n, n / local, local);
+  if (ceiling <= 0) return;
+  // The algorithm bandwidth each side reaches on this wire. The switch side: each GPU's messages
+  // carry 2 (local - 1) / local of the buffer each way over its links, into the heads and out of
+  // them. The network side: each GPU's NIC carries its shard's tree traffic, 1 / local of the
+  // buffer each way on two servers (the root of one tree, the leaf of the other) and 2 / local
+  // past two (an inner node of one tree, a leaf of the other).
+  const double nvlink = hw_->nvlink_gbps * wire.nvlink_efficiency * local / (2.0 * (local - 1));
+  const double net = hw_->nic_gbps * wire.net_efficiency * local / (n / local > 2 ? 2.0 : 1.0);
+  // The ceiling slows the side that binds: on two H100 servers the switch, past two the NICs.
+  if (nvlink <= net)
+    wire.nvlink_efficiency *= std::min(1.0, ceiling / nvlink);
+  else
+    wire.net_efficiency *= std::min(1.0, ceiling / net);
+}
+
 Time NcclTuning::p2p_launch_latency() const {
   return hw_ && settings_.step_latency ? Time::from_us(hw_->kernel_launch_us) : Time{};
 }
@@ -177,6 +194,8 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.wire.nvlink_efficiency *= switch_efficiency;
   // The SM copy loops of every other algorithm reach the measured share of NCCL's NVLink figure.
   if (settings_.nvlink_overhead && !nvls) key.wire.nvlink_efficiency *= hw_->nvlink_copy_efficiency;
+  if (settings_.nvls_tree_ceiling && info.nccl == NcclAlgo::kNvlsTree && across)
+    hold_nvls_tree_ceiling(n, local, key.wire);
   // PAT moves its data at NCCL's model's .75 of the channels' bandwidth (tuning.cc: busBw *= .75).
   if (info.nccl == NcclAlgo::kPat) {
     key.wire.nvlink_efficiency *= pat_bandwidth_share();

@@ -24,6 +24,7 @@ struct NcclSettings {
   bool nvlink_overhead = true;    // NCCL's NVLink payload efficiency (20.6 of 25 GB/s per link)
   bool nvls_efficiency = true;    // NVLS through the NVSwitch at nvls_switch_efficiency of links
   bool nvls_bus_cap = true;       // NVLS past 8 GPUs at the 8-GPU bus bandwidth (NVL72 racks)
+  bool nvls_tree_ceiling = true;  // NVLS-tree within NCCL's per-channel ceiling (H100 servers)
   bool tree_pattern = true;       // one-GPU-per-server trees at NCCL's .85 (tree_one_gpu_share)
   bool network_overhead = true;   // NICs at NCCL's 96% of data rate, or the topology's share
   bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies
@@ -43,6 +44,7 @@ bool nccl_tuned(Op op);
 struct NcclHardware {
   GpuArch arch = GpuArch::kHopper;
   int32_t nvlinks = 18;
+  double nvlink_gbps = 450;  // NVLink bandwidth per GPU per direction (gpu.proto), GB/s
   double nic_gbps = 50;
   // What NCCL's SM copies reach of its NVLink figure (gpu.proto nvlink_copy_efficiency).
   double nvlink_copy_efficiency = 1.0;
@@ -94,6 +96,11 @@ class NcclTuning {
   void require_nvls_possible(Algorithm requested, int32_t n, int32_t members_per_node) const;
 
  private:
+  // Lowers the efficiency of the side of an NVLS-tree over servers of `local` GPUs (n ranks) that
+  // binds on `wire`, the switch or the NICs, so that it stays within NCCL's ceiling
+  // (nvls_tree_ceiling_gbps); nothing where it already does.
+  void hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wire) const;
+
   std::optional<NcclHardware> hw_;
   NcclSettings settings_;
 };

@@ -14,6 +14,7 @@ coll::NcclHardware nccl_hardware(const GpuProfile& profile) {
   coll::NcclHardware hw;
   hw.arch = coll::parse_gpu_arch(profile.architecture());
   hw.nvlinks = profile.nvlinks();
+  hw.nvlink_gbps = profile.nvlink_bandwidth_gbytes();
   hw.nic_gbps = profile.nic_bandwidth_gbits() / 8.0;  // Gb/s to GB/s
   hw.nvlink_copy_efficiency = profile.nvlink_copy_efficiency();
   hw.kernel_launch_us = profile.kernel_launch_overhead_us();

@@ -87,12 +87,20 @@ clustersim::NetworkMode config_network_mode(net::NetworkMode mode) {
 
 std::span<const std::string_view> world_effects() {
   // Read by nccl_settings and executor_options below; WorldEffects tests hold the list to them.
-  static constexpr std::string_view kNames[] = {
-      "nccl_protocol_overhead",  "nvlink_protocol_overhead",  "nvls_switch_efficiency",
-      "network_packet_overhead", "nccl_step_latency",         "rail_aligned_rings",
-      "nccl_algorithm_choice",   "nvls_bus_bandwidth_cap",    "nccl_tree_pattern",
-      "moe_all_to_all_wire",     "comm_compute_interference", "interference_wave_quantization",
-      "side_stream_contention"};
+  static constexpr std::string_view kNames[] = {"nccl_protocol_overhead",
+                                                "nvlink_protocol_overhead",
+                                                "nvls_switch_efficiency",
+                                                "network_packet_overhead",
+                                                "nccl_step_latency",
+                                                "rail_aligned_rings",
+                                                "nccl_algorithm_choice",
+                                                "nvls_bus_bandwidth_cap",
+                                                "nvls_tree_channel_ceiling",
+                                                "nccl_tree_pattern",
+                                                "moe_all_to_all_wire",
+                                                "comm_compute_interference",
+                                                "interference_wave_quantization",
+                                                "side_stream_contention"};
   return kNames;
 }
 
@@ -112,6 +120,7 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   s.nvlink_overhead = e.nvlink_protocol_overhead();
   s.nvls_efficiency = e.nvls_switch_efficiency();
   s.nvls_bus_cap = e.nvls_bus_bandwidth_cap();
+  s.nvls_tree_ceiling = e.nvls_tree_channel_ceiling();
   s.tree_pattern = e.nccl_tree_pattern();
   s.network_overhead = e.network_packet_overhead();
   // An ideal network makes communication free (NetworkMode IDEAL): NCCL's software latencies too.

@@ -232,7 +232,11 @@ TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
     EXPECT_DOUBLE_EQ(key.wire.byte_factor, 1.0);
     EXPECT_DOUBLE_EQ(key.wire.nvlink_efficiency, link * 0.85 / ((n + 1.0) / (2.0 * (n - 1)))) << n;
   }
-  const ScheduleKey tree = tuning.plan(Op::kAllReduce, 16, 8, kGiB, Algorithm::kNvlsTree);
+  // (NVLS-tree's per-channel ceiling aside: NcclSimulated.NvlsTreeOnHopperServers...)
+  NcclSettings no_ceiling;
+  no_ceiling.nvls_tree_ceiling = false;
+  const ScheduleKey tree = compute::nccl_tuning("h100", no_ceiling)
+                               .plan(Op::kAllReduce, 16, 8, kGiB, Algorithm::kNvlsTree);
   EXPECT_DOUBLE_EQ(tree.wire.nvlink_efficiency, link * 0.85 / (9.0 / 14.0));
   EXPECT_DOUBLE_EQ(tree.wire.net_efficiency, 0.96);
   EXPECT_DOUBLE_EQ(tree.wire.byte_factor, 1.0);
@@ -279,6 +283,39 @@ TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {
   off.nvls_efficiency = false;
   EXPECT_NEAR(simulate(Op::kAllReduce, 1, 8 * kGiB, off).busbw_gbytes_per_s, link / 1.125 * 1.75,
               0.01 * 577);
+}
+
+TEST(NcclSimulated, NvlsTreeOnHopperServersRunsWithinNcclsPerChannelCeiling) {
+  // Two H100 servers, 8 GiB: NVLS-tree's 8 channels (one per GPU) of at most 57.7 GB/s each
+  // (perChMaxNVLSTreeBws) give 461.6 GB/s of bus bandwidth (measured 430 to 470). Without the
+  // ceiling the switch sets it: one server's NVLS algbw, 18 x 20.6 x 0.85 / (9/8) = 280 GB/s,
+  // 525 of bus bandwidth over 16 ranks.
+  const Result two = simulate(Op::kAllReduce, 2, 8 * kGiB);
+  ASSERT_EQ(two.key.algo, Algorithm::kNvlsTree);
+  EXPECT_NEAR(two.busbw_gbytes_per_s, 8 * 57.7, 0.01 * 461.6);
+  NcclSettings off;
+  off.nvls_tree_ceiling = false;
+  EXPECT_NEAR(simulate(Op::kAllReduce, 2, 8 * kGiB, off).busbw_gbytes_per_s,
+              18 * 20.6 * 0.85 / 1.125 * 2 * 15 / 16, 0.01 * 525);
+  // Past two servers each NIC carries twice the tree traffic and binds first: the ceiling,
+  // 8 x 45.5 GB/s of bus bandwidth, slows the NICs (from 4 x 48 GB/s of algbw) and not the switch.
+  const NcclTuning h100 = compute::nccl_tuning("h100"),
+                   h100_off = compute::nccl_tuning("h100", off);
+  const ScheduleKey four = h100.plan(Op::kAllReduce, 32, 8, 8 * kGiB, Algorithm::kNvlsTree);
+  const ScheduleKey four_off = h100_off.plan(Op::kAllReduce, 32, 8, 8 * kGiB, Algorithm::kNvlsTree);
+  EXPECT_DOUBLE_EQ(four.wire.nvlink_efficiency, four_off.wire.nvlink_efficiency);
+  EXPECT_NEAR(four.wire.net_efficiency, 0.96 * (8 * 45.5 * 32 / 62) / (4 * 48), 1e-9);
+  // The ceiling in algorithm bandwidth; none on one server, nor on Blackwell.
+  EXPECT_NEAR(nvls_tree_ceiling_gbps(GpuArch::kHopper, 16, 2, 8), 8 * 57.7 * 16 / 30, 1e-9);
+  EXPECT_NEAR(nvls_tree_ceiling_gbps(GpuArch::kHopper, 64, 8, 8), 8 * 45.5 * 64 / 126, 1e-9);
+  EXPECT_EQ(nvls_tree_ceiling_gbps(GpuArch::kHopper, 8, 1, 8), 0);
+  EXPECT_EQ(nvls_tree_ceiling_gbps(GpuArch::kBlackwell, 16, 2, 8), 0);
+  const NcclTuning b200 = compute::nccl_tuning("b200");
+  EXPECT_DOUBLE_EQ(
+      b200.plan(Op::kAllReduce, 16, 8, 8 * kGiB, Algorithm::kNvlsTree).wire.nvlink_efficiency,
+      compute::nccl_tuning("b200", off)
+          .plan(Op::kAllReduce, 16, 8, 8 * kGiB, Algorithm::kNvlsTree)
+          .wire.nvlink_efficiency);
 }
 
 TEST(NcclPlan, NvlsPastEightGpusRunsAtTheEightGpuRate) {

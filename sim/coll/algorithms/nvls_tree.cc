@@ -191,7 +191,9 @@ Time half_first_chunk_path(const HalfHops& h, std::span<const FluidContext::Mess
   };
   for (const HeadHop hop : h.into) {
     // Both halves travel in one message, while the server's other GPUs send into the same head.
-    const Time shared = repeated(cost[e].shared, 2);
+    // The phase's sharing of a GPU's NVLink port counts its edges into the heads and, as the head
+    // of its own shard, as many out of it; the first chunk meets only the ones into the heads.
+    const Time shared = Time::ps(cost[e].shared.count_ps() / 2);
     summed[hop.to / local] =
         std::max(summed[hop.to / local], shared + cost[e].route + cost[e].step);
     ++e;
@@ -223,9 +225,11 @@ Time half_first_chunk_path(const HalfHops& h, std::span<const FluidContext::Mess
 // half of shard l once (the reductions both halves in one message, here split between the two
 // lanes). Chunks pipeline through the four, so on an idle network the message schedule ends
 // after the first chunk's trip and chunks - 1 periods of the lane's slowest connection: its
-// transfer and a window's share of its route latency, and between servers its transfer while the
-// phase's other connections share its NIC (NVLink's sharing is left to the network, as for the
-// chain-tree, chain_tree.cc). The walk is what that adds to the lane's time alone.
+// transfer and a window's share of its route latency, or its transfer while the phase's other
+// connections share its GPU's NVLink port or its NIC. Unlike a chain's, the NVLink transfers here
+// queue: every GPU sends into and out of the heads of all shards each chunk, and where the switch
+// side binds (two H100 servers under NCCL's NVLS-tree ceiling) the port's share sets the period.
+// The walk is what that adds to the lane's time alone.
 std::vector<FluidPhase> nvls_tree_fluid_phases(const FluidContext& ctx) {
   const ScheduleKey& key = ctx.key;
   const auto local = static_cast<uint32_t>(key.local_size);
@@ -235,29 +239,20 @@ std::vector<FluidPhase> nvls_tree_fluid_phases(const FluidContext& ctx) {
                                        tree_order(static_cast<int32_t>(servers), 1)};
   FluidPhase phase;
   std::vector<HalfHops> hops;
-  std::vector<std::vector<HeadHop>> edges;  // per lane, in the order of its edges
   for (uint32_t l = 0; l < local; ++l) {
     for (const TreeOrder& tree : trees) {
       hops.push_back(half_hops(tree, local, servers, l));
       FluidLane& lane = phase.emplace_back();
-      std::vector<HeadHop>& in_order = edges.emplace_back();
       const HalfHops& h = hops.back();
-      for (const auto* group : {&h.into, &h.up, &h.down, &h.out}) {
-        for (const HeadHop hop : *group) {
-          ctx.add_edge(lane, hop.from, hop.to, payload);
-          in_order.push_back(hop);
-        }
-      }
+      for (const auto* group : {&h.into, &h.up, &h.down, &h.out})
+        for (const HeadHop hop : *group) ctx.add_edge(lane, hop.from, hop.to, payload);
     }
   }
   const auto costs = ctx.message_costs(phase, key.chunks);
   for (std::size_t l = 0; l < phase.size(); ++l) {
     Time period, alone;
-    for (std::size_t e = 0; e < costs[l].size(); ++e) {
-      const auto& c = costs[l][e];
-      const bool network = !ctx.intra_node(edges[l][e].from, edges[l][e].to);
-      period = std::max({period, c.transfer + Time::ps(c.route.count_ps() / key.window),
-                         network ? c.shared : Time{}});
+    for (const auto& c : costs[l]) {
+      period = std::max({period, c.transfer + Time::ps(c.route.count_ps() / key.window), c.shared});
       alone = std::max(alone, repeated(c.own, key.chunks));
     }
     const Time total =
