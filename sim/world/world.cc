@@ -87,20 +87,12 @@ clustersim::NetworkMode config_network_mode(net::NetworkMode mode) {
 
 std::span<const std::string_view> world_effects() {
   // Read by nccl_settings and executor_options below; WorldEffects tests hold the list to them.
-  static constexpr std::string_view kNames[] = {"nccl_protocol_overhead",
-                                                "nvlink_protocol_overhead",
-                                                "nvls_switch_efficiency",
-                                                "network_packet_overhead",
-                                                "nccl_step_latency",
-                                                "rail_aligned_rings",
-                                                "nccl_algorithm_choice",
-                                                "nvls_bus_bandwidth_cap",
-                                                "nvls_tree_channel_ceiling",
-                                                "nccl_tree_pattern",
-                                                "moe_all_to_all_wire",
-                                                "comm_compute_interference",
-                                                "interference_wave_quantization",
-                                                "side_stream_contention"};
+  static constexpr std::string_view kNames[] = {
+      "nccl_protocol_overhead",  "nvlink_protocol_overhead",  "nvls_switch_efficiency",
+      "network_packet_overhead", "nccl_step_latency",         "rail_aligned_rings",
+      "nccl_algorithm_choice",   "nvls_bus_bandwidth_cap",    "nccl_tree_pattern",
+      "moe_all_to_all_wire",     "comm_compute_interference", "interference_wave_quantization",
+      "side_stream_contention",  "nvls_tree_channel_ceiling"};
   return kNames;
 }
 
