@@ -34,6 +34,8 @@ coll::NcclTuning nccl_tuning(const net::Topology& topology, coll::NcclSettings s
   hw.ll128_between_servers = !topology.nic_behind_cpu;
   hw.net_efficiency = topology.nic_transport_efficiency;
   if (topology.nic_gbits > 0) hw.nic_gbps = topology.nic_gbits / 8.0;  // Gb/s to GB/s
+  // A GPU's NVLink as the links carry it (in a mesh the figure is a pair's: the profile's stands).
+  if (hw.nvswitch && topology.nvlink_gbytes > 0) hw.nvlink_gbps = topology.nvlink_gbytes;
   return coll::NcclTuning(hw, settings);
 }
 

@@ -91,6 +91,9 @@ class Topology {
   // Each NIC's data rate in Gb/s, as NCCL's model reads it (tiered topologies; 0: unknown, the
   // GPU profile's nic_bandwidth_gbits stands).
   double nic_gbits = 0;
+  // NodeFabric nvlink_bandwidth_gbytes, GB/s per direction: each GPU's into the NVSwitch, or each
+  // pair's in an NVLink mesh (tiered topologies; 0: unknown).
+  double nvlink_gbytes = 0;
   // Channel pairs NCCL runs over each NIC where the topology gives its channel count
   // (NodeFabric nccl_channels; 0: the model's rule), and whether the NICs sit behind the CPU
   // (NodeFabric nic_behind_cpu).

@@ -416,6 +416,7 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
 
   const Bandwidth nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits());
   topo.nic_gbits = n.nic_bandwidth_gbits();
+  topo.nvlink_gbytes = n.nvlink_bandwidth_gbytes();
   topo.nccl_pairs_per_nic = n.nccl_channels() / (2 * n.gpus_per_node() * nics_per_gpu);
   topo.nic_behind_cpu = n.nic_behind_cpu();
   topo.nic_transport_efficiency = n.nic_transport_efficiency();
