@@ -52,8 +52,30 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
   for (const auto& [link, bytes] : endpoint_bytes) {
     const auto b = static_cast<Bytes>(std::llround(bytes));
     plan.slowest = std::max(plan.slowest, transfer_time(b, topology.link(link).bandwidth));
+    plan.port_bytes.emplace_back(link, bytes);
   }
+  // By link, so that the plan (and what it books) does not depend on the hash map's order.
+  std::sort(plan.port_bytes.begin(), plan.port_bytes.end());
   return plan;
+}
+
+Time AnalyticalNetwork::share_ports_with_this_instant(const FluidPlan& plan) {
+  const Topology& topology = routing_.topology();
+  if (instant_ != sim_.now()) {
+    for (const LinkId l : instant_ports_) instant_port_bytes_[l] = 0;
+    instant_ports_.clear();
+    instant_ = sim_.now();
+  }
+  if (instant_port_bytes_.empty()) instant_port_bytes_.assign(topology.num_links(), 0.0);
+  Time busiest;
+  for (const auto& [link, bytes] : plan.port_bytes) {
+    double& booked = instant_port_bytes_[link];
+    if (booked == 0) instant_ports_.push_back(link);
+    booked += bytes;
+    const auto b = static_cast<Bytes>(std::llround(booked));
+    busiest = std::max(busiest, transfer_time(b, topology.link(link).bandwidth));
+  }
+  return busiest;
 }
 
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
@@ -63,14 +85,18 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mir
     fluid_plans_.push_back(plan_fluid(edges));
   }
   const bool kept = slot && slot->network == slot_id_;
-  const FluidPlan plan = kept ? fluid_plans_[slot->plan] : plan_fluid(edges);
+  FluidPlan fresh;
+  if (!kept) fresh = plan_fluid(edges);
+  const FluidPlan& plan = kept ? fluid_plans_[slot->plan] : fresh;
   stats_.add(plan.traffic);
-  if (done) sim_.schedule_in(plan.slowest + waits, std::move(done));
+  const Time ports = share_ports_with_this_instant(plan);
+  if (done) sim_.schedule_in(std::max(plan.slowest + waits, ports), std::move(done));
 }
 
-Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t) {
+Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes,
+                                            int32_t sharing) {
   if (src == dst || bytes <= 0) return Time{};
-  return transfer_time(static_cast<Bytes>(std::llround(bytes)),
+  return transfer_time(static_cast<Bytes>(std::llround(bytes * std::max(sharing, 1))),
                        routing_.route(src, dst).bottleneck);
 }
 

@@ -3,6 +3,7 @@
 
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/core/simulator.h"
@@ -24,11 +25,13 @@ class AnalyticalNetwork final : public Network {
   AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  // Takes as long as its slowest edge alone, or as its busiest endpoint link (one touching a GPU
-  // or NIC, Topology::is_endpoint_link, which no routing avoids) carrying every edge of the
-  // transfer that crosses it, if that is longer: the edges of one transfer share their servers'
-  // ports; other transfers, and the ports' bookings by messages, are not seen. With a slot, that
-  // time and the traffic are worked out once per edge list.
+  // Takes as long as its slowest edge alone plus `waits`, or as its busiest endpoint link (one
+  // touching a GPU or NIC, Topology::is_endpoint_link, which no routing avoids) carrying every
+  // edge that crosses it, if that is longer. The edges counted there are this transfer's and
+  // those of the fluid transfers sent before it at the same instant: the lanes of one phase of a
+  // fluid collective (coll/fluid_form.h), which run side by side and share their servers' ports.
+  // Transfers sent at other times, and the ports' bookings by messages, are not seen. With a
+  // slot, the time alone, the bytes per port and the traffic are worked out once per edge list.
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
                   FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override {
@@ -40,12 +43,16 @@ class AnalyticalNetwork final : public Network {
   const TrafficStats& stats() const override { return stats_; }
 
  private:
-  // What one fluid send takes and adds to the traffic.
+  // What one fluid send takes alone, the bytes it puts on each endpoint link, and its traffic.
   struct FluidPlan {
     Time slowest;
+    std::vector<std::pair<LinkId, double>> port_bytes;
     TrafficStats traffic;
   };
   FluidPlan plan_fluid(std::span<const FluidEdge> edges);
+  // Adds the plan's bytes to the ports of this instant's fluid transfers; returns when the
+  // busiest of its ports has passed every byte booked on it at this instant.
+  Time share_ports_with_this_instant(const FluidPlan& plan);
   // Queues `bytes` on the route's ports; returns when the last of them has passed them on.
   Time queue_at_ports(const Route& route, Bytes bytes);
 
@@ -55,6 +62,10 @@ class AnalyticalNetwork final : public Network {
   static constexpr std::size_t kMaxFluidPlans = std::size_t{1} << 20;  // about 100 MB
   std::vector<FluidPlan> fluid_plans_;                                 // those named by slots
   std::vector<Time> port_drained_at_;  // per link, when its queued bytes have passed it
+  // Fluid bytes per link sent at `instant_` (the links touched listed, to clear them after).
+  Time instant_ = Time::max();
+  std::vector<double> instant_port_bytes_;
+  std::vector<LinkId> instant_ports_;
 };
 
 // Communication is free: every message completes at the time it was sent (as a scheduled event,

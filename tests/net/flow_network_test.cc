@@ -384,8 +384,8 @@ TEST(AnalyticalNetwork, IgnoresContentionInTheCore) {
 }
 
 // One fluid transfer's edges share the links at their ends (an incast into GPU 2, or GPU 0
-// sending to two), while edges with disjoint ends each take their lone time; other transfers
-// are still not seen.
+// sending to two), while edges with disjoint ends each take their lone time; transfers sent at
+// other instants are not seen.
 TEST(AnalyticalNetwork, AFluidTransfersEdgesShareTheirEndpointLinks) {
   Star star(4, kBw, kLat);
   Simulator sim;
@@ -407,6 +407,47 @@ TEST(AnalyticalNetwork, AFluidTransfersEdgesShareTheirEndpointLinks) {
             transfer_time(static_cast<Bytes>(3 * size), kBw));
   EXPECT_EQ(took({{g[0], g[1], size}, {g[0], g[2], size}}),
             transfer_time(static_cast<Bytes>(2 * size), kBw));
+}
+
+// Fluid transfers sent at one instant (the lanes of one phase of a fluid collective) share
+// their endpoint links as one transfer's edges do: the first sent takes its lone time, each
+// later one that crosses the same port ends once the port has passed every byte before its own,
+// and one whose ports are its own keeps its lone time. A transfer already paced past that (its
+// waits) keeps its pace.
+TEST(AnalyticalNetwork, FluidTransfersSentAtOneInstantShareTheirEndpointLinks) {
+  Star star(5, kBw, kLat);
+  Simulator sim;
+  Routing routing(star.topo);
+  AnalyticalNetwork net(sim, routing);
+  const auto& g = star.gpus;
+  const double size = 64.0 * kMiB;
+  const Time lone = transfer_time(static_cast<Bytes>(size), kBw);
+  std::vector<Time> end(4, Time::max());
+  const auto send = [&](std::vector<FluidEdge> edges, Time waits, int i) {
+    net.send_fluid(
+        edges, 1, waits, [&end, &sim, i] { end[i] = sim.now(); }, nullptr);
+  };
+  sim.schedule_at(Time::us(1), [&] {
+    send({{g[0], g[1], size}}, Time{}, 0);
+    send({{g[0], g[2], size}}, Time{}, 1);    // GPU 0's port again: after the first
+    send({{g[3], g[4], size}}, Time{}, 2);    // ports of its own
+    send({{g[2], g[1], size}}, lone * 5, 3);  // into GPU 1 after the first, but paced slower
+  });
+  sim.run();
+  EXPECT_EQ(end[0] - Time::us(1), lone);
+  EXPECT_EQ(end[1] - Time::us(1), transfer_time(static_cast<Bytes>(2 * size), kBw));
+  EXPECT_EQ(end[2] - Time::us(1), lone);
+  EXPECT_EQ(end[3] - Time::us(1), lone * 6);
+  // Sent a moment later, the same transfer sees none of them.
+  Time later = Time::max();
+  const std::vector<FluidEdge> again{{g[0], g[1], size}};
+  sim.schedule_at(sim.now(), [&] {
+    net.send_fluid(
+        again, 1, Time{}, [&] { later = sim.now(); }, nullptr);
+  });
+  const Time start = sim.now();
+  sim.run();
+  EXPECT_EQ(later - start, lone);
 }
 
 TEST(IdealNetwork, CommunicationIsFreeButCounted) {

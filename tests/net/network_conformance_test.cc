@@ -224,8 +224,9 @@ void expect_shared(const Model& model, const std::vector<int32_t>& sources, int3
         EXPECT_WITHIN_PS(took, latency + run.alone(src, dst, kSize, n), kRoundingPs);
         EXPECT_GE(took + Time::ps(kRoundingPs), latency + alone * n);
         break;
-      case Sharing::kQueued:  // in the order sent
+      case Sharing::kQueued:  // in the order sent; the last after all n, as alone() says for n
         EXPECT_WITHIN_PS(took, latency + alone * static_cast<int64_t>(i + 1), kRoundingPs);
+        EXPECT_WITHIN_PS(run.alone(src, dst, kSize, n), alone * n, kRoundingPs);
         break;
       case Sharing::kFree:
         EXPECT_EQ(took, Time{});
