@@ -221,11 +221,11 @@ std::vector<std::pair<std::string, int64_t>> by_count(
   return v;
 }
 
-// "parallel.global_batch_size 96, parallel.pp 12".
+// "parallel.global_batch_size (96), parallel.pp (12)": the field each refusal names, how often.
 std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
   std::string s;
   for (const auto& [reason, n] : by_count(invalid))
-    s += (s.empty() ? "" : ", ") + reason + " " + std::to_string(n);
+    s += (s.empty() ? "" : ", ") + reason + " (" + std::to_string(n) + ")";
   return s;
 }
 
