@@ -213,6 +213,9 @@ void check_collective_shape(Request& req) {
     throw UsageError(
         "--chunks, --channels and --gpus-per-node must not be negative (0: by size, all of a "
         "node)");
+  if (req.channels > coll::kMaxChannels)
+    throw UsageError("--channels must be at most " + std::to_string(coll::kMaxChannels) +
+                     " (NCCL's MAXCHANNELS), got " + std::to_string(req.channels));
   // NCCL has NCCL_STEPS slots per connection; a wider window would model sends it cannot have in
   // flight.
   if (req.window < 0 || req.window > coll::kMaxWindow)

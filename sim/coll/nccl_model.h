@@ -11,6 +11,10 @@
 
 namespace cs::coll {
 
+// The most channels NCCL opens for one communicator (MAXCHANNELS, src/include/device.h: 32 in
+// older releases, 64 in recent ones).
+inline constexpr int32_t kMaxChannels = 64;
+
 // NCCL's three protocols. Simple moves data with plain stores and a memory fence per step (full
 // bandwidth, microseconds per step); LL packs 4 bytes of data with a 4-byte flag into each 8-byte
 // store (half the bandwidth, no fence); LL128 does the same per 128-byte line with 8 bytes of

@@ -6,6 +6,7 @@
 #include <string>
 #include <utility>
 
+#include "sim/coll/nccl_model.h"
 #include "sim/compute/precision_formats.h"
 #include "sim/config/config_error.h"
 #include "sim/config/field_checks.h"
@@ -34,10 +35,9 @@ void check_run_fields(const clustersim::RunConfig& config, const std::string& so
                                  {config.model().attention_dropout(), "model.attention_dropout"}})
     if (!(v >= 0 && v < 1))
       config_fail(source, std::string(field) + " must be in [0, 1) (is " + number_text(v) + ")");
-  // NCCL never opens more than MAXCHANNELS rings (src/include/device.h: 32, 64 in recent
-  // releases).
-  require_int_range(config.nccl().channels(), 0, 64, source, "nccl.channels",
-                    "0: one ring per NIC; NCCL opens at most 64");
+  require_int_range(
+      config.nccl().channels(), 0, coll::kMaxChannels, source, "nccl.channels",
+      "0: one ring per NIC; NCCL opens at most " + std::to_string(coll::kMaxChannels));
   const auto& sim = config.simulation();
   if (sim.has_memory_limit_gb())
     require_range(sim.memory_limit_gb(), 0, 1e9, source, "simulation.memory_limit_gb",

@@ -270,6 +270,21 @@ TEST(Cli, CollectiveRefusesAWindowOutsideNcclSteps) {
   EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--sizes", "1M", "--window", "8"}).code, 0);
 }
 
+// NCCL opens at most MAXCHANNELS = 64 channels: more (once accepted, 1,000 rings ran and were
+// reported) are refused as nccl.channels is in a config.
+TEST(Cli, CollectiveRefusesMoreChannelsThanNcclOpens) {
+  const auto r = run_cli({"collective", "--op", "all_reduce", "--algo", "ring", "--gpus", "16",
+                          "--sizes", "1M", "--channels", "1000"});
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.err.find("--channels must be at most 64 (NCCL's MAXCHANNELS), got 1000"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(
+      run_cli({"collective", "--algo", "ring", "--gpus", "16", "--sizes", "1M", "--channels", "64"})
+          .code,
+      0);
+}
+
 TEST(Cli, CollectiveRejectsBadNcclKnobs) {
   // Usage errors: exit 2 with the reason.
   const auto proto = run_cli({"collective", "--gpus", "8", "--protocol", "fast"});
