@@ -36,16 +36,23 @@ Time AnalyticalNetwork::queue_at_ports(const Route& route, Bytes bytes) {
   return last;
 }
 
-AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges) {
+AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges,
+                                                           int32_t mirrors) {
   FluidPlan plan;
   const Topology& topology = routing_.topology();
   std::unordered_map<LinkId, double> endpoint_bytes;  // on the GPU and NIC links of the edges
-  for (const FluidEdge& e : edges) {
+  // Runs past the first are its images on other GPUs (send_fluid's mirrors): their ports are
+  // loaded as run 0's are, by this transfer and by every other lane of its phase alike, so run
+  // 0's stand for all in the time and in the ports booked.
+  const std::size_t run0 = edges.size() / static_cast<std::size_t>(std::max(mirrors, 1));
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    const FluidEdge& e = edges[i];
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     const Route& route = routing_.route(e.src, e.dst);
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
     plan.traffic.count(&route, bytes);
     plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
+    if (i >= run0) continue;
     for (const LinkId l : route.links)
       if (topology.is_endpoint_link(l)) endpoint_bytes[l] += e.wire_bytes;
   }
@@ -80,13 +87,15 @@ Time AnalyticalNetwork::share_ports_with_this_instant(const FluidPlan& plan) {
 
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                                    Done done, FluidPlanSlot* slot) {
-  if (slot && slot->network != slot_id_ && fluid_plans_.size() < kMaxFluidPlans) {
+  // A plan holds run 0's ports: a slot sent with other mirrors is planned afresh.
+  const bool planned = slot && slot->network == slot_id_ && slot->mirrors == mirrors;
+  if (slot && !planned && fluid_plans_.size() < kMaxFluidPlans) {
     *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
-    fluid_plans_.push_back(plan_fluid(edges));
+    fluid_plans_.push_back(plan_fluid(edges, mirrors));
   }
-  const bool kept = slot && slot->network == slot_id_;
+  const bool kept = slot && slot->network == slot_id_ && slot->mirrors == mirrors;
   FluidPlan fresh;
-  if (!kept) fresh = plan_fluid(edges);
+  if (!kept) fresh = plan_fluid(edges, mirrors);
   const FluidPlan& plan = kept ? fluid_plans_[slot->plan] : fresh;
   stats_.add(plan.traffic);
   const Time ports = share_ports_with_this_instant(plan);

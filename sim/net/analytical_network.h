@@ -49,7 +49,7 @@ class AnalyticalNetwork final : public Network {
     std::vector<std::pair<LinkId, double>> port_bytes;
     TrafficStats traffic;
   };
-  FluidPlan plan_fluid(std::span<const FluidEdge> edges);
+  FluidPlan plan_fluid(std::span<const FluidEdge> edges, int32_t mirrors);
   // Adds the plan's bytes to the ports of this instant's fluid transfers; returns when the
   // busiest of its ports has passed every byte booked on it at this instant.
   Time share_ports_with_this_instant(const FluidPlan& plan);
