@@ -88,12 +88,14 @@ Time AnalyticalNetwork::share_ports_with_this_instant(const FluidPlan& plan) {
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                                    Done done, FluidPlanSlot* slot) {
   // A plan holds run 0's ports: a slot sent with other mirrors is planned afresh.
-  const bool planned = slot && slot->network == slot_id_ && slot->mirrors == mirrors;
-  if (slot && !planned && fluid_plans_.size() < kMaxFluidPlans) {
+  const auto planned = [&] {
+    return slot && slot->network == slot_id_ && slot->mirrors == mirrors;
+  };
+  if (slot && !planned() && fluid_plans_.size() < kMaxFluidPlans) {
     *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
     fluid_plans_.push_back(plan_fluid(edges, mirrors));
   }
-  const bool kept = slot && slot->network == slot_id_ && slot->mirrors == mirrors;
+  const bool kept = planned();
   FluidPlan fresh;
   if (!kept) fresh = plan_fluid(edges, mirrors);
   const FluidPlan& plan = kept ? fluid_plans_[slot->plan] : fresh;

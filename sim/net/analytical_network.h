@@ -25,13 +25,14 @@ class AnalyticalNetwork final : public Network {
   AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
-  // Takes as long as its slowest edge alone plus `waits`, or as its busiest endpoint link (one
-  // touching a GPU or NIC, Topology::is_endpoint_link, which no routing avoids) carrying every
-  // edge that crosses it, if that is longer. The edges counted there are this transfer's and
-  // those of the fluid transfers sent before it at the same instant: the lanes of one phase of a
-  // fluid collective (coll/fluid_form.h), which run side by side and share their servers' ports.
-  // Transfers sent at other times, and the ports' bookings by messages, are not seen. With a
-  // slot, the time alone, the bytes per port and the traffic are worked out once per edge list.
+  // Takes its time alone plus `waits`, or longer where its ports are busy. Alone: its slowest
+  // edge, or its busiest endpoint link (one touching a GPU or NIC, Topology::is_endpoint_link,
+  // which no routing avoids) carrying every one of its edges that crosses it. Busy: it ends no
+  // earlier than each of its endpoint links has passed the bytes that it and the fluid transfers
+  // sent before it at the same instant put there, as the lanes of one phase of a fluid collective
+  // (coll/fluid_form.h) run side by side on their servers' ports. Transfers sent at other times,
+  // and the ports' bookings by messages, are not seen. With a slot, the time alone, the bytes per
+  // port and the traffic are worked out once per edge list and mirror count.
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
                   FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override {
