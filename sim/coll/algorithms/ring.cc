@@ -175,8 +175,9 @@ bool ring_fluid_fits(const ScheduleKey& key) {
 // Where the two are close (a few to tens of MiB per ring) the schedule takes longer than either:
 // the NVLink messages of a GPU's channels then partly overlap and slow each other, which no
 // fixed walk follows; tests/coll/fluid_test bounds the gap (2% with 2 or 4 members per server,
-// 9% with 8, whose 7 NVLink channels per GPU load its port as much as its NIC is loaded). The
-// lane itself moves at its slowest connection's pace, so the walk is the rest.
+// 9% with 8, whose 7 NVLink channels per GPU load its port as much as its NIC is loaded; 21% at
+// 16 MiB on H800 servers, whose 8 NVLinks carry about what their NICs do). The lane itself
+// moves at its slowest connection's pace, so the walk is the rest.
 Time mixed_ring_walk(const std::vector<FluidContext::MessageCost>& costs, int64_t steps,
                      int32_t window) {
   const int64_t waits = (steps + window - 1) / window;
