@@ -142,6 +142,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   o.attention_causal_diagonal = effects.attention_causal_diagonal();
   o.attention_backward_helpers = effects.attention_backward_helpers();
   o.attention_causal_tail = effects.attention_causal_tail();
+  o.attention_causal_backward_mask = effects.attention_causal_backward_mask();
   o.attention_softmax_exp = effects.attention_softmax_exp();
   return o;
 }
@@ -252,6 +253,22 @@ double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
   return 1.0 + 1.0 / static_cast<double>(attention_blocks(a.seq_kv));
 }
 
+double KernelCostModel::causal_mask_factor(const Kernel& a, Precision precision) const {
+  const auto& figures = attention_figures(a, precision);
+  const double extra = figures.causal_mask_blocks_backward();
+  if (!a.causal || !a.backward || !options_.attention_causal_backward_mask || !(extra > 0))
+    return 1.0;
+  // The extra is a time, given in blocks at the figures' head width: a narrower head's blocks
+  // take less tensor-core time, so the same time is more of them.
+  const double measured_width = 2.0 * figures.head_dim();
+  const double width = score_width(a);
+  const double scale = measured_width > 0 && width > 0 ? measured_width / width : 1.0;
+  // The CTA's loop over query blocks: half of them plus what the diagonal adds, as FLOPs count.
+  const double blocks =
+      static_cast<double>(attention_blocks(a.seq_q)) * 0.5 * causal_diagonal_factor(a);
+  return (blocks + extra * scale) / blocks;
+}
+
 double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) const {
   const auto& figures = attention_figures(a, precision);
   const double fixed = a.backward && figures.has_cta_fixed_blocks_backward()
@@ -282,10 +299,11 @@ double KernelCostModel::causal_tail_factor(const Kernel& a, Precision precision)
 
 double KernelCostModel::attention_seconds(const Kernel& a, Precision precision) const {
   const double eff = attention_efficiency(a, precision);
-  const double loop =
-      eff > 0 ? a.flops * causal_diagonal_factor(a) * cta_fixed_factor(a, precision) *
-                    causal_tail_factor(a, precision) / (compute_peak(a, precision) * eff)
-              : 0.0;
+  const double loop = eff > 0
+                          ? a.flops * causal_diagonal_factor(a) * causal_mask_factor(a, precision) *
+                                cta_fixed_factor(a, precision) * causal_tail_factor(a, precision) /
+                                (compute_peak(a, precision) * eff)
+                          : 0.0;
   // 16-bit inputs and outputs (kernel.h's attention callers), 8-bit when it runs in FP8.
   const AttentionTraffic traffic = attention_traffic(a, attention_in_fp8(a, precision) ? 1.0 : 2.0);
   const double io = options_.attention_tile_io ? traffic.tile_io / bw_ : 0.0;

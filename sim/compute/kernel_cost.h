@@ -27,6 +27,8 @@ struct KernelCostOptions {
   bool attention_causal_diagonal = true;
   // a causal forward launched shortest first ends one longest CTA after the balanced waves;
   bool attention_causal_tail = true;
+  // a causal backward CTA spends the profile's extra blocks on its masked diagonal;
+  bool attention_causal_backward_mask = true;
   // attention backward runs its preprocess and postprocess kernels;
   bool attention_backward_helpers = true;
   // heads narrower than the profile's attention figures pay for more softmax exponentials per FLOP.
@@ -61,8 +63,8 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //             one kept, as library heuristics pick among kernels. Both quantization effects are
 //             described in NVIDIA's "Matrix Multiplication Background User's Guide".
 //  Attention  max(loop + tile io bytes / achievable_bw, bytes / achievable_bw) + helpers, where
-//             loop = flops x diagonal / (peak x attention_eff x wave use); waves over blocks of
-//             tile_m query rows per (batch x head), as FlashAttention parallelizes. Terms:
+//             loop = flops x diagonal x mask / (peak x attention_eff x wave use); waves over blocks
+//             of tile_m query rows per (batch x head), as FlashAttention parallelizes. Terms:
 //               tile io    each CTA reads its resident tiles (forward Q, backward K and V) before
 //                          its loop and writes its results (O; dK, dV) after it, so they do not
 //                          overlap the tensor cores: they add. They cost about a block's work
@@ -76,6 +78,9 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //               diagonal   causal: n query blocks of tile_m against n key blocks compute the
 //                          n(n+1)/2 blocks on and below the diagonal, not the n^2/2 counted in
 //                          the FLOPs: a factor (n + 1) / n, 1 + 1 / n_kv in general.
+//               mask       causal backward: each CTA spends the profile's
+//                          causal_mask_blocks_backward (blocks at its head width, more of them
+//                          for a narrower head) beyond its loop of (n + 1) / 2 query blocks.
 //               helpers    backward only: preprocess (read O and dO, zero an fp32 dQ
 //                          accumulator) and postprocess (accumulator to dQ) kernels, memory-bound,
 //                          each with its own launch overhead.
@@ -148,6 +153,7 @@ class KernelCostModel {
   double attention_seconds(const Kernel& kernel, Precision precision) const;
   // Computed over counted FLOPs of a causal kernel's query-block x key-block grid (1 if off).
   double causal_diagonal_factor(const Kernel& kernel) const;
+  double causal_mask_factor(const Kernel& kernel, Precision precision) const;
   // The main loop's time with each CTA's fixed blocks over it without (1 if none or off).
   double cta_fixed_factor(const Kernel& kernel, Precision precision) const;
   // A causal forward launched shortest first: its loop time over the balanced waves'.

@@ -519,6 +519,42 @@ TEST_P(EveryGpu, CausalDiagonalCostsOneBlockInN) {
   }
 }
 
+// A causal backward CTA spends the profile's mask blocks beyond its loop of (n + 1) / 2 query
+// blocks; the blocks are given at the profile's head width, so a head half as wide pays twice as
+// many. The forward and the non-causal backward do not pay them.
+TEST(KernelCost, CausalBackwardPaysItsMaskBlocksAtTheProfilesWidth) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  const double extra = h100.attention_bf16().causal_mask_blocks_backward();
+  const double width = h100.attention_bf16().head_dim();
+  EXPECT_GT(extra, 0);
+  KernelCostOptions only_loop;
+  only_loop.attention_tile_io = false;
+  only_loop.attention_backward_helpers = false;
+  only_loop.attention_softmax_exp = false;
+  const KernelCostModel on(h100, only_loop);
+  const KernelCostModel off(h100, with(&KernelCostOptions::attention_causal_backward_mask, false));
+  KernelCostOptions unmasked = only_loop;
+  unmasked.attention_causal_backward_mask = false;
+  const KernelCostModel without(h100, unmasked);
+  const int64_t block = h100.gemm().tile_m();
+  for (const int64_t n : {16, 64}) {
+    for (const int64_t d : {64, 128}) {
+      const Kernel bwd = attention("b", 64, n * block, n * block, d, true, true, 2);
+      const double loop = (n + 1.0) / 2.0;
+      EXPECT_NEAR(
+          body_seconds(on, bwd, Precision::kBf16) / body_seconds(without, bwd, Precision::kBf16),
+          (loop + extra * width / d) / loop, 1e-6)
+          << n << " " << d;
+      EXPECT_GT(on.time(bwd, Precision::kBf16), without.time(bwd, Precision::kBf16));
+      EXPECT_LT(off.time(bwd, Precision::kBf16), KernelCostModel(h100).time(bwd, Precision::kBf16));
+      for (const bool backward : {false, true}) {
+        const Kernel other = attention("o", 64, n * block, n * block, d, !backward, backward, 2);
+        EXPECT_EQ(on.time(other, Precision::kBf16), without.time(other, Precision::kBf16));
+      }
+    }
+  }
+}
+
 // Backward adds its preprocess (read O and dO, write a float per row, zero the fp32 dQ
 // accumulator) and postprocess (read the accumulator, write dQ): bytes at HBM speed plus two
 // launches. The forward has no helpers.
@@ -586,15 +622,18 @@ TEST(KernelCost, EffectSwitchesReachTheOptions) {
   clustersim::EffectsConfig effects;
   const KernelCostOptions on = cost_options(effects);
   EXPECT_TRUE(on.gemm_pipeline_fill && on.attention_tile_io && on.attention_causal_diagonal &&
-              on.attention_backward_helpers && on.attention_softmax_exp);
+              on.attention_backward_helpers && on.attention_softmax_exp &&
+              on.attention_causal_backward_mask);
   effects.set_gemm_pipeline_fill(false);
   effects.set_attention_tile_io(false);
   effects.set_attention_causal_diagonal(false);
   effects.set_attention_backward_helpers(false);
   effects.set_attention_softmax_exp(false);
+  effects.set_attention_causal_backward_mask(false);
   const KernelCostOptions off = cost_options(effects);
   EXPECT_FALSE(off.gemm_pipeline_fill || off.attention_tile_io || off.attention_causal_diagonal ||
-               off.attention_backward_helpers || off.attention_softmax_exp);
+               off.attention_backward_helpers || off.attention_softmax_exp ||
+               off.attention_causal_backward_mask);
 }
 
 }  // namespace

@@ -34,11 +34,16 @@ TEST(PostValidation, FreesZbH2OfItsSkew) {
   const auto h1 = step("ZB_H1", false);
   EXPECT_LT(free_running.iteration_time_s, synchronous.iteration_time_s);
   EXPECT_LE(synchronous.iteration_time_s, h1.iteration_time_s);
-  // One more W per idle slot than ZB-H1: the bubbles differ as the laws do. (Each is some 3.5
-  // points above its law: the first and last stages carry the embedding, the head and the loss.)
-  EXPECT_NEAR(h1.bubble_fraction - free_running.bubble_fraction,
-              h1.analytic_bubble_fraction - free_running.analytic_bubble_fraction, 0.005);
-  EXPECT_GT(h1.analytic_bubble_fraction - free_running.analytic_bubble_fraction, 0.05);
+  // One more W per idle slot than ZB-H1: the laws differ by some 9 points. Each schedule sits
+  // above its law, by no more than the 4 points the first and last stages' embedding, head and
+  // loss leave the others idle (ZB-H1 by 1 to 3.5 points as its W's, placed by estimated costs,
+  // fall; ZB-H2 by 3.6), so the bubbles differ by the laws' gap less at most those 4 points.
+  for (const auto* r : {&free_running, &h1}) {
+    EXPECT_GE(r->bubble_fraction, r->analytic_bubble_fraction);
+    EXPECT_LE(r->bubble_fraction, r->analytic_bubble_fraction + 0.04);
+  }
+  EXPECT_GT(h1.analytic_bubble_fraction - free_running.analytic_bubble_fraction, 0.08);
+  EXPECT_GT(h1.bubble_fraction - free_running.bubble_fraction, 0.04);
   EXPECT_LT(free_running.bubble_fraction, synchronous.bubble_fraction);
   EXPECT_NEAR(free_running.tokens_per_s * free_running.iteration_time_s, 8.0 * 2048, 1e-6);
   // Held activations: 2p-1 on stage 0 (ZB-H1: p).
