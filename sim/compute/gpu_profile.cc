@@ -138,6 +138,9 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
                   "blocks of main-loop work per CTA");
     require_range(figures->backward_scalar_per_score(), 0, 1e3, src,
                   std::string(name) + ".backward_scalar_per_score", "exponentials per score");
+    require_range(figures->causal_mask_blocks_backward(), 0, 1e3, src,
+                  std::string(name) + ".causal_mask_blocks_backward",
+                  "blocks of main-loop work per CTA");
   }
   if (p.attention_fp8().has_forward()) {
     require_fraction(p.attention_fp8().forward(), src, "attention_fp8.forward");

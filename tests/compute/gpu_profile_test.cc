@@ -109,6 +109,17 @@ TEST(GpuProfile, RatesNoClockCanTimeAreRefusedByField) {
   EXPECT_NE(msg.find("slow.textproto: peak_bf16_tflops must be in"), std::string::npos) << msg;
 }
 
+TEST(GpuProfile, NegativeCausalMaskBlocksAreRefusedByField) {
+  const std::string msg = error_of([] {
+    load_gpu_profile_text(
+        "name: \"m\" based_on: \"h100\" attention_bf16 { causal_mask_blocks_backward: -1 }",
+        "mask.textproto");
+  });
+  EXPECT_NE(msg.find("mask.textproto: attention_bf16.causal_mask_blocks_backward must be in"),
+            std::string::npos)
+      << msg;
+}
+
 TEST(GpuProfile, MalformedFileOnDiskIsLocatedByPath) {
   const std::string path = testing_support::temp_path("malformed_gpu.textproto");
   {
