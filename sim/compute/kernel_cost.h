@@ -153,6 +153,7 @@ class KernelCostModel {
   double attention_seconds(const Kernel& kernel, Precision precision) const;
   // Computed over counted FLOPs of a causal kernel's query-block x key-block grid (1 if off).
   double causal_diagonal_factor(const Kernel& kernel) const;
+  // A causal backward's loop with its CTAs' mask blocks over it without (1 if none or off).
   double causal_mask_factor(const Kernel& kernel, Precision precision) const;
   // The main loop's time with each CTA's fixed blocks over it without (1 if none or off).
   double cta_fixed_factor(const Kernel& kernel, Precision precision) const;
