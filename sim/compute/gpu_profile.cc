@@ -120,6 +120,13 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
                   std::to_string(g.tile_n()) + ")");
   }
   require_non_negative(g.k_half(), src, "gemm.k_half");
+  for (int i = 0; i < g.more_tiles_size(); ++i) {
+    const auto& t = g.more_tiles(i);
+    if (t.m() <= 0 || t.n() <= 0) {
+      fail(src, "gemm.more_tiles[" + std::to_string(i) + "] m and n must be > 0 (are " +
+                    std::to_string(t.m()) + ", " + std::to_string(t.n()) + ")");
+    }
+  }
   if (!p.has_attention_bf16())
     fail(src, "attention_bf16 { forward: ... backward: ... } must be set");
   require_fraction(p.attention_bf16().forward(), src, "attention_bf16.forward");
@@ -180,6 +187,13 @@ GpuProfile load_gpu_profile(const std::string& name_or_path) {
     return load_gpu_profile_text(source->text, source->label);
   }
   throw ConfigError(unknown_gpu(name_or_path));
+}
+
+std::vector<GemmTile> gemm_tiles(const GpuProfile& profile) {
+  const auto& g = profile.gemm();
+  std::vector<GemmTile> tiles = {{g.tile_m(), g.tile_n()}};
+  for (const auto& t : g.more_tiles()) tiles.push_back({t.m(), t.n()});
+  return tiles;
 }
 
 double sustained_clock_ratio(const GpuProfile& profile) {

@@ -1,6 +1,7 @@
 // GPU profiles (peak throughput, memory, links, efficiencies) loaded from cited preset files.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,13 @@ double peak_flops(const GpuProfile& profile, Precision precision);
 // Sustained over peak SM clock of dense tensor-core work at the power limit (ClockModel); 1 when
 // the profile has no sustained-clock measurement.
 double sustained_clock_ratio(const GpuProfile& profile);
+
+// One output tile of a GEMM kernel: m x n elements per thread block.
+struct GemmTile {
+  int64_t m = 0, n = 0;
+};
+// The tiles a profile's GEMMs may run: gemm.tile_m x tile_n first, then gemm.more_tiles.
+std::vector<GemmTile> gemm_tiles(const GpuProfile& profile);
 
 // The host CPU's time per PyTorch op against the x86 servers the stacks' host figures come from.
 inline double host_op_time_factor(const GpuProfile& profile) {

@@ -27,6 +27,23 @@ double tiling_use(const Kernel& g, int64_t tm, int64_t tn, int64_t sms) {
   return tile_use * wave_use(tiles_m * tiles_n * std::max<int64_t>(g.batch, 1), sms);
 }
 
+// The tile, in the orientation it runs, that wastes least of the SMs: the first on a tie (within
+// rounding, so that equal uses computed two ways do not depend on the last bit).
+struct Tiling {
+  GemmTile tile;
+  double use = 0;
+};
+Tiling best_tiling(const Kernel& g, std::span<const GemmTile> tiles, int64_t sms) {
+  Tiling best;
+  for (const GemmTile& t : tiles) {
+    for (const GemmTile oriented : {t, GemmTile{t.n, t.m}}) {
+      const double use = tiling_use(g, oriented.m, oriented.n, sms);
+      if (use > best.use + 1e-12) best = {oriented, use};
+    }
+  }
+  return best;
+}
+
 clustersim::MeasuredKernel::Kind to_measured(KernelKind kind) {
   switch (kind) {
     case KernelKind::kGemm:
@@ -158,7 +175,8 @@ KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions op
     : profile_(profile),
       options_(options),
       launch_(Time::from_us(profile.kernel_launch_overhead_us())),
-      bw_(achievable_hbm_bandwidth(profile).in_bytes_per_s()) {
+      bw_(achievable_hbm_bandwidth(profile).in_bytes_per_s()),
+      gemm_tiles_(gemm_tiles(profile)) {
   const double ratio = sustained_clock_ratio(profile);
   gemm_clock_ =
       clock_factor(ratio, options.sustained_clocks, profile.gemm().measured_at_sustained_clock());
@@ -183,10 +201,7 @@ double KernelCostModel::gemm_ceiling(Precision precision) const {
 
 double KernelCostModel::gemm_shape_efficiency(const Kernel& g, Precision precision) const {
   if (g.m <= 0 || g.n <= 0 || g.k <= 0) return 0;
-  const int64_t tm = profile_.gemm().tile_m();
-  const int64_t tn = profile_.gemm().tile_n();
-  const int64_t sms = profile_.sm_count();
-  const double tiling = std::max(tiling_use(g, tm, tn, sms), tiling_use(g, tn, tm, sms));
+  const double tiling = best_tiling(g, gemm_tiles_, profile_.sm_count()).use;
   const double k = static_cast<double>(g.k);
   return gemm_ceiling(precision) * tiling * (k / (k + profile_.gemm().k_half()));
 }
@@ -367,17 +382,15 @@ double KernelCostModel::efficiency(const Kernel& kernel, Precision precision) co
   return kernel.flops / (seconds * compute_peak(kernel, precision));
 }
 
-int64_t gemm_ctas(const Kernel& g, int64_t tm, int64_t tn, int64_t sms) {
-  if (g.kind != KernelKind::kGemm || g.m <= 0 || g.n <= 0 || tm <= 0 || tn <= 0) return 0;
-  // The orientation gemm_shape_efficiency keeps (the first on a tie).
-  const bool transposed = tiling_use(g, tn, tm, sms) > tiling_use(g, tm, tn, sms);
-  const int64_t a = transposed ? tn : tm, b = transposed ? tm : tn;
-  return ceil_div(g.m, a) * ceil_div(g.n, b) * std::max<int64_t>(g.batch, 1);
+int64_t gemm_ctas(const Kernel& g, std::span<const GemmTile> tiles, int64_t sms) {
+  if (g.kind != KernelKind::kGemm || g.m <= 0 || g.n <= 0) return 0;
+  const GemmTile t = best_tiling(g, tiles, sms).tile;
+  if (t.m <= 0 || t.n <= 0) return 0;
+  return ceil_div(g.m, t.m) * ceil_div(g.n, t.n) * std::max<int64_t>(g.batch, 1);
 }
 
 int64_t KernelCostModel::gemm_ctas(const Kernel& g) const {
-  return compute::gemm_ctas(g, profile_.gemm().tile_m(), profile_.gemm().tile_n(),
-                            profile_.sm_count());
+  return compute::gemm_ctas(g, gemm_tiles_, profile_.sm_count());
 }
 
 }  // namespace cs::compute

@@ -2,6 +2,9 @@
 // measured time from the profile's table when one matches.
 #pragma once
 
+#include <span>
+#include <vector>
+
 #include "proto/config.pb.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel.h"
@@ -38,10 +41,10 @@ struct KernelCostOptions {
   bool fa2_attention = false;
 };
 
-// A GEMM's thread blocks: its output tiles of tile_m x tile_n (times batch) in the orientation the
-// shape efficiency keeps on `sms` SMs, for wave counting under interference
+// A GEMM's thread blocks: its output tiles (times batch) in the tile and orientation the shape
+// efficiency keeps among `tiles` on `sms` SMs, for wave counting under interference
 // (sim/exec/interference.h). 0 for other kinds.
-int64_t gemm_ctas(const Kernel& gemm, int64_t tile_m, int64_t tile_n, int64_t sms);
+int64_t gemm_ctas(const Kernel& gemm, std::span<const GemmTile> tiles, int64_t sms);
 
 // The options a run's effect switches ask for.
 KernelCostOptions cost_options(const clustersim::EffectsConfig& effects);
@@ -167,6 +170,7 @@ class KernelCostModel {
   Time launch_;
   double bw_ = 0;  // achievable HBM bytes/s
   double gemm_clock_ = 1;
+  std::vector<GemmTile> gemm_tiles_;  // gemm_tiles(profile_)
 };
 
 }  // namespace cs::compute

@@ -50,8 +50,7 @@ CommLoad load(int32_t channels, double link_bytes_per_s, double hbm_per_link_byt
 InterferenceModel interference_model(const compute::GpuProfile& gpu) {
   InterferenceModel m;
   m.sm_count = gpu.sm_count();
-  m.gemm_tile_m = gpu.gemm().tile_m();
-  m.gemm_tile_n = gpu.gemm().tile_n();
+  m.gemm_tiles = compute::gemm_tiles(gpu);
   m.hbm_bytes_per_s = compute::achievable_hbm_bandwidth(gpu).in_bytes_per_s();
   const double nvlink = compute::nvlink_bandwidth(gpu).in_bytes_per_s();
   const double nic = compute::nic_bandwidth(gpu).in_bytes_per_s();
@@ -65,7 +64,7 @@ InterferenceModel interference_model(const compute::GpuProfile& gpu) {
 }
 
 int64_t kernel_ctas(const InterferenceModel& model, const compute::Kernel& kernel) {
-  return compute::gemm_ctas(kernel, model.gemm_tile_m, model.gemm_tile_n, model.sm_count);
+  return compute::gemm_ctas(kernel, model.gemm_tiles, model.sm_count);
 }
 
 double sm_slowdown(const InterferenceModel& model, int32_t held_sms, int64_t ctas) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel.h"
@@ -46,8 +47,8 @@ struct InterferenceModel {
   // one full wave beside NCCL runs a second, near-empty wave); off, or count unknown: they slow by
   // the share of SMs lost.
   bool wave_quantization = true;
-  int32_t gemm_tile_m = 0, gemm_tile_n = 0;  // the profile's GEMM output tile, for kernel_ctas
-  double hbm_bytes_per_s = 0;                // what streaming kernels achieve alone
+  std::vector<compute::GemmTile> gemm_tiles;  // the profile's GEMM output tiles, for kernel_ctas
+  double hbm_bytes_per_s = 0;                 // what streaming kernels achieve alone
   CommLoad nvlink_collective, network_collective, point_to_point, ring_exchange;
 
   const CommLoad& load_of(CommPath path) const {

@@ -120,6 +120,15 @@ TEST(GpuProfile, NegativeCausalMaskBlocksAreRefusedByField) {
       << msg;
 }
 
+TEST(GpuProfile, EmptyGemmTilesAreRefusedByField) {
+  const std::string msg = error_of([] {
+    load_gpu_profile_text("name: \"t\" based_on: \"h100\" gemm { more_tiles { m: 64 } }",
+                          "tiles.textproto");
+  });
+  EXPECT_NE(msg.find("tiles.textproto: gemm.more_tiles[3] m and n must be > 0"), std::string::npos)
+      << msg;
+}
+
 TEST(GpuProfile, MalformedFileOnDiskIsLocatedByPath) {
   const std::string path = testing_support::temp_path("malformed_gpu.textproto");
   {

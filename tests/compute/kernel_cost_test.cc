@@ -124,6 +124,10 @@ TEST_P(EveryGpu, SkinnyKLosesEfficiencyMonotonically) {
 }
 
 TEST_P(EveryGpu, OneTileMoreThanTheSmsCostsAWave) {
+  // The profile's first tile alone: its other tiles may fill the waves better (next test).
+  GpuProfile one_tile = profile;
+  one_tile.mutable_gemm()->clear_more_tiles();
+  const KernelCostModel single(one_tile);
   const int64_t sms = profile.sm_count();
   const auto shape = [&](int64_t tiles) {
     const auto [a, b] = near_square(tiles);
@@ -131,12 +135,12 @@ TEST_P(EveryGpu, OneTileMoreThanTheSmsCostsAWave) {
   };
   const Kernel full = shape(sms);
   const Kernel spill = shape(sms + 1);
-  const double e_full = model.gemm_shape_efficiency(full, Precision::kBf16);
-  const double e_spill = model.gemm_shape_efficiency(spill, Precision::kBf16);
+  const double e_full = single.gemm_shape_efficiency(full, Precision::kBf16);
+  const double e_spill = single.gemm_shape_efficiency(spill, Precision::kBf16);
   // A second, nearly empty wave: about half the SM-time is idle.
   EXPECT_LT(e_spill, 0.6 * e_full);
   EXPECT_NEAR(e_full,
-              model.gemm_ceiling(Precision::kBf16) * 8192.0 / (8192.0 + profile.gemm().k_half()),
+              single.gemm_ceiling(Precision::kBf16) * 8192.0 / (8192.0 + profile.gemm().k_half()),
               1e-9);
 }
 
@@ -193,7 +197,8 @@ TEST(KernelCost, H200BeatsH100OnMemoryButTiesOnLargeGemms) {
 }
 
 TEST(KernelCost, H100WaveSpillRoughlyDoublesTime) {
-  const GpuProfile p = load_gpu_profile("h100");
+  GpuProfile p = load_gpu_profile("h100");
+  p.mutable_gemm()->clear_more_tiles();  // 128 x 256 alone
   const KernelCostModel model(p);
   // 132 = 12 x 11 tiles of 128 x 256, then 133 = 7 x 19: both compute-bound at k = 8192.
   const Kernel full = gemm("full", 128 * 12, 256 * 11, 8192, 2);
@@ -201,6 +206,27 @@ TEST(KernelCost, H100WaveSpillRoughlyDoublesTime) {
   EXPECT_GT(spill.flops, full.flops);
   EXPECT_GT(model.time(spill, Precision::kBf16).as_seconds(),
             1.8 * model.time(full, Precision::kBf16).as_seconds());
+}
+
+// A GEMM takes whichever of the profile's tiles wastes least: 8192 x 1280 cuts into 64 x 5 tiles of
+// 128 x 256, 2.4 waves of 132 SMs (0.81 of them busy), but into 64 x 4 of 128 x 320, two whole
+// waves (0.97). The same GEMM with the first tile alone keeps the 0.81.
+TEST(KernelCost, AGemmTakesTheTileThatFillsItsWaves) {
+  GpuProfile one_tile = load_gpu_profile("h100");
+  one_tile.mutable_gemm()->clear_more_tiles();
+  const KernelCostModel menu(load_gpu_profile("h100")), single(one_tile);
+  const Kernel qkv = gemm("qkv", 8192, 1280, 8192, 2);
+  const double k_factor = 8192.0 / (8192.0 + one_tile.gemm().k_half());
+  const double ceiling = single.gemm_ceiling(Precision::kBf16) * k_factor;
+  EXPECT_NEAR(single.gemm_shape_efficiency(qkv, Precision::kBf16), ceiling * 320.0 / (3 * 132),
+              1e-9);
+  EXPECT_NEAR(menu.gemm_shape_efficiency(qkv, Precision::kBf16), ceiling * 256.0 / (2 * 132), 1e-9);
+  EXPECT_EQ(menu.gemm_ctas(qkv), 64 * 4);
+  EXPECT_EQ(single.gemm_ctas(qkv), 64 * 5);
+  // A shape that fills 128 x 256 tiles and waves keeps them.
+  const Kernel square = gemm("sq", 4096, 4096, 4096, 2, 3);
+  EXPECT_EQ(menu.gemm_shape_efficiency(square, Precision::kBf16),
+            single.gemm_shape_efficiency(square, Precision::kBf16));
 }
 
 // Achieved TFLOP/s of one GEMM through the model, launch included, as a benchmark times it.

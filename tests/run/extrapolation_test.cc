@@ -189,26 +189,33 @@ TEST(Extrapolation, OnlyLongStepsWithoutVariabilityAreExtrapolated) {
   EXPECT_TRUE(plan({"parallel.global_batch_size=74", kAnyLength}).has_value());
 }
 
-// ZB-H1 on 2 stages, ZeRO-3 and full recompute over TP 4 x CP 4: its W's settle into their period
-// only after 3p microbatches, so its first three runs (4, 6, 8) do not grow alike; the check takes
-// two more (10, 12) and the step then matches the full run. (Whether the first three settle
-// depends on the costs the W's are placed by: at TP 2 x CP 4 they do.)
+// ZB-H1 on 2 stages with ZeRO-3 (the 70B planner's kind of leader on 8-16 GPUs): its W's may
+// settle into their period only after 3p microbatches, so that its first three runs (4, 6, 8) do
+// not grow alike; the check then takes two more (10, 12). Whether they settle by 8 turns on
+// microseconds of the costs the W's are placed by (a kernel-model change flips it layout by
+// layout), so three such layouts run, at least one takes the longer runs, and every one's step
+// matches its full run.
 TEST(Extrapolation, ARunThatIsNotYetSteadyIsFollowedByLongerOnes) {
-  const std::vector<std::string> layout = {"parallel.tp=4",
-                                           "parallel.cp=4",
-                                           "parallel.pp=2",
-                                           "parallel.dp=1",
-                                           "parallel.zero_stage=3",
-                                           "parallel.schedule=ZB_H1",
-                                           "parallel.recompute=FULL",
-                                           "parallel.global_batch_size=48",
-                                           "network=ANALYTICAL",
-                                           "cluster.topology=dgx-h100",
-                                           kAnyLength};
-  const auto full = preset_step("llama3-70b", layout, kFullRun);
-  const auto fast = preset_step("llama3-70b", layout, kExtrapolate);
-  EXPECT_EQ(fast.extrapolated_from, (std::vector<int32_t>{4, 6, 8, 10, 12}));
-  expect_matches_full_run(fast, full);
+  const std::vector<std::vector<std::string>> layouts = {
+      {"parallel.tp=2", "parallel.cp=2", "parallel.recompute=FULL"},
+      {"parallel.tp=2", "parallel.cp=2", "parallel.recompute=SELECTIVE"},
+      {"parallel.tp=4", "parallel.cp=2", "parallel.recompute=SELECTIVE"}};
+  int longer = 0;
+  for (std::vector<std::string> layout : layouts) {
+    layout.insert(layout.end(), {"parallel.pp=2", "parallel.dp=1", "parallel.zero_stage=3",
+                                 "parallel.schedule=ZB_H1", "parallel.global_batch_size=48",
+                                 "network=ANALYTICAL", "cluster.topology=dgx-h100", kAnyLength});
+    const auto full = preset_step("llama3-70b", layout, kFullRun);
+    const auto fast = preset_step("llama3-70b", layout, kExtrapolate);
+    if (fast.extrapolated_from.size() > 3) {
+      EXPECT_EQ(fast.extrapolated_from, (std::vector<int32_t>{4, 6, 8, 10, 12})) << layout[0];
+      ++longer;
+    } else {
+      EXPECT_EQ(fast.extrapolated_from, (std::vector<int32_t>{4, 6, 8})) << layout[0];
+    }
+    expect_matches_full_run(fast, full);
+  }
+  EXPECT_GE(longer, 1);
 }
 
 // Three runs two microbatches apart, each rank's figures given by `step_s` and `wait_s`.
