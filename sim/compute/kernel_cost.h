@@ -62,9 +62,10 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //                          k loses efficiency.
 //             pipeline fill = one HBM round trip (gpu.proto hbm_latency_ns) before the first
 //             k-block, once per kernel: the SMs idle while the first operands arrive.
-//             Both tile orientations (tile_m x tile_n and transposed) are tried and the better
-//             one kept, as library heuristics pick among kernels. Both quantization effects are
-//             described in NVIDIA's "Matrix Multiplication Background User's Guide".
+//             Every tile of the profile (tile_m x tile_n and gemm.more_tiles), in both
+//             orientations, is tried and the one that wastes least kept, as library heuristics
+//             pick among kernels. Both quantization effects are described in NVIDIA's "Matrix
+//             Multiplication Background User's Guide".
 //  Attention  max(loop + tile io bytes / achievable_bw, bytes / achievable_bw) + helpers, where
 //             loop = flops x diagonal x mask / (peak x attention_eff x wave use); waves over blocks
 //             of tile_m query rows per (batch x head), as FlashAttention parallelizes. Terms:
