@@ -268,6 +268,13 @@ double KernelCostModel::causal_diagonal_factor(const Kernel& a) const {
   return 1.0 + 1.0 / static_cast<double>(attention_blocks(a.seq_kv));
 }
 
+double KernelCostModel::cta_loop_blocks(const Kernel& a) const {
+  // Forward over the keys, backward over the queries; causal counts half of them plus what the
+  // diagonal adds.
+  return static_cast<double>(attention_blocks(a.backward ? a.seq_q : a.seq_kv)) *
+         (a.causal ? 0.5 : 1.0) * causal_diagonal_factor(a);
+}
+
 double KernelCostModel::causal_mask_factor(const Kernel& a, Precision precision) const {
   const auto& figures = attention_figures(a, precision);
   const double extra = figures.causal_mask_blocks_backward();
@@ -278,9 +285,7 @@ double KernelCostModel::causal_mask_factor(const Kernel& a, Precision precision)
   const double measured_width = 2.0 * figures.head_dim();
   const double width = score_width(a);
   const double scale = measured_width > 0 && width > 0 ? measured_width / width : 1.0;
-  // The CTA's loop over query blocks: half of them plus what the diagonal adds, as FLOPs count.
-  const double blocks =
-      static_cast<double>(attention_blocks(a.seq_q)) * 0.5 * causal_diagonal_factor(a);
+  const double blocks = cta_loop_blocks(a);
   return (blocks + extra * scale) / blocks;
 }
 
@@ -290,10 +295,7 @@ double KernelCostModel::cta_fixed_factor(const Kernel& a, Precision precision) c
                            ? figures.cta_fixed_blocks_backward()
                            : figures.cta_fixed_blocks();
   if (!options_.attention_tile_io || !(fixed > 0)) return 1.0;
-  // Blocks of the loop a CTA runs: forward over the keys, backward over the queries; causal
-  // counts half of them plus what the diagonal adds.
-  const double blocks = static_cast<double>(attention_blocks(a.backward ? a.seq_q : a.seq_kv)) *
-                        (a.causal ? 0.5 : 1.0) * causal_diagonal_factor(a);
+  const double blocks = cta_loop_blocks(a);
   return (blocks + fixed) / blocks;
 }
 
@@ -307,8 +309,7 @@ double KernelCostModel::causal_tail_factor(const Kernel& a, Precision precision)
   // the efficiency already charges is that balance's, so it is taken back out here.
   const double sms = static_cast<double>(profile_.sm_count());
   const double n = static_cast<double>(attention_blocks(a.seq_kv));
-  const double balanced =
-      static_cast<double>(attention_ctas(a)) * (0.5 * n * causal_diagonal_factor(a)) / sms;
+  const double balanced = static_cast<double>(attention_ctas(a)) * cta_loop_blocks(a) / sms;
   return attention_wave_use(a) * (balanced + n * (1.0 - 1.0 / sms)) / balanced;
 }
 

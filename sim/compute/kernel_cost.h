@@ -157,6 +157,8 @@ class KernelCostModel {
   double attention_seconds(const Kernel& kernel, Precision precision) const;
   // Computed over counted FLOPs of a causal kernel's query-block x key-block grid (1 if off).
   double causal_diagonal_factor(const Kernel& kernel) const;
+  // Blocks of main-loop work one CTA runs (causal: with its diagonal's extra, as FLOPs count).
+  double cta_loop_blocks(const Kernel& kernel) const;
   // A causal backward's loop with its CTAs' mask blocks over it without (1 if none or off).
   double causal_mask_factor(const Kernel& kernel, Precision precision) const;
   // The main loop's time with each CTA's fixed blocks over it without (1 if none or off).
