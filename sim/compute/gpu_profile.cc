@@ -103,6 +103,9 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   require_range(p.kernel_launch_overhead_us(), 0, 1e6, src, "kernel_launch_overhead_us", why);
   require_range(p.hbm_latency_ns(), 0, 1e9, src, "hbm_latency_ns", why);
   require_fraction(p.nvlink_copy_efficiency(), src, "nvlink_copy_efficiency");
+  if (p.has_unvectorized_elementwise_gelems_per_s())
+    require_range(p.unvectorized_elementwise_gelems_per_s(), 1e-3, 1e6, src,
+                  "unvectorized_elementwise_gelems_per_s", why);
   if (p.sm_count() <= 0) {
     fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");
   }

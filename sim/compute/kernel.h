@@ -58,6 +58,9 @@ struct Kernel {
   // All kinds: floating-point operations and HBM bytes moved (read + written).
   double flops = 0;
   double bytes = 0;
+  // kMemoryBound: elements walked by an element-wise loop that does not vectorize (PyTorch's
+  // strided and dtype-converting loops: gpu.proto unvectorized_elementwise_gelems_per_s).
+  double unvectorized_elements = 0;
 };
 
 // A GEMM with operands and result of `element_bytes` each.

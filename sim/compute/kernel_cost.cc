@@ -161,6 +161,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   o.attention_causal_tail = effects.attention_causal_tail();
   o.attention_causal_backward_mask = effects.attention_causal_backward_mask();
   o.attention_softmax_exp = effects.attention_softmax_exp();
+  o.unvectorized_elementwise = effects.unvectorized_elementwise();
   return o;
 }
 
@@ -176,6 +177,9 @@ KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions op
       options_(options),
       launch_(Time::from_us(profile.kernel_launch_overhead_us())),
       bw_(achievable_hbm_bandwidth(profile).in_bytes_per_s()),
+      unvectorized_rate_(options.unvectorized_elementwise
+                             ? profile.unvectorized_elementwise_gelems_per_s() * 1e9
+                             : 0.0),
       gemm_tiles_(gemm_tiles(profile)) {
   const double ratio = sustained_clock_ratio(profile);
   gemm_clock_ =
@@ -364,7 +368,10 @@ double KernelCostModel::model_seconds(const Kernel& kernel, Precision precision)
     if (options_.gemm_pipeline_fill) fill = profile_.hbm_latency_ns() * 1e-9;
   }
   const double compute = kernel.flops > 0 && eff > 0 ? kernel.flops / (peak * eff) : 0.0;
-  return std::max(compute, memory) + fill;
+  const double elements = kernel.kind == KernelKind::kMemoryBound && unvectorized_rate_ > 0
+                              ? kernel.unvectorized_elements / unvectorized_rate_
+                              : 0.0;
+  return std::max({compute, memory, elements}) + fill;
 }
 
 Time KernelCostModel::time(const Kernel& kernel, Precision precision) const {

@@ -34,8 +34,10 @@ struct KernelCostOptions {
   bool attention_causal_backward_mask = true;
   // attention backward runs its preprocess and postprocess kernels;
   bool attention_backward_helpers = true;
-  // heads narrower than the profile's attention figures pay for more softmax exponentials per FLOP.
+  // heads narrower than the profile's attention figures pay for more softmax exponentials per FLOP;
   bool attention_softmax_exp = true;
+  // memory-bound kernels walk their unvectorized elements at the profile's element rate.
+  bool unvectorized_elementwise = true;
   // BF16 attention runs FlashAttention-2 (a software stack's SDPA, stack.proto): the profile's
   // attention_fa2_bf16 figures where it has them.
   bool fa2_attention = false;
@@ -98,7 +100,10 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //                          them with other tiles, and its head dim 256 bars follow no one rule
 //                          (non-causal 740 TFLOP/s, near the 775 fewer exponentials would give;
 //                          causal 642, level with head dim 128), so no gain is claimed.
-//  Memory     max(bytes / achievable_bw, flops / bf16 peak).
+//  Memory     max(bytes / achievable_bw, flops / bf16 peak, unvectorized elements / the
+//             profile's unvectorized_elementwise_gelems_per_s): PyTorch's strided and
+//             dtype-converting element-wise loops load one element at a time and do not reach
+//             the bandwidth its vectorized loop does.
 // GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
 // (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
 // sustained clock are divided by the ratio first, so the drop is counted once.
@@ -171,7 +176,8 @@ class KernelCostModel {
   GpuProfile profile_;
   KernelCostOptions options_;
   Time launch_;
-  double bw_ = 0;  // achievable HBM bytes/s
+  double bw_ = 0;                 // achievable HBM bytes/s
+  double unvectorized_rate_ = 0;  // elements/s of the unvectorized loops; 0: no such term
   double gemm_clock_ = 1;
   std::vector<GemmTile> gemm_tiles_;  // gemm_tiles(profile_)
 };

@@ -71,6 +71,7 @@ pb::Program program_to_proto(const workload::Program& p) {
     if (k.backward) pk->set_backward(true);
     if (k.flops != 0) pk->set_flops(k.flops);
     if (k.bytes != 0) pk->set_bytes(k.bytes);
+    if (k.unvectorized_elements != 0) pk->set_unvectorized_elements(k.unvectorized_elements);
     if (call.precision != compute::Precision::kBf16)
       pk->set_precision(static_cast<pb::Precision>(call.precision));
     if (k.group != default_group(k.kind)) pk->set_group(static_cast<uint32_t>(k.group));
@@ -132,6 +133,13 @@ void kernels_from_proto(const pb::Program& in, workload::Program& p, const std::
     k.heads = pk.heads(), k.seq_q = pk.seq_q(), k.seq_kv = pk.seq_kv(), k.head_dim = pk.head_dim();
     k.causal = pk.causal(), k.backward = pk.backward();
     k.flops = pk.flops(), k.bytes = pk.bytes();
+    k.unvectorized_elements = pk.unvectorized_elements();
+    for (const double v : {k.flops, k.bytes, k.unvectorized_elements}) {
+      if (!std::isfinite(v) || v < 0)
+        fail_trace_at(where,
+                      "kernel " + std::to_string(i) +
+                          ": flops, bytes and unvectorized_elements must be finite and >= 0");
+    }
     if (pk.has_group() && pk.group() >= static_cast<uint32_t>(compute::KernelGroup::kNumGroups))
       fail_trace_at(
           where, "kernel " + std::to_string(i) + ": unknown group " + std::to_string(pk.group()));

@@ -8,6 +8,7 @@
 #include "sim/validation/collective_case.h"
 #include "sim/validation/kernel_cases.h"
 #include "sim/validation/moe_cases.h"
+#include "sim/validation/stack_case.h"
 #include "sim/world/world.h"
 
 namespace cs::validation {
@@ -35,6 +36,13 @@ void check_memory_case(const ValidationCase& c, const std::string& where) {
 }
 ModelValue model_memory(const ValidationCase& c) {
   return {true, memory_tbps(c.memory()), ""};
+}
+
+void check_stack_kernels_case(const ValidationCase& c, const std::string& where) {
+  check_stack_kernels(c.stack_kernels(), where);
+}
+ModelValue model_stack_kernels(const ValidationCase& c) {
+  return {true, stack_kernels_us(c.stack_kernels(), c.name()), ""};
 }
 
 void check_collective_case(const ValidationCase& c, const std::string& where) {
@@ -129,6 +137,8 @@ constexpr std::array kKinds = {
     CaseKind{ValidationCase::kAllToAll, "all_to_all", "GB/s", &check_all_to_all_case,
              &model_all_to_all},
     CaseKind{ValidationCase::kMemory, "memory", "TB/s", &check_memory_case, &model_memory},
+    CaseKind{ValidationCase::kStackKernels, "stack_kernels", "us", &check_stack_kernels_case,
+             &model_stack_kernels},
 };
 
 }  // namespace

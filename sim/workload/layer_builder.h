@@ -8,6 +8,7 @@
 
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/precision_formats.h"
+#include "sim/compute/stack_kernel.h"
 #include "sim/workload/layer_ops.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
@@ -164,9 +165,7 @@ class Builder {
       const double written =
           k->has_write_extent() ? elements(k->write_extent(), unit_params, shard_params) : n;
       LayerOp op;
-      op.kernel = compute::memory_bound(intern_kernel_name(k->name()),
-                                        k->read_bytes() * n + k->write_bytes() * written,
-                                        k->flops() * n, group);
+      op.kernel = compute::stack_kernel(*k, intern_kernel_name(k->name()), n, written, group);
       op.dp_stream = k->stream() == clustersim::StackKernel::DP;
       ops_.push_back(op);
     }

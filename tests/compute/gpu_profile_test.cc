@@ -120,6 +120,19 @@ TEST(GpuProfile, NegativeCausalMaskBlocksAreRefusedByField) {
       << msg;
 }
 
+TEST(GpuProfile, AnUnvectorizedRateOutsideItsRangeIsRefusedByField) {
+  for (const std::string rate : {"0", "-5", "1e9"}) {
+    const std::string msg = error_of([&] {
+      load_gpu_profile_text(
+          "name: \"r\" based_on: \"h100\" unvectorized_elementwise_gelems_per_s: " + rate,
+          "rate.textproto");
+    });
+    EXPECT_NE(msg.find("rate.textproto: unvectorized_elementwise_gelems_per_s must be in"),
+              std::string::npos)
+        << rate << ": " << msg;
+  }
+}
+
 TEST(GpuProfile, EmptyGemmTilesAreRefusedByField) {
   const std::string msg = error_of([] {
     load_gpu_profile_text("name: \"t\" based_on: \"h100\" gemm { more_tiles { m: 64 } }",

@@ -649,17 +649,48 @@ TEST(KernelCost, EffectSwitchesReachTheOptions) {
   const KernelCostOptions on = cost_options(effects);
   EXPECT_TRUE(on.gemm_pipeline_fill && on.attention_tile_io && on.attention_causal_diagonal &&
               on.attention_backward_helpers && on.attention_softmax_exp &&
-              on.attention_causal_backward_mask);
+              on.attention_causal_backward_mask && on.unvectorized_elementwise);
   effects.set_gemm_pipeline_fill(false);
   effects.set_attention_tile_io(false);
   effects.set_attention_causal_diagonal(false);
   effects.set_attention_backward_helpers(false);
   effects.set_attention_softmax_exp(false);
   effects.set_attention_causal_backward_mask(false);
+  effects.set_unvectorized_elementwise(false);
   const KernelCostOptions off = cost_options(effects);
   EXPECT_FALSE(off.gemm_pipeline_fill || off.attention_tile_io || off.attention_causal_diagonal ||
                off.attention_backward_helpers || off.attention_softmax_exp ||
-               off.attention_causal_backward_mask);
+               off.attention_causal_backward_mask || off.unvectorized_elementwise);
+}
+
+// A kernel PyTorch runs in an unvectorized loop takes the longer of its bytes at the HBM
+// bandwidth and its elements at the profile's element rate: bf16 elements (4 bytes each read and
+// written) are rate-bound on Hopper, fp32 products with 16 bytes an element are not. Without the
+// switch, or on a profile with no rate, the bytes alone count.
+TEST(KernelCost, UnvectorizedElementsGoAtTheProfilesRate) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  const double rate = h100.unvectorized_elementwise_gelems_per_s() * 1e9;
+  ASSERT_GT(rate, 0);
+  const double bw = achievable_hbm_bandwidth(h100).in_bytes_per_s();
+  const Time launch = Time::from_us(h100.kernel_launch_overhead_us());
+  const KernelCostModel on(h100);
+  const KernelCostModel off(h100, with(&KernelCostOptions::unvectorized_elementwise, false));
+  GpuProfile no_rate = h100;
+  no_rate.clear_unvectorized_elementwise_gelems_per_s();
+  const KernelCostModel unmeasured(no_rate);
+  for (const double bytes_per_element : {4.0, 16.0}) {
+    const double n = 1e8;
+    Kernel k = memory_bound("mul", bytes_per_element * n);
+    k.unvectorized_elements = n;
+    const double expected = std::max(bytes_per_element * n / bw, n / rate);
+    EXPECT_EQ(on.time(k, Precision::kBf16), Time::from_seconds(expected) + launch);
+    EXPECT_EQ(off.time(k, Precision::kBf16),
+              Time::from_seconds(bytes_per_element * n / bw) + launch);
+    EXPECT_EQ(unmeasured.time(k, Precision::kBf16), off.time(k, Precision::kBf16));
+    EXPECT_EQ(on.time(k, Precision::kBf16) > off.time(k, Precision::kBf16),
+              bytes_per_element == 4.0)
+        << bytes_per_element;
+  }
 }
 
 }  // namespace

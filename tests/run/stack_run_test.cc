@@ -97,6 +97,32 @@ TEST(StackRun, FsdpIsSlowerForTheReasonsModelledAndEachSwitchesOff) {
   EXPECT_GT(compiled, megatron);
 }
 
+// The eager kernels PyTorch runs in its unvectorized loops (the norm's broadcast products and
+// upcasts, the logits' upcast) lengthen the eager stacks' norm and loss lines, and only theirs:
+// torch.compile's fused kernels and Megatron-TE have none, so the switch leaves them alone.
+TEST(StackRun, UnvectorizedKernelsSlowOnlyTheEagerStacksNormAndLoss) {
+  const std::string off = "effects.unvectorized_elementwise=false";
+  for (const std::string stack : {"PYTORCH_FSDP", "DEEPSPEED_ZERO"}) {
+    SCOPED_TRACE(stack);
+    const auto on = simulate_step(data_parallel(stack), "test");
+    const auto without = simulate_step(data_parallel(stack, {off}), "test");
+    EXPECT_GT(on.iteration_time_s, without.iteration_time_s);
+    for (const std::string group : {"norm", "loss"}) {
+      EXPECT_GT(testing_support::group_seconds(on, group),
+                testing_support::group_seconds(without, group))
+          << group;
+    }
+    EXPECT_EQ(testing_support::group_seconds(on, "gemm"),
+              testing_support::group_seconds(without, "gemm"));
+  }
+  for (const auto& same :
+       {data_parallel("MEGATRON_TE"), data_parallel("PYTORCH_FSDP", {"torch_compile=true"})}) {
+    auto switched = same;
+    switched.mutable_effects()->set_unvectorized_elementwise(false);
+    EXPECT_EQ(step(same), step(switched));
+  }
+}
+
 // FSDP2 copies each unit's gradients into its reduce-scatter buffer and accumulates its shard on
 // the reduce-scatter stream, beside the backward's kernels: holding the GPU, they lengthen the
 // compute stream by at most their own time, and the step by no more than that; off, they run

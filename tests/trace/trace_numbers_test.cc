@@ -3,6 +3,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "sim/run/step_simulation.h"
 #include "sim/trace/chakra.h"
@@ -53,6 +54,38 @@ TEST(TraceNumbers, ADurationThatWouldWrapTheClockIsRefused) {
   t.mutable_programs(0)->mutable_ops(1)->set_duration_ps(int64_t{1} << 62);
   EXPECT_NE(trace_load_error(t).find("duration_ps = 4611686018427387904"), std::string::npos)
       << trace_load_error(t);
+}
+
+TEST(TraceNumbers, AKernelWithNegativeOrUnboundedWorkIsRefused) {
+  for (const double v : {-1.0, std::numeric_limits<double>::infinity()}) {
+    auto t = small_layout_trace();
+    t.mutable_programs(0)->mutable_kernels(0)->set_unvectorized_elements(v);
+    EXPECT_NE(trace_load_error(t).find(
+                  "kernel 0: flops, bytes and unvectorized_elements must be finite and >= 0"),
+              std::string::npos)
+        << trace_load_error(t);
+    t = small_layout_trace();
+    t.mutable_programs(0)->mutable_kernels(0)->set_bytes(v);
+    EXPECT_NE(trace_load_error(t).find("kernel 0: flops, bytes"), std::string::npos)
+        << trace_load_error(t);
+  }
+}
+
+// A stack's unvectorized kernels keep their element count through a trace: the replay times them
+// as the run did.
+TEST(TraceNumbers, UnvectorizedElementsSurviveTheRoundTrip) {
+  const auto unvectorized = [](const clustersim::trace::Trace& t) {
+    double n = 0;
+    for (const auto& program : t.programs())
+      for (const auto& k : program.kernels()) n += k.unvectorized_elements();
+    return n;
+  };
+  const auto t = to_trace(run::prepare_step(
+      testing_support::small_llama({"software_stack=DEEPSPEED_ZERO", "parallel.tp=1"}), "test"));
+  EXPECT_GT(unvectorized(t), 0);
+  const auto back = testing_support::round_trip(t);
+  ASSERT_TRUE(back.step.has_value());
+  EXPECT_EQ(unvectorized(to_trace(*back.step)), unvectorized(t));
 }
 
 TEST(TraceNumbers, AChakraTraceMissingARankFromTheMiddleIsRefused) {

@@ -3,6 +3,7 @@
 // case.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <set>
@@ -303,6 +304,30 @@ TEST(ValidationModel, GroupedGemmIsTheGroupedKernelModel) {
   EXPECT_EQ(r.kind, "grouped_gemm");
 }
 
+// Hugging Face's RMSNorm forward on an H200 (stacks/deepspeed_zero.textproto): eight kernels,
+// each paying a launch; the upcast, the product with the per-row rsqrt and the product with the
+// weight walk their elements at the profile's unvectorized rate, the rest stream their bytes.
+TEST(ValidationModel, StackKernelsTimeTheProfilesRowsAsARunDoes) {
+  const compute::GpuProfile h200 = compute::load_gpu_profile("h200");
+  const double bw = compute::achievable_hbm_bandwidth(h200).in_bytes_per_s();
+  const double rate = h200.unvectorized_elementwise_gelems_per_s() * 1e9;
+  const double rows = 8192, n = rows * 2048;
+  const double slow = [&] {
+    double s = 0;
+    for (const double bytes : {6.0, 8.0, 4.0}) s += std::max(bytes * n / bw, n / rate);
+    return s;
+  }();
+  const double expected_us = 8 * h200.kernel_launch_overhead_us() +
+                             1e6 * ((8.0 + 4.0 + 6.0) * n / bw + 2 * 8.0 * rows / bw + slow);
+  const auto r = run_case(one_case(
+      "stack_kernels { gpu: \"h200\" stack: \"deepspeed_zero\" slots: NORM_FORWARD rows: 8192 "
+      "hidden: 2048 }",
+      200, "us"));
+  EXPECT_EQ(r.kind, "stack_kernels");
+  EXPECT_NEAR(r.model, expected_us, 1e-6 * expected_us);
+  EXPECT_GT(slow, (6.0 + 8.0 + 4.0) * n / bw);  // the element rate is what binds here
+}
+
 clustersim::AllToAllCase all_to_all_case(const std::string& body) {
   return one_case("all_to_all { " + body + " }", 1, "GB/s").spec.all_to_all();
 }
@@ -536,6 +561,19 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
             std::string::npos);
   EXPECT_NE(error_for("bytes.textproto", case_file("memory { gpu: \"h100\" bytes: 0 }", 3, "TB/s"))
                 .find("cases[0] \"c\": memory.bytes must be > 0"),
+            std::string::npos);
+  EXPECT_NE(error_for("stack.textproto",
+                      case_file("stack_kernels { gpu: \"h200\" stack: \"deepspeed_zero\" "
+                                "slots: NORM_FORWARD rows: 0 hidden: 64 }",
+                                3, "us"))
+                .find("cases[0] \"c\": stack_kernels.rows must be in [1, 100000000]"),
+            std::string::npos);
+  // Megatron-TE's profile lists no kernels: nothing there for a case to time.
+  EXPECT_NE(error_for("noslot.textproto",
+                      case_file("stack_kernels { gpu: \"h200\" stack: \"megatron_te\" "
+                                "slots: NORM_FORWARD rows: 8 hidden: 64 }",
+                                3, "us"))
+                .find("stack_kernels.slots: stack megatron_te lists no kernel there"),
             std::string::npos);
   EXPECT_NE(error_for("empty.textproto", "").find("at least one case"), std::string::npos);
   // Block-scaled GEMMs need Blackwell's tensor cores; attention has no such kernel here.

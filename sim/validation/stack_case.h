@@ -1,0 +1,18 @@
+// Model value of a stack_kernels case: a software stack's listed kernels in some layer slots,
+// timed by the kernel cost model as a run times them.
+#pragma once
+
+#include <string>
+
+#include "proto/validation.pb.h"
+
+namespace cs::validation {
+
+// The slots' kernels in µs, launches included. Throws ConfigError for an unknown GPU or stack
+// profile, and for a kernel whose extent the case does not size.
+double stack_kernels_us(const clustersim::StackKernelsCase& s, const std::string& where);
+
+// Field checks, throwing ConfigError "<where>: stack_kernels.<field> ...".
+void check_stack_kernels(const clustersim::StackKernelsCase& s, const std::string& where);
+
+}  // namespace cs::validation
