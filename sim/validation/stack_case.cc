@@ -5,6 +5,7 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/compute/stack_kernel.h"
+#include "sim/config/config_error.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/stack_profile.h"
 
@@ -49,10 +50,20 @@ bool in_slots(const clustersim::StackKernelsCase& s, StackKernel::Slot slot) {
   return std::find(s.slots().begin(), s.slots().end(), slot) != s.slots().end();
 }
 
+// The case's stack profile, or ConfigError naming the case's field.
+clustersim::StackProfile case_stack(const clustersim::StackKernelsCase& s,
+                                    const std::string& where) {
+  try {
+    return load_stack_profile(s.stack());
+  } catch (const ConfigError& e) {
+    config_fail(where, std::string("stack_kernels.stack: ") + e.what());
+  }
+}
+
 }  // namespace
 
 double stack_kernels_us(const clustersim::StackKernelsCase& s, const std::string& where) {
-  const clustersim::StackProfile stack = load_stack_profile(s.stack());
+  const clustersim::StackProfile stack = case_stack(s, where);
   const compute::KernelCostModel model(compute::load_gpu_profile(s.gpu()));
   double us = 0;
   for (const auto& row : stack.kernels()) {
@@ -77,9 +88,14 @@ void check_stack_kernels(const clustersim::StackKernelsCase& s, const std::strin
   require_int_range(s.hidden(), 0, 10'000'000, where, "stack_kernels.hidden", why);
   require_int_range(s.ffn(), 0, 10'000'000, where, "stack_kernels.ffn", why);
   require_int_range(s.vocab(), 0, 10'000'000, where, "stack_kernels.vocab", why);
-  const clustersim::StackProfile stack = load_stack_profile(s.stack());
+  const clustersim::StackProfile stack = case_stack(s, where);
   bool any = false;
-  for (const auto& row : stack.kernels()) any = any || in_slots(s, row.slot());
+  for (const auto& row : stack.kernels()) {
+    if (!in_slots(s, row.slot())) continue;
+    any = true;
+    elements(s, row.extent(), row, where);  // each extent the rows use is one the case sizes
+    if (row.has_write_extent()) elements(s, row.write_extent(), row, where);
+  }
   if (!any)
     config_fail(where, "stack_kernels.slots: stack " + s.stack() + " lists no kernel there");
 }

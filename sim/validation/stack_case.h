@@ -8,11 +8,12 @@
 
 namespace cs::validation {
 
-// The slots' kernels in µs, launches included. Throws ConfigError for an unknown GPU or stack
-// profile, and for a kernel whose extent the case does not size.
+// The slots' kernels in µs, launches included, of a case check_stack_kernels passed. Throws
+// ConfigError "<where>: ..." for an unknown GPU or stack profile.
 double stack_kernels_us(const clustersim::StackKernelsCase& s, const std::string& where);
 
-// Field checks, throwing ConfigError "<where>: stack_kernels.<field> ...".
+// Field checks, throwing ConfigError "<where>: stack_kernels.<field> ...": an unknown stack, a
+// slot it lists no kernel in, a kernel whose extent the case does not size.
 void check_stack_kernels(const clustersim::StackKernelsCase& s, const std::string& where);
 
 }  // namespace cs::validation

@@ -568,6 +568,20 @@ TEST(ValidateCommand, MissingOrSenselessFieldsNameTheCaseAndField) {
                                 3, "us"))
                 .find("cases[0] \"c\": stack_kernels.rows must be in [1, 100000000]"),
             std::string::npos);
+  EXPECT_NE(
+      error_for("nostack.textproto", case_file("stack_kernels { gpu: \"h200\" stack: \"nosuch\" "
+                                               "slots: NORM_FORWARD rows: 8 hidden: 64 }",
+                                               3, "us"))
+          .find("cases[0] \"c\": stack_kernels.stack: unknown stack profile 'nosuch'"),
+      std::string::npos);
+  // The optimizer's rows count parameters, which a stack_kernels case does not size.
+  EXPECT_NE(error_for("extent.textproto",
+                      case_file("stack_kernels { gpu: \"h200\" stack: \"pytorch_fsdp2\" "
+                                "slots: OPTIMIZER rows: 8 hidden: 64 }",
+                                3, "us"))
+                .find("cases[0] \"c\": stack_kernels: kernel \"fused_adamw\" of stack "
+                      "pytorch_fsdp2 has extent SHARD_PARAMS"),
+            std::string::npos);
   // Megatron-TE's profile lists no kernels: nothing there for a case to time.
   EXPECT_NE(error_for("noslot.textproto",
                       case_file("stack_kernels { gpu: \"h200\" stack: \"megatron_te\" "
