@@ -1,6 +1,7 @@
 #include "sim/validation/stack_case.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
@@ -46,8 +47,17 @@ double elements(const clustersim::StackKernelsCase& s, StackKernel::Extent exten
                          ", which a stack_kernels case does not size (HIDDEN, FFN, ROWS, LOGITS)");
 }
 
-bool in_slots(const clustersim::StackKernelsCase& s, StackKernel::Slot slot) {
-  return std::find(s.slots().begin(), s.slots().end(), slot) != s.slots().end();
+// The profile's rows the case times: those in its slots, less the copies only grouped-query
+// attention makes (a case has no attention).
+std::vector<const StackKernel*> timed_rows(const clustersim::StackProfile& stack,
+                                           const clustersim::StackKernelsCase& s) {
+  std::vector<const StackKernel*> rows;
+  for (const auto& row : stack.kernels()) {
+    const bool in_slots =
+        std::find(s.slots().begin(), s.slots().end(), row.slot()) != s.slots().end();
+    if (in_slots && !row.gqa_only()) rows.push_back(&row);
+  }
+  return rows;
 }
 
 // The case's stack profile, or ConfigError naming the case's field.
@@ -66,12 +76,12 @@ double stack_kernels_us(const clustersim::StackKernelsCase& s, const std::string
   const clustersim::StackProfile stack = case_stack(s, where);
   const compute::KernelCostModel model(compute::load_gpu_profile(s.gpu()));
   double us = 0;
-  for (const auto& row : stack.kernels()) {
-    if (!in_slots(s, row.slot()) || row.gqa_only()) continue;
-    const double n = elements(s, row.extent(), row, where);
-    const double written = row.has_write_extent() ? elements(s, row.write_extent(), row, where) : n;
+  for (const StackKernel* row : timed_rows(stack, s)) {
+    const double n = elements(s, row->extent(), *row, where);
+    const double written =
+        row->has_write_extent() ? elements(s, row->write_extent(), *row, where) : n;
     const compute::Kernel k =
-        compute::stack_kernel(row, row.name(), n, written, compute::KernelGroup::kOther);
+        compute::stack_kernel(*row, row->name(), n, written, compute::KernelGroup::kOther);
     us += model.time(k, compute::Precision::kBf16).as_us();
   }
   return us;
@@ -89,15 +99,13 @@ void check_stack_kernels(const clustersim::StackKernelsCase& s, const std::strin
   require_int_range(s.ffn(), 0, 10'000'000, where, "stack_kernels.ffn", why);
   require_int_range(s.vocab(), 0, 10'000'000, where, "stack_kernels.vocab", why);
   const clustersim::StackProfile stack = case_stack(s, where);
-  bool any = false;
-  for (const auto& row : stack.kernels()) {
-    if (!in_slots(s, row.slot())) continue;
-    any = true;
-    elements(s, row.extent(), row, where);  // each extent the rows use is one the case sizes
-    if (row.has_write_extent()) elements(s, row.write_extent(), row, where);
-  }
-  if (!any)
+  const auto rows = timed_rows(stack, s);
+  if (rows.empty())
     config_fail(where, "stack_kernels.slots: stack " + s.stack() + " lists no kernel there");
+  for (const StackKernel* row : rows) {  // each extent the rows use is one the case sizes
+    elements(s, row->extent(), *row, where);
+    if (row->has_write_extent()) elements(s, row->write_extent(), *row, where);
+  }
 }
 
 }  // namespace cs::validation

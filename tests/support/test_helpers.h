@@ -17,6 +17,20 @@
 
 namespace cs::testing_support {
 
+// Whether this binary was built with AddressSanitizer (scripts/sanitize.sh), which runs the suite
+// again at a tenth of its speed or less.
+#if defined(__SANITIZE_ADDRESS__)
+inline constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+inline constexpr bool kUnderSanitizer = true;
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+#else
+inline constexpr bool kUnderSanitizer = false;
+#endif
+
 // What one in-process `clustersim ARGS...` printed and returned.
 struct Outcome {
   int code;

@@ -253,10 +253,18 @@ TEST(ValidationModel, CollectiveCasesRunInTheMeasuredEnvironment) {
   EXPECT_GT(three.model, 8 * 40);
 }
 
+// The one built-in case that simulates 16 million events (twenty GB200 racks' chain tree, message
+// by message): 16 s in the plain build, over 5 minutes under the sanitizers, which run the same
+// code in every smaller collective case. The sanitized suite leaves it to the plain one.
+bool left_to_the_plain_build(const LoadedCase& c) {
+  return testing_support::kUnderSanitizer &&
+         c.spec.name() == "nccl-gb200-nvl72-20rack-1440gpu-allreduce-default-16g";
+}
+
 TEST(ValidationModel, EveryBuiltinCollectiveCaseMatchesTheCollectiveCommand) {
   int checked = 0;
   for (const auto& c : load_builtin_cases()) {
-    if (!c.spec.has_collective()) continue;
+    if (!c.spec.has_collective() || left_to_the_plain_build(c)) continue;
     EXPECT_DOUBLE_EQ(run_case(c).model, cli_busbw(c.spec.collective())) << c.spec.name();
     ++checked;
   }
@@ -400,6 +408,7 @@ TEST(ValidationCases, BuiltinCasesLoadAndCoverEveryKind) {
 TEST(ValidationCases, BuiltinCasesPassUnlessTheyGiveAKnownGap) {
   int gaps = 0;
   for (const auto& c : load_builtin_cases()) {
+    if (left_to_the_plain_build(c)) continue;
     const CaseResult r = run_case(c);
     const bool gap = c.spec.has_known_gap();
     gaps += gap ? 1 : 0;
@@ -469,8 +478,8 @@ TEST(ValidateCommand, FiltersByKindAndCase) {
 }
 
 // The Hopper collective cases (ring, tree, NVLS, NVLS-tree; 8 to 1,984 GPUs) stand for the
-// kind: the 1,440-GPU GB200 chain tree alone takes 12 s of the kind's 13 s (minutes under the
-// sanitizers), and the tests above already run it.
+// kind: the 1,440-GPU GB200 chain tree alone takes most of the kind's time (minutes under the
+// sanitizers), and the tests above run it in the plain build.
 TEST(ValidateCommand, JsonHoldsEveryCaseAndIsReproducible) {
   const std::string json = testing_support::temp_path("validation.json");
   const std::vector<std::string> args = {"validate", "--kind", "collective", "--case",
