@@ -106,6 +106,8 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.has_unvectorized_elementwise_gelems_per_s())
     require_range(p.unvectorized_elementwise_gelems_per_s(), 1e-3, 1e6, src,
                   "unvectorized_elementwise_gelems_per_s", why);
+  if (p.has_multi_tensor_hbm_efficiency())
+    require_fraction(p.multi_tensor_hbm_efficiency(), src, "multi_tensor_hbm_efficiency");
   if (p.sm_count() <= 0) {
     fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");
   }

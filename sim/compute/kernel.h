@@ -61,6 +61,9 @@ struct Kernel {
   // kMemoryBound: elements walked by an element-wise loop that does not vectorize (PyTorch's
   // strided and dtype-converting loops: gpu.proto unvectorized_elementwise_gelems_per_s).
   double unvectorized_elements = 0;
+  // kMemoryBound: launched through multi_tensor_apply over a list of tensors (an optimizer step,
+  // a foreach norm): streams at gpu.proto multi_tensor_hbm_efficiency.
+  bool multi_tensor = false;
 };
 
 // A GEMM with operands and result of `element_bytes` each.

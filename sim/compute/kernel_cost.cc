@@ -162,6 +162,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   o.attention_causal_backward_mask = effects.attention_causal_backward_mask();
   o.attention_softmax_exp = effects.attention_softmax_exp();
   o.unvectorized_elementwise = effects.unvectorized_elementwise();
+  o.multi_tensor_apply = effects.multi_tensor_apply();
   return o;
 }
 
@@ -180,6 +181,10 @@ KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions op
       unvectorized_rate_(options.unvectorized_elementwise
                              ? profile.unvectorized_elementwise_gelems_per_s() * 1e9
                              : 0.0),
+      multi_tensor_bw_(options.multi_tensor_apply && profile.has_multi_tensor_hbm_efficiency()
+                           ? profile.hbm_bandwidth_tbps() * 1e12 *
+                                 profile.multi_tensor_hbm_efficiency()
+                           : bw_),
       gemm_tiles_(gemm_tiles(profile)) {
   const double ratio = sustained_clock_ratio(profile);
   gemm_clock_ =
@@ -359,7 +364,7 @@ const clustersim::MeasuredKernel* KernelCostModel::measured(const Kernel& kernel
 
 double KernelCostModel::model_seconds(const Kernel& kernel, Precision precision) const {
   if (kernel.kind == KernelKind::kAttention) return attention_seconds(kernel, precision);
-  const double memory = kernel.bytes / bw_;
+  const double memory = kernel.bytes / (kernel.multi_tensor ? multi_tensor_bw_ : bw_);
   const double peak = compute_peak(kernel, precision);
   double eff = 1.0;
   double fill = 0.0;

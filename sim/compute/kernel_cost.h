@@ -38,6 +38,8 @@ struct KernelCostOptions {
   bool attention_softmax_exp = true;
   // memory-bound kernels walk their unvectorized elements at the profile's element rate.
   bool unvectorized_elementwise = true;
+  // multi-tensor-apply kernels stream at the profile's multi_tensor_hbm_efficiency.
+  bool multi_tensor_apply = true;
   // BF16 attention runs FlashAttention-2 (a software stack's SDPA, stack.proto): the profile's
   // attention_fa2_bf16 figures where it has them.
   bool fa2_attention = false;
@@ -103,7 +105,10 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //  Memory     max(bytes / achievable_bw, flops / bf16 peak, unvectorized elements / the
 //             profile's unvectorized_elementwise_gelems_per_s): PyTorch's strided and
 //             dtype-converting element-wise loops load one element at a time and do not reach
-//             the bandwidth its vectorized loop does.
+//             the bandwidth its vectorized loop does. A multi-tensor-apply kernel (an
+//             optimizer step, a foreach norm) takes its bytes at the profile's
+//             multi_tensor_hbm_efficiency of peak: a chunk per CTA and a launch per few hundred
+//             chunks stream below one long copy.
 // GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
 // (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
 // sustained clock are divided by the ratio first, so the drop is counted once.
@@ -178,6 +183,7 @@ class KernelCostModel {
   Time launch_;
   double bw_ = 0;                 // achievable HBM bytes/s
   double unvectorized_rate_ = 0;  // elements/s of the unvectorized loops; 0: no such term
+  double multi_tensor_bw_ = 0;    // HBM bytes/s of multi-tensor-apply kernels
   double gemm_clock_ = 1;
   std::vector<GemmTile> gemm_tiles_;  // gemm_tiles(profile_)
 };

@@ -72,6 +72,7 @@ pb::Program program_to_proto(const workload::Program& p) {
     if (k.flops != 0) pk->set_flops(k.flops);
     if (k.bytes != 0) pk->set_bytes(k.bytes);
     if (k.unvectorized_elements != 0) pk->set_unvectorized_elements(k.unvectorized_elements);
+    if (k.multi_tensor) pk->set_multi_tensor(true);
     if (call.precision != compute::Precision::kBf16)
       pk->set_precision(static_cast<pb::Precision>(call.precision));
     if (k.group != default_group(k.kind)) pk->set_group(static_cast<uint32_t>(k.group));
@@ -134,6 +135,7 @@ void kernels_from_proto(const pb::Program& in, workload::Program& p, const std::
     k.causal = pk.causal(), k.backward = pk.backward();
     k.flops = pk.flops(), k.bytes = pk.bytes();
     k.unvectorized_elements = pk.unvectorized_elements();
+    k.multi_tensor = pk.multi_tensor();
     for (const double v : {k.flops, k.bytes, k.unvectorized_elements}) {
       if (!std::isfinite(v) || v < 0)
         fail_trace_at(where,

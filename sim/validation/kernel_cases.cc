@@ -102,7 +102,8 @@ double attention_tflops(const clustersim::AttentionCase& a) {
 
 double memory_tbps(const clustersim::MemoryBoundCase& m) {
   const compute::KernelCostModel model(compute::load_gpu_profile(m.gpu()));
-  const compute::Kernel k = compute::memory_bound("validate_memory", m.bytes());
+  compute::Kernel k = compute::memory_bound("validate_memory", m.bytes());
+  k.multi_tensor = m.multi_tensor();
   return m.bytes() / model.time(k, compute::Precision::kBf16).as_seconds() * 1e-12;
 }
 

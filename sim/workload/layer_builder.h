@@ -109,10 +109,13 @@ class Builder {
     }
   }
 
-  void memory(std::string_view name, double bytes, double flops, KernelGroup group) {
+  // `multi_tensor`: launched through multi_tensor_apply (compute::Kernel::multi_tensor).
+  void memory(std::string_view name, double bytes, double flops, KernelGroup group,
+              bool multi_tensor = false) {
     if (!enabled(group)) return;
     LayerOp op;
     op.kernel = compute::memory_bound(name, bytes, flops, group);
+    op.kernel.multi_tensor = multi_tensor;
     ops_.push_back(op);
   }
 

@@ -321,18 +321,19 @@ std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t 
   const double buffer = static_cast<double>(grad_buffer_params);
   b.memory("grad_buffer_nan_check", grad_bytes * buffer, 2.0 * buffer, KernelGroup::kGradBuffer);
   b.memory("grad_buffer_zero", grad_bytes * buffer, 0, KernelGroup::kGradBuffer);
-  // Megatron's clip_grad_norm_fp32: a multi-tensor L2 norm over this GPU's gradient shard. (The
-  // scalar's all-reduce over the model-parallel and data-parallel groups is a few bytes and not
-  // simulated; the scaling by the clip coefficient runs only on steps whose norm exceeds the
-  // threshold.)
-  b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm);
-  // Reads states and gradient, writes the states and the bf16 weight; a stack's own optimizer
+  // Megatron's clip_grad_norm_fp32: a multi-tensor L2 norm over this GPU's gradient shard
+  // (multi_tensor_applier(multi_tensor_l2norm)). (The scalar's all-reduce over the model-parallel
+  // and data-parallel groups is a few bytes and not simulated; the scaling by the clip
+  // coefficient runs only on steps whose norm exceeds the threshold.)
+  b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm, /*multi_tensor=*/true);
+  // Reads states and gradient, writes the states and the bf16 weight: Transformer Engine's or
+  // Apex's FusedAdam, a multi_tensor_adam launch per few hundred chunks. A stack's own optimizer
   // kernels instead where its profile lists them.
   if (b.replaces(clustersim::StackKernel::OPTIMIZER)) {
     b.stack_rows(clustersim::StackKernel::OPTIMIZER, 0, n);
   } else {
     b.memory("adam_step", (kAdamStateBytes + grad_bytes + kAdamStateBytes + kActBytes) * n,
-             12.0 * n, KernelGroup::kOptimizer);
+             12.0 * n, KernelGroup::kOptimizer, /*multi_tensor=*/true);
   }
   if (b.fp8_casts_ && fp8_weight_params > 0) {
     // Transformer Engine casts each updated weight to FP8 (and its transpose for dgrad) once per

@@ -133,6 +133,17 @@ TEST(GpuProfile, AnUnvectorizedRateOutsideItsRangeIsRefusedByField) {
   }
 }
 
+TEST(GpuProfile, AMultiTensorShareOutsideZeroToOneIsRefusedByField) {
+  for (const std::string share : {"0", "-0.5", "1.2"}) {
+    const std::string msg = error_of([&] {
+      load_gpu_profile_text("name: \"m\" based_on: \"h200\" multi_tensor_hbm_efficiency: " + share,
+                            "share.textproto");
+    });
+    EXPECT_NE(msg.find("share.textproto: multi_tensor_hbm_efficiency"), std::string::npos)
+        << share << ": " << msg;
+  }
+}
+
 TEST(GpuProfile, EmptyGemmTilesAreRefusedByField) {
   const std::string msg = error_of([] {
     load_gpu_profile_text("name: \"t\" based_on: \"h100\" gemm { more_tiles { m: 64 } }",

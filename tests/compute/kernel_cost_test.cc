@@ -649,7 +649,8 @@ TEST(KernelCost, EffectSwitchesReachTheOptions) {
   const KernelCostOptions on = cost_options(effects);
   EXPECT_TRUE(on.gemm_pipeline_fill && on.attention_tile_io && on.attention_causal_diagonal &&
               on.attention_backward_helpers && on.attention_softmax_exp &&
-              on.attention_causal_backward_mask && on.unvectorized_elementwise);
+              on.attention_causal_backward_mask && on.unvectorized_elementwise &&
+              on.multi_tensor_apply);
   effects.set_gemm_pipeline_fill(false);
   effects.set_attention_tile_io(false);
   effects.set_attention_causal_diagonal(false);
@@ -657,10 +658,12 @@ TEST(KernelCost, EffectSwitchesReachTheOptions) {
   effects.set_attention_softmax_exp(false);
   effects.set_attention_causal_backward_mask(false);
   effects.set_unvectorized_elementwise(false);
+  effects.set_multi_tensor_apply(false);
   const KernelCostOptions off = cost_options(effects);
   EXPECT_FALSE(off.gemm_pipeline_fill || off.attention_tile_io || off.attention_causal_diagonal ||
                off.attention_backward_helpers || off.attention_softmax_exp ||
-               off.attention_causal_backward_mask || off.unvectorized_elementwise);
+               off.attention_causal_backward_mask || off.unvectorized_elementwise ||
+               off.multi_tensor_apply);
 }
 
 // A kernel PyTorch runs in an unvectorized loop takes the longer of its bytes at the HBM
@@ -691,6 +694,35 @@ TEST(KernelCost, UnvectorizedElementsGoAtTheProfilesRate) {
               bytes_per_element == 4.0)
         << bytes_per_element;
   }
+}
+
+// A multi-tensor-apply kernel (an optimizer step, a foreach norm) takes its bytes at the
+// profile's measured share of peak bandwidth, below a single streaming kernel's; without the
+// switch, or on a profile with no such measurement, at the single-tensor share.
+TEST(KernelCost, MultiTensorKernelsStreamAtTheProfilesShare) {
+  const GpuProfile h200 = load_gpu_profile("h200");
+  ASSERT_TRUE(h200.has_multi_tensor_hbm_efficiency());
+  const double share = h200.multi_tensor_hbm_efficiency();
+  ASSERT_LT(share, h200.hbm_efficiency());
+  const double peak = h200.hbm_bandwidth_tbps() * 1e12;
+  const Time launch = Time::from_us(h200.kernel_launch_overhead_us());
+  const KernelCostModel on(h200);
+  const KernelCostModel off(h200, with(&KernelCostOptions::multi_tensor_apply, false));
+  GpuProfile unmeasured_profile = h200;
+  unmeasured_profile.clear_multi_tensor_hbm_efficiency();
+  const KernelCostModel unmeasured(unmeasured_profile);
+  const double bytes = 28e9;
+  Kernel adam = memory_bound("adam_step", bytes, 12e9, KernelGroup::kOptimizer);
+  const Kernel single = adam;  // the same bytes in one streaming kernel
+  adam.multi_tensor = true;
+  EXPECT_EQ(on.time(adam, Precision::kBf16), Time::from_seconds(bytes / (peak * share)) + launch);
+  EXPECT_EQ(on.time(single, Precision::kBf16),
+            Time::from_seconds(bytes / (peak * h200.hbm_efficiency())) + launch);
+  EXPECT_EQ(off.time(adam, Precision::kBf16), on.time(single, Precision::kBf16));
+  EXPECT_EQ(unmeasured.time(adam, Precision::kBf16), on.time(single, Precision::kBf16));
+  // The h100 profile has no such measurement: its optimizer kernels stream as any other.
+  const KernelCostModel h100(load_gpu_profile("h100"));
+  EXPECT_EQ(h100.time(adam, Precision::kBf16), h100.time(single, Precision::kBf16));
 }
 
 }  // namespace

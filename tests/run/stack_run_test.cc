@@ -123,6 +123,31 @@ TEST(StackRun, UnvectorizedKernelsSlowOnlyTheEagerStacksNormAndLoss) {
   }
 }
 
+// The optimizer step and gradient norm run through multi_tensor_apply in every stack (Megatron's
+// fused Adam and clip_grad_norm, torchtitan's fused AdamW and foreach scale, DeepSpeed's
+// FusedAdam): on an H200, whose profile measures that share of bandwidth, they take longer with
+// the effect on and nothing else moves; the h100 profile has no such figure.
+TEST(StackRun, MultiTensorKernelsSlowOnlyTheOptimizerWhereTheProfileMeasuresThem) {
+  const std::string off = "effects.multi_tensor_apply=false";
+  for (const std::string stack : {"MEGATRON_TE", "PYTORCH_FSDP", "DEEPSPEED_ZERO"}) {
+    SCOPED_TRACE(stack);
+    const auto on = simulate_step(data_parallel(stack, {"cluster.gpu=h200"}), "test");
+    const auto without = simulate_step(data_parallel(stack, {"cluster.gpu=h200", off}), "test");
+    EXPECT_GT(on.iteration_time_s, without.iteration_time_s);
+    for (const std::string group : {"optimizer", "grad_norm"}) {
+      EXPECT_GT(testing_support::group_seconds(on, group),
+                testing_support::group_seconds(without, group))
+          << group;
+    }
+    for (const std::string group : {"gemm", "norm", "elementwise"}) {
+      EXPECT_EQ(testing_support::group_seconds(on, group),
+                testing_support::group_seconds(without, group))
+          << group;
+    }
+    EXPECT_EQ(step(data_parallel(stack)), step(data_parallel(stack, {off})));
+  }
+}
+
 // FSDP2 copies each unit's gradients into its reduce-scatter buffer and accumulates its shard on
 // the reduce-scatter stream, beside the backward's kernels: holding the GPU, they lengthen the
 // compute stream by at most their own time, and the step by no more than that; off, they run

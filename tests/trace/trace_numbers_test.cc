@@ -88,6 +88,20 @@ TEST(TraceNumbers, UnvectorizedElementsSurviveTheRoundTrip) {
   EXPECT_EQ(unvectorized(to_trace(*back.step)), unvectorized(t));
 }
 
+TEST(TraceNumbers, MultiTensorKernelsSurviveTheRoundTrip) {
+  const auto multi_tensor = [](const clustersim::trace::Trace& t) {
+    int n = 0;
+    for (const auto& program : t.programs())
+      for (const auto& k : program.kernels()) n += k.multi_tensor() ? 1 : 0;
+    return n;
+  };
+  const auto t = to_trace(run::prepare_step(testing_support::small_llama({}), "test"));
+  EXPECT_GT(multi_tensor(t), 0);  // the fused Adam step and the gradient norm
+  const auto back = testing_support::round_trip(t);
+  ASSERT_TRUE(back.step.has_value());
+  EXPECT_EQ(multi_tensor(to_trace(*back.step)), multi_tensor(t));
+}
+
 TEST(TraceNumbers, AChakraTraceMissingARankFromTheMiddleIsRefused) {
   const auto step = run::prepare_step(
       testing_support::small_llama(
