@@ -135,6 +135,25 @@ TEST(StackProfile, BasedOnLaysTheVariantOverItsBaseSlotBySlot) {
   EXPECT_EQ(fsdp1.limits_size(), fsdp2.limits_size());
 }
 
+// FSDP1 runs as llm-foundry configures it: Composer's DecoupledAdamW, a loop of single-tensor
+// ops (80 bytes a parameter) and a per-gradient scale; FSDP2 runs torchtitan's fused AdamW (28)
+// and a foreach scale, both through multi_tensor_apply.
+TEST(StackProfile, EachFsdpVariantStepsItsOwnOptimizer) {
+  auto optimizer = [](const std::string& name) {
+    double bytes = 0;
+    int multi_tensor = 0;
+    const StackProfile profile = load_stack_profile(name);
+    for (const auto& k : profile.kernels()) {
+      if (k.slot() != clustersim::StackKernel::OPTIMIZER) continue;
+      bytes += k.read_bytes() + k.write_bytes();
+      multi_tensor += k.multi_tensor() ? 1 : 0;
+    }
+    return std::pair{bytes, multi_tensor};
+  };
+  EXPECT_EQ(optimizer("pytorch_fsdp1"), (std::pair{80.0 + 8.0, 0}));
+  EXPECT_EQ(optimizer("pytorch_fsdp2"), (std::pair{28.0 + 8.0, 2}));
+}
+
 TEST(StackProfile, OverlayReplacesSlotsAndLimitsAndDropsRemovedSlots) {
   StackProfile base;
   auto* a = base.add_kernels();
