@@ -39,6 +39,8 @@ inline KernelGroup slot_group(Slot slot) {
       return KernelGroup::kLoss;
     case clustersim::StackKernel::OPTIMIZER:
       return KernelGroup::kOptimizer;
+    case clustersim::StackKernel::GRAD_NORM:
+      return KernelGroup::kGradNorm;
     case clustersim::StackKernel::GATHER_PROLOGUE:
     case clustersim::StackKernel::GATHER_EPILOGUE:
     case clustersim::StackKernel::REDUCE_PROLOGUE:

@@ -324,8 +324,13 @@ std::vector<LayerOp> optimizer_ops(const clustersim::RunConfig& config, int64_t 
   // Megatron's clip_grad_norm_fp32: a multi-tensor L2 norm over this GPU's gradient shard
   // (multi_tensor_applier(multi_tensor_l2norm)). (The scalar's all-reduce over the model-parallel
   // and data-parallel groups is a few bytes and not simulated; the scaling by the clip
-  // coefficient runs only on steps whose norm exceeds the threshold.)
-  b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm, /*multi_tensor=*/true);
+  // coefficient runs only on steps whose norm exceeds the threshold.) A stack's own norm kernels
+  // instead where its profile lists them.
+  if (b.replaces(clustersim::StackKernel::GRAD_NORM)) {
+    b.stack_rows(clustersim::StackKernel::GRAD_NORM, 0, n);
+  } else {
+    b.memory("grad_norm", grad_bytes * n, 2.0 * n, KernelGroup::kGradNorm, /*multi_tensor=*/true);
+  }
   // Reads states and gradient, writes the states and the bf16 weight: Transformer Engine's or
   // Apex's FusedAdam, a multi_tensor_adam launch per few hundred chunks. A stack's own optimizer
   // kernels instead where its profile lists them.

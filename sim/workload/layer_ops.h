@@ -145,7 +145,8 @@ std::vector<LayerOp> mtp_entry_ops(const clustersim::RunConfig& config, Phase ph
 //   its `grad_buffer_params` gradient buffer once for the NaN check before the data-parallel
 //   reduction and zeroes it for the next step (the whole buffer: ZeRO-1 shards only the
 //   optimizer states);
-// - grad_norm: the L2 norm of this GPU's `shard_params` gradients for clipping (read once);
+// - grad_norm: the L2 norm of this GPU's `shard_params` gradients for clipping (read once), or
+//   the stack profile's GRAD_NORM rows;
 // - adam_step: mixed-precision Adam over the shard: reads fp32 master, m, v (12 bytes) and the
 //   gradient (4 bytes in fp32, parallel.grad_reduce_dtype GRAD_FP32; 2 in bf16), writes master,
 //   m, v (12) and the bf16 weight (2): 30 (28) bytes per parameter, about 12 FLOPs. (The 16-18

@@ -138,20 +138,28 @@ TEST(StackProfile, BasedOnLaysTheVariantOverItsBaseSlotBySlot) {
 // FSDP1 runs as llm-foundry configures it: Composer's DecoupledAdamW, a loop of single-tensor
 // ops (80 bytes a parameter) and a per-gradient scale; FSDP2 runs torchtitan's fused AdamW (28)
 // and a foreach scale, both through multi_tensor_apply.
-TEST(StackProfile, EachFsdpVariantStepsItsOwnOptimizer) {
-  auto optimizer = [](const std::string& name) {
+TEST(StackProfile, EachStackStepsItsOwnOptimizerAndNorm) {
+  auto slot_bytes = [](const std::string& name, clustersim::StackKernel::Slot slot) {
     double bytes = 0;
     int multi_tensor = 0;
     const StackProfile profile = load_stack_profile(name);
     for (const auto& k : profile.kernels()) {
-      if (k.slot() != clustersim::StackKernel::OPTIMIZER) continue;
+      if (k.slot() != slot) continue;
       bytes += k.read_bytes() + k.write_bytes();
       multi_tensor += k.multi_tensor() ? 1 : 0;
     }
     return std::pair{bytes, multi_tensor};
   };
-  EXPECT_EQ(optimizer("pytorch_fsdp1"), (std::pair{80.0 + 8.0, 0}));
-  EXPECT_EQ(optimizer("pytorch_fsdp2"), (std::pair{28.0 + 8.0, 2}));
+  EXPECT_EQ(slot_bytes("pytorch_fsdp1", clustersim::StackKernel::OPTIMIZER),
+            (std::pair{80.0 + 8.0, 0}));
+  EXPECT_EQ(slot_bytes("pytorch_fsdp2", clustersim::StackKernel::OPTIMIZER),
+            (std::pair{28.0 + 8.0, 2}));
+  // Their gradient norms: one read of the fp32 gradient each, FSDP1's per FlatParameter,
+  // torchtitan's one _foreach_norm; DeepSpeed's through an fp64 copy of the bf16 gradient.
+  EXPECT_EQ(slot_bytes("pytorch_fsdp1", clustersim::StackKernel::GRAD_NORM), (std::pair{4.0, 0}));
+  EXPECT_EQ(slot_bytes("pytorch_fsdp2", clustersim::StackKernel::GRAD_NORM), (std::pair{4.0, 1}));
+  EXPECT_EQ(slot_bytes("deepspeed_zero", clustersim::StackKernel::GRAD_NORM),
+            (std::pair{2.0 + 8.0 + 8.0, 0}));
 }
 
 TEST(StackProfile, OverlayReplacesSlotsAndLimitsAndDropsRemovedSlots) {
