@@ -108,6 +108,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
                   "unvectorized_elementwise_gelems_per_s", why);
   if (p.has_multi_tensor_hbm_efficiency())
     require_fraction(p.multi_tensor_hbm_efficiency(), src, "multi_tensor_hbm_efficiency");
+  if (p.has_deepep_nvlink_share())
+    require_fraction(p.deepep_nvlink_share(), src, "deepep_nvlink_share");
+  if (p.has_deepep_network_share())
+    require_fraction(p.deepep_network_share(), src, "deepep_network_share");
   if (p.sm_count() <= 0) {
     fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");
   }

@@ -20,18 +20,30 @@ std::vector<std::vector<std::size_t>> servers_of(std::span<const EpMember> membe
   return servers;
 }
 
+// The chance that a token's top_k experts, drawn by the shares, include one among `share`'s
+// members: 1 - (1 - their share)^top_k.
+double reach_of(const workload::AllToAllV& v, double share) {
+  return 1.0 - std::pow(1.0 - std::min(share, 1.0), v.top_k);
+}
+
+// Every server's share of the expert copies.
+std::vector<double> server_shares(const workload::AllToAllV& v,
+                                  const std::vector<std::vector<std::size_t>>& servers) {
+  std::vector<double> shares(servers.size(), 0.0);
+  for (std::size_t n = 0; n < servers.size(); ++n)
+    for (const std::size_t m : servers[n]) shares[n] += v.share[m];
+  return shares;
+}
+
 // P(N) for every server, as all_to_all_v_edges() defines it.
-std::vector<double> server_reach(const workload::AllToAllV& v,
-                                 const std::vector<std::vector<std::size_t>>& servers) {
-  std::vector<double> reach(servers.size());
+std::vector<double> server_reach(const workload::AllToAllV& v, std::span<const double> shares) {
+  std::vector<double> reach(shares.size());
   double sum = 0;
-  for (std::size_t n = 0; n < servers.size(); ++n) {
-    double q = 0;
-    for (const std::size_t m : servers[n]) q += v.share[m];
-    reach[n] = 1.0 - std::pow(1.0 - std::min(q, 1.0), v.top_k);
+  for (std::size_t n = 0; n < shares.size(); ++n) {
+    reach[n] = reach_of(v, shares[n]);
     sum += reach[n];
   }
-  if (sum > v.max_nodes)
+  if (v.max_nodes > 0 && sum > v.max_nodes)
     for (double& r : reach) r *= v.max_nodes / sum;
   return reach;
 }
@@ -60,13 +72,23 @@ std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Byt
     return out;
   };
   const auto servers = servers_of(members);
-  if (v.max_nodes <= 0 || servers.size() <= 1) {
+  if (!v.deduplicated) {
     for (std::size_t s = 0; s < n; ++s)
       for (std::size_t d = 0; d < n; ++d) add(s, d, size * v.share[d]);
     return edges();
   }
-  const std::vector<double> reach = server_reach(v, servers);
+  const std::vector<double> shares = server_shares(v, servers);
+  const std::vector<double> reach = server_reach(v, shares);
   const double token_bytes = size / std::max(v.copies_per_token, 1e-12);
+  // What a token sends member d of server k: the chance that d holds one of its experts, scaled
+  // as the server's reach is under node-limited routing.
+  std::vector<double> to_member(n);
+  for (std::size_t k = 0; k < servers.size(); ++k) {
+    const double unlimited = reach_of(v, shares[k]);
+    const double scale = unlimited > 0 ? reach[k] / unlimited : 0;
+    for (const std::size_t d : servers[k])
+      to_member[d] = token_bytes * reach_of(v, v.share[d]) * scale;
+  }
   std::vector<std::size_t> place(n);  // each member's place on its server
   for (const auto& on : servers)
     for (std::size_t i = 0; i < on.size(); ++i) place[on[i]] = i;
@@ -74,7 +96,7 @@ std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Byt
     for (std::size_t k = 0; k < servers.size(); ++k) {
       const auto& on = servers[k];
       if (members[on.front()].node == members[s].node) {
-        for (const std::size_t d : on) add(s, d, size * v.share[d]);
+        for (const std::size_t d : on) add(s, d, to_member[d]);
         continue;
       }
       // The member of server n on s's rail: the same place among its server's members. Where n
@@ -83,18 +105,25 @@ std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Byt
       // than its last member for all the places it lacks.
       const std::size_t relay = on[place[s] % on.size()];
       add(s, relay, token_bytes * reach[k]);
-      for (const std::size_t d : on) add(relay, d, size * v.share[d]);
+      for (const std::size_t d : on) add(relay, d, to_member[d]);
     }
   }
   return edges();
 }
 
 void apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel& wire,
-                      const net::Topology& topology) {
+                      const net::Topology& topology, KernelShares shares) {
+  const double nvlink = wire.nvlink_efficiency * shares.nvlink;
+  const double network = wire.net_efficiency * shares.network;
   for (auto& e : edges) {
     const bool same_server = topology.vertex(e.src).node == topology.vertex(e.dst).node;
-    e.wire_bytes *= wire.byte_factor / (same_server ? wire.nvlink_efficiency : wire.net_efficiency);
+    e.wire_bytes *= wire.byte_factor / (same_server ? nvlink : network);
   }
+}
+
+KernelShares deepep_shares(const compute::GpuProfile& gpu) {
+  return {gpu.has_deepep_nvlink_share() ? gpu.deepep_nvlink_share() : 1.0,
+          gpu.has_deepep_network_share() ? gpu.deepep_network_share() : 1.0};
 }
 
 std::vector<EndpointBandwidth> endpoint_bandwidth(const net::Topology& topology) {

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "sim/coll/schedule.h"
+#include "sim/compute/gpu_profile.h"
 #include "sim/core/units.h"
 #include "sim/net/network.h"
 #include "sim/net/topology.h"
@@ -20,23 +21,36 @@ struct EpMember {
 };
 
 // Edges of `v` among `members` (in EP order) for a collective whose members each send `bytes`.
-// Without a node limit, member s sends bytes x share[d] to every other member d. With
-// max_nodes > 0 (DeepSeek-V3's node-limited routing, deduplicated as DeepEP does), a token
-// crosses the network once per server that holds one of its experts: member s sends each other
-// server N its tokens' hidden states once, token bytes x P(N), to the member of N with its own
-// local index (the same rail; modulo N's member count where N holds fewer), which forwards bytes x
-// share[d] to each member d of N over NVLink. P(N) = 1 - (1 - Q_N)^top_k, the chance that a token's
-// top_k experts (drawn by the shares, Q_N = server N's) include one on N, scaled down so that P
-// sums to at most max_nodes over the servers. Reversed (combine), every edge runs the other way.
+// NCCL's all-to-all of the permuted copies (not v.deduplicated): member s sends bytes x share[d]
+// to every other member d, each expert copy on its own. DeepEP (v.deduplicated) sends a token's
+// hidden state once per GPU and once per server: member s sends each other server N its tokens
+// once, token bytes x P(N), to the member of N with its own local index (the same rail; modulo
+// N's member count where N holds fewer), which forwards token bytes x P(d) to each member d of N
+// over NVLink, as s does to the members of its own server. P(d) = 1 - (1 - share[d])^top_k, the
+// chance that a token's top_k experts (drawn by the shares) include one on d, and P(N) the same
+// for server N's share; with max_nodes > 0 (DeepSeek-V3's node-limited routing) the P(N) are
+// scaled down to sum to at most max_nodes, and each server's P(d) with them. Reversed (combine),
+// every edge runs the other way.
 std::vector<net::FluidEdge> all_to_all_v_edges(const workload::AllToAllV& v, Bytes bytes,
                                                std::span<const EpMember> members);
+
+// The share of the wire model's rate a library's kernels reach, over NVLink and the network
+// (gpu.proto deepep_nvlink_share, deepep_network_share); 1: NCCL's own.
+struct KernelShares {
+  double nvlink = 1.0;
+  double network = 1.0;
+};
 
 // Puts `edges` on the wire as NCCL's point-to-point traffic meets it (`wire`, the plan NCCL's
 // model gives the op): every edge's bytes times the protocol's byte_factor, and divided by the
 // NVLink payload efficiency between GPUs of one server (H100: 20.6 of 25 GB/s per link) or by the
-// network transport's share of the NIC rate between servers (96%).
+// network transport's share of the NIC rate between servers (96%), each times `shares` for a
+// library (DeepEP) that reaches less.
 void apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel& wire,
-                      const net::Topology& topology);
+                      const net::Topology& topology, KernelShares shares = {});
+
+// DeepEP's shares on `gpu`'s servers; 1 where the profile has no figure.
+KernelShares deepep_shares(const compute::GpuProfile& gpu);
 
 // What each vertex can push into and take from each fabric: for a GPU, the bandwidth of its
 // NVLink links (to the NVSwitches) and of its NICs' network links. Indexed by VertexId.

@@ -69,7 +69,9 @@ const AllToAllPlan& Executor::layout_all_to_all_plan(const ReadyCollective& grou
     const double line_rate = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
     const coll::ScheduleKey key_of_op = nccl_.plan(
         o.coll_op, static_cast<int32_t>(group.members.size()), group.per_server, o.bytes);
-    apply_wire_model(*made.edges, key_of_op.wire, topology_);
+    const bool deepep = program.all_to_alls[o.varies].deduplicated;
+    apply_wire_model(*made.edges, key_of_op.wire, topology_,
+                     deepep ? options_.deepep : KernelShares{});
     const double on_wire = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
     if (on_wire > 0) made.line_rate_share = line_rate / on_wire;
   }

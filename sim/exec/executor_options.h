@@ -10,6 +10,7 @@
 #include "sim/coll/nccl_plan.h"
 #include "sim/coll/schedule.h"
 #include "sim/core/units.h"
+#include "sim/exec/all_to_all_v.h"
 #include "sim/exec/interference.h"
 #include "sim/exec/variability.h"
 #include "sim/net/topology.h"
@@ -43,6 +44,9 @@ struct ExecutorOptions {
   // (apply_wire_model in all_to_all_v.h); off (and imported traces' all-to-alls): their payload
   // moves at the links' line rate.
   bool all_to_all_wire = false;
+  // With all_to_all_wire, what DeepEP's kernels reach of that wire rate (the deduplicated
+  // all-to-alls of the DEEPEP dispatcher; effects.deepep_kernel_share).
+  KernelShares deepep;
   // Collectives of a dimension whose groups each fill part of one server's NVSwitch domain, while
   // no other dimension has two members on one server, have those NVLink ports to themselves:
   // nothing else can slow them. Such a collective's time then depends only on its schedule and

@@ -19,6 +19,7 @@ constexpr const char* kReverse = "all_to_all_v_reverse";
 constexpr const char* kCopies = "all_to_all_v_copies_per_token";
 constexpr const char* kTopK = "all_to_all_v_top_k";
 constexpr const char* kMaxNodes = "all_to_all_v_max_nodes";
+constexpr const char* kDeduplicated = "all_to_all_v_deduplicated";
 
 AttributeProto* add(Node& node, const char* name) {
   auto* a = node.add_attr();
@@ -49,6 +50,7 @@ void add_all_to_all_v_attrs(Node& node, Bytes bytes, const workload::AllToAllV& 
   add(node, kCopies)->set_double_val(v.copies_per_token);
   add(node, kTopK)->set_int64_val(v.top_k);
   add(node, kMaxNodes)->set_int64_val(v.max_nodes);
+  add(node, kDeduplicated)->set_bool_val(v.deduplicated);
 }
 
 std::optional<ExactAllToAllV> exact_all_to_all_v(const NodeContext& ctx, std::size_t n) {
@@ -64,11 +66,14 @@ std::optional<ExactAllToAllV> exact_all_to_all_v(const NodeContext& ctx, std::si
   if (v.share.size() != n)
     ctx.fail(std::string(kShare) + " has " + std::to_string(v.share.size()) +
              " entries for a group of " + std::to_string(n) + " ranks");
-  if (const auto* a = find_attr(ctx.node, kReverse)) {
-    if (a->value_case() != AttributeProto::kBoolVal)
-      ctx.fail(std::string(kReverse) + " is not a bool");
-    v.reverse = a->bool_val();
-  }
+  auto flag = [&](const char* name) {
+    const AttributeProto* a = find_attr(ctx.node, name);
+    if (a && a->value_case() != AttributeProto::kBoolVal)
+      ctx.fail(std::string(name) + " is not a bool");
+    return a && a->bool_val();
+  };
+  v.reverse = flag(kReverse);
+  v.deduplicated = flag(kDeduplicated);
   if (const auto* a = find_attr(ctx.node, kCopies)) {
     if (a->value_case() != AttributeProto::kDoubleVal)
       ctx.fail(std::string(kCopies) + " is not a double");

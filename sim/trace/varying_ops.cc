@@ -58,6 +58,7 @@ void varying_to_proto(const workload::Program& program, pb::Program& out) {
     if (v.copies_per_token != 1) a->set_copies_per_token(v.copies_per_token);
     if (v.top_k != 1) a->set_top_k(v.top_k);
     if (v.max_nodes != 0) a->set_max_nodes(v.max_nodes);
+    if (v.deduplicated) a->set_deduplicated(true);
   }
 }
 
@@ -83,6 +84,7 @@ void varying_from_proto(const pb::Program& in, workload::Program& program,
     v.copies_per_token = a.copies_per_token();
     v.top_k = a.top_k();
     v.max_nodes = a.max_nodes();
+    v.deduplicated = a.deduplicated();
     program.all_to_alls.push_back(std::move(v));
   }
 }

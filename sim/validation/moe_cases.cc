@@ -40,6 +40,7 @@ workload::AllToAllV traffic(const AllToAllCase& a, Bytes& bytes) {
   v.copies_per_token = a.top_k();
   v.max_nodes = a.max_nodes();
   v.reverse = a.combine();
+  v.deduplicated = true;  // DeepEP's kernels
   bytes = static_cast<Bytes>(
       std::llround(static_cast<double>(a.tokens()) * a.top_k() * token_bytes(a)));
   return v;
@@ -51,6 +52,12 @@ double servers_reached(const AllToAllCase& a, int32_t servers) {
   const double per = 1.0 - std::pow(1.0 - 1.0 / servers, a.top_k());
   const double all = servers * per;
   return a.max_nodes() > 0 ? std::min(all, static_cast<double>(a.max_nodes())) : all;
+}
+
+// Tokens a rank receives per token a rank sends, its own included: every rank of the group
+// takes a token with the chance 1 - (1 - 1/gpus)^top_k, as all_to_all_v_edges counts them.
+double gpus_reached(const AllToAllCase& a) {
+  return a.gpus() * (1.0 - std::pow(1.0 - 1.0 / a.gpus(), a.top_k()));
 }
 
 }  // namespace
@@ -104,7 +111,11 @@ double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   for (const auto& e : edges) latency = std::max(latency, network->path_latency(e.src, e.dst));
   const coll::ScheduleKey key =
       compute::nccl_tuning(desc.gpu()).plan(coll::Op::kAllToAll, a.gpus(), per_server, bytes);
-  if (wire_costs) exec::apply_wire_model(edges, key.wire, topo);
+  if (wire_costs)
+    exec::apply_wire_model(edges, key.wire, topo,
+                           v.deduplicated
+                               ? exec::deepep_shares(compute::load_gpu_profile(desc.gpu()))
+                               : exec::KernelShares{});
   Time end;
   sim.schedule_in(key.wire.launch_latency, [&] {
     network->send_fluid(
@@ -115,9 +126,9 @@ double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   if (a.metric() == AllToAllCase::NCCL_TESTS_BUSBW)
     return static_cast<double>(bytes) / seconds * (a.gpus() - 1) / a.gpus() * 1e-9;
   const int32_t servers = (a.gpus() + per_server - 1) / per_server;
-  const double rdma_bytes =
-      static_cast<double>(a.tokens()) * servers_reached(a, servers) * token_bytes(a);
-  return rdma_bytes / seconds * 1e-9;
+  const double reached =
+      a.metric() == AllToAllCase::DEEPEP_NVL ? gpus_reached(a) : servers_reached(a, servers);
+  return static_cast<double>(a.tokens()) * reached * token_bytes(a) / seconds * 1e-9;
 }
 
 void check_all_to_all(const AllToAllCase& a, const std::string& where) {
@@ -137,6 +148,15 @@ void check_all_to_all(const AllToAllCase& a, const std::string& where) {
   if (a.metric() == AllToAllCase::NCCL_TESTS_BUSBW) {
     positive(a.size_bytes(), "size_bytes");
     return;
+  }
+  if (a.metric() == AllToAllCase::DEEPEP_NVL) {
+    const net::Topology topo =
+        net::build_topology(net::resolve_topology(a.topology()), a.gpus(), a.topology());
+    for (int32_t i = 1; i < a.gpus(); ++i)
+      if (topo.vertex(topo.gpu(i)).node != topo.vertex(topo.gpu(0)).node)
+        config_fail(where, "all_to_all.metric DEEPEP_NVL counts one server's NVLink traffic, but " +
+                               std::to_string(a.gpus()) + " gpus of " + a.topology() +
+                               " span more than one server (use DEEPEP_RDMA)");
   }
   positive(a.tokens(), "tokens");
   positive(a.hidden(), "hidden");

@@ -62,6 +62,10 @@ struct AllToAllV {
   double copies_per_token = 1;  // expert copies of a token in `bytes` (top_k x kept share)
   int32_t top_k = 1;
   int32_t max_nodes = 0;
+  // DeepEP's kernels (the flex dispatcher): a token crosses the network once per server and
+  // NVLink once per GPU that holds one of its experts. Otherwise (NCCL's all-to-all of the
+  // permuted copies) every expert copy travels to its GPU on its own.
+  bool deduplicated = false;
   friend bool operator==(const AllToAllV&, const AllToAllV&) = default;
 };
 

@@ -92,7 +92,7 @@ std::span<const std::string_view> world_effects() {
       "network_packet_overhead", "nccl_step_latency",         "rail_aligned_rings",
       "nccl_algorithm_choice",   "nvls_bus_bandwidth_cap",    "nccl_tree_pattern",
       "moe_all_to_all_wire",     "comm_compute_interference", "interference_wave_quantization",
-      "side_stream_contention",  "nvls_tree_channel_ceiling"};
+      "side_stream_contention",  "nvls_tree_channel_ceiling", "deepep_kernel_share"};
   return kNames;
 }
 
@@ -183,6 +183,7 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
   options.nccl = compute::nccl_tuning(world.topology(), nccl_settings(config));
   options.fluid_collectives = config.simulation().fluid_collectives();
   options.all_to_all_wire = config.effects().moe_all_to_all_wire();
+  if (config.effects().deepep_kernel_share()) options.deepep = exec::deepep_shares(world.gpu());
   if (choices.variability) options.variability = *choices.variability;
   options.fold_tensor_parallel =
       config.simulation().fold_tensor_parallel() && choices.reuse_isolated && !choices.ranks_differ;

@@ -133,15 +133,17 @@ TEST(GpuProfile, AnUnvectorizedRateOutsideItsRangeIsRefusedByField) {
   }
 }
 
-TEST(GpuProfile, AMultiTensorShareOutsideZeroToOneIsRefusedByField) {
-  for (const std::string share : {"0", "-0.5", "1.2"}) {
-    const std::string msg = error_of([&] {
-      load_gpu_profile_text("name: \"m\" based_on: \"h200\" multi_tensor_hbm_efficiency: " + share,
-                            "share.textproto");
-    });
-    EXPECT_NE(msg.find("share.textproto: multi_tensor_hbm_efficiency"), std::string::npos)
-        << share << ": " << msg;
-  }
+TEST(GpuProfile, AShareOutsideZeroToOneIsRefusedByField) {
+  for (const std::string field :
+       {"multi_tensor_hbm_efficiency", "deepep_nvlink_share", "deepep_network_share"})
+    for (const std::string share : {"0", "-0.5", "1.2", "nan"}) {
+      const std::string msg = error_of([&] {
+        load_gpu_profile_text("name: \"m\" based_on: \"h200\" " + field + ": " + share,
+                              "share.textproto");
+      });
+      EXPECT_NE(msg.find("share.textproto: " + field), std::string::npos)
+          << field << " " << share << ": " << msg;
+    }
 }
 
 TEST(GpuProfile, EmptyGemmTilesAreRefusedByField) {

@@ -1,5 +1,6 @@
 // The transfers of an expert-parallel all-to-all-v: sizes follow the shares, combine mirrors
-// dispatch, and node-limited routing crosses the network once per server a token reaches.
+// dispatch, NCCL sends every expert copy on its own, and DeepEP a token once per server over the
+// network and once per GPU over NVLink.
 #include "sim/exec/all_to_all_v.h"
 
 #include <gtest/gtest.h>
@@ -21,12 +22,13 @@ std::vector<EpMember> members(int servers, int per_server) {
   return m;
 }
 
-workload::AllToAllV balanced(int n, int top_k, int max_nodes) {
+workload::AllToAllV balanced(int n, int top_k, int max_nodes, bool deepep = true) {
   workload::AllToAllV v;
   v.share.assign(static_cast<std::size_t>(n), 1.0 / n);
   v.top_k = top_k;
   v.copies_per_token = top_k;
   v.max_nodes = max_nodes;
+  v.deduplicated = deepep;
   return v;
 }
 
@@ -39,7 +41,7 @@ std::map<std::pair<net::VertexId, net::VertexId>, double> by_pair(
 }
 
 TEST(AllToAllV, SizesFollowTheSharesAndCombineRunsBackwards) {
-  workload::AllToAllV v = balanced(4, 2, 0);
+  workload::AllToAllV v = balanced(4, 2, 0, false);
   v.share = {0.4, 0.3, 0.2, 0.1};
   const auto gpus = members(1, 4);
   const auto dispatch = by_pair(all_to_all_v_edges(v, 1000, gpus));
@@ -63,10 +65,12 @@ TEST(AllToAllV, NodeLimitedRoutingCrossesTheNetworkOncePerServer) {
   // Member 0 (server 0, place 0) to server 1: one 500-byte hop to GPU 2, its rail peer.
   EXPECT_DOUBLE_EQ(pairs.at({0, 2}), 0.5 * 1000);
   EXPECT_EQ(pairs.count({0, 3}), 0u);  // not to the other GPU of server 1
-  // GPU 2 forwards to its server-mate 3 what the three remote sources on its rail sent for it,
-  // beside its own copies for 3.
-  EXPECT_DOUBLE_EQ(pairs.at({2, 3}), 3 * 4000.0 / 8 + 4000.0 / 8);
-  // Network bytes a GPU sends: 3 servers x 500, against 6 x 500 without the limit.
+  // GPU 2 forwards to its server-mate 3, for each of the three remote sources on its rail and for
+  // itself, a token's bytes once when one of its 4 experts is on GPU 3: 1 - (7/8)^4, scaled by
+  // the servers' 0.5 / 0.684.
+  const double to_gpu = 1000 * (1 - std::pow(7.0 / 8, 4)) * 0.5 / (1 - std::pow(3.0 / 4, 4));
+  EXPECT_NEAR(pairs.at({2, 3}), 4 * to_gpu, 1e-9);
+  // Network bytes a GPU sends: 3 servers x 500, against 3 x 684 without the limit.
   double network = 0;
   for (const auto& [pair, b] : pairs)
     if (pair.first == 0 && pair.second / 2 != 0) network += b;
@@ -74,7 +78,27 @@ TEST(AllToAllV, NodeLimitedRoutingCrossesTheNetworkOncePerServer) {
   double unlimited = 0;
   for (const auto& [pair, b] : by_pair(all_to_all_v_edges(balanced(8, 4, 0), bytes, gpus)))
     if (pair.first == 0 && pair.second / 2 != 0) unlimited += b;
-  EXPECT_DOUBLE_EQ(unlimited, 3000.0);
+  EXPECT_NEAR(unlimited, 3 * 1000 * (1 - std::pow(3.0 / 4, 4)), 1e-9);
+}
+
+// NCCL's all-to-all of the permuted copies sends each expert copy straight to its GPU, however
+// the routing limits the servers: 8 GPUs, each gets 1/8 of a member's 4000 bytes.
+TEST(AllToAllV, NcclSendsEveryExpertCopyToItsGpu) {
+  const auto pairs = by_pair(all_to_all_v_edges(balanced(8, 4, 2, false), 4000, members(4, 2)));
+  EXPECT_EQ(pairs.size(), 56u);  // every ordered pair: no relays
+  EXPECT_DOUBLE_EQ(pairs.at({0, 3}), 500.0);
+  EXPECT_DOUBLE_EQ(pairs.at({0, 1}), 500.0);
+}
+
+// DeepEP within one server: a token's 8 experts over 8 GPUs reach a GPU with probability
+// 1 - (7/8)^8, and it crosses to that GPU once, however many of its experts the GPU holds.
+TEST(AllToAllV, DeepEpSendsATokenOncePerGpu) {
+  const auto pairs = by_pair(all_to_all_v_edges(balanced(8, 8, 0), 8000, members(1, 8)));
+  EXPECT_EQ(pairs.size(), 56u);
+  EXPECT_NEAR(pairs.at({0, 5}), 1000 * (1 - std::pow(7.0 / 8, 8)), 1e-9);
+  // NCCL's copies: 8000 / 8 = 1000, 1.52x more.
+  const auto nccl = by_pair(all_to_all_v_edges(balanced(8, 8, 0, false), 8000, members(1, 8)));
+  EXPECT_DOUBLE_EQ(nccl.at({0, 5}), 1000.0);
 }
 
 // A group split 6 + 2 over two servers: the six senders of the larger side reach the two members
@@ -106,6 +130,12 @@ TEST(AllToAllV, TheWireModelScalesEachEdgeByItsPath) {
   apply_wire_model(edges, wire, topo);
   EXPECT_DOUBLE_EQ(edges[0].wire_bytes, 1000 * 1.25 / 0.8);
   EXPECT_DOUBLE_EQ(edges[1].wire_bytes, 1000 * 1.25 / 0.96);
+  // A library that reaches less of each rate (DeepEP's shares) takes longer on each path.
+  std::vector<net::FluidEdge> deepep = {{topo.gpu(0), topo.gpu(1), 1000},
+                                        {topo.gpu(0), topo.gpu(8), 1000}};
+  apply_wire_model(deepep, wire, topo, {0.5, 0.8});
+  EXPECT_DOUBLE_EQ(deepep[0].wire_bytes, 1000 * 1.25 / (0.8 * 0.5));
+  EXPECT_DOUBLE_EQ(deepep[1].wire_bytes, 1000 * 1.25 / (0.96 * 0.8));
   // An ideal wire changes nothing.
   const auto before = edges;
   apply_wire_model(edges, coll::WireModel{}, topo);

@@ -94,18 +94,26 @@ TEST(MoeRun, FoldingExpertDataParallelReplicasKeepsTheStep) {
                    unfolded.comm_bytes_by_dim[static_cast<int>(workload::Dim::kEp)]);
 }
 
-// EP 8 over two servers (Llama 3's rank order puts DP neighbours PP 2 apart). Top 4 of 8 experts
-// spread evenly: without a limit a token sends 2 of its 4 copies to the other server; with one
-// server at most, it crosses half the time, once: a quarter of the network's EP bytes.
-TEST(MoeRun, NodeLimitedRoutingCutsNetworkBytes) {
+// EP 8 over two servers (Llama 3's rank order puts DP neighbours PP 2 apart), top 4 of 8 experts
+// spread evenly. Across the network a token costs NCCL's all-to-all 2 of its 4 copies, with or
+// without a limit; DeepEP one copy when an expert is on the other server, 1 - (1/2)^4 = 0.9375 of
+// the time, and half the time with one server at most. The data-parallel bytes are the same in
+// every run, so (nccl - deepep) / (nccl - limited) = (2 - 0.9375) / (2 - 0.5).
+TEST(MoeRun, NodeLimitedRoutingCutsNetworkBytesUnderDeepEp) {
   const std::vector<std::string> spread_ep = {"parallel.ep=8", "model.moe.top_k=4",
                                               "parallel.rank_order=TP_CP_PP_DP"};
-  auto with_limit = spread_ep;
-  with_limit.push_back("model.moe.max_nodes_per_token=1");
-  const auto spread = run_mixtral(spread_ep);
-  const auto limited = run_mixtral(with_limit);
-  EXPECT_LT(limited.comm_bytes_network, 0.6 * spread.comm_bytes_network);
-  EXPECT_GT(limited.comm_bytes_network, 0);
+  const auto network = [&](bool deepep, bool limit) {
+    auto o = spread_ep;
+    o.push_back(std::string("model.moe.dispatcher=") + (deepep ? "DEEPEP" : "ALL_TO_ALL"));
+    if (limit) o.push_back("model.moe.max_nodes_per_token=1");
+    return run_mixtral(o).comm_bytes_network;
+  };
+  const double nccl = network(false, false), deepep = network(true, false);
+  const double limited = network(true, true);
+  EXPECT_LT(limited, deepep);
+  EXPECT_LT(deepep, nccl);
+  EXPECT_NEAR((nccl - deepep) / (nccl - limited), 1.0625 / 1.5, 0.01);
+  EXPECT_NEAR(network(false, true), nccl, 1e-9 * nccl);
 }
 
 TEST(MoeRun, DualPipePairsHideAllToAllsBehindTheOtherHalfsCompute) {

@@ -125,6 +125,11 @@ TEST(MoeTrace, NodeLimitedRoutingIsCarried) {
   EXPECT_EQ(v.top_k(), 8);
   EXPECT_EQ(v.max_nodes(), 4);
   EXPECT_NEAR(v.copies_per_token(), 8.0, 1e-9);
+  EXPECT_TRUE(v.deduplicated());  // DeepEP's kernels (the preset's dispatcher)
+  // Megatron's all-to-all dispatcher sends the permuted copies through NCCL, one by one.
+  const auto nccl =
+      to_trace(run::prepare_step(deepseek({"model.moe.dispatcher=ALL_TO_ALL"}), "test"));
+  EXPECT_FALSE(nccl.programs(0).all_to_alls(0).deduplicated());
 }
 
 TEST(MoeTrace, DenseTracesStayVersionOneAndUnknownVersionsAreRefused) {
@@ -509,6 +514,27 @@ TEST(MoeChakraExport, MalformedExactAttributesNameTheNode) {
     const std::string s = e.what();
     EXPECT_NE(s.find("bad_exact.1.et: rank 1: node "), std::string::npos) << s;
     EXPECT_NE(s.find("all_to_all_v_share has 5 entries for a group of 4"), std::string::npos) << s;
+  }
+}
+
+// A flag of another type than bool is refused by its name, as the other exact attributes are.
+TEST(MoeChakraExport, ANonBoolDeduplicatedFlagIsRefused) {
+  const auto w = uneven_all_to_alls();
+  const std::string prefix = testing_support::temp_path("bad_flag");
+  write_chakra(w, prefix);
+  ChakraFiles files = read_chakra_files(prefix);
+  for (auto& n : files.ranks[1].nodes)
+    for (auto& a : *n.mutable_attr())
+      if (a.name() == "all_to_all_v_deduplicated") a.set_int64_val(1);
+  const compute::KernelCostModel cost(compute::load_gpu_profile("h100"));
+  const auto groups = parse_comm_groups(read_file(prefix + ".comm_groups.json"), "g");
+  try {
+    chakra_to_workload(files.ranks, files.files, cost, groups);
+    ADD_FAILURE() << "accepted";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("all_to_all_v_deduplicated is not a bool"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -190,13 +190,16 @@ bool world_differs(World& world, const clustersim::RunConfig& a, const clustersi
   };
   return !(nccl_settings(a) == nccl_settings(b)) || x.all_to_all_wire != y.all_to_all_wire ||
          x.interference.has_value() != y.interference.has_value() || quantized(x) != quantized(y) ||
-         x.side_stream_contention != y.side_stream_contention;
+         x.side_stream_contention != y.side_stream_contention ||
+         x.deepep.nvlink != y.deepep.nvlink || x.deepep.network != y.deepep.network;
 }
 
 // Turning off an effect changes the world exactly when world_effects() lists it, so the list a
 // replay checks its --set against is the one the world reads.
 TEST(WorldEffects, TheListedEffectsAreTheOnesTheWorldReads) {
-  const clustersim::RunConfig base = on("dgx-h100");
+  // H800s, whose profile holds every figure an effect reads (DeepEP's shares among them).
+  clustersim::RunConfig base = on("dgx-h100");
+  base.mutable_cluster()->set_gpu("h800");
   World world(ResolvedCluster(base, "test"), 16);
   const auto* fields = clustersim::EffectsConfig::descriptor();
   const auto listed = world_effects();
