@@ -50,18 +50,19 @@ Posted LayoutGroups::post(int32_t rank, uint32_t op) {
   // compute stream waits for them.
   ready.blocking = o.stream == Stream::kCompute;
   ready.all_to_all_v = o.varies < program.all_to_alls.size();
-  ready.path = path_of(o);
+  ready.path = path_of(program, o);
   return {std::move(ready), {}};
 }
 
-CommPath LayoutGroups::path_of(const Op& o) const {
+CommPath LayoutGroups::path_of(const workload::Program& program, const Op& o) const {
   // Overlapped TP collectives run as userbuffers ring-exchange steps, not NCCL kernels.
   if (o.stream == Stream::kTp) return CommPath::kRingExchange;
   // Ring attention's K/V hops are NCCL send/recvs.
   if (o.coll_op == coll::Op::kSendRecv) return CommPath::kPointToPoint;
-  return per_server_[static_cast<std::size_t>(o.dim)] >= layout_.size(o.dim)
-             ? CommPath::kNvlinkCollective
-             : CommPath::kNetworkCollective;
+  const bool one_server = per_server_[static_cast<std::size_t>(o.dim)] >= layout_.size(o.dim);
+  if (o.varies < program.all_to_alls.size() && program.all_to_alls[o.varies].deduplicated)
+    return one_server ? CommPath::kDeepEpNvlink : CommPath::kDeepEpNetwork;
+  return one_server ? CommPath::kNvlinkCollective : CommPath::kNetworkCollective;
 }
 
 ExplicitGroups::ExplicitGroups(const std::vector<std::vector<int32_t>>& groups, int32_t world,

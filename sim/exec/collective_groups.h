@@ -65,7 +65,8 @@ class LayoutGroups final : public CollectiveGroups {
   Posted post(int32_t rank, uint32_t op) override;
 
  private:
-  CommPath path_of(const workload::Op& o) const;
+  // Where `o` of `program` runs: its interference load (DeepEP's all-to-alls on their own SMs).
+  CommPath path_of(const workload::Program& program, const workload::Op& o) const;
 
   const workload::Layout& layout_;
   ProgramOfRank program_of_;

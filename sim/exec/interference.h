@@ -38,6 +38,8 @@ enum class CommPath : uint8_t {
   kNetworkCollective,  // the group spans servers
   kPointToPoint,       // one send / receive (pipeline transfers)
   kRingExchange,       // a Transformer Engine userbuffers ring-exchange step beside a GEMM
+  kDeepEpNvlink,       // DeepEP's dispatch or combine, every member on one server
+  kDeepEpNetwork,      // DeepEP's dispatch or combine across servers
 };
 
 // The GPU's resources and the load each kind of communication puts on them.
@@ -50,6 +52,7 @@ struct InterferenceModel {
   std::vector<compute::GemmTile> gemm_tiles;  // the profile's GEMM output tiles, for kernel_ctas
   double hbm_bytes_per_s = 0;                 // what streaming kernels achieve alone
   CommLoad nvlink_collective, network_collective, point_to_point, ring_exchange;
+  CommLoad deepep_nvlink, deepep_network;  // the collectives' loads on DeepEP's SMs
 
   const CommLoad& load_of(CommPath path) const {
     switch (path) {
@@ -59,6 +62,10 @@ struct InterferenceModel {
         return network_collective;
       case CommPath::kPointToPoint:
         return point_to_point;
+      case CommPath::kDeepEpNvlink:
+        return deepep_nvlink;
+      case CommPath::kDeepEpNetwork:
+        return deepep_network;
       case CommPath::kRingExchange:
         break;
     }

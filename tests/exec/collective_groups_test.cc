@@ -96,6 +96,29 @@ TEST(LayoutGroups, AnOpWithARoutingRowIsAnAllToAllV) {
   const Posted posted = groups.post(1, 0);
   ASSERT_TRUE(posted.ready);
   EXPECT_TRUE(posted.ready->all_to_all_v);
+  EXPECT_EQ(posted.ready->path, CommPath::kNvlinkCollective);  // NCCL's kernels
+}
+
+// DeepEP's all-to-alls load the GPU with its own SM count, inside a server and across servers.
+TEST(LayoutGroups, ADeduplicatedAllToAllRunsOnDeepEpsSms) {
+  LayoutFixture f;
+  Op tp = collective(Dim::kTp, 1024, coll::Op::kAllToAll);
+  tp.varies = 0;
+  Op dp = collective(Dim::kDp, 1024, coll::Op::kAllToAll);
+  dp.varies = 0;
+  f.program.ops = {tp, dp};
+  f.program.all_to_alls = {{{0.5, 0.5}}};
+  f.program.all_to_alls[0].deduplicated = true;
+  const Folding folding(f.layout);
+  LayoutGroups groups = f.groups(folding);
+  groups.post(0, 0);
+  const Posted inside = groups.post(1, 0);
+  ASSERT_TRUE(inside.ready);
+  EXPECT_EQ(inside.ready->path, CommPath::kDeepEpNvlink);
+  groups.post(0, 1);
+  const Posted across = groups.post(2, 1);
+  ASSERT_TRUE(across.ready);
+  EXPECT_EQ(across.ready->path, CommPath::kDeepEpNetwork);
 }
 
 struct ExplicitFixture {

@@ -43,6 +43,18 @@ TEST(Interference, TensorCoreKernelsLoseTheSmsNcclHolds) {
       132.0 / 116.0);
 }
 
+// DeepEP's dispatch and combine hold Megatron-Core's moe_deepep_num_sms (20) SMs, with the HBM
+// traffic of NCCL's collectives over the same links.
+TEST(Interference, DeepEpHoldsTheSmsMegatronGivesIt) {
+  const InterferenceModel& m = h100();
+  EXPECT_EQ(m.load_of(CommPath::kDeepEpNetwork).sms, 20);
+  EXPECT_EQ(m.load_of(CommPath::kDeepEpNvlink).sms, 20);
+  EXPECT_EQ(m.deepep_network.hbm_bytes_per_s, m.network_collective.hbm_bytes_per_s);
+  EXPECT_EQ(m.deepep_nvlink.hbm_bytes_per_s, m.nvlink_collective.hbm_bytes_per_s);
+  EXPECT_DOUBLE_EQ(kernel_slowdown(m, compute::KernelKind::kGemm, 1e-3, 1e6, m.deepep_network),
+                   132.0 / 112.0);
+}
+
 TEST(Interference, MemoryBoundKernelsShareHbmBandwidth) {
   // A kernel streaming at the whole achievable bandwidth gets what the collective leaves:
   // 3 HBM bytes per NVLink byte at 450 GB/s.
