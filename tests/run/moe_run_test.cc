@@ -100,8 +100,10 @@ TEST(MoeRun, FoldingExpertDataParallelReplicasKeepsTheStep) {
 // the time, and half the time with one server at most. The data-parallel bytes are the same in
 // every run, so (nccl - deepep) / (nccl - limited) = (2 - 0.9375) / (2 - 0.5).
 TEST(MoeRun, NodeLimitedRoutingCutsNetworkBytesUnderDeepEp) {
+  // Bytes on the wire: without DeepEP's slower share of each link, which the wire counts.
   const std::vector<std::string> spread_ep = {"parallel.ep=8", "model.moe.top_k=4",
-                                              "parallel.rank_order=TP_CP_PP_DP"};
+                                              "parallel.rank_order=TP_CP_PP_DP",
+                                              "effects.deepep_kernel_share=false"};
   const auto network = [&](bool deepep, bool limit) {
     auto o = spread_ep;
     o.push_back(std::string("model.moe.dispatcher=") + (deepep ? "DEEPEP" : "ALL_TO_ALL"));
