@@ -448,6 +448,9 @@ exec::ExplicitWorkload explicit_workload_from_trace(const pb::Trace& trace, cons
 LoadedTrace from_trace(const pb::Trace& trace, const std::string& file) {
   const int64_t world = checked_trace_world(trace, file);
   std::vector<workload::Program> programs = programs_from_trace(trace, file, world);
+  if (trace.metadata().format_version() == kDeepEpImpliedVersion)
+    for (auto& p : programs)
+      for (auto& v : p.all_to_alls) v.deduplicated = v.max_nodes > 0;
   LoadedTrace loaded;
   loaded.source = trace.metadata().source();
   if (trace.metadata().has_config())

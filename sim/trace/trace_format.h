@@ -20,10 +20,13 @@ class TraceError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Traces whose programs vary by rank (all-to-all-v, expert times by EP rank) are version 2, the
+// Traces whose programs vary by rank (all-to-all-v, expert times by EP rank) are version 3, the
 // rest version 1, so that builds which read only version 1 refuse what they would misread.
+// Version 2 wrote no AllToAllV.deduplicated: its node-limited all-to-alls were relayed and
+// deduplicated per server, DeepEP's way, and are read back so.
 inline constexpr uint32_t kPlainFormatVersion = 1;
-inline constexpr uint32_t kFormatVersion = 2;
+inline constexpr uint32_t kDeepEpImpliedVersion = 2;
+inline constexpr uint32_t kFormatVersion = 3;
 
 // A layout trace: one program per pipeline stage, the config and what the report needs.
 clustersim::trace::Trace to_trace(const run::PreparedStep& step);

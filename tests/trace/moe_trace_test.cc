@@ -99,7 +99,7 @@ TEST(MoeTrace, GenerateThenReplayEqualsRunBitForBit) {
       EXPECT_GT(on_expert_stream, 0u);
     }
     const auto t = to_trace(step);
-    EXPECT_EQ(t.metadata().format_version(), 2u);
+    EXPECT_EQ(t.metadata().format_version(), 3u);
     int varying = 0;
     for (const auto& p : t.programs()) varying += p.rank_times_size() + p.all_to_alls_size();
     EXPECT_GT(varying, 0);
@@ -141,9 +141,25 @@ TEST(MoeTrace, DenseTracesStayVersionOneAndUnknownVersionsAreRefused) {
                         "test"));
   EXPECT_EQ(dense.metadata().format_version(), 1u);
   EXPECT_TRUE(round_trip(dense).step.has_value());
-  dense.mutable_metadata()->set_format_version(3);
-  EXPECT_NE(load_error(dense).find("format version 3, this build reads 1 to 2"), std::string::npos)
+  dense.mutable_metadata()->set_format_version(4);
+  EXPECT_NE(load_error(dense).find("format version 4, this build reads 1 to 3"), std::string::npos)
       << load_error(dense);
+}
+
+// A version-2 trace wrote no deduplicated flag: its node-limited all-to-alls were DeepEP-like
+// then, and are read back so; those without a limit stay NCCL's.
+TEST(MoeTrace, VersionTwoNodeLimitedAllToAllsReadAsDeepEp) {
+  auto t = to_trace(run::prepare_step(deepseek(), "test"));
+  for (auto& p : *t.mutable_programs())
+    for (auto& a : *p.mutable_all_to_alls()) a.clear_deduplicated();
+  t.mutable_metadata()->set_format_version(2);
+  auto& free = *t.mutable_programs(0)->mutable_all_to_alls(1);
+  free.clear_max_nodes();
+  const auto loaded = round_trip(t);
+  ASSERT_TRUE(loaded.step.has_value());
+  const auto& v = loaded.step->programs[0].all_to_alls;
+  EXPECT_TRUE(v[0].deduplicated);
+  EXPECT_FALSE(v[1].deduplicated);
 }
 
 TEST(MoeTrace, CliGenerateThenReplayPrintsTheRunsStepTime) {
@@ -328,7 +344,7 @@ TEST(MoeTrace, ChakraAllToAllVConvertedToOurFormatReplaysTheSame) {
   const auto w = uneven_all_to_alls();
   ASSERT_EQ(w.programs[0].all_to_alls.size(), 3u);
   const auto t = to_trace(w, "u");
-  EXPECT_EQ(t.metadata().format_version(), 2u);
+  EXPECT_EQ(t.metadata().format_version(), 3u);
   auto loaded = round_trip(t);
   ASSERT_TRUE(loaded.workload.has_value());
   for (std::size_t p = 0; p < w.programs.size(); ++p)
