@@ -85,13 +85,18 @@ Time expert_part_time(const KernelCostModel& cost, std::span<const Kernel> parts
   if (parts.front().kind == KernelKind::kGemm)
     return model == GroupedGemmModel::kKernel ? grouped_gemm_time(cost, parts, precision)
                                               : ideal_grouped_gemm_time(cost, parts, precision);
+  return cost.time(merged_parts(parts), precision);
+}
+
+Kernel merged_parts(std::span<const Kernel> parts) {
+  if (parts.empty()) return {};
   Kernel whole = parts.front();
   whole.bytes = whole.flops = 0;
   for (const Kernel& k : parts) {
     whole.bytes += k.bytes;
     whole.flops += k.flops;
   }
-  return cost.time(whole, precision);
+  return whole;
 }
 
 }  // namespace cs::compute

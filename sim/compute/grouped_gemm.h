@@ -44,6 +44,10 @@ enum class GroupedGemmModel {
   kIdeal,   // as an ideal grouped GEMM: ideal_grouped_gemm_time
 };
 
+// A rank's memory-bound expert parts as the one kernel that runs them: their bytes and FLOPs
+// summed, the first part's kind and flags.
+Kernel merged_parts(std::span<const Kernel> parts);
+
 // One EP rank's share of an expert op: its GEMMs as one grouped kernel timed by `model`, or
 // anything else (the experts' activation) as one kernel over all of their bytes and FLOPs, as
 // Megatron-Core applies the activation once to the whole permuted tensor.

@@ -64,6 +64,9 @@ struct Kernel {
   // kMemoryBound: launched through multi_tensor_apply over a list of tensors (an optimizer step,
   // a foreach norm): streams at gpu.proto multi_tensor_hbm_efficiency.
   bool multi_tensor = false;
+  // kMemoryBound: a MoE token permutation (rows gathered into or summed back from expert order):
+  // at gpu.proto token_permute_tbps where that is slower than streaming.
+  bool token_permute = false;
 };
 
 // A GEMM with operands and result of `element_bytes` each.

@@ -163,6 +163,7 @@ KernelCostOptions cost_options(const clustersim::EffectsConfig& effects) {
   o.attention_softmax_exp = effects.attention_softmax_exp();
   o.unvectorized_elementwise = effects.unvectorized_elementwise();
   o.multi_tensor_apply = effects.multi_tensor_apply();
+  o.moe_token_permute_rate = effects.moe_token_permute_rate();
   return o;
 }
 
@@ -185,6 +186,9 @@ KernelCostModel::KernelCostModel(const GpuProfile& profile, KernelCostOptions op
                            ? profile.hbm_bandwidth_tbps() * 1e12 *
                                  profile.multi_tensor_hbm_efficiency()
                            : bw_),
+      token_permute_bw_(options.moe_token_permute_rate && profile.has_token_permute_tbps()
+                            ? std::min(bw_, profile.token_permute_tbps() * 1e12)
+                            : bw_),
       gemm_tiles_(gemm_tiles(profile)) {
   const double ratio = sustained_clock_ratio(profile);
   gemm_clock_ =
@@ -362,9 +366,22 @@ const clustersim::MeasuredKernel* KernelCostModel::measured(const Kernel& kernel
   return nullptr;
 }
 
+double KernelCostModel::token_permute_extra_seconds(const Kernel& kernel,
+                                                    Precision precision) const {
+  if (!kernel.token_permute || measured(kernel, precision)) return 0;
+  Kernel streaming = kernel;
+  streaming.token_permute = false;
+  return model_seconds(kernel, precision) - model_seconds(streaming, precision);
+}
+
+double KernelCostModel::memory_bandwidth(const Kernel& kernel) const {
+  if (kernel.multi_tensor) return multi_tensor_bw_;
+  return kernel.token_permute ? token_permute_bw_ : bw_;
+}
+
 double KernelCostModel::model_seconds(const Kernel& kernel, Precision precision) const {
   if (kernel.kind == KernelKind::kAttention) return attention_seconds(kernel, precision);
-  const double memory = kernel.bytes / (kernel.multi_tensor ? multi_tensor_bw_ : bw_);
+  const double memory = kernel.bytes / memory_bandwidth(kernel);
   const double peak = compute_peak(kernel, precision);
   double eff = 1.0;
   double fill = 0.0;

@@ -40,6 +40,8 @@ struct KernelCostOptions {
   bool unvectorized_elementwise = true;
   // multi-tensor-apply kernels stream at the profile's multi_tensor_hbm_efficiency.
   bool multi_tensor_apply = true;
+  // MoE token permutation kernels run at the profile's token_permute_tbps.
+  bool moe_token_permute_rate = true;
   // BF16 attention runs FlashAttention-2 (a software stack's SDPA, stack.proto): the profile's
   // attention_fa2_bf16 figures where it has them.
   bool fa2_attention = false;
@@ -108,7 +110,8 @@ KernelCostOptions cost_options(const clustersim::RunConfig& config);
 //             the bandwidth its vectorized loop does. A multi-tensor-apply kernel (an
 //             optimizer step, a foreach norm) takes its bytes at the profile's
 //             multi_tensor_hbm_efficiency of peak: a chunk per CTA and a launch per few hundred
-//             chunks stream below one long copy.
+//             chunks stream below one long copy. A MoE token permutation takes its bytes at
+//             the slower of that and the profile's token_permute_tbps.
 // GEMM and attention efficiencies are per clock at the peak clock times the sustained clock ratio
 // (gpu.proto ClockModel) when KernelCostOptions::sustained_clocks; figures measured at the
 // sustained clock are divided by the ratio first, so the drop is counted once.
@@ -120,6 +123,10 @@ class KernelCostModel {
   explicit KernelCostModel(const GpuProfile& profile, KernelCostOptions options = {});
 
   Time time(const Kernel& kernel, Precision precision) const;
+
+  // Seconds effects.moe_token_permute_rate adds to a MoE token permutation (0 for other kernels,
+  // and when the profile's rate is not slower than streaming).
+  double token_permute_extra_seconds(const Kernel& kernel, Precision precision) const;
 
   // Achieved fraction of the peak the kernel runs at, not counting launch overhead: FLOP/s over
   // peak FLOP/s for GEMM and attention (so memory-bound shapes score low), bytes/s over peak HBM
@@ -175,6 +182,8 @@ class KernelCostModel {
   double cta_fixed_factor(const Kernel& kernel, Precision precision) const;
   // A causal forward launched shortest first: its loop time over the balanced waves'.
   double causal_tail_factor(const Kernel& kernel, Precision precision) const;
+  // HBM bytes/s the kernel's bytes move at: streaming, multi-tensor-apply or token permutation.
+  double memory_bandwidth(const Kernel& kernel) const;
   // Seconds of the roofline (without launch overhead).
   double model_seconds(const Kernel& kernel, Precision precision) const;
 
@@ -184,6 +193,7 @@ class KernelCostModel {
   double bw_ = 0;                 // achievable HBM bytes/s
   double unvectorized_rate_ = 0;  // elements/s of the unvectorized loops; 0: no such term
   double multi_tensor_bw_ = 0;    // HBM bytes/s of multi-tensor-apply kernels
+  double token_permute_bw_ = 0;   // HBM bytes/s of MoE token permutations
   double gemm_clock_ = 1;
   std::vector<GemmTile> gemm_tiles_;  // gemm_tiles(profile_)
 };

@@ -18,7 +18,9 @@ Json moe_json(const MoeFigures& m) {
           {"expert_params_per_gpu", static_cast<double>(m.expert_params_per_gpu)},
           {"expert_memory_gb", m.expert_memory_gb},
           {"effects_s",
-           {{"moe_grouped_gemm", m.grouped_gemm_s}, {"moe_all_to_all_wire", m.all_to_all_wire_s}}}};
+           {{"moe_grouped_gemm", m.grouped_gemm_s},
+            {"moe_all_to_all_wire", m.all_to_all_wire_s},
+            {"moe_token_permute_rate", m.token_permute_s}}}};
 }
 
 void print_moe(std::ostream& out, const MoeFigures& m) {
@@ -36,6 +38,8 @@ void print_moe(std::ostream& out, const MoeFigures& m) {
           " dropped");
   row(out, "  effect moe_grouped_gemm",
       fmt("%+.4f s", m.grouped_gemm_s) + " compute (grouped GEMM vs an ideal one)");
+  row(out, "  effect moe_token_permute_rate",
+      fmt("%+.4f s", m.token_permute_s) + " compute (token permutations vs streaming copies)");
   row(out, "  effect moe_all_to_all_wire",
       fmt("%+.4f s", m.all_to_all_wire_s) + " all-to-all in flight (NVLink and NIC overheads)");
   row(out, "  expert memory per GPU",

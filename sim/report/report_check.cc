@@ -130,6 +130,7 @@ void check_report(const StepReport& r) {
   // What an effect adds: negative where it saves time.
   finite(e.grouped_gemm_s, "moe.grouped_gemm_s");
   finite(e.all_to_all_wire_s, "moe.all_to_all_wire_s");
+  finite(e.token_permute_s, "moe.token_permute_s");
 }
 
 }  // namespace cs::report

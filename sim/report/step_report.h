@@ -94,6 +94,8 @@ struct MoeFigures {
   // overhead accounts for (exec::RankStats::all_to_all_wire).
   double grouped_gemm_s = 0;
   double all_to_all_wire_s = 0;
+  // compute-stream kernel time effects.moe_token_permute_rate adds to the token permutations.
+  double token_permute_s = 0;
 };
 
 struct StepReport {

@@ -23,6 +23,17 @@ double grouped_delta(const LayerOp& op, const compute::KernelCostModel& cost) {
   return delta / static_cast<double>(op.rank_parts.size());
 }
 
+// An op's extra time at the token permutation rate: an expert op's is the mean over its EP ranks,
+// each rank's parts one kernel.
+double permute_delta(const LayerOp& op, const compute::KernelCostModel& cost) {
+  if (op.is_comm) return 0;
+  if (op.rank_parts.empty()) return cost.token_permute_extra_seconds(op.kernel, op.precision);
+  double delta = 0;
+  for (const auto& parts : op.rank_parts)
+    delta += cost.token_permute_extra_seconds(compute::merged_parts(parts), op.precision);
+  return delta / static_cast<double>(op.rank_parts.size());
+}
+
 // The ops one microbatch runs through MoE layer `load`'s layer.
 std::vector<LayerOp> moe_layer_ops(const clustersim::RunConfig& config,
                                    const workload::ExpertLoad& load) {
@@ -49,12 +60,15 @@ MoeKernelEffects moe_kernel_effects(const clustersim::RunConfig& config,
   const int32_t layers = config.model().num_layers() + config.model().mtp_layers();
   for (int32_t l = 0; l < layers; ++l) {
     if (!workload::is_moe_layer(config.model(), l)) continue;
-    for (const LayerOp& op : moe_layer_ops(config, routing.load(l)))
+    for (const LayerOp& op : moe_layer_ops(config, routing.load(l))) {
       e.grouped_gemm_s += grouped_delta(op, cost);
+      e.token_permute_s += permute_delta(op, cost);
+    }
   }
   const double per_gpu =
       workload::num_microbatches(config.parallel()) / static_cast<double>(config.parallel().pp());
   e.grouped_gemm_s *= per_gpu;
+  e.token_permute_s *= per_gpu;
   return e;
 }
 

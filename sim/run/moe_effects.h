@@ -15,6 +15,9 @@ struct MoeKernelEffects {
   // effects.moe_grouped_gemm: the grouped GEMM kernels against an ideal grouped GEMM of the same
   // FLOPs and bytes (compute::ideal_grouped_gemm_time), >= 0 (0 when off).
   double grouped_gemm_s = 0;
+  // effects.moe_token_permute_rate: the token permutations at the profile's measured rate against
+  // the same bytes streamed (KernelCostModel::token_permute_extra_seconds), >= 0.
+  double token_permute_s = 0;
 };
 
 MoeKernelEffects moe_kernel_effects(const clustersim::RunConfig& config,

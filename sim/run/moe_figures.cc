@@ -24,7 +24,9 @@ report::MoeFigures moe_figures(const clustersim::RunConfig& config,
         st.wait_for(workload::Dim::kEp).as_seconds() / static_cast<double>(stats.size());
     f.all_to_all_wire_s += st.all_to_all_wire.as_seconds() / static_cast<double>(stats.size());
   }
-  f.grouped_gemm_s = moe_kernel_effects(config, cost).grouped_gemm_s;
+  const MoeKernelEffects effects = moe_kernel_effects(config, cost);
+  f.grouped_gemm_s = effects.grouped_gemm_s;
+  f.token_permute_s = effects.token_permute_s;
   const workload::RoutingTable routing(config);
   double sum = 0, dropped = 0, worst = 0;
   int32_t layers = 0;

@@ -73,6 +73,7 @@ pb::Program program_to_proto(const workload::Program& p) {
     if (k.bytes != 0) pk->set_bytes(k.bytes);
     if (k.unvectorized_elements != 0) pk->set_unvectorized_elements(k.unvectorized_elements);
     if (k.multi_tensor) pk->set_multi_tensor(true);
+    if (k.token_permute) pk->set_token_permute(true);
     if (call.precision != compute::Precision::kBf16)
       pk->set_precision(static_cast<pb::Precision>(call.precision));
     if (k.group != default_group(k.kind)) pk->set_group(static_cast<uint32_t>(k.group));
@@ -136,6 +137,7 @@ void kernels_from_proto(const pb::Program& in, workload::Program& p, const std::
     k.flops = pk.flops(), k.bytes = pk.bytes();
     k.unvectorized_elements = pk.unvectorized_elements();
     k.multi_tensor = pk.multi_tensor();
+    k.token_permute = pk.token_permute();
     for (const double v : {k.flops, k.bytes, k.unvectorized_elements}) {
       if (!std::isfinite(v) || v < 0)
         fail_trace_at(where,

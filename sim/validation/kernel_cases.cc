@@ -104,6 +104,7 @@ double memory_tbps(const clustersim::MemoryBoundCase& m) {
   const compute::KernelCostModel model(compute::load_gpu_profile(m.gpu()));
   compute::Kernel k = compute::memory_bound("validate_memory", m.bytes());
   k.multi_tensor = m.multi_tensor();
+  k.token_permute = m.token_permute();
   return m.bytes() / model.time(k, compute::Precision::kBf16).as_seconds() * 1e-12;
 }
 

@@ -88,6 +88,13 @@ class MoeBuilder {
     op.kernel = compute::memory_bound(name, bytes, flops, group);
     add(op);
   }
+  // A token permutation: rows copied into or summed back from expert order, at the GPU's
+  // measured permutation rate (compute::Kernel::token_permute).
+  static compute::Kernel token_permutation(std::string_view name, double bytes, double flops) {
+    compute::Kernel k = compute::memory_bound(name, bytes, flops, KernelGroup::kMoeRouting);
+    k.token_permute = true;
+    return k;
+  }
   void comm(LayerComm kind, std::string_view name, double bytes) {
     LayerOp op;
     op.is_comm = true;
@@ -116,15 +123,15 @@ class MoeBuilder {
   void permute(std::string_view name) {
     if (!routing_kernels_ || deepep_) return;
     const double rows = static_cast<double>(t_in_) + copies();
-    memory(name, rows * static_cast<double>(h_) * kBf16Bytes, 0, KernelGroup::kMoeRouting);
+    add(LayerOp{.kernel = token_permutation(name, rows * static_cast<double>(h_) * kBf16Bytes, 0)});
   }
   // The weighted sum of a token's copies back into its row, after the combine (DeepEP's combine
   // sums them itself).
   void unpermute(std::string_view name) {
     if (!routing_kernels_ || deepep_) return;
     const double rows = static_cast<double>(t_in_) + copies();
-    memory(name, rows * static_cast<double>(h_) * kBf16Bytes, 2.0 * copies() * h_,
-           KernelGroup::kMoeRouting);
+    add(LayerOp{.kernel = token_permutation(name, rows * static_cast<double>(h_) * kBf16Bytes,
+                                            2.0 * copies() * h_)});
   }
   // FP8 tokens with a 4-byte scale per 128 elements (DeepSeek-V3's 1x128 activation tiles).
   static constexpr double kFp8TokenBytes = 1.0 + 4.0 / 128.0;
@@ -162,8 +169,7 @@ class MoeBuilder {
   void regroup(std::string_view name, double bytes_per_element) {
     if (!routing_kernels_) return;
     grouped([&](int64_t m) {
-      return compute::memory_bound(name, 2.0 * static_cast<double>(m) * h_ * bytes_per_element, 0,
-                                   KernelGroup::kMoeRouting);
+      return token_permutation(name, 2.0 * static_cast<double>(m) * h_ * bytes_per_element, 0);
     });
   }
   // The all-to-all dispatcher quantizes the permuted copies; DeepEP the tokens as they lie.

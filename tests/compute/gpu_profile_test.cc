@@ -133,6 +133,17 @@ TEST(GpuProfile, AnUnvectorizedRateOutsideItsRangeIsRefusedByField) {
   }
 }
 
+TEST(GpuProfile, ATokenPermuteRateOutsideItsRangeIsRefusedByField) {
+  for (const std::string rate : {"0", "-2", "1e5", "nan"}) {
+    const std::string msg = error_of([&] {
+      load_gpu_profile_text("name: \"p\" based_on: \"h100\" token_permute_tbps: " + rate,
+                            "permute.textproto");
+    });
+    EXPECT_NE(msg.find("permute.textproto: token_permute_tbps must be in"), std::string::npos)
+        << rate << ": " << msg;
+  }
+}
+
 TEST(GpuProfile, AShareOutsideZeroToOneIsRefusedByField) {
   for (const std::string field :
        {"multi_tensor_hbm_efficiency", "deepep_nvlink_share", "deepep_network_share"})

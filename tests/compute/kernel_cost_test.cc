@@ -650,7 +650,7 @@ TEST(KernelCost, EffectSwitchesReachTheOptions) {
   EXPECT_TRUE(on.gemm_pipeline_fill && on.attention_tile_io && on.attention_causal_diagonal &&
               on.attention_backward_helpers && on.attention_softmax_exp &&
               on.attention_causal_backward_mask && on.unvectorized_elementwise &&
-              on.multi_tensor_apply);
+              on.multi_tensor_apply && on.moe_token_permute_rate);
   effects.set_gemm_pipeline_fill(false);
   effects.set_attention_tile_io(false);
   effects.set_attention_causal_diagonal(false);
@@ -659,11 +659,12 @@ TEST(KernelCost, EffectSwitchesReachTheOptions) {
   effects.set_attention_causal_backward_mask(false);
   effects.set_unvectorized_elementwise(false);
   effects.set_multi_tensor_apply(false);
+  effects.set_moe_token_permute_rate(false);
   const KernelCostOptions off = cost_options(effects);
   EXPECT_FALSE(off.gemm_pipeline_fill || off.attention_tile_io || off.attention_causal_diagonal ||
                off.attention_backward_helpers || off.attention_softmax_exp ||
                off.attention_causal_backward_mask || off.unvectorized_elementwise ||
-               off.multi_tensor_apply);
+               off.multi_tensor_apply || off.moe_token_permute_rate);
 }
 
 // A kernel PyTorch runs in an unvectorized loop takes the longer of its bytes at the HBM
@@ -723,6 +724,43 @@ TEST(KernelCost, MultiTensorKernelsStreamAtTheProfilesShare) {
   // The h100 profile has no such measurement: its optimizer kernels stream as any other.
   const KernelCostModel h100(load_gpu_profile("h100"));
   EXPECT_EQ(h100.time(adam, Precision::kBf16), h100.time(single, Precision::kBf16));
+}
+
+// A MoE token permutation moves its bytes at the profile's measured rate where that is slower
+// than streaming (H100's 2.42 TB/s against its 3.0), and streams without the switch, on a profile
+// with no such figure, or where the figure is the faster (a memory-bound GPU's copies already
+// slower than the rate). The extra it reports is the difference, and 0 for other kernels.
+TEST(KernelCost, TokenPermutationsGoAtTheProfilesRate) {
+  const GpuProfile h100 = load_gpu_profile("h100");
+  ASSERT_TRUE(h100.has_token_permute_tbps());
+  const double rate = h100.token_permute_tbps() * 1e12;
+  const double bw = achievable_hbm_bandwidth(h100).in_bytes_per_s();
+  ASSERT_LT(rate, bw);
+  const Time launch = Time::from_us(h100.kernel_launch_overhead_us());
+  const KernelCostModel on(h100);
+  const KernelCostModel off(h100, with(&KernelCostOptions::moe_token_permute_rate, false));
+  GpuProfile unmeasured_profile = h100;
+  unmeasured_profile.clear_token_permute_tbps();
+  const KernelCostModel unmeasured(unmeasured_profile);
+  GpuProfile slow_memory = h100;
+  slow_memory.set_hbm_bandwidth_tbps(1.0);  // copies at 0.9 TB/s, below the permutation rate
+  const KernelCostModel slow(slow_memory);
+
+  const double bytes = 528482304;
+  Kernel permute = memory_bound("moe_permute_fwd", bytes, 0, KernelGroup::kMoeRouting);
+  const Kernel copy = permute;
+  permute.token_permute = true;
+  EXPECT_EQ(on.time(permute, Precision::kBf16), Time::from_seconds(bytes / rate) + launch);
+  EXPECT_EQ(on.time(copy, Precision::kBf16), Time::from_seconds(bytes / bw) + launch);
+  EXPECT_EQ(off.time(permute, Precision::kBf16), on.time(copy, Precision::kBf16));
+  EXPECT_EQ(unmeasured.time(permute, Precision::kBf16), on.time(copy, Precision::kBf16));
+  EXPECT_EQ(slow.time(permute, Precision::kBf16), slow.time(copy, Precision::kBf16));
+
+  EXPECT_DOUBLE_EQ(on.token_permute_extra_seconds(permute, Precision::kBf16),
+                   bytes / rate - bytes / bw);
+  EXPECT_EQ(on.token_permute_extra_seconds(copy, Precision::kBf16), 0);
+  EXPECT_EQ(off.token_permute_extra_seconds(permute, Precision::kBf16), 0);
+  EXPECT_EQ(slow.token_permute_extra_seconds(permute, Precision::kBf16), 0);
 }
 
 }  // namespace

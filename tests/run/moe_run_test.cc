@@ -169,9 +169,31 @@ TEST(MoeRun, GroupedGemmsHaveTheirLineAndSwitchOff) {
   EXPECT_NE(table.str().find("effect moe_all_to_all_wire"), std::string::npos);
 }
 
-// Every MoE preset's effects.moe_grouped_gemm line is a cost, with its routing balanced or
-// skewed: the line as the report takes it (moe_kernel_effects), which needs no simulated step,
-// so DeepSeek-V3's full model is cheap here.
+// MoE token permutations at the GPU's measured rate (H100: 2.42 TB/s where copies stream at
+// 3.0) take longer than streaming copies of the same bytes: the line is exactly what the MoE
+// routing kernels gain, nothing else moves, and switched off it is gone.
+TEST(MoeRun, TokenPermutationsHaveTheirLineAndSwitchOff) {
+  const auto on = run_mixtral();
+  const auto off = run_mixtral({"effects.moe_token_permute_rate=false"});
+  EXPECT_EQ(off.moe.token_permute_s, 0);
+  EXPECT_GT(on.moe.token_permute_s, 0);
+  const double moved = group_seconds(on, "moe_routing") - group_seconds(off, "moe_routing");
+  EXPECT_NEAR(on.moe.token_permute_s, moved, 1e-6 * moved);
+  EXPECT_EQ(group_seconds(on, "gemm"), group_seconds(off, "gemm"));
+  EXPECT_GT(on.iteration_time_s, off.iteration_time_s);
+  EXPECT_NE(report_json(on).find("\"moe_token_permute_rate\": "), std::string::npos);
+  std::ostringstream table;
+  report::print_table(table, on);
+  EXPECT_NE(table.str().find("effect moe_token_permute_rate"), std::string::npos);
+}
+
+// Every MoE preset's effects.moe_grouped_gemm line is a cost (and its token permutation line
+// where its GPU has a rate), with its routing balanced or skewed: the line as the report takes it
+// (moe_kernel_effects), which needs no simulated step, so DeepSeek-V3's full model is cheap here.
+bool cost_profile_has_permute_rate(const clustersim::RunConfig& config) {
+  return compute::load_gpu_profile(config.cluster().gpu()).has_token_permute_tbps();
+}
+
 TEST(MoeRun, EveryMoePresetsGroupedGemmLineIsACost) {
   int moe_presets = 0;
   for (const std::string& name : preset_names("workloads")) {
@@ -183,8 +205,13 @@ TEST(MoeRun, EveryMoePresetsGroupedGemmLineIsACost) {
       ASSERT_FALSE(config.cluster().gpu().empty()) << name;
       const compute::KernelCostModel cost(compute::load_gpu_profile(config.cluster().gpu()),
                                           compute::cost_options(config.effects()));
-      EXPECT_GT(moe_kernel_effects(config, cost).grouped_gemm_s, 0)
-          << name << (routing.empty() ? "" : ", skewed");
+      const MoeKernelEffects effects = moe_kernel_effects(config, cost);
+      EXPECT_GT(effects.grouped_gemm_s, 0) << name << (routing.empty() ? "" : ", skewed");
+      // The permutation line is a cost where the GPU has a measured rate (Hopper), else none.
+      if (cost_profile_has_permute_rate(config))
+        EXPECT_GT(effects.token_permute_s, 0) << name;
+      else
+        EXPECT_EQ(effects.token_permute_s, 0) << name;
     }
   }
   EXPECT_GE(moe_presets, 3);  // mixtral-8x7b, qwen3-30b-a3b, deepseek-v3

@@ -9,6 +9,7 @@
 #include "sim/trace/chakra.h"
 #include "sim/trace/chakra_groups.h"
 #include "sim/trace/trace_format.h"
+#include "tests/support/moe_fixtures.h"
 #include "tests/support/run_fixtures.h"
 #include "tests/support/test_helpers.h"
 #include "tests/support/trace_fixtures.h"
@@ -88,18 +89,31 @@ TEST(TraceNumbers, UnvectorizedElementsSurviveTheRoundTrip) {
   EXPECT_EQ(unvectorized(to_trace(*back.step)), unvectorized(t));
 }
 
+// Kernels of a trace whose flag `flag` is set.
+template <typename Flag>
+int flagged(const clustersim::trace::Trace& t, Flag flag) {
+  int n = 0;
+  for (const auto& program : t.programs())
+    for (const auto& k : program.kernels()) n += (k.*flag)() ? 1 : 0;
+  return n;
+}
+
 TEST(TraceNumbers, MultiTensorKernelsSurviveTheRoundTrip) {
-  const auto multi_tensor = [](const clustersim::trace::Trace& t) {
-    int n = 0;
-    for (const auto& program : t.programs())
-      for (const auto& k : program.kernels()) n += k.multi_tensor() ? 1 : 0;
-    return n;
-  };
+  const auto flag = &clustersim::trace::Kernel::multi_tensor;
   const auto t = to_trace(run::prepare_step(testing_support::small_llama({}), "test"));
-  EXPECT_GT(multi_tensor(t), 0);  // the fused Adam step and the gradient norm
+  EXPECT_GT(flagged(t, flag), 0);  // the fused Adam step and the gradient norm
   const auto back = testing_support::round_trip(t);
   ASSERT_TRUE(back.step.has_value());
-  EXPECT_EQ(multi_tensor(to_trace(*back.step)), multi_tensor(t));
+  EXPECT_EQ(flagged(to_trace(*back.step), flag), flagged(t, flag));
+}
+
+TEST(TraceNumbers, TokenPermutationsSurviveTheRoundTrip) {
+  const auto flag = &clustersim::trace::Kernel::token_permute;
+  const auto t = to_trace(run::prepare_step(testing_support::small_mixtral(), "test"));
+  EXPECT_GT(flagged(t, flag), 0);  // permute and unpermute, forward and backward
+  const auto back = testing_support::round_trip(t);
+  ASSERT_TRUE(back.step.has_value());
+  EXPECT_EQ(flagged(to_trace(*back.step), flag), flagged(t, flag));
 }
 
 TEST(TraceNumbers, AChakraTraceMissingARankFromTheMiddleIsRefused) {

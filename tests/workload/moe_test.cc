@@ -164,6 +164,37 @@ TEST(MoeOps, RanksOfSeveralExpertsSortTheirTokensByExpert) {
     EXPECT_EQ(n.find("chunks"), std::string::npos) << n;
 }
 
+// The kernels that move tokens into and out of expert order (permute and unpermute around the
+// all-to-alls, the sort by local expert after them, DeepEP's permute on arrival) are token
+// permutations, timed at the GPU's permutation rate; the router's scores and top-k are not.
+TEST(MoeOps, TokenMovingKernelsAreTokenPermutations) {
+  const std::vector<std::string> movers = {"moe_permute", "moe_unpermute", "moe_sort_chunks",
+                                           "moe_restore_chunks"};
+  auto mover = [&](std::string_view name) {
+    return std::any_of(movers.begin(), movers.end(),
+                       [&](const std::string& m) { return name.starts_with(m); });
+  };
+  const auto qwen = load_run_config("", "qwen3-30b-a3b", {}).config;    // all-to-all dispatcher
+  const auto deepseek = load_run_config("", "deepseek-v3", {}).config;  // DeepEP
+  // Qwen3: permute, sort, restore and unpermute each way; DeepSeek-V3: DeepEP's two each way.
+  const std::vector<std::pair<const clustersim::RunConfig*, int>> expected = {{&qwen, 8},
+                                                                              {&deepseek, 4}};
+  for (const auto& [config, count] : expected) {
+    const ExpertLoad load = RoutingTable(*config).load(config->model().num_layers() - 1);
+    int permutations = 0;
+    for (const Phase phase : {Phase::kForward, Phase::kBackward}) {
+      for (const auto& op : moe_block_ops(*config, phase, load)) {
+        if (op.is_comm) continue;
+        EXPECT_EQ(op.kernel.token_permute, mover(op.kernel.name)) << op.kernel.name;
+        for (const auto& parts : op.rank_parts)
+          for (const auto& k : parts) EXPECT_EQ(k.token_permute, op.kernel.token_permute);
+        permutations += op.kernel.token_permute ? 1 : 0;
+      }
+    }
+    EXPECT_EQ(permutations, count);
+  }
+}
+
 // The dispatcher all-gathers every EP rank's token count per expert (int64) before the forward's
 // all-to-alls; the backward reuses the splits.
 TEST(MoeOps, TheForwardGathersTokenCountsBeforeItsAllToAlls) {
