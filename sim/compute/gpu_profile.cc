@@ -117,6 +117,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.sm_count() <= 0) {
     fail(src, "sm_count must be > 0 (is " + std::to_string(p.sm_count()) + ")");
   }
+  if (p.has_deepep_sms() && (p.deepep_sms() < 1 || p.deepep_sms() > p.sm_count())) {
+    fail(src, "deepep_sms must be in [1, sm_count = " + std::to_string(p.sm_count()) + "] (is " +
+                  std::to_string(p.deepep_sms()) + ")");
+  }
   if (!p.has_gemm()) fail(src, "gemm { ... } must be set");
   const auto& g = p.gemm();
   require_fraction(g.efficiency_bf16(), src, "gemm.efficiency_bf16");

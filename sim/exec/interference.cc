@@ -25,9 +25,6 @@ constexpr int32_t kNetworkCollectiveChannels = 16;
 // A point-to-point transfer: 2 channels, the minimum NCCL launches (NVIDIA/nccl issue 689, "it
 // should just launch 2 SMs ... 2 is the minimum").
 constexpr int32_t kPointToPointChannels = 2;
-// DeepEP's normal dispatch and combine run on the SMs Megatron-Core gives them,
-// TransformerConfig.moe_deepep_num_sms = 20 (megatron/core/transformer/transformer_config.py).
-constexpr int32_t kDeepEpSms = 20;
 // A userbuffers ring-exchange step: one SM, RingExchangeOverlapCfg's num_sm default in NeMo's
 // nemo/collections/llm/recipes/tp_overlap_configs/userbuffers.py.
 constexpr int32_t kRingExchangeSms = 1;
@@ -63,8 +60,11 @@ InterferenceModel interference_model(const compute::GpuProfile& gpu) {
   m.network_collective = load(kNetworkCollectiveChannels, nic, kCollectiveHbmPerLinkByte);
   m.point_to_point = load(kPointToPointChannels, nic, kPointToPointHbmPerLinkByte);
   m.ring_exchange = load(kRingExchangeSms, nvlink, kPointToPointHbmPerLinkByte);
-  m.deepep_nvlink = load(kDeepEpSms, nvlink, kCollectiveHbmPerLinkByte);
-  m.deepep_network = load(kDeepEpSms, nic, kCollectiveHbmPerLinkByte);
+  // DeepEP's dispatch and combine run on the SMs the profile gives them (gpu.proto deepep_sms;
+  // the default 20 is refused only where the profile sets it, so a small GPU keeps all of its).
+  const int32_t deepep_sms = std::min(gpu.deepep_sms(), gpu.sm_count());
+  m.deepep_nvlink = load(deepep_sms, nvlink, kCollectiveHbmPerLinkByte);
+  m.deepep_network = load(deepep_sms, nic, kCollectiveHbmPerLinkByte);
   return m;
 }
 

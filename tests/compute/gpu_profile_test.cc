@@ -144,6 +144,17 @@ TEST(GpuProfile, ATokenPermuteRateOutsideItsRangeIsRefusedByField) {
   }
 }
 
+TEST(GpuProfile, DeepEpSmsOutsideTheGpusSmsAreRefusedByField) {
+  for (const std::string sms : {"0", "-3", "133"}) {
+    const std::string msg = error_of([&] {
+      load_gpu_profile_text("name: \"d\" based_on: \"h100\" deepep_sms: " + sms, "sms.textproto");
+    });
+    EXPECT_NE(msg.find("sms.textproto: deepep_sms must be in [1, sm_count = 132]"),
+              std::string::npos)
+        << sms << ": " << msg;
+  }
+}
+
 TEST(GpuProfile, AShareOutsideZeroToOneIsRefusedByField) {
   for (const std::string field :
        {"multi_tensor_hbm_efficiency", "deepep_nvlink_share", "deepep_network_share"})

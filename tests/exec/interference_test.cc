@@ -53,6 +53,11 @@ TEST(Interference, DeepEpHoldsTheSmsMegatronGivesIt) {
   EXPECT_EQ(m.deepep_nvlink.hbm_bytes_per_s, m.nvlink_collective.hbm_bytes_per_s);
   EXPECT_DOUBLE_EQ(kernel_slowdown(m, compute::KernelKind::kGemm, 1e-3, 1e6, m.deepep_network),
                    132.0 / 112.0);
+  // Inside a GB200 rack the dispatcher is HybridEP, on its default 32 SMs of 148.
+  const InterferenceModel rack = interference_model(compute::load_gpu_profile("gb200"));
+  EXPECT_EQ(rack.load_of(CommPath::kDeepEpNvlink).sms, 32);
+  EXPECT_DOUBLE_EQ(kernel_slowdown(rack, compute::KernelKind::kGemm, 1e-3, 1e6, rack.deepep_nvlink),
+                   148.0 / 116.0);
 }
 
 TEST(Interference, MemoryBoundKernelsShareHbmBandwidth) {
