@@ -126,6 +126,15 @@ KernelShares deepep_shares(const compute::GpuProfile& gpu) {
           gpu.has_deepep_network_share() ? gpu.deepep_network_share() : 1.0};
 }
 
+Time CallLatency::of(std::size_t members) const {
+  const double peers = members > 1 ? static_cast<double>(members - 1) : 0.0;
+  return Time::from_us(call_us + peer_us * peers);
+}
+
+CallLatency deepep_call_latency(const compute::GpuProfile& gpu) {
+  return {gpu.deepep_call_us(), gpu.deepep_peer_us()};
+}
+
 std::vector<EndpointBandwidth> endpoint_bandwidth(const net::Topology& topology) {
   std::vector<EndpointBandwidth> bw(topology.num_vertices());
   std::vector<double> nic_out(topology.num_vertices(), 0.0);

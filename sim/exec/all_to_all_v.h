@@ -52,6 +52,17 @@ void apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel&
 // DeepEP's shares on `gpu`'s servers; 1 where the profile has no figure.
 KernelShares deepep_shares(const compute::GpuProfile& gpu);
 
+// What a library's all-to-all call takes beyond its bytes: a part per call and a part per other
+// member of its group (gpu.proto deepep_call_us, deepep_peer_us).
+struct CallLatency {
+  double call_us = 0;
+  double peer_us = 0;
+  Time of(std::size_t members) const;
+};
+
+// DeepEP's call latency on `gpu`; 0 where the profile has no figure.
+CallLatency deepep_call_latency(const compute::GpuProfile& gpu);
+
 // What each vertex can push into and take from each fabric: for a GPU, the bandwidth of its
 // NVLink links (to the NVSwitches) and of its NICs' network links. Indexed by VertexId.
 struct EndpointBandwidth {

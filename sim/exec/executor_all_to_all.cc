@@ -21,13 +21,13 @@ void Executor::launch_all_to_all_v(ReadyCollective group) {
   // The share of the time in flight the wire costs account for (RankStats::all_to_all_wire).
   const double wire_share = 1.0 - plan.line_rate_share;
   auto launched = std::make_shared<Launched>(begin_collective(std::move(group), copies));
-  auto done = [this, launched, sent = plan.sent, wire_share] {
-    end_collective(*launched, sent, wire_share);
+  auto done = [this, launched, sent = plan.sent, wire_share, call = plan.call] {
+    end_collective(*launched, sent, wire_share, call);
   };
-  // One coupled fluid transfer for every copy of the group: it lasts as long as its most loaded
-  // link needs, then the slowest path's latency.
-  sim_.schedule_in(launch, [this, edges = plan.edges, slot = plan.slot, copies,
-                            latency = plan.latency, done = std::move(done)]() mutable {
+  // After the launch and the library's call latency, one coupled fluid transfer for every copy of
+  // the group: it lasts as long as its most loaded link needs, then the slowest path's latency.
+  sim_.schedule_in(launch + plan.call, [this, edges = plan.edges, slot = plan.slot, copies,
+                                        latency = plan.latency, done = std::move(done)]() mutable {
     if (edges->empty()) {
       sim_.schedule_in(latency, std::move(done));
       return;
@@ -63,13 +63,14 @@ const AllToAllPlan& Executor::layout_all_to_all_plan(const ReadyCollective& grou
     made.sent += static_cast<Bytes>(std::llround(e.wire_bytes));
     made.latency = std::max(made.latency, network_.path_latency(e.src, e.dst));
   }
+  const bool deepep = program.all_to_alls[o.varies].deduplicated;
+  if (deepep) made.call = options_.deepep_call.of(group.members.size());
   if (options_.all_to_all_wire) {
     // The share of the time the busiest endpoint needs at line rate, for the report's line.
     if (endpoint_bw_.empty()) endpoint_bw_ = endpoint_bandwidth(topology_);
     const double line_rate = endpoint_seconds(*made.edges, topology_, endpoint_bw_);
     const coll::ScheduleKey key_of_op = nccl_.plan(
         o.coll_op, static_cast<int32_t>(group.members.size()), group.per_server, o.bytes);
-    const bool deepep = program.all_to_alls[o.varies].deduplicated;
     apply_wire_model(*made.edges, key_of_op.wire, topology_,
                      deepep ? options_.deepep : KernelShares{});
     const double on_wire = endpoint_seconds(*made.edges, topology_, endpoint_bw_);

@@ -90,8 +90,8 @@ void check_grouped_gemm(const clustersim::GroupedGemmCase& g, const std::string&
   check_gemm_precision(g.gpu(), g.precision(), where, "grouped_gemm.precision");
 }
 
-// As Executor::run_all_to_all_v runs it: the launch latency, the transfers as one coupled fluid
-// flow, then the slowest path's latency.
+// As Executor::launch_all_to_all_v runs it: the launch latency and DeepEP's call latency, the
+// transfers as one coupled fluid flow, then the slowest path's latency.
 double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   const auto desc = net::resolve_topology(a.topology());
   const net::Topology topo = net::build_topology(desc, a.gpus(), a.topology());
@@ -111,13 +111,13 @@ double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   for (const auto& e : edges) latency = std::max(latency, network->path_latency(e.src, e.dst));
   const coll::ScheduleKey key =
       compute::nccl_tuning(desc.gpu()).plan(coll::Op::kAllToAll, a.gpus(), per_server, bytes);
+  const compute::GpuProfile gpu = compute::load_gpu_profile(desc.gpu());
   if (wire_costs)
     exec::apply_wire_model(edges, key.wire, topo,
-                           v.deduplicated
-                               ? exec::deepep_shares(compute::load_gpu_profile(desc.gpu()))
-                               : exec::KernelShares{});
+                           v.deduplicated ? exec::deepep_shares(gpu) : exec::KernelShares{});
+  const Time call = v.deduplicated ? exec::deepep_call_latency(gpu).of(members.size()) : Time{};
   Time end;
-  sim.schedule_in(key.wire.launch_latency, [&] {
+  sim.schedule_in(key.wire.launch_latency + call, [&] {
     network->send_fluid(
         edges, 1, Time{}, [&] { end = sim.now() + latency; }, nullptr);
   });

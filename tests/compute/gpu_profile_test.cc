@@ -155,6 +155,18 @@ TEST(GpuProfile, DeepEpSmsOutsideTheGpusSmsAreRefusedByField) {
   }
 }
 
+TEST(GpuProfile, ADeepEpCallLatencyOutsideItsRangeIsRefusedByField) {
+  for (const std::string field : {"deepep_call_us", "deepep_peer_us"})
+    for (const std::string us : {"-1", "2e4", "nan"}) {
+      const std::string msg = error_of([&] {
+        load_gpu_profile_text("name: \"c\" based_on: \"gb200\" " + field + ": " + us,
+                              "call.textproto");
+      });
+      EXPECT_NE(msg.find("call.textproto: " + field), std::string::npos)
+          << field << " " << us << ": " << msg;
+    }
+}
+
 TEST(GpuProfile, AShareOutsideZeroToOneIsRefusedByField) {
   for (const std::string field :
        {"multi_tensor_hbm_efficiency", "deepep_nvlink_share", "deepep_network_share"})

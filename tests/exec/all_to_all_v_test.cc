@@ -159,5 +159,15 @@ TEST(AllToAllV, EndpointTimeIsTheBusiestGpusFabric) {
   EXPECT_DOUBLE_EQ(endpoint_seconds(edges, topo, bw), 3e-3);
 }
 
+// A DeepEP call's latency: its part per call plus its part per other member of the group; a
+// profile without the figures gives none.
+TEST(AllToAllV, DeepEpCallLatencyGrowsWithTheGroup) {
+  const CallLatency gb200 = deepep_call_latency(compute::load_gpu_profile("gb200"));
+  EXPECT_EQ(gb200.of(1), Time::from_us(95));
+  EXPECT_EQ(gb200.of(36), Time::from_us(95 + 35 * 5.1));
+  EXPECT_EQ(deepep_call_latency(compute::load_gpu_profile("b200")).of(8), Time::from_us(215));
+  EXPECT_EQ(deepep_call_latency(compute::load_gpu_profile("h800")).of(64), Time{});
+}
+
 }  // namespace
 }  // namespace cs::exec

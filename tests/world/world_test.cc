@@ -191,15 +191,19 @@ bool world_differs(World& world, const clustersim::RunConfig& a, const clustersi
   return !(nccl_settings(a) == nccl_settings(b)) || x.all_to_all_wire != y.all_to_all_wire ||
          x.interference.has_value() != y.interference.has_value() || quantized(x) != quantized(y) ||
          x.side_stream_contention != y.side_stream_contention ||
-         x.deepep.nvlink != y.deepep.nvlink || x.deepep.network != y.deepep.network;
+         x.deepep.nvlink != y.deepep.nvlink || x.deepep.network != y.deepep.network ||
+         x.deepep_call.call_us != y.deepep_call.call_us ||
+         x.deepep_call.peer_us != y.deepep_call.peer_us;
 }
 
 // Turning off an effect changes the world exactly when world_effects() lists it, so the list a
 // replay checks its --set against is the one the world reads.
 TEST(WorldEffects, TheListedEffectsAreTheOnesTheWorldReads) {
-  // H800s, whose profile holds every figure an effect reads (DeepEP's shares among them).
+  // H800s, whose profile holds every figure an effect reads (DeepEP's shares among them), and a
+  // DeepEP call latency, which only Blackwell profiles give.
   clustersim::RunConfig base = on("dgx-h100");
-  base.mutable_cluster()->set_gpu("h800");
+  base.mutable_cluster()->set_gpu(testing_support::temp_file(
+      "h800-call.textproto", "name: \"h800-call\" based_on: \"h800\" deepep_call_us: 10"));
   World world(ResolvedCluster(base, "test"), 16);
   const auto* fields = clustersim::EffectsConfig::descriptor();
   const auto listed = world_effects();
