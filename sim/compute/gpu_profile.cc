@@ -114,8 +114,9 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
     require_fraction(p.deepep_network_share(), src, "deepep_network_share");
   if (p.has_deepep_call_us())
     require_range(p.deepep_call_us(), 0, 1e4, src, "deepep_call_us", "0 to 10 ms a call");
-  if (p.has_deepep_peer_us())
-    require_range(p.deepep_peer_us(), 0, 1e4, src, "deepep_peer_us", "0 to 10 ms a peer");
+  if (p.has_deepep_ns_per_token_peer())
+    require_range(p.deepep_ns_per_token_peer(), 0, 1e3, src, "deepep_ns_per_token_peer",
+                  "0 to 1 us a token and peer");
   if (p.has_token_permute_tbps())
     require_range(p.token_permute_tbps(), 1e-3, 1e4, src, "token_permute_tbps", why);
   if (p.sm_count() <= 0) {

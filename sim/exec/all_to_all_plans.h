@@ -21,8 +21,9 @@ struct AllToAllPlan {
   Bytes sent = 0;
   // Busiest endpoint's time at line rate over its time with the wire costs (all_to_all_v.h).
   double line_rate_share = 1;
-  // The library's call latency (ExecutorOptions::deepep_call), paid before the transfers.
-  Time call;
+  // The library's cost for the tokens it routes (ExecutorOptions::deepep_tokens), paid before
+  // the transfers.
+  Time token_cost;
   // The network's solved rates for these edges, reused while the links carry the same load;
   // null for a plan sent once.
   std::shared_ptr<net::FluidPlanSlot> slot = std::make_shared<net::FluidPlanSlot>();

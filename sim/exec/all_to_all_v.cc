@@ -126,13 +126,19 @@ KernelShares deepep_shares(const compute::GpuProfile& gpu) {
           gpu.has_deepep_network_share() ? gpu.deepep_network_share() : 1.0};
 }
 
-Time CallLatency::of(std::size_t members) const {
-  const double peers = members > 1 ? static_cast<double>(members - 1) : 0.0;
-  return Time::from_us(call_us + peer_us * peers);
+Time TokenCost::of(int64_t tokens, int32_t peers) const {
+  return Time::from_us(call_us) +
+         Time::from_seconds(static_cast<double>(tokens) * peers * ns_per_token_peer * 1e-9);
 }
 
-CallLatency deepep_call_latency(const compute::GpuProfile& gpu) {
-  return {gpu.deepep_call_us(), gpu.deepep_peer_us()};
+TokenCost deepep_token_cost(const compute::GpuProfile& gpu) {
+  return {gpu.deepep_call_us(), gpu.deepep_ns_per_token_peer()};
+}
+
+int32_t deepep_peers(std::span<const EpMember> members) {
+  if (members.empty()) return 0;
+  const auto servers = servers_of(members);  // the first member's server comes first
+  return static_cast<int32_t>(servers.front().size() - 1 + servers.size() - 1);
 }
 
 std::vector<EndpointBandwidth> endpoint_bandwidth(const net::Topology& topology) {

@@ -52,16 +52,20 @@ void apply_wire_model(std::vector<net::FluidEdge>& edges, const coll::WireModel&
 // DeepEP's shares on `gpu`'s servers; 1 where the profile has no figure.
 KernelShares deepep_shares(const compute::GpuProfile& gpu);
 
-// What a library's all-to-all call takes beyond its bytes: a part per call and a part per other
-// member of its group (gpu.proto deepep_call_us, deepep_peer_us).
-struct CallLatency {
+// What a library's all-to-all takes beyond its bytes: a part per call, and a part per token it
+// routes and peer it exchanges with (gpu.proto deepep_call_us, deepep_ns_per_token_peer).
+struct TokenCost {
   double call_us = 0;
-  double peer_us = 0;
-  Time of(std::size_t members) const;
+  double ns_per_token_peer = 0;
+  Time of(int64_t tokens, int32_t peers) const;
 };
 
-// DeepEP's call latency on `gpu`; 0 where the profile has no figure.
-CallLatency deepep_call_latency(const compute::GpuProfile& gpu);
+// DeepEP's token cost on `gpu`; 0 where the profile has no figure.
+TokenCost deepep_token_cost(const compute::GpuProfile& gpu);
+
+// The peers a DeepEP kernel of `members`' first exchanges with: the other members of its server
+// (or NVLink domain) over NVLink, and one member of each other server over the network.
+int32_t deepep_peers(std::span<const EpMember> members);
 
 // What each vertex can push into and take from each fabric: for a GPU, the bandwidth of its
 // NVLink links (to the NVSwitches) and of its NICs' network links. Indexed by VertexId.

@@ -61,8 +61,8 @@ struct RankStats {
   // all-to-all's time in flight times the share its busiest endpoint's time grows by with them
   // (exec::endpoint_seconds).
   Time all_to_all_wire;
-  // The part of `all_to_all` DeepEP's call latency accounts for (ExecutorOptions::deepep_call).
-  Time all_to_all_call;
+  // The part of `all_to_all` DeepEP's token cost accounts for (ExecutorOptions::deepep_tokens).
+  Time all_to_all_token_cost;
   // Compute-stream idle with its next kernel's inputs ready, waiting for the host to launch it
   // (ExecutorOptions::host_per_kernel).
   Time host_wait;
@@ -236,9 +236,9 @@ class Executor {
   Launched begin_collective(ReadyCollective&& group, std::size_t copies);
   // Every collective ends here: its `sent` bytes tallied, its load off the members' GPUs, each
   // member's exposed time charged and its op completed. `wire_share` >= 0 marks an all-to-all
-  // (RankStats::all_to_all) with that share of its time spent on wire costs, `call` of its time
-  // spent on its library's call latency (RankStats::all_to_all_call) outside that share.
-  void end_collective(const Launched& c, Bytes sent, double wire_share = -1, Time call = {});
+  // (RankStats::all_to_all) with that share of its time spent on wire costs, `token_cost` of its
+  // time spent on its library's token cost (RankStats::all_to_all_token_cost) outside that share.
+  void end_collective(const Launched& c, Bytes sent, double wire_share = -1, Time token_cost = {});
   // Runs a ready collective's schedule (or its isolated time) over every folded copy.
   void launch_collective(ReadyCollective group);
   // The time of a collective alone on its NVLink ports, measured once per schedule and size.

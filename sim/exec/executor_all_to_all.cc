@@ -21,13 +21,14 @@ void Executor::launch_all_to_all_v(ReadyCollective group) {
   // The share of the time in flight the wire costs account for (RankStats::all_to_all_wire).
   const double wire_share = 1.0 - plan.line_rate_share;
   auto launched = std::make_shared<Launched>(begin_collective(std::move(group), copies));
-  auto done = [this, launched, sent = plan.sent, wire_share, call = plan.call] {
-    end_collective(*launched, sent, wire_share, call);
+  auto done = [this, launched, sent = plan.sent, wire_share, token_cost = plan.token_cost] {
+    end_collective(*launched, sent, wire_share, token_cost);
   };
-  // After the launch and the library's call latency, one coupled fluid transfer for every copy of
+  // After the launch and the library's token cost, one coupled fluid transfer for every copy of
   // the group: it lasts as long as its most loaded link needs, then the slowest path's latency.
-  sim_.schedule_in(launch + plan.call, [this, edges = plan.edges, slot = plan.slot, copies,
-                                        latency = plan.latency, done = std::move(done)]() mutable {
+  const Time start = launch + plan.token_cost;
+  sim_.schedule_in(start, [this, edges = plan.edges, slot = plan.slot, copies,
+                           latency = plan.latency, done = std::move(done)]() mutable {
     if (edges->empty()) {
       sim_.schedule_in(latency, std::move(done));
       return;
@@ -48,6 +49,7 @@ const AllToAllPlan& Executor::layout_all_to_all_plan(const ReadyCollective& grou
   // same): built once per (group, routing row, size).
   const AllToAllPlans::Key key{group.members.front(), o.varies, o.bytes};
   if (const AllToAllPlan* kept = all_to_all_plans_.find(key)) return *kept;
+  const workload::AllToAllV& v = program.all_to_alls[o.varies];
   AllToAllPlan made;
   std::vector<EpMember> gpus(group.members.size());
   // Folded ranks send theirs too, one copy per offset.
@@ -56,15 +58,15 @@ const AllToAllPlan& Executor::layout_all_to_all_plan(const ReadyCollective& grou
       const net::VertexId g = gpu_of(group.members[i] + offset);
       gpus[i] = {g, topology_.vertex(g).node};
     }
-    const auto copy = all_to_all_v_edges(program.all_to_alls[o.varies], o.bytes, gpus);
+    const auto copy = all_to_all_v_edges(v, o.bytes, gpus);
     made.edges->insert(made.edges->end(), copy.begin(), copy.end());
   }
   for (const auto& e : *made.edges) {
     made.sent += static_cast<Bytes>(std::llround(e.wire_bytes));
     made.latency = std::max(made.latency, network_.path_latency(e.src, e.dst));
   }
-  const bool deepep = program.all_to_alls[o.varies].deduplicated;
-  if (deepep) made.call = options_.deepep_call.of(group.members.size());
+  const bool deepep = v.deduplicated;
+  if (deepep) made.token_cost = options_.deepep_tokens.of(v.tokens, deepep_peers(gpus));
   if (options_.all_to_all_wire) {
     // The share of the time the busiest endpoint needs at line rate, for the report's line.
     if (endpoint_bw_.empty()) endpoint_bw_ = endpoint_bandwidth(topology_);

@@ -37,7 +37,7 @@ Executor::Launched Executor::begin_collective(ReadyCollective&& group, std::size
   return {std::move(group.posts), first.dim, first.coll_op, group.path, group.blocking, sim_.now()};
 }
 
-void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, Time call) {
+void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, Time token_cost) {
   comm_.by_op[static_cast<int>(c.coll_op)] += sent;
   comm_.by_dim[static_cast<int>(c.dim)] += sent;
   for (const Post& p : c.posts) change_load(p.rank, c.path, -1);
@@ -46,9 +46,9 @@ void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, 
     RankStats& stats = stats_[p.rank];
     if (c.dim == workload::Dim::kEp) stats.all_to_all += in_flight;
     if (wire_share >= 0)
-      stats.all_to_all_wire +=
-          Time::ps(std::llround(static_cast<double>((in_flight - call).count_ps()) * wire_share));
-    stats.all_to_all_call += call;
+      stats.all_to_all_wire += Time::ps(
+          std::llround(static_cast<double>((in_flight - token_cost).count_ps()) * wire_share));
+    stats.all_to_all_token_cost += token_cost;
     if (c.blocking) stats.wait_for(c.dim) += in_flight;
     complete(p.rank, p.op);
   }

@@ -47,9 +47,9 @@ struct ExecutorOptions {
   // With all_to_all_wire, what DeepEP's kernels reach of that wire rate (the deduplicated
   // all-to-alls of the DEEPEP dispatcher; effects.deepep_kernel_share).
   KernelShares deepep;
-  // What each of those DeepEP all-to-alls takes beyond its bytes, before its transfers start
-  // (effects.deepep_call_latency); zero: nothing.
-  CallLatency deepep_call;
+  // What each of those DeepEP all-to-alls takes beyond its bytes, per call and per token and
+  // peer, before its transfers start (effects.deepep_token_cost); zero: nothing.
+  TokenCost deepep_tokens;
   // Collectives of a dimension whose groups each fill part of one server's NVSwitch domain, while
   // no other dimension has two members on one server, have those NVLink ports to themselves:
   // nothing else can slow them. Such a collective's time then depends only on its schedule and

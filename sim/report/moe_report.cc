@@ -21,7 +21,7 @@ Json moe_json(const MoeFigures& m) {
            {{"moe_grouped_gemm", m.grouped_gemm_s},
             {"moe_all_to_all_wire", m.all_to_all_wire_s},
             {"moe_token_permute_rate", m.token_permute_s},
-            {"deepep_call_latency", m.deepep_call_s}}}};
+            {"deepep_token_cost", m.deepep_token_s}}}};
 }
 
 void print_moe(std::ostream& out, const MoeFigures& m) {
@@ -43,9 +43,9 @@ void print_moe(std::ostream& out, const MoeFigures& m) {
       fmt("%+.4f s", m.token_permute_s) + " compute (token permutations vs streaming copies)");
   row(out, "  effect moe_all_to_all_wire",
       fmt("%+.4f s", m.all_to_all_wire_s) + " all-to-all in flight (NVLink and NIC overheads)");
-  row(out, "  effect deepep_call_latency",
-      fmt("%+.4f s", m.deepep_call_s) +
-          " all-to-all in flight (DeepEP's time a call beyond its bytes)");
+  row(out, "  effect deepep_token_cost",
+      fmt("%+.4f s", m.deepep_token_s) +
+          " all-to-all in flight (DeepEP's time per token beyond its bytes)");
   row(out, "  expert memory per GPU",
       fmt("%.1f GB", m.expert_memory_gb) + " (" +
           fmt("%.2f", static_cast<double>(m.expert_params_per_gpu) / 1e9) + " B params)");

@@ -125,7 +125,7 @@ void check_report(const StepReport& r) {
                                 {e.tokens_max_over_mean, "tokens_max_over_mean"},
                                 {e.tokens_max_over_mean_worst, "tokens_max_over_mean_worst"},
                                 {e.expert_memory_gb, "expert_memory_gb"},
-                                {e.deepep_call_s, "deepep_call_s"}})
+                                {e.deepep_token_s, "deepep_token_s"}})
     non_negative(x, std::string("moe.") + name);
   fraction(e.dropped_share, "moe.dropped_share");
   // What an effect adds: negative where it saves time.

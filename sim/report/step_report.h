@@ -96,9 +96,9 @@ struct MoeFigures {
   double all_to_all_wire_s = 0;
   // compute-stream kernel time effects.moe_token_permute_rate adds to the token permutations.
   double token_permute_s = 0;
-  // The part of all_to_all_s effects.deepep_call_latency accounts for
-  // (exec::RankStats::all_to_all_call).
-  double deepep_call_s = 0;
+  // The part of all_to_all_s effects.deepep_token_cost accounts for
+  // (exec::RankStats::all_to_all_token_cost).
+  double deepep_token_s = 0;
 };
 
 struct StepReport {

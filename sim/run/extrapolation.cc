@@ -57,7 +57,7 @@ exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
   s.end_wait = line(a.end_wait, b.end_wait);
   s.all_to_all = line(a.all_to_all, b.all_to_all);
   s.all_to_all_wire = line(a.all_to_all_wire, b.all_to_all_wire);
-  s.all_to_all_call = line(a.all_to_all_call, b.all_to_all_call);
+  s.all_to_all_token_cost = line(a.all_to_all_token_cost, b.all_to_all_token_cost);
   s.finish = line(a.finish, b.finish);
   s.lead_wait = line(a.lead_wait, b.lead_wait);
   return s;

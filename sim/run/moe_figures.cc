@@ -23,7 +23,7 @@ report::MoeFigures moe_figures(const clustersim::RunConfig& config,
     f.all_to_all_exposed_s +=
         st.wait_for(workload::Dim::kEp).as_seconds() / static_cast<double>(stats.size());
     f.all_to_all_wire_s += st.all_to_all_wire.as_seconds() / static_cast<double>(stats.size());
-    f.deepep_call_s += st.all_to_all_call.as_seconds() / static_cast<double>(stats.size());
+    f.deepep_token_s += st.all_to_all_token_cost.as_seconds() / static_cast<double>(stats.size());
   }
   const MoeKernelEffects effects = moe_kernel_effects(config, cost);
   f.grouped_gemm_s = effects.grouped_gemm_s;

@@ -20,6 +20,7 @@ constexpr const char* kCopies = "all_to_all_v_copies_per_token";
 constexpr const char* kTopK = "all_to_all_v_top_k";
 constexpr const char* kMaxNodes = "all_to_all_v_max_nodes";
 constexpr const char* kDeduplicated = "all_to_all_v_deduplicated";
+constexpr const char* kTokens = "all_to_all_v_tokens";
 
 AttributeProto* add(Node& node, const char* name) {
   auto* a = node.add_attr();
@@ -51,6 +52,7 @@ void add_all_to_all_v_attrs(Node& node, Bytes bytes, const workload::AllToAllV& 
   add(node, kTopK)->set_int64_val(v.top_k);
   add(node, kMaxNodes)->set_int64_val(v.max_nodes);
   add(node, kDeduplicated)->set_bool_val(v.deduplicated);
+  add(node, kTokens)->set_int64_val(v.tokens);
 }
 
 std::optional<ExactAllToAllV> exact_all_to_all_v(const NodeContext& ctx, std::size_t n) {
@@ -87,6 +89,7 @@ std::optional<ExactAllToAllV> exact_all_to_all_v(const NodeContext& ctx, std::si
   };
   v.top_k = small_int(kTopK, 1);
   v.max_nodes = small_int(kMaxNodes, 0);
+  v.tokens = int_attr(ctx, kTokens).value_or(0);
   if (const auto problem = all_to_all_v_problem(v)) ctx.fail("all_to_all_v_" + *problem);
   return ExactAllToAllV{static_cast<Bytes>(*bytes), std::move(v)};
 }

@@ -31,6 +31,7 @@ std::optional<std::string> all_to_all_v_problem(const workload::AllToAllV& v) {
     return "copies_per_token is " + std::to_string(v.copies_per_token) + ", not > 0";
   if (v.top_k < 1) return "top_k is " + std::to_string(v.top_k) + ", not >= 1";
   if (v.max_nodes < 0) return "max_nodes is " + std::to_string(v.max_nodes) + ", not >= 0";
+  if (v.tokens < 0) return "tokens is " + std::to_string(v.tokens) + ", not >= 0";
   return std::nullopt;
 }
 
@@ -59,6 +60,7 @@ void varying_to_proto(const workload::Program& program, pb::Program& out) {
     if (v.top_k != 1) a->set_top_k(v.top_k);
     if (v.max_nodes != 0) a->set_max_nodes(v.max_nodes);
     if (v.deduplicated) a->set_deduplicated(true);
+    if (v.tokens != 0) a->set_tokens(v.tokens);
   }
 }
 
@@ -85,6 +87,7 @@ void varying_from_proto(const pb::Program& in, workload::Program& program,
     v.top_k = a.top_k();
     v.max_nodes = a.max_nodes();
     v.deduplicated = a.deduplicated();
+    v.tokens = a.tokens();
     program.all_to_alls.push_back(std::move(v));
   }
 }

@@ -41,6 +41,7 @@ workload::AllToAllV traffic(const AllToAllCase& a, Bytes& bytes) {
   v.max_nodes = a.max_nodes();
   v.reverse = a.combine();
   v.deduplicated = true;  // DeepEP's kernels
+  v.tokens = a.tokens();
   bytes = static_cast<Bytes>(
       std::llround(static_cast<double>(a.tokens()) * a.top_k() * token_bytes(a)));
   return v;
@@ -90,7 +91,7 @@ void check_grouped_gemm(const clustersim::GroupedGemmCase& g, const std::string&
   check_gemm_precision(g.gpu(), g.precision(), where, "grouped_gemm.precision");
 }
 
-// As Executor::launch_all_to_all_v runs it: the launch latency and DeepEP's call latency, the
+// As Executor::launch_all_to_all_v runs it: the launch latency and DeepEP's token cost, the
 // transfers as one coupled fluid flow, then the slowest path's latency.
 double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   const auto desc = net::resolve_topology(a.topology());
@@ -115,9 +116,11 @@ double all_to_all_gbps(const AllToAllCase& a, bool wire_costs) {
   if (wire_costs)
     exec::apply_wire_model(edges, key.wire, topo,
                            v.deduplicated ? exec::deepep_shares(gpu) : exec::KernelShares{});
-  const Time call = v.deduplicated ? exec::deepep_call_latency(gpu).of(members.size()) : Time{};
+  const Time token_cost =
+      v.deduplicated ? exec::deepep_token_cost(gpu).of(v.tokens, exec::deepep_peers(members))
+                     : Time{};
   Time end;
-  sim.schedule_in(key.wire.launch_latency + call, [&] {
+  sim.schedule_in(key.wire.launch_latency + token_cost, [&] {
     network->send_fluid(
         edges, 1, Time{}, [&] { end = sim.now() + latency; }, nullptr);
   });

@@ -15,8 +15,8 @@ double grouped_gemm_tflops(const clustersim::GroupedGemmCase& g);
 void check_grouped_gemm(const clustersim::GroupedGemmCase& g, const std::string& where);
 
 // The case's metric in GB/s, from the all-to-all's time on an idle network (proto AllToAllCase).
-// `wire_costs` is effects.moe_all_to_all_wire (tests switch it off); DeepEP's call latency
-// (effects.deepep_call_latency) counts either way. Throws ConfigError for an
+// `wire_costs` is effects.moe_all_to_all_wire (tests switch it off); DeepEP's token cost
+// (effects.deepep_token_cost) counts either way. Throws ConfigError for an
 // unknown or too small topology.
 double all_to_all_gbps(const clustersim::AllToAllCase& a, bool wire_costs = true);
 

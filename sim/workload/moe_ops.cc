@@ -200,6 +200,7 @@ class MoeBuilder {
     v.top_k = moe_.top_k();
     v.max_nodes = moe_.max_nodes_per_token();
     v.deduplicated = deepep_;
+    v.tokens = t_in_;
   }
   // Expert tensor parallelism over the TP group: what arrived is all-gathered before the experts
   // and their output reduce-scattered (sizes: their mean over EP ranks).

@@ -66,6 +66,9 @@ struct AllToAllV {
   // NVLink once per GPU that holds one of its experts. Otherwise (NCCL's all-to-all of the
   // permuted copies) every expert copy travels to its GPU on its own.
   bool deduplicated = false;
+  // Tokens each member routes through the call (a dispatch's or its combine's), for a library's
+  // cost per token (gpu.proto deepep_ns_per_token); 0: not known (a trace written before).
+  int64_t tokens = 0;
   friend bool operator==(const AllToAllV&, const AllToAllV&) = default;
 };
 

@@ -93,7 +93,7 @@ std::span<const std::string_view> world_effects() {
       "nccl_algorithm_choice",   "nvls_bus_bandwidth_cap",    "nccl_tree_pattern",
       "moe_all_to_all_wire",     "comm_compute_interference", "interference_wave_quantization",
       "side_stream_contention",  "nvls_tree_channel_ceiling", "deepep_kernel_share",
-      "deepep_call_latency"};
+      "deepep_token_cost"};
   return kNames;
 }
 
@@ -185,8 +185,8 @@ exec::ExecutorOptions executor_options(World& world, const clustersim::RunConfig
   options.fluid_collectives = config.simulation().fluid_collectives();
   options.all_to_all_wire = config.effects().moe_all_to_all_wire();
   if (config.effects().deepep_kernel_share()) options.deepep = exec::deepep_shares(world.gpu());
-  if (config.effects().deepep_call_latency())
-    options.deepep_call = exec::deepep_call_latency(world.gpu());
+  if (config.effects().deepep_token_cost())
+    options.deepep_tokens = exec::deepep_token_cost(world.gpu());
   if (choices.variability) options.variability = *choices.variability;
   options.fold_tensor_parallel =
       config.simulation().fold_tensor_parallel() && choices.reuse_isolated && !choices.ranks_differ;

@@ -155,8 +155,8 @@ TEST(GpuProfile, DeepEpSmsOutsideTheGpusSmsAreRefusedByField) {
   }
 }
 
-TEST(GpuProfile, ADeepEpCallLatencyOutsideItsRangeIsRefusedByField) {
-  for (const std::string field : {"deepep_call_us", "deepep_peer_us"})
+TEST(GpuProfile, ADeepEpTokenCostOutsideItsRangeIsRefusedByField) {
+  for (const std::string field : {"deepep_call_us", "deepep_ns_per_token_peer"})
     for (const std::string us : {"-1", "2e4", "nan"}) {
       const std::string msg = error_of([&] {
         load_gpu_profile_text("name: \"c\" based_on: \"gb200\" " + field + ": " + us,

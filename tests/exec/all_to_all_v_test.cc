@@ -159,14 +159,29 @@ TEST(AllToAllV, EndpointTimeIsTheBusiestGpusFabric) {
   EXPECT_DOUBLE_EQ(endpoint_seconds(edges, topo, bw), 3e-3);
 }
 
-// A DeepEP call's latency: its part per call plus its part per other member of the group; a
+// A DeepEP call's cost beyond its bytes: its part per call plus its part per token and peer; a
 // profile without the figures gives none.
-TEST(AllToAllV, DeepEpCallLatencyGrowsWithTheGroup) {
-  const CallLatency gb200 = deepep_call_latency(compute::load_gpu_profile("gb200"));
-  EXPECT_EQ(gb200.of(1), Time::from_us(95));
-  EXPECT_EQ(gb200.of(36), Time::from_us(95 + 35 * 5.1));
-  EXPECT_EQ(deepep_call_latency(compute::load_gpu_profile("b200")).of(8), Time::from_us(215));
-  EXPECT_EQ(deepep_call_latency(compute::load_gpu_profile("h800")).of(64), Time{});
+TEST(AllToAllV, DeepEpTokenCostGrowsWithTokensAndPeers) {
+  const TokenCost gb200 = deepep_token_cost(compute::load_gpu_profile("gb200"));
+  EXPECT_NEAR(gb200.of(4096, 0).as_us(), 95, 1e-6);
+  EXPECT_NEAR(gb200.of(4096, 35).as_us(), 95 + 4096 * 35 * 1.24e-3, 1e-5);
+  EXPECT_NEAR(gb200.of(2048, 35).as_us(), 95 + 2048 * 35 * 1.24e-3, 1e-5);
+  EXPECT_NEAR(deepep_token_cost(compute::load_gpu_profile("b200")).of(4096, 7).as_us(),
+              4096 * 7 * 7.5e-3, 1e-5);
+  EXPECT_EQ(deepep_token_cost(compute::load_gpu_profile("h800")).of(4096, 63), Time{});
+}
+
+// DeepEP's peers: the other GPUs of its server over NVLink, one GPU of each other server.
+TEST(AllToAllV, DeepEpPeersAreTheServersGpusAndTheOtherServers) {
+  const auto group = [](std::vector<int32_t> nodes) {
+    std::vector<EpMember> m;
+    for (const int32_t n : nodes) m.push_back({static_cast<net::VertexId>(m.size()), n});
+    return m;
+  };
+  EXPECT_EQ(deepep_peers(group({0, 0, 0, 0, 0, 0, 0, 0})), 7);
+  EXPECT_EQ(deepep_peers(group({0, 0, 1, 1, 2, 2})), 1 + 2);
+  EXPECT_EQ(deepep_peers(group({3})), 0);
+  EXPECT_EQ(deepep_peers({}), 0);
 }
 
 }  // namespace

@@ -187,30 +187,31 @@ TEST(MoeRun, TokenPermutationsHaveTheirLineAndSwitchOff) {
   EXPECT_NE(table.str().find("effect moe_token_permute_rate"), std::string::npos);
 }
 
-// DeepEP's call latency inside a GB200 rack (gb200.textproto: 95 us a call plus 5.1 us for each
-// of EP 4's three other ranks): every dispatch and combine pays it before its transfers, the line
-// is a whole number of calls and what the all-to-alls' time in flight gains, and switched off it
-// is gone. H100 has no figure, so there the line is zero.
-TEST(MoeRun, DeepEpCallLatencyHasItsLineAndSwitchesOff) {
+// DeepEP's token cost inside a GB200 rack (gb200.textproto: 95 us a call plus 1.24 ns for each
+// token and each of EP 4's three other ranks): every dispatch and combine pays it before its
+// transfers, the line is a whole number of calls and what the all-to-alls' time in flight gains,
+// and switched off it is gone. H100 has no figure, so there the line is zero.
+TEST(MoeRun, DeepEpTokenCostHasItsLineAndSwitchesOff) {
   const std::vector<std::string> rack = {"cluster.gpu=gb200", "cluster.topology=gb200-nvl72",
                                          "model.moe.dispatcher=DEEPEP"};
   const auto on = run_mixtral(rack);
   auto without = rack;
-  without.push_back("effects.deepep_call_latency=false");
+  without.push_back("effects.deepep_token_cost=false");
   const auto off = run_mixtral(without);
-  EXPECT_EQ(off.moe.deepep_call_s, 0);
-  const double call_s = (95 + 3 * 5.1) * 1e-6;
-  const double calls = on.moe.deepep_call_s / call_s;
+  EXPECT_EQ(off.moe.deepep_token_s, 0);
+  const double tokens = 1024;  // a microbatch of one 1,024-token sequence
+  const double call_s = (95 + tokens * 3 * 1.24e-3) * 1e-6;
+  const double calls = on.moe.deepep_token_s / call_s;
   EXPECT_GE(calls, 8);  // forward and backward dispatch and combine, two layers a stage
   EXPECT_NEAR(calls, std::round(calls), 1e-6);
-  EXPECT_NEAR(on.moe.all_to_all_s - off.moe.all_to_all_s, on.moe.deepep_call_s,
-              0.02 * on.moe.deepep_call_s);
+  EXPECT_NEAR(on.moe.all_to_all_s - off.moe.all_to_all_s, on.moe.deepep_token_s,
+              0.02 * on.moe.deepep_token_s);
   EXPECT_GT(on.iteration_time_s, off.iteration_time_s);
-  EXPECT_NE(report_json(on).find("\"deepep_call_latency\": "), std::string::npos);
+  EXPECT_NE(report_json(on).find("\"deepep_token_cost\": "), std::string::npos);
   std::ostringstream table;
   report::print_table(table, on);
-  EXPECT_NE(table.str().find("effect deepep_call_latency"), std::string::npos);
-  EXPECT_EQ(run_mixtral({"model.moe.dispatcher=DEEPEP"}).moe.deepep_call_s, 0);
+  EXPECT_NE(table.str().find("effect deepep_token_cost"), std::string::npos);
+  EXPECT_EQ(run_mixtral({"model.moe.dispatcher=DEEPEP"}).moe.deepep_token_s, 0);
 }
 
 // Every MoE preset's effects.moe_grouped_gemm line is a cost (and its token permutation line

@@ -128,6 +128,8 @@ TEST(MoeTrace, NodeLimitedRoutingIsCarried) {
   EXPECT_EQ(v.max_nodes(), 4);
   EXPECT_NEAR(v.copies_per_token(), 8.0, 1e-9);
   EXPECT_TRUE(v.deduplicated());  // DeepEP's kernels (the preset's dispatcher)
+  EXPECT_EQ(v.tokens(), 1024);    // one 1,024-token sequence a microbatch, for DeepEP's token cost
+  EXPECT_EQ(round_trip(t).step->programs[0].all_to_alls[0].tokens, 1024);
   // Megatron's all-to-all dispatcher sends the permuted copies through NCCL, one by one.
   const auto nccl =
       to_trace(run::prepare_step(deepseek({"model.moe.dispatcher=ALL_TO_ALL"}), "test"));
@@ -541,6 +543,13 @@ TEST(MoeChakraExport, MalformedExactAttributesNameTheNode) {
       [](AttributeProto& a) { a.mutable_double_list()->add_values(0.0); });
   EXPECT_NE(s.find("bad_exact.1.et: rank 1: node "), std::string::npos) << s;
   EXPECT_NE(s.find("all_to_all_v_share has 5 entries for a group of 4"), std::string::npos) << s;
+}
+
+// A negative token count is refused by its attribute's name.
+TEST(MoeChakraExport, ANegativeTokenCountIsRefused) {
+  const std::string s = import_error_with_spoiled("bad_tokens", "all_to_all_v_tokens",
+                                                  [](AttributeProto& a) { a.set_int64_val(-1); });
+  EXPECT_NE(s.find("all_to_all_v_tokens is -1, not >= 0"), std::string::npos) << s;
 }
 
 // A flag of another type than bool is refused by its name, as the other exact attributes are.

@@ -192,15 +192,15 @@ bool world_differs(World& world, const clustersim::RunConfig& a, const clustersi
          x.interference.has_value() != y.interference.has_value() || quantized(x) != quantized(y) ||
          x.side_stream_contention != y.side_stream_contention ||
          x.deepep.nvlink != y.deepep.nvlink || x.deepep.network != y.deepep.network ||
-         x.deepep_call.call_us != y.deepep_call.call_us ||
-         x.deepep_call.peer_us != y.deepep_call.peer_us;
+         x.deepep_tokens.call_us != y.deepep_tokens.call_us ||
+         x.deepep_tokens.ns_per_token_peer != y.deepep_tokens.ns_per_token_peer;
 }
 
 // Turning off an effect changes the world exactly when world_effects() lists it, so the list a
 // replay checks its --set against is the one the world reads.
 TEST(WorldEffects, TheListedEffectsAreTheOnesTheWorldReads) {
   // H800s, whose profile holds every figure an effect reads (DeepEP's shares among them), and a
-  // DeepEP call latency, which only Blackwell profiles give.
+  // DeepEP token cost, which only Blackwell profiles give.
   clustersim::RunConfig base = on("dgx-h100");
   base.mutable_cluster()->set_gpu(testing_support::temp_file(
       "h800-call.textproto", "name: \"h800-call\" based_on: \"h800\" deepep_call_us: 10"));
