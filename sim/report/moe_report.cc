@@ -45,7 +45,7 @@ void print_moe(std::ostream& out, const MoeFigures& m) {
       fmt("%+.4f s", m.all_to_all_wire_s) + " all-to-all in flight (NVLink and NIC overheads)");
   row(out, "  effect deepep_token_cost",
       fmt("%+.4f s", m.deepep_token_s) +
-          " all-to-all in flight (DeepEP's time per token beyond its bytes)");
+          " all-to-all in flight (DeepEP's time beyond its bytes: per call, token and peer)");
   row(out, "  expert memory per GPU",
       fmt("%.1f GB", m.expert_memory_gb) + " (" +
           fmt("%.2f", static_cast<double>(m.expert_params_per_gpu) / 1e9) + " B params)");
