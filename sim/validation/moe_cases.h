@@ -16,8 +16,8 @@ void check_grouped_gemm(const clustersim::GroupedGemmCase& g, const std::string&
 
 // The case's metric in GB/s, from the all-to-all's time on an idle network (proto AllToAllCase).
 // `wire_costs` is effects.moe_all_to_all_wire (tests switch it off); DeepEP's token cost
-// (effects.deepep_token_cost) counts either way. Throws ConfigError for an
-// unknown or too small topology.
+// (effects.deepep_token_cost) counts either way. Throws ConfigError for an unknown or too small
+// topology.
 double all_to_all_gbps(const clustersim::AllToAllCase& a, bool wire_costs = true);
 
 // Field checks, throwing ConfigError "<where>: all_to_all.<field> ...".

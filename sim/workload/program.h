@@ -67,7 +67,7 @@ struct AllToAllV {
   // permuted copies) every expert copy travels to its GPU on its own.
   bool deduplicated = false;
   // Tokens each member routes through the call (a dispatch's or its combine's), for a library's
-  // cost per token (gpu.proto deepep_ns_per_token); 0: not known (a trace written before).
+  // cost per token (gpu.proto deepep_ns_per_token_peer); 0: not known (a trace written before).
   int64_t tokens = 0;
   friend bool operator==(const AllToAllV&, const AllToAllV&) = default;
 };
