@@ -83,10 +83,13 @@ class MoeBuilder {
 
  private:
   void add(LayerOp op) { ops_.push_back(std::move(op)); }
-  void memory(std::string_view name, double bytes, double flops, KernelGroup group) {
+  void add(compute::Kernel kernel) {
     LayerOp op;
-    op.kernel = compute::memory_bound(name, bytes, flops, group);
-    add(op);
+    op.kernel = std::move(kernel);
+    add(std::move(op));
+  }
+  void memory(std::string_view name, double bytes, double flops, KernelGroup group) {
+    add(compute::memory_bound(name, bytes, flops, group));
   }
   // A token permutation: rows copied into or summed back from expert order, at the GPU's
   // measured permutation rate (compute::Kernel::token_permute).
@@ -123,15 +126,14 @@ class MoeBuilder {
   void permute(std::string_view name) {
     if (!routing_kernels_ || deepep_) return;
     const double rows = static_cast<double>(t_in_) + copies();
-    add(LayerOp{.kernel = token_permutation(name, rows * static_cast<double>(h_) * kBf16Bytes, 0)});
+    add(token_permutation(name, rows * static_cast<double>(h_) * kBf16Bytes, 0));
   }
   // The weighted sum of a token's copies back into its row, after the combine (DeepEP's combine
   // sums them itself).
   void unpermute(std::string_view name) {
     if (!routing_kernels_ || deepep_) return;
     const double rows = static_cast<double>(t_in_) + copies();
-    add(LayerOp{.kernel = token_permutation(name, rows * static_cast<double>(h_) * kBf16Bytes,
-                                            2.0 * copies() * h_)});
+    add(token_permutation(name, rows * static_cast<double>(h_) * kBf16Bytes, 2.0 * copies() * h_));
   }
   // FP8 tokens with a 4-byte scale per 128 elements (DeepSeek-V3's 1x128 activation tiles).
   static constexpr double kFp8TokenBytes = 1.0 + 4.0 / 128.0;

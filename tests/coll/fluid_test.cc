@@ -167,7 +167,9 @@ TEST(Fluid, RingsOfH800ServersTakeTheirMessageScheduleTimeWithinAWiderBound) {
       const double ratio = fluid_over_message(topo, key, gpus(topo, 0, 32, 1), size);
       EXPECT_LE(ratio, 1.0 + 1e-5);
       EXPECT_GE(ratio, 0.77);
-      if (size == kMiB || size == 256 * kMiB) EXPECT_GE(ratio, 0.96);
+      if (size == kMiB || size == 256 * kMiB) {
+        EXPECT_GE(ratio, 0.96);
+      }
     }
   }
 }

@@ -8,6 +8,7 @@
 
 #include "sim/config/run_config.h"
 #include "sim/run/step_simulation.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::run {
 namespace {
@@ -27,7 +28,10 @@ report::StepReport llama_405b_layers(int32_t dp) {
       "test");
 }
 
+// 7 s in the plain build, 89 s under the sanitizers, which run the same code on every smaller
+// fabric of the suite: the sanitized suite leaves it to the plain one.
 TEST(Scale, A98304GpuStepIsWithinTenPercentOfThe16384GpuStep) {
+  if (testing_support::kUnderSanitizer) GTEST_SKIP() << "left to the plain build";
   const report::StepReport base = llama_405b_layers(128);  // 16,384 GPUs: 64 SUs
   const report::StepReport big = llama_405b_layers(768);   // 98,304 GPUs: 384 SUs
   EXPECT_NEAR(big.iteration_time_s / base.iteration_time_s, 1.0, 0.1);

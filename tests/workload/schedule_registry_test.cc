@@ -50,8 +50,12 @@ TEST(ScheduleRegistry, TheSearchTriesOnlyVirtualStagesTheScheduleAccepts) {
     SCOPED_TRACE(std::string(s.name));
     for (const int32_t v : s.planner_virtual_stages) {
       EXPECT_GE(v, s.min_virtual_stages);
-      if (s.exact_virtual_stages > 0) EXPECT_EQ(v, s.exact_virtual_stages);
-      if (!s.virtual_stages) EXPECT_EQ(v, 1);
+      if (s.exact_virtual_stages > 0) {
+        EXPECT_EQ(v, s.exact_virtual_stages);
+      }
+      if (!s.virtual_stages) {
+        EXPECT_EQ(v, 1);
+      }
     }
   }
   EXPECT_EQ(schedule_info(ParallelConfig::INTERLEAVED).min_virtual_stages, 2);
