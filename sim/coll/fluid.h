@@ -24,9 +24,9 @@ namespace cs::coll {
 // node_size 1 or >= n) with one chunk or a window of one, rings over servers of several members
 // in one chunk (within a tested bound of their message schedule, ring.cc), hierarchical
 // all-reduce in one chunk, direct send/recv (every rank to the next, as ring attention's hops),
-// and NCCL's Tree (over servers of up to 8 GPUs) and NVLS-tree all-reduces across servers
-// (chain_tree.cc, nvls_tree.cc, each within a tested bound). Other schedules run message by
-// message (run_collective).
+// NCCL's NVLS all-reduce inside an NVLink domain (nvls.cc), and NCCL's Tree (over servers of up
+// to 8 GPUs) and NVLS-tree all-reduces across servers (chain_tree.cc, nvls_tree.cc), each within a
+// tested bound. Other schedules run message by message (run_collective).
 bool fluid_supported(const ScheduleKey& key);
 
 // Runs the collective of `key` (normalized or not) at sim.now(), with the time its message

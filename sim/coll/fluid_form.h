@@ -60,6 +60,11 @@ struct FluidContext {
                                                       int64_t messages) const;
 };
 
+// A cost's time once per `count` messages sent back to back on a connection.
+inline Time repeated(Time t, int64_t count) {
+  return Time::ps(count * t.count_ps());
+}
+
 // The largest sum of `length` consecutive costs, cyclically (a chain of dependent messages that
 // walks round a ring).
 Time cyclic_window_max(std::span<const Time> costs, int64_t length);

@@ -1,7 +1,10 @@
 // NVLink SHARP all-reduce inside one server (NCCL's NVLS): the NVSwitch reduces and multicasts.
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "sim/coll/algorithms/entries.h"
+#include "sim/coll/fluid_form.h"
 
 namespace cs::coll {
 namespace {
@@ -45,6 +48,48 @@ Pipelining nvls_pipelining(const PipelineShape& s) {
   return {s.size / s.n, kRingChunk};
 }
 
+// An NVLS all-reduce as fluid transfers: shard r's lane is every GPU's reduction into r and r's
+// multicast back, each edge carrying the shard once over all chunks. Chunks pipeline through
+// the two, so on an idle network the message schedule takes the first chunk's reductions (each
+// GPU's port shared by the n - 1 it sends), chunks - 1 periods of the lane's slowest connection
+// (its transfer and a window's share of its latencies, or its transfer while every reduction and
+// multicast of the phase shares its GPU's port) and the last chunk's multicasts. The walk is
+// what that adds to the lane's time alone (tests/coll/fluid_test.cc bounds the whole).
+std::vector<FluidPhase> nvls_fluid_phases(const FluidContext& ctx) {
+  const ScheduleKey& key = ctx.key;
+  const auto n = static_cast<uint32_t>(key.n);
+  const double payload = static_cast<double>(ctx.size) / n;
+  FluidPhase phase(n);
+  for (uint32_t r = 0; r < n; ++r) {
+    for (uint32_t o = 1; o < n; ++o) ctx.add_edge(phase[r], (r + o) % n, r, payload);
+    for (uint32_t o = 1; o < n; ++o) ctx.add_edge(phase[r], r, (r + o) % n, payload);
+  }
+  const auto costs = ctx.message_costs(phase, key.chunks);
+  for (uint32_t r = 0; r < n; ++r) {
+    Time reduced, multicast, period, alone;
+    for (uint32_t e = 0; e < costs[r].size(); ++e) {
+      const auto& c = costs[r][e];
+      const Time latency = c.route + c.step;
+      // Only the reductions load the ports at the start, only the multicasts at the end.
+      Time& end = e < n - 1 ? reduced : multicast;
+      end = std::max(end, Time::ps(c.shared.count_ps() / 2) + latency);
+      period = std::max({period, c.transfer + Time::ps(latency.count_ps() / key.window), c.shared});
+      alone = std::max(alone, repeated(c.own, key.chunks));
+    }
+    const Time total = reduced + repeated(period, key.chunks - 1) + multicast;
+    phase[r].walk = std::max(Time{}, total - alone);
+  }
+  ctx.stats.bytes_sent = 2 * static_cast<Bytes>(n - 1) * static_cast<Bytes>(ctx.size);
+  ctx.stats.messages =
+      static_cast<uint32_t>(std::min<int64_t>(int64_t{key.chunks} * n * 2 * (n - 1), UINT32_MAX));
+  return {std::move(phase)};
+}
+
+// Every NVLS all-reduce runs inside one NVLink domain.
+bool nvls_fluid_fits(const ScheduleKey& key) {
+  return key.n >= 2;
+}
+
 }  // namespace
 
 // What the NVSwitch really puts on each GPU's links, over what the schedule's messages carry.
@@ -68,6 +113,7 @@ AlgorithmInfo nvls_algorithm() {
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_nvls;
   all_reduce.pipelining = nvls_pipelining;
+  all_reduce.fluid = {nvls_fluid_fits, nvls_fluid_phases};
   a.ops.push_back(all_reduce);
   return a;
 }

@@ -173,11 +173,6 @@ HalfHops half_hops(const TreeOrder& tree, uint32_t local, uint32_t servers, uint
   return h;
 }
 
-// A cost's time once per `count` messages sent back to back on a connection.
-Time repeated(Time t, int64_t count) {
-  return Time::ps(count * t.count_ps());
-}
-
 // The first chunk's trip through one half on an idle network: into the heads (each GPU's part of
 // both halves, one message, while its server's other GPUs send theirs), up the tree once every
 // child's sum has landed, down from the root, and out to the server: each hop its transfer and
