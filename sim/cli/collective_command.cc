@@ -187,8 +187,9 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "sends in flight per connection, at most NCCL_STEPS = 8 in NCCL (0: by size)")
       ("root", po::value(&req.root)->default_value(0), "broadcast root (group rank)")
       ("fluid", po::bool_switch(&req.fluid),
-       "run rings and one-chunk hierarchical all-reduces as fluid transfers (coll/fluid.h), as "
-       "training steps do, instead of message by message")
+       "run the collectives that have a fluid form (rings, one-chunk hierarchical, trees, NVLS, "
+       "NVLS-trees; coll/fluid.h) as fluid transfers, as training steps do, instead of message "
+       "by message")
       ("json", po::value(&req.json),
        "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
