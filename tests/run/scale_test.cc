@@ -67,12 +67,6 @@ TEST(Scale, AShortLastServerKeepsItsNics) {
   EXPECT_NEAR(racks / full, 1.0, 0.02);
 }
 
-}  // namespace
-}  // namespace cs::run
-
-namespace cs::run {
-namespace {
-
 // Two TP-4 groups share each DGX H100's NVSwitch, so their all-reduces (no sequence
 // parallelism: NCCL's NVLS) are simulated group by group. Message by message that was 879 k
 // events for 8 GPUs here and 200 million for Llama 3 405B on 256 GPUs (36 s); as fluid
