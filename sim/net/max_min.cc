@@ -360,7 +360,11 @@ void MaxMin::water_fill() {
   const auto cmp = std::greater<FillKey>{};
   start_fill();
   std::make_heap(heap_.begin(), heap_.end(), cmp);
-  while (!heap_.empty()) {
+  // Every flow of the set crosses a link of the heap (its tightest link is never slack), so once
+  // the last one is frozen the links left in the heap have nothing to fill: stop there rather
+  // than pop them all.
+  std::size_t unfrozen = comp_flows_.size();
+  while (unfrozen > 0 && !heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
     const FillKey top = heap_.back();
     heap_.pop_back();
@@ -381,6 +385,7 @@ void MaxMin::water_fill() {
       if (frozen.mark != epoch_ || frozen.new_rate >= 0) continue;
       frozen.new_rate = share;
       frozen.bottleneck = l;
+      --unfrozen;
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < frozen.num_hops; ++h) {
         const LinkTag& tag = tags_[hop[h].link];
