@@ -360,9 +360,8 @@ void MaxMin::water_fill() {
   const auto cmp = std::greater<FillKey>{};
   start_fill();
   std::make_heap(heap_.begin(), heap_.end(), cmp);
-  // Every flow of the set crosses a link of the heap (its tightest link is never slack), so once
-  // the last one is frozen the links left in the heap have nothing to fill: stop there rather
-  // than pop them all.
+  // Once the set's last flow is frozen, every link's unfrozen count is 0 and the pops left would
+  // change nothing: stop there rather than pop them all.
   std::size_t unfrozen = comp_flows_.size();
   while (unfrozen > 0 && !heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), cmp);
