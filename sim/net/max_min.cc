@@ -25,14 +25,14 @@ LinkId MaxMin::add_link(double capacity) {
   links_.emplace_back();
   tags_.emplace_back();
   links_[l].capacity = capacity;
-  tags_[l].slack = slack(links_[l]);
+  tags_[l].slack = slack(links_[l], l);
   return l;
 }
 
 void MaxMin::set_capacity(LinkId l, double capacity) {
   if (!links_[l].flows.empty()) throw std::logic_error("MaxMin: capacity of a link in use");
   links_[l].capacity = capacity;
-  tags_[l].slack = slack(links_[l]);
+  tags_[l].slack = slack(links_[l], l);
 }
 
 MaxMin::FlowId MaxMin::add_flow(std::span<const LinkId> links, std::span<const double> weights) {
@@ -115,7 +115,7 @@ void MaxMin::attach(FlowId f) {
     hop[h].pos = static_cast<uint32_t>(link.flows.size());
     link.flows.push_back({f, h, hop[h].weight});
     link.demand += hop[h].weight * demand_of(slots_[f], hop[h].link);
-    tags_[hop[h].link].slack = slack(link);
+    tags_[hop[h].link].slack = slack(link, hop[h].link);
     mark_dirty(hop[h].link);
   }
 }
@@ -131,7 +131,7 @@ void MaxMin::detach(FlowId f, bool mark) {
     // Reset when empty, so rounding cannot build up over a long run.
     link.demand =
         link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(slots_[f], hop[h].link);
-    tags_[hop[h].link].slack = slack(link);
+    tags_[hop[h].link].slack = slack(link, hop[h].link);
     if (mark) mark_dirty(hop[h].link);
   }
   --num_flows_;
@@ -359,6 +359,7 @@ void MaxMin::water_fill() {
   // stale (too low) keys: a popped link whose share has grown goes back in with its new share.
   const auto cmp = std::greater<FillKey>{};
   start_fill();
+  filled_links_ += comp_links_.size();
   std::make_heap(heap_.begin(), heap_.end(), cmp);
   // Once the set's last flow is frozen, every link's unfrozen count is 0 and the pops left would
   // change nothing: stop there rather than pop them all.

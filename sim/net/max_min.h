@@ -83,6 +83,8 @@ class MaxMin {
   uint64_t solves() const { return solves_; }
   uint64_t solved_flows() const { return solved_flows_; }
   uint64_t fill_rounds() const { return fill_rounds_; }
+  // The links those water-fillings filled, in all.
+  uint64_t filled_links() const { return filled_links_; }
 
   // Memory the solver keeps per link.
   static std::size_t bytes_per_link() {
@@ -153,8 +155,14 @@ class MaxMin {
     uint32_t unfrozen = 0;    // flows not yet frozen
   };
   // A link that can limit none of its flows, whatever else happens: max-min fairness does not
-  // depend on it, so solves neither fill it nor cross it to reach other flows.
-  bool slack(const LinkState& link) const { return link.demand < link.capacity * (1 - 1e-9); }
+  // depend on it, so solves neither fill it nor cross it to reach other flows. Either its flows
+  // could never fill it, or it carries one flow whose tightest link is another: that one bounds
+  // the flow at least as tightly (a flow standing for many alike connections crosses many such
+  // links, each as tight as its tightest).
+  bool slack(const LinkState& link, LinkId l) const {
+    return link.demand < link.capacity * (1 - 1e-9) ||
+           (link.flows.size() == 1 && slots_[link.flows.front().flow].tightest != l);
+  }
   // What flow f could ever ask of `link` (one of its hops), per unit of weight.
   double demand_of(const FlowSlot& slot, LinkId link) const {
     return link == slot.tightest ? slot.alone_second : slot.alone;
@@ -233,6 +241,7 @@ class MaxMin {
   uint64_t solves_ = 0;
   uint64_t solved_flows_ = 0;
   uint64_t fill_rounds_ = 0;
+  uint64_t filled_links_ = 0;
 };
 
 }  // namespace cs::net

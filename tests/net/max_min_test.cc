@@ -248,6 +248,55 @@ TEST(MaxMin, WholeComponentSolvesMatchAFreshSolve) {
   for (uint64_t seed = 2000; seed <= 2050; ++seed) run_incremental(seed, false, 2);
 }
 
+// As run_incremental, where each new flow also crosses up to three links of its own, most as
+// tight as its tightest shared link (as a flow standing for alike connections does); some
+// flows then share one of them with a later flow of one hop.
+TEST(MaxMin, FlowsWithLinksOfTheirOwnMatchAFreshSolve) {
+  for (uint64_t seed = 3000; seed <= 3100; ++seed) {
+    std::mt19937_64 rng(seed);
+    RandomInstance r = random_instance(seed);
+    MaxMin solver;
+    for (double c : r.capacity) solver.add_link(c);
+    std::vector<FlowSpec> present;
+    std::vector<MaxMin::FlowId> ids;
+    for (int step = 0; step < 40; ++step) {
+      if (!present.empty() && rng() % 3 == 0) {
+        const std::size_t i = rng() % present.size();
+        solver.remove_flow(ids[i]);
+        present.erase(present.begin() + static_cast<std::ptrdiff_t>(i));
+        ids.erase(ids.begin() + static_cast<std::ptrdiff_t>(i));
+      } else if (!present.empty() && rng() % 4 == 0) {
+        // A one-hop flow onto the last link of a flow present.
+        const FlowSpec& other = present[rng() % present.size()];
+        present.push_back(on({other.links.back()}));
+      } else {
+        FlowSpec f = random_flow(rng, r.capacity.size(), rng() % 2 == 0);
+        double tightest = std::numeric_limits<double>::infinity();
+        for (std::size_t h = 0; h < f.links.size(); ++h)
+          tightest = std::min(tightest, r.capacity[f.links[h]] / f.weights[h]);
+        for (std::size_t extra = rng() % 4; extra > 0; --extra) {
+          const double weight = f.weights.front();
+          const double c =
+              rng() % 4 != 0 || !std::isfinite(tightest) ? tightest * weight : 100.0 * (rng() % 3);
+          f.links.push_back(solver.add_link(c));
+          f.weights.push_back(weight);
+          r.capacity.push_back(c);
+          r.scale = std::max(r.scale, c);
+        }
+        present.push_back(f);
+      }
+      if (ids.size() < present.size())
+        ids.push_back(solver.add_flow(present.back().links, present.back().weights));
+      solver.solve();
+      const std::vector<double> want = reference_rates(r.capacity, present);
+      for (std::size_t i = 0; i < present.size(); ++i)
+        ASSERT_TRUE(near(solver.rate(ids[i]), want[i], r.scale))
+            << "seed " << seed << " step " << step << " flow " << i << ": " << solver.rate(ids[i])
+            << " vs reference " << want[i];
+    }
+  }
+}
+
 TEST(MaxMin, ASolveReportsOnlyTheFlowsWhoseRateMoved) {
   MaxMin solver;
   solver.add_link(10);
@@ -298,6 +347,29 @@ TEST(MaxMin, AFlowItsOwnerFindsDoneLeavesAndFreesItsShare) {
   EXPECT_TRUE(std::find(progress.asked.begin(), progress.asked.end(), c) != progress.asked.end());
   // The freed id is the next one given.
   EXPECT_EQ(solver.next_flow_id(), b);
+}
+
+TEST(MaxMin, ALinkOfOneFlowLimitsItOnlyIfItIsItsTightest) {
+  // A flow standing for many alike connections crosses many links of one capacity that nothing
+  // else crosses: its first tightest link bounds it, so a solve fills that one alone. Once a
+  // second flow joins one of the others, that link is shared, and it binds.
+  MaxMin solver;
+  std::vector<LinkId> alike;
+  for (int i = 0; i < 100; ++i) alike.push_back(solver.add_link(10));
+  const std::vector<double> unit(alike.size(), 1.0);
+  const MaxMin::FlowId a = solver.add_flow(alike, unit);
+  solver.solve();
+  EXPECT_DOUBLE_EQ(solver.rate(a), 10);
+  EXPECT_EQ(solver.filled_links(), 1u);
+  const std::vector<LinkId> one{alike[57]};
+  const MaxMin::FlowId b = solver.add_flow(one, unit);
+  solver.solve();
+  EXPECT_DOUBLE_EQ(solver.rate(a), 5);
+  EXPECT_DOUBLE_EQ(solver.rate(b), 5);
+  // b leaves: link 57 is a's alone again, and a has its 10 back.
+  solver.remove_flow(b);
+  solver.solve();
+  EXPECT_DOUBLE_EQ(solver.rate(a), 10);
 }
 
 }  // namespace max_min_test
