@@ -23,8 +23,9 @@ namespace cs::net {
 // changed, solves them against the fixed rates of all others, and adds any fixed flow that the
 // new rates leave without a valid bottleneck (a full link on which no flow is faster), until none
 // is left: the max-min allocation, usually found without touching most of a large component.
-// Otherwise it re-solves the whole connected component of the changed links. A link whose flows
-// could never fill it (slack) limits no one, so neither form fills it nor crosses it.
+// Otherwise it re-solves the whole connected component of the changed links. A link that limits
+// no one (slack: its flows could never fill it, or its one flow's tightest link is another) is
+// neither filled nor crossed by either form.
 class MaxMin {
  public:
   using FlowId = uint32_t;
@@ -139,7 +140,7 @@ class MaxMin {
   };
   // What a solve checks of every link on a flow's route before it reads the link's record, 12
   // bytes a link where the record spans cache lines. `slack` caches slack(link), updated
-  // whenever the link's demand or capacity changes.
+  // whenever the link's flows or capacity change.
   struct LinkTag {
     uint32_t mark = 0;   // link epoch of the last solve round that visited this link
     uint32_t slot = 0;   // while marked: the link's index in comp_links_ (and fill_)
