@@ -239,6 +239,10 @@ class Executor {
   // (RankStats::all_to_all) with that share of its time spent on wire costs, `token_cost` of its
   // time spent on its library's token cost (RankStats::all_to_all_token_cost) outside that share.
   void end_collective(const Launched& c, Bytes sent, double wire_share = -1, Time token_cost = {});
+  // When member `p` of a collective launched at `launched` posted it: a member that came before
+  // the others waited for them on its stream, inside the collective's kernel as a profiler shows
+  // it, so a blocking collective's exposed time runs from there.
+  Time arrival(const Post& p, Time launched) const;
   // Runs a ready collective's schedule (or its isolated time) over every folded copy.
   void launch_collective(ReadyCollective group);
   // The time of a collective alone on its NVLink ports, measured once per schedule and size.

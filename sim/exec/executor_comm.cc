@@ -37,6 +37,13 @@ Executor::Launched Executor::begin_collective(ReadyCollective&& group, std::size
   return {std::move(group.posts), first.dim, first.coll_op, group.path, group.blocking, sim_.now()};
 }
 
+Time Executor::arrival(const Post& p, Time launched) const {
+  const Op& o = op_of(p);
+  // An op that holds no stream (dataflow) is timed from the launch.
+  return is_free(program_of(p.rank), o) ? launched
+                                        : ranks_[p.rank].started[static_cast<int>(o.stream)];
+}
+
 void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, Time token_cost) {
   comm_.by_op[static_cast<int>(c.coll_op)] += sent;
   comm_.by_dim[static_cast<int>(c.dim)] += sent;
@@ -49,7 +56,7 @@ void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, 
       stats.all_to_all_wire += Time::ps(
           std::llround(static_cast<double>((in_flight - token_cost).count_ps()) * wire_share));
     stats.all_to_all_token_cost += token_cost;
-    if (c.blocking) stats.wait_for(c.dim) += in_flight;
+    if (c.blocking) stats.wait_for(c.dim) += sim_.now() - arrival(p, c.started);
     complete(p.rank, p.op);
   }
 }

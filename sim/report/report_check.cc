@@ -76,6 +76,8 @@ void check_report(const StepReport& r) {
       non_negative(f.comm_wait_s[static_cast<std::size_t>(d.dim)],
                    at + "comm_wait_s." + std::string(d.key));
     non_negative(f.interference_s, at + "interference_s");
+    non_negative(f.host_dispatch_s, at + "host_dispatch_s");
+    non_negative(f.side_stream_hold_s, at + "side_stream_hold_s");
     non_negative(f.memory_gb, at + "memory_gb");
   }
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s)

@@ -170,6 +170,8 @@ Json stage_json(const StageFigures& s, int index) {
   for (const auto& d : workload::kDims)
     j[std::string(d.stage_key)] = s.comm_wait_s[static_cast<std::size_t>(d.dim)];
   j["interference_s"] = s.interference_s;
+  j["host_dispatch_s"] = s.host_dispatch_s;
+  j["side_stream_hold_s"] = s.side_stream_hold_s;
   j["peak_in_flight_microbatches"] = s.peak_in_flight;
   j["memory_gb"] = s.memory_gb;
   return j;

@@ -22,6 +22,8 @@ struct StageFigures {
   double side_stream_s = 0;  // part of compute_s on other streams, beside the compute stream
   workload::DimSeconds comm_wait_s{};  // exposed communication by dimension, mean
   double interference_s = 0;           // compute slowed by communication beside it
+  double host_dispatch_s = 0;          // compute stream waiting for the host's launch, mean
+  double side_stream_hold_s = 0;       // compute stream held by side-stream kernels, mean
   int32_t layers = 0;
   int32_t peak_in_flight = 0;  // microbatches whose activations are held at the peak
   double memory_gb = 0;        // peak per GPU on this stage

@@ -26,11 +26,18 @@ class SteadySlope {
       : reach_(static_cast<double>(full - longer) / (longer - shorter)) {}
 
   double operator()(double shorter, double longer) const {
-    return std::max(0.0, longer + (longer - shorter) * reach_);
+    return std::max(0.0, unclamped(shorter, longer));
   }
   Time operator()(Time shorter, Time longer) const {
-    return Time::ps(std::llround(
-        (*this)(static_cast<double>(shorter.count_ps()), static_cast<double>(longer.count_ps()))));
+    return std::max(Time{}, unclamped(shorter, longer));
+  }
+  // The line itself, below zero where the figure shrank between the runs.
+  double unclamped(double shorter, double longer) const {
+    return longer + (longer - shorter) * reach_;
+  }
+  Time unclamped(Time shorter, Time longer) const {
+    return Time::ps(std::llround(unclamped(static_cast<double>(shorter.count_ps()),
+                                           static_cast<double>(longer.count_ps()))));
   }
   template <typename Count>
   Count count(Count shorter, Count longer) const {
@@ -41,6 +48,30 @@ class SteadySlope {
  private:
   double reach_;  // (full - longer) / (longer - shorter)
 };
+
+// A rank's waits trade time as the short runs grow: its pipeline wait can shrink by what its
+// TP wait gains. Extended alone, the shrinking wait falls below zero and is clamped there, which
+// adds time the rank never spent, so that its figures no longer add up to its step. That time is
+// taken back from the rank's largest wait, where the traded time went.
+void give_back_clamped_waits(exec::RankStats& s, const exec::RankStats& a, const exec::RankStats& b,
+                             const SteadySlope& line) {
+  Time added;
+  auto add_clamped = [&](Time extended, Time shorter, Time longer) {
+    added += extended - line.unclamped(shorter, longer);
+  };
+  add_clamped(s.pipeline_wait, a.pipeline_wait, b.pipeline_wait);
+  add_clamped(s.end_wait, a.end_wait, b.end_wait);
+  add_clamped(s.host_wait, a.host_wait, b.host_wait);
+  for (std::size_t d = 0; d < s.comm_wait.size(); ++d)
+    add_clamped(s.comm_wait[d], a.comm_wait[d], b.comm_wait[d]);
+  if (added == Time{}) return;
+  Time* largest = &s.pipeline_wait;
+  for (Time& wait : s.comm_wait)
+    if (wait > *largest) largest = &wait;
+  if (s.end_wait > *largest) largest = &s.end_wait;
+  *largest = std::max(Time{}, *largest - added);
+  s.lead_wait = std::min(s.lead_wait, s.pipeline_wait);
+}
 
 exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
                        const SteadySlope& line) {
@@ -60,6 +91,7 @@ exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
   s.all_to_all_token_cost = line(a.all_to_all_token_cost, b.all_to_all_token_cost);
   s.finish = line(a.finish, b.finish);
   s.lead_wait = line(a.lead_wait, b.lead_wait);
+  give_back_clamped_waits(s, a, b, line);
   return s;
 }
 

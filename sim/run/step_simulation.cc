@@ -416,7 +416,9 @@ static std::vector<int32_t> sum_rank_waits(report::StepReport& r, const workload
     }
     f.interference_s += st.interference.as_seconds();
     r.interference_s += st.interference.as_seconds() / r.gpus;
+    f.host_dispatch_s += st.host_wait.as_seconds();
     r.host_dispatch_s += st.host_wait.as_seconds() / r.gpus;
+    f.side_stream_hold_s += st.side_stream_hold.as_seconds();
     r.side_stream_hold_s += st.side_stream_hold.as_seconds() / r.gpus;
   }
   return ranks_in_stage;
@@ -439,6 +441,8 @@ static workload::MemoryBreakdown finish_stages(report::StepReport& r, const Prep
     f.side_stream_s /= n;
     for (double& wait : f.comm_wait_s) wait /= n;
     f.interference_s /= n;
+    f.host_dispatch_s /= n;
+    f.side_stream_hold_s /= n;
     f.analytic_bubble_fraction = r.analytic_bubble_fraction;
     f.layers = workload::layers_on_stage(config, s);
     f.peak_in_flight = prepared.peak_held[static_cast<std::size_t>(s)];

@@ -254,6 +254,25 @@ TEST(Extrapolation, FiguresFollowTheLineThroughTheLastTwoRuns) {
   EXPECT_EQ(extrapolate(falling[1], 12, falling[2], 14, 100).stats[0].pipeline_wait, Time{});
 }
 
+TEST(Extrapolation, AWaitHeldAtZeroGivesItsTimeBackToTheLargestWait) {
+  // A rank's pipeline wait shrinks by 0.1 s a run while its TP wait grows by 0.6 s and the step by
+  // 0.5 s: on the line the pipeline wait would reach -4.2 s at 100 microbatches. Held at zero, its
+  // 4.2 s come off the TP wait, and the rank's figures still add up to its step.
+  auto runs = three_runs({1.0, 1.5, 2.0}, {0.3, 0.2, 0.1});
+  for (std::size_t i = 0; i < 3; ++i) {
+    for (auto& st : runs[i].stats) {
+      st.wait_for(workload::Dim::kTp) = Time::from_seconds(0.2 + 0.6 * static_cast<double>(i));
+      st.compute = runs[i].step_end - st.pipeline_wait - st.wait_for(workload::Dim::kTp);
+      st.finish = runs[i].step_end;
+    }
+  }
+  const StepOutcome full = extrapolate(runs[1], 12, runs[2], 14, 100);
+  const auto& st = full.stats[0];
+  EXPECT_EQ(st.pipeline_wait, Time{});
+  EXPECT_NEAR(st.wait_for(workload::Dim::kTp).as_seconds(), 1.4 + 43 * 0.6 - 4.2, 1e-9);
+  EXPECT_EQ(st.compute + st.pipeline_wait + st.wait_for(workload::Dim::kTp), full.step_end);
+}
+
 TEST(Extrapolation, ReportSaysTheStepWasExtrapolated) {
   const auto fast = extrapolation_step("ONE_F_ONE_B", 1, 96, {kExtrapolate});
   EXPECT_EQ(fast.extrapolated_from, (std::vector<int32_t>{8, 12, 16}));
