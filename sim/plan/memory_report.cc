@@ -3,12 +3,11 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/precision_formats.h"
 #include "sim/cost/host.h"
-#include "sim/net/topology_builder.h"
 #include "sim/report/json.h"
+#include "sim/run/config_checks.h"
 #include "sim/run/step_simulation.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/model_math.h"
@@ -71,11 +70,9 @@ std::string pad(const std::string& s, std::size_t width) {
   return s.size() >= width ? s + " " : s + std::string(width - s.size(), ' ');
 }
 
+// Of a config validate_config has passed: its topology resolves, so no error names the source.
 std::string resolved_gpu(const clustersim::RunConfig& config) {
-  if (!config.cluster().gpu().empty()) return config.cluster().gpu();
-  if (!config.cluster().topology().empty())
-    return net::resolve_topology(config.cluster().topology()).gpu();
-  return std::string(compute::default_gpu());
+  return run::configured_gpu(config, "plan");
 }
 
 }  // namespace

@@ -7,12 +7,14 @@
 #include <utility>
 
 #include "sim/coll/nccl_model.h"
+#include "sim/compute/gpu_hardware.h"
 #include "sim/compute/precision_formats.h"
 #include "sim/config/config_error.h"
 #include "sim/config/field_checks.h"
 #include "sim/config/run_config.h"
 #include "sim/cost/goodput.h"
 #include "sim/cost/host.h"
+#include "sim/net/topology_builder.h"
 #include "sim/workload/stack.h"
 #include "sim/workload/validate.h"
 
@@ -101,10 +103,11 @@ void layout_check(CheckState& s) {
   workload::validate_run_config(s.config, capacity, s.source);
 }
 
-// Needs the GPU the cluster check resolved; a list without that check has none to check against.
+// On the GPU the cluster check resolved; the planner and the memory report, which skip that
+// check, on the one the config names.
 void precision_check(CheckState& s) {
-  if (!s.checked.cluster) return;
-  s.checked.gpu = compute::load_gpu_profile(s.checked.cluster->gpu_type());
+  s.checked.gpu = compute::load_gpu_profile(s.checked.cluster ? s.checked.cluster->gpu_type()
+                                                              : configured_gpu(s.config, s.source));
   compute::require_precision_supported(*s.checked.gpu, s.config.precision(), s.source);
 }
 
@@ -122,10 +125,21 @@ constexpr std::array kChecks{
     ConfigCheck{"cluster", "world", false, cluster_check},
     ConfigCheck{"stack", "workload", true, stack_check},
     ConfigCheck{"layout", "workload", true, layout_check},
-    ConfigCheck{"precision", "compute", false, precision_check},
+    ConfigCheck{"precision", "compute", true, precision_check},
 };
 
 }  // namespace
+
+std::string configured_gpu(const clustersim::RunConfig& config, const std::string& source) {
+  const auto& cluster = config.cluster();
+  if (!cluster.gpu().empty() || cluster.topology().empty())
+    return compute::gpu_or_default(cluster.gpu());
+  try {
+    return net::resolve_topology(cluster.topology()).gpu();
+  } catch (const ConfigError& e) {
+    config_fail(source, std::string("cluster.topology: ") + e.what());
+  }
+}
 
 std::span<const ConfigCheck> config_checks() {
   return kChecks;

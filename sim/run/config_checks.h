@@ -50,6 +50,11 @@ CheckedConfig validate_config(clustersim::RunConfig& config, const std::string& 
                               CheckContext context,
                               std::span<const ConfigCheck> checks = config_checks());
 
+// The GPU a config runs on without resolving its cluster: cluster.gpu, else the topology's GPU,
+// else the default. Throws ConfigError naming `source` and cluster.topology for a topology that
+// names neither a preset nor a readable file.
+std::string configured_gpu(const clustersim::RunConfig& config, const std::string& source);
+
 // When parallel.gradient_accumulation_steps = K > 0, sets global_batch_size to
 // K x dp x microbatch_size (K wins over a preset's batch); a no-op otherwise. validate_config
 // calls it. Throws ConfigError naming `source` when K, or the batch it makes, is beyond range.

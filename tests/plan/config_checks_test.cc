@@ -32,6 +32,7 @@ TEST(ConfigChecks, RunAndPlanRefuseTheSameBadConfigAlike) {
                                              {"offload.parameters=CPU", "parallel.zero_stage=1"},
                                              {"parallel.gradient_accumulation_steps=-1"},
                                              {"parallel.dp=3"},
+                                             {"precision=FP8", "cluster.gpu=a100"},
                                              {"parallel.tp=0"}}) {
     const auto config = testing_support::small_llama(overrides);
     const std::string run = refusal([&] { run::prepare_step(config, "x"); });

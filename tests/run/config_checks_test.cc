@@ -29,8 +29,7 @@ TEST(ConfigChecks, PlannerSkipsOnlyTheClusterChecks) {
   std::vector<std::string> skipped;
   for (const ConfigCheck& c : config_checks())
     if (!c.in_plan) skipped.emplace_back(c.name);
-  EXPECT_EQ(skipped,
-            (std::vector<std::string>{"preset names", "reliability", "cluster", "precision"}));
+  EXPECT_EQ(skipped, (std::vector<std::string>{"preset names", "reliability", "cluster"}));
 }
 
 // A config only check `check` refuses, and the start of its message.
@@ -100,17 +99,46 @@ TEST(ConfigChecks, AnUnknownGpuNamesTheFieldInEveryContext) {
   }
 }
 
-TEST(ConfigChecks, RunResolvesTheClusterAndThePlannerNothing) {
+TEST(ConfigChecks, RunResolvesTheClusterAndThePlannerOnlyTheGpu) {
   auto config = testing_support::small_llama();
   auto planned = config;
   const CheckedConfig run = validate_config(config, "x", CheckContext::kRun);
   ASSERT_TRUE(run.cluster && run.gpu);
   EXPECT_EQ(run.gpu->name(), run.cluster->gpu_type());
   const CheckedConfig plan = validate_config(planned, "x", CheckContext::kPlan);
-  EXPECT_FALSE(plan.cluster || plan.gpu);
+  EXPECT_FALSE(plan.cluster);
+  ASSERT_TRUE(plan.gpu);
+  EXPECT_EQ(plan.gpu->name(), run.gpu->name());
   // Both complete the config the same way: the resolved stack.
   EXPECT_EQ(config.resolved_stack().SerializeAsString(),
             planned.resolved_stack().SerializeAsString());
+}
+
+// Without cluster.gpu the planner and the memory report check the precision on the topology's
+// GPU, as a run does (they printed an FP8 memory report for A100s, which have no FP8 tensor
+// cores), and name the topology for one that does not resolve.
+TEST(ConfigChecks, ThePlannerChecksThePrecisionOnTheTopologysGpu) {
+  for (const auto context : {CheckContext::kRun, CheckContext::kPlan}) {
+    auto a100 = testing_support::small_llama(
+        {"cluster.gpu=", "cluster.topology=dgx-a100", "precision=FP8"});
+    try {
+      validate_config(a100, "x", context);
+      ADD_FAILURE() << "FP8 on A100s was accepted";
+    } catch (const ConfigError& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("x: precision: FP8 needs FP8 tensor cores", 0), 0u)
+          << e.what();
+    }
+  }
+  auto unknown =
+      testing_support::small_llama({"cluster.gpu=", "cluster.topology=no-such-topology"});
+  EXPECT_EQ(configured_gpu(testing_support::small_llama({"cluster.gpu="}), "x"), "h100");
+  try {
+    validate_config(unknown, "x", CheckContext::kPlan);
+    ADD_FAILURE() << "an unknown topology was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("x: cluster.topology: unknown topology", 0), 0u)
+        << e.what();
+  }
 }
 
 }  // namespace
