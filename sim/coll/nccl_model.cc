@@ -176,7 +176,7 @@ bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   }
   if (algo == NcclAlgo::kPat)
     return g.pat && p == Protocol::kSimple && (op == Op::kAllGather || op == Op::kReduceScatter);
-  if (algo == NcclAlgo::kTree) return op == Op::kAllReduce;
+  if (algo == NcclAlgo::kTree) return op == Op::kAllReduce && g.even_nodes;
   return true;
 }
 
@@ -323,15 +323,23 @@ int32_t nvls_bus_bandwidth_group() {
 }
 
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
-                     bool nvls) {
-  if (ranks < 1 || nodes < 1 || nvlinks < 0 || ranks % nodes != 0)
-    throw std::invalid_argument("NCCL graph needs ranks >= 1 split evenly over nodes >= 1");
+                     bool nvls, int32_t smallest_node) {
+  const bool even = smallest_node == 0;
+  if (ranks < 1 || nodes < 1 || nvlinks < 0 || (even && ranks % nodes != 0) ||
+      (!even && (nodes < 2 || smallest_node < 1 || ranks - smallest_node < nodes - 1 ||
+                 (ranks - smallest_node) % (nodes - 1) != 0 ||
+                 smallest_node > (ranks - smallest_node) / (nodes - 1))))
+    throw std::invalid_argument(
+        "NCCL graph needs ranks >= 1 over nodes >= 1 of one size, the last perhaps smaller");
+  // The smallest node bounds what every node's search finds: NVLS's GPUs, the NICs a ring uses.
+  const int32_t per_node = even ? ranks / nodes : smallest_node;
   NcclGraph g;
   g.ranks = ranks;
   g.nodes = nodes;
   g.arch = arch;
   const ArchFigures& f = figures(arch);
-  g.nvls = nvls && f.nvls && ranks / nodes > 2;
+  g.even_nodes = even;
+  g.nvls = nvls && f.nvls && per_node > 2 && even;
   // Total NVLink bandwidth per GPU as NCCL's topology sees it: links x SMxx_NVLINK_BW.
   const double total = nvlinks * f.nvlink_link_gbps;
   // search.cc: rings are searched at the first speed of speedArrayIntra (top 40 GB/s),
@@ -347,7 +355,7 @@ NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks
   if (nodes > 1) {
     // One ring per NIC, each NIC serving one of the node's GPUs here (rail-optimized), as many
     // as the search finds room for.
-    const int32_t nics = std::min(ranks / nodes, rail_channels(arch, nvlinks, nic_gbps));
+    const int32_t nics = std::min(per_node, rail_channels(arch, nvlinks, nic_gbps));
     g.bw_inter_gbps = inter * nics / static_cast<double>(g.channels);
   }
   return g;

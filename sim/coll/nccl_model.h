@@ -52,6 +52,9 @@ struct NcclGraph {
   GpuArch arch = GpuArch::kHopper;
   bool nvls = false;  // NVLink SHARP in each server (has_nvls, more than 2 GPUs of it)
   bool pat = false;   // PAT enabled (NCCL_PAT_ENABLE, NCCL 2.23+) and one GPU per server
+  // Every node holds as many ranks. Where the last holds fewer, only the ring is timed: the tree's
+  // chains, NVLS and NVLS-tree are scheduled over servers alike.
+  bool even_nodes = true;
   // The tree graph's pattern is NCCL_TOPO_PATTERN_TREE: each channel's parent and children
   // across servers go through one GPU and its NIC (tree_one_gpu_share).
   bool tree_one_gpu = false;
@@ -68,9 +71,10 @@ struct NcclGraph {
 
 // The graph NCCL's search finds on a DGX-like server: per GPU `nvlinks` links of NCCL's per-link
 // NVLink bandwidth (topo.h), channels of the search's top speed, doubled on NVSwitch systems, and
-// one NIC of `nic_gbps` GB/s per channel pair across servers.
+// one NIC of `nic_gbps` GB/s per channel pair across servers. `ranks` split evenly over `nodes`,
+// or, given `smallest_node` > 0, over nodes of the same size but the last, which holds that many.
 NcclGraph nccl_graph(GpuArch arch, int32_t ranks, int32_t nodes, int32_t nvlinks, double nic_gbps,
-                     bool nvls);
+                     bool nvls, int32_t smallest_node = 0);
 
 // The ring channels NCCL's search gives a node's GPUs across nodes, one NIC each: as many as the
 // GPUs' NVLink leaves room for at the inter-node speed, at most 32 (a 72-GPU NVLink domain's

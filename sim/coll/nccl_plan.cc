@@ -39,9 +39,13 @@ bool nccl_tuned(Op op) {
 NcclGraph NcclTuning::graph(int32_t n, int32_t members_per_node) const {
   const NcclHardware hw = hw_.value_or(NcclHardware{});
   const int32_t local = std::min(members_per_node, n);
-  const int32_t nodes = local >= n ? 1 : uniform(n, local) ? n / local : n;
-  NcclGraph g =
-      nccl_graph(hw.arch, n, nodes, hw.nvlinks, hw.nic_gbps, settings_.nvls && hw.nvswitch);
+  // Servers of `local` members, the last perhaps fewer (members_per_server): NCCL's nodes are
+  // its hosts, so a short last server is one more node, not a node per rank (which enabled PAT,
+  // NCCL's one-GPU-per-node algorithm, for 128 GPUs over a 72-GPU and a 56-GPU rack).
+  const int32_t nodes = local >= n ? 1 : (n + local - 1) / local;
+  const int32_t short_last = nodes > 1 && n % local != 0 ? n % local : 0;
+  NcclGraph g = nccl_graph(hw.arch, n, nodes, hw.nvlinks, hw.nic_gbps,
+                           settings_.nvls && hw.nvswitch, short_last);
   if (settings_.channels > 0) {
     // The same total bandwidth, split over the channels asked for.
     const double intra = g.bw_intra_gbps * g.channels, inter = g.bw_inter_gbps * g.channels;

@@ -478,6 +478,28 @@ TEST(NcclSimulated, RingsOverAShortLastServerUseItsNics) {
   EXPECT_NEAR(twelve.busbw_gbytes_per_s / sixteen.busbw_gbytes_per_s, 0.5, 0.05);
 }
 
+// 128 GPUs over a 72-GPU GB200 NVL72 rack and 56 of the next: NCCL's nodes are its hosts, two of
+// them, not a node per rank, which enabled PAT (one GPU per node) and planned a 125 MiB all-gather
+// as a 1-channel PAT at 5.2 ms where the rail ring takes 0.44 ms. Only the ring, which schedules a
+// short last server, is planned there; with servers alike the tree and NVLS-tree stay.
+TEST(NcclPlan, AShortLastServerIsOneMoreNodeAndRunsTheRing) {
+  const NcclGraph even = nccl_graph(GpuArch::kBlackwell, 144, 2, 18, 50, true);
+  const NcclGraph uneven = nccl_graph(GpuArch::kBlackwell, 128, 2, 18, 50, true, 56);
+  EXPECT_EQ(uneven.nodes, 2);
+  EXPECT_FALSE(uneven.pat || uneven.nvls || uneven.even_nodes);
+  EXPECT_TRUE(even.nvls && even.even_nodes);
+  EXPECT_DOUBLE_EQ(uneven.bw_inter_gbps, even.bw_inter_gbps);  // 16 NICs each way
+  EXPECT_THROW(nccl_graph(GpuArch::kBlackwell, 128, 2, 18, 50, true, 73), std::invalid_argument);
+  const NcclTuning gb200 = compute::nccl_tuning("gb200");
+  for (const Op op : {Op::kAllGather, Op::kReduceScatter, Op::kAllReduce})
+    for (const Bytes size : {Bytes{1} << 20, Bytes{125} << 20, Bytes{1} << 30}) {
+      const ScheduleKey key = gb200.plan(op, 128, 72, size);
+      EXPECT_EQ(key.algo, Algorithm::kRing) << to_string(op) << " " << size;
+      EXPECT_EQ(key.channels, 16) << to_string(op) << " " << size;
+    }
+  EXPECT_EQ(gb200.plan(Op::kAllReduce, 144, 72, Bytes{1} << 30).algo, Algorithm::kNvlsTree);
+}
+
 // A quad-GH200 node joins its GPUs by direct NVLink links (6 per pair, 150 GB/s per direction)
 // and has no NVSwitch: no NVLS, and NCCL's ring channels spread over every ordering of the four
 // GPUs, so that a ring uses all three of a GPU's links, as 8 H100s' ring uses its NVSwitch port.
