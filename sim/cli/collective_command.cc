@@ -306,16 +306,16 @@ world::World build_collective_world(const world::ResolvedCluster& cluster, const
 class CollectivePlanner {
  public:
   CollectivePlanner(const Request& req, const ParsedRequest& parsed, const world::World& world,
-                    const std::vector<net::VertexId>& first_group)
+                    const std::vector<std::vector<net::VertexId>>& groups)
       : req_(req),
         key_(parsed.key),
         requested_(parsed.requested),
-        local_(members_per_node(world.topology(), first_group)),
-        // The plans see servers as a member count when they hold runs of it (the last perhaps
-        // fewer), else one member each.
-        auto_local_(coll::members_per_server(
-            static_cast<int32_t>(first_group.size()),
-            [&](int32_t i) { return world.topology().vertex(first_group[i]).node; })),
+        local_(members_per_node(world.topology(), groups.front())),
+        // The plans see servers as a member count when every group holds runs of it (the last
+        // perhaps fewer), else one member each.
+        auto_local_(coll::common_members_per_server(
+            static_cast<int32_t>(groups.size()), req.group_size,
+            [&](int32_t g, int32_t i) { return world.topology().vertex(groups[g][i]).node; })),
         tuning_(world.nccl_tuning()) {
     key_.n = req.group_size;
     key_.root = req.root;
@@ -489,7 +489,7 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
   for (int32_t g = 0; g < groups; ++g)
     members.push_back(group_vertices(topo, g, req.group_size, req.group_stride));
 
-  CollectivePlanner planner(req, parsed, world, members[0]);
+  CollectivePlanner planner(req, parsed, world, members);
   check_flow_budget(planner, req, topo, parsed.sizes, groups);
   planner.schedule_for(parsed.sizes.front());  // the key of the first size, for the header
   const CollectiveRun run{world, members,

@@ -1,5 +1,6 @@
 #include "sim/coll/collective.h"
 
+#include <algorithm>
 #include <array>
 #include <span>
 #include <stdexcept>
@@ -98,6 +99,17 @@ int32_t members_per_server(int32_t n, const std::function<int32_t(int32_t)>& ser
     previous = server;
   }
   return local;
+}
+
+int32_t common_members_per_server(int32_t groups, int32_t n,
+                                  const std::function<int32_t(int32_t, int32_t)>& server_of) {
+  int32_t common = 0;
+  for (int32_t g = 0; g < groups; ++g) {
+    const int32_t local = members_per_server(n, [&](int32_t i) { return server_of(g, i); });
+    if (common != 0 && local != common) return 1;
+    common = local;
+  }
+  return std::max(common, 1);
 }
 
 bool supports(Algorithm algo, Op op) {

@@ -82,6 +82,13 @@ Algorithm choose_algorithm(Op op, int32_t n, int32_t members_per_node, Bytes siz
 // (members spread irregularly, planned as one per server). All on one server: the group's size.
 int32_t members_per_server(int32_t n, const std::function<int32_t(int32_t)>& server_of);
 
+// What one plan for `groups` groups of n takes as members per server: members_per_server of each
+// when they all agree, else 1. server_of(g, i) is the server of member i of group g. A group laid
+// out unlike the first (one offset by whole pipeline stages that starts mid-server) would
+// otherwise run the first's plan: NVLS across racks.
+int32_t common_members_per_server(int32_t groups, int32_t n,
+                                  const std::function<int32_t(int32_t, int32_t)>& server_of);
+
 // Whether build_schedule knows `algo` (after resolve) for `op`: its entry in the algorithm table
 // (algorithms/registry.h) has a form for `op`.
 bool supports(Algorithm algo, Op op);

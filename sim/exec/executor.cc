@@ -20,22 +20,16 @@ using workload::Stream;
 
 namespace {
 
-// Members per server as the plans of dimension d's collectives take it (coll::members_per_server)
-// when every group of d agrees, else 1: groups share their schedules, and a group offset by whole
-// pipeline stages may start in the middle of a server.
+// Members per server as the plans of dimension d's collectives take it: groups share their
+// schedules (coll::common_members_per_server).
 int32_t planned_members_per_server(const workload::Layout& layout, Dim d,
                                    const std::function<int32_t(int32_t)>& server_of_rank) {
-  int32_t common = 0;
-  for (int32_t rank = 0; rank < layout.world(); ++rank) {
-    if (layout.coord(rank, d) != 0) continue;  // not the first member of its group
-    const std::vector<int32_t> members = layout.group_members(rank, d);
-    const int32_t local =
-        coll::members_per_server(static_cast<int32_t>(members.size()),
-                                 [&](int32_t i) { return server_of_rank(members[i]); });
-    if (common != 0 && local != common) return 1;
-    common = local;
-  }
-  return std::max(common, 1);
+  std::vector<std::vector<int32_t>> groups;
+  for (int32_t rank = 0; rank < layout.world(); ++rank)
+    if (layout.coord(rank, d) == 0) groups.push_back(layout.group_members(rank, d));
+  return coll::common_members_per_server(
+      static_cast<int32_t>(groups.size()), layout.size(d),
+      [&](int32_t g, int32_t i) { return server_of_rank(groups[g][i]); });
 }
 
 }  // namespace

@@ -267,6 +267,15 @@ TEST(Schedule, RailRingsTakeAShortLastServer) {
   EXPECT_EQ(runs({0, 0, 1, 1, 0, 0}), 1);  // a server seen again
   EXPECT_EQ(runs({0, 1, 2}), 1);
   EXPECT_EQ(runs({3, 3, 3}), 3);
+  // Groups planned together keep a count only when they all share it.
+  const auto common = [](const std::vector<std::vector<int32_t>>& groups) {
+    return common_members_per_server(static_cast<int32_t>(groups.size()),
+                                     static_cast<int32_t>(groups.front().size()),
+                                     [&](int32_t g, int32_t i) { return groups[g][i]; });
+  };
+  EXPECT_EQ(common({{0, 0, 1, 1}, {2, 2, 3, 3}}), 2);
+  EXPECT_EQ(common({{0, 0, 0, 0}, {0, 1, 1, 1}}), 1);
+  EXPECT_EQ(common({{0, 0, 0, 0}, {1, 1, 1, 1}}), 4);
 }
 
 // The window's definition: the k-th send on a connection (sender, receiver, channel) waits for its
