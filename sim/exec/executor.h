@@ -54,8 +54,9 @@ struct RankStats {
   // way or for another stream's collective.
   std::array<Time, workload::kNumDims> comm_wait{};
   Time end_wait;  // done, waiting for the slowest rank to finish the step
-  // Expert-parallel collectives in flight, from their start to their end: the all-to-alls and the
-  // token-count all-gather before a forward's dispatch.
+  // Expert-parallel collectives from the rank's post to their end (the exposed part of them, in
+  // comm_wait, can be no more): the all-to-alls and the token-count all-gather before a forward's
+  // dispatch.
   Time all_to_all;
   // The part of `all_to_all` their wire costs account for (ExecutorOptions::all_to_all_wire): each
   // all-to-all's time in flight times the share its busiest endpoint's time grows by with them

@@ -51,12 +51,13 @@ void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, 
   const Time in_flight = sim_.now() - c.started;
   for (const Post& p : c.posts) {
     RankStats& stats = stats_[p.rank];
-    if (c.dim == workload::Dim::kEp) stats.all_to_all += in_flight;
+    const Time posted = sim_.now() - arrival(p, c.started);
+    if (c.dim == workload::Dim::kEp) stats.all_to_all += posted;
     if (wire_share >= 0)
       stats.all_to_all_wire += Time::ps(
           std::llround(static_cast<double>((in_flight - token_cost).count_ps()) * wire_share));
     stats.all_to_all_token_cost += token_cost;
-    if (c.blocking) stats.wait_for(c.dim) += sim_.now() - arrival(p, c.started);
+    if (c.blocking) stats.wait_for(c.dim) += posted;
     complete(p.rank, p.op);
   }
 }

@@ -81,7 +81,7 @@ struct MoeFigures {
   bool enabled = false;
   int32_t experts = 0, top_k = 0, ep = 1;
   // Per GPU, the mean over ranks: time the EP all-to-alls (dispatch and combine, forward and
-  // backward) were in flight, and the part of it the compute stream waited for.
+  // backward) took from the rank's post, and the part of it the compute stream waited for.
   double all_to_all_s = 0, all_to_all_exposed_s = 0;
   // Tokens per expert, max / mean over a layer's experts: the mean and the worst over MoE layers.
   double tokens_max_over_mean = 1, tokens_max_over_mean_worst = 1;

@@ -83,6 +83,12 @@ TEST(MoeRun, SkewedRoutingSlowsTheStepAndCapacityDropsTokens) {
                                    "model.moe.capacity_factor=1.25"});
   EXPECT_GT(capped.moe.dropped_share, 0.1);
   EXPECT_LT(capped.iteration_time_s, skewed.iteration_time_s);
+  // The ranks whose experts get the most tokens reach the combine last; the others wait for them
+  // inside the all-to-all, exposed EP time, which fills most of what skew adds to the step (it was
+  // on no line) and stays within the all-to-alls' time from each rank's post.
+  const double added = skewed.iteration_time_s - even.iteration_time_s;
+  EXPECT_GT(skewed.exposed(workload::Dim::kEp) - even.exposed(workload::Dim::kEp), 0.5 * added);
+  EXPECT_LE(skewed.moe.all_to_all_exposed_s, skewed.moe.all_to_all_s * (1 + 1e-12));
 }
 
 TEST(MoeRun, FoldingExpertDataParallelReplicasKeepsTheStep) {
