@@ -54,6 +54,10 @@ def main():
         "|---|---|---|---|---|",
         *sweep_rows(folder / "mixtral_skew_capacity.csv"),
         "",
+        "Exposed EP time is what the compute stream spends inside the all-to-alls, the wait for",
+        "the ranks whose experts got the most tokens included, as a profiler shows it inside the",
+        "all-to-all's kernel: with skew most of it is that wait, not the transfers.",
+        "",
     ]
     target.write_text("\n".join(lines))
 
