@@ -95,6 +95,19 @@ TEST(GpuProfile, UnknownGpuListsTheKnownOnes) {
   for (const auto& name : gpu_profile_names()) EXPECT_NE(msg.find(name), std::string::npos) << msg;
 }
 
+// Built-in profiles are parsed once and shared under any spelling of their name; a file is read
+// again at each load, so an edit between two loads shows.
+TEST(GpuProfile, PresetsAreParsedOnceAndFilesReadEachTime) {
+  EXPECT_EQ(load_gpu_profile("H100").SerializeAsString(),
+            load_gpu_profile("h100").SerializeAsString());
+  const std::string path = testing_support::temp_file("edited.textproto", kMinimal);
+  EXPECT_DOUBLE_EQ(load_gpu_profile(path).peak_bf16_tflops(), 100);
+  std::string edited = kMinimal;
+  edited.replace(edited.find("peak_bf16_tflops: 100"), 21, "peak_bf16_tflops: 200");
+  testing_support::temp_file("edited.textproto", edited);
+  EXPECT_DOUBLE_EQ(load_gpu_profile(path).peak_bf16_tflops(), 200);
+}
+
 TEST(GpuProfile, SyntaxErrorsCarryFileLineAndColumn) {
   const std::string text = std::string(kMinimal) + "\n  hbm_bandwidth_tbps: fast\n";
   const std::string msg = error_of([&] { load_gpu_profile_text(text, "bad.textproto"); });
