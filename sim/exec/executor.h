@@ -53,6 +53,9 @@ struct RankStats {
   // (tensor-parallel, expert-parallel), or idle waiting for a pipeline transfer already under
   // way or for another stream's collective.
   std::array<Time, workload::kNumDims> comm_wait{};
+  // Part of comm_wait: the rank inside a blocking collective, waiting for the members that posted
+  // it later (a slower rank, the ranks whose experts got the most tokens).
+  std::array<Time, workload::kNumDims> peer_wait{};
   Time end_wait;  // done, waiting for the slowest rank to finish the step
   // Expert-parallel collectives from the rank's post to their end (the exposed part of them, in
   // comm_wait, can be no more): the all-to-alls and the token-count all-gather before a forward's

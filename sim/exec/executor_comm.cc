@@ -57,7 +57,10 @@ void Executor::end_collective(const Launched& c, Bytes sent, double wire_share, 
       stats.all_to_all_wire += Time::ps(
           std::llround(static_cast<double>((in_flight - token_cost).count_ps()) * wire_share));
     stats.all_to_all_token_cost += token_cost;
-    if (c.blocking) stats.wait_for(c.dim) += posted;
+    if (c.blocking) {
+      stats.wait_for(c.dim) += posted;
+      stats.peer_wait[static_cast<std::size_t>(c.dim)] += posted - in_flight;
+    }
     complete(p.rank, p.op);
   }
 }

@@ -87,8 +87,13 @@ void check_report(const StepReport& r) {
   non_negative(r.comm_bytes_nvlink, "comm_bytes_nvlink");
   non_negative(r.comm_bytes_network, "comm_bytes_network");
   non_negative(r.comm_bytes_pcie, "comm_bytes_pcie");
-  for (const auto& d : workload::kDims)
-    non_negative(r.exposed_s[static_cast<std::size_t>(d.dim)], "exposed_s." + std::string(d.key));
+  for (const auto& d : workload::kDims) {
+    const auto i = static_cast<std::size_t>(d.dim);
+    non_negative(r.exposed_s[i], "exposed_s." + std::string(d.key));
+    non_negative(r.peer_wait_s[i], "peer_wait_s." + std::string(d.key));
+    if (r.peer_wait_s[i] > r.exposed_s[i] * (1 + 1e-9) + 1e-12)
+      fail("peer_wait_s." + std::string(d.key), "is above the exposed time it is part of");
+  }
   non_negative(r.interference_s, "interference_s");
   non_negative(r.host_dispatch_s, "host_dispatch_s");
   non_negative(r.side_stream_hold_s, "side_stream_hold_s");

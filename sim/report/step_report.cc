@@ -31,7 +31,9 @@ std::string human(double v) {
 }
 
 // "compute 71.2%, exposed comm TP 4.1% / DP 2.0%, bubble 18.3%, other 4.4%": the step per GPU
-// split into what a reader can act on, summing to 100%; dimensions under 0.05% are left out.
+// split into what a reader can act on, summing to 100%; dimensions under 0.05% are left out. The
+// part of the exposed time spent waiting for later members of a collective follows it ("EP 56.0%,
+// of which waiting for peers 51.6%"), inside the sum.
 std::string step_shares(const StepReport& r) {
   const double step = r.iteration_time_s;
   if (step <= 0 || r.stages.empty()) return "";
@@ -52,6 +54,9 @@ std::string step_shares(const StepReport& r) {
     if (r.exposed(d.dim) / step < 5e-4) continue;
     comm += (comm.empty() ? "" : " / ") + std::string(d.label) + " " + pct(r.exposed(d.dim));
   }
+  double peers = 0;
+  for (const double wait : r.peer_wait_s) peers += wait;
+  if (peers / step >= 5e-4) comm += ", of which waiting for peers " + pct(peers);
   text += ", exposed comm " + (comm.empty() ? std::string("0%") : comm);
   if (r.interference_s / step >= 5e-4) text += ", interference " + pct(r.interference_s);
   if (r.host_dispatch_s / step >= 5e-4) text += ", host dispatch " + pct(r.host_dispatch_s);
@@ -270,6 +275,9 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   j["comm_bytes"] = comm_bytes_json(r);
   Json& exposed = j["exposed_comm_s"] = Json::object();
   for (const auto& d : workload::kDims) exposed[std::string(d.key)] = r.exposed(d.dim);
+  Json& peers = j["exposed_comm_peer_wait_s"] = Json::object();
+  for (const auto& d : workload::kDims)
+    peers[std::string(d.key)] = r.peer_wait_s[static_cast<std::size_t>(d.dim)];
   j["interference_s"] = r.interference_s;
   j["host_dispatch_s"] = r.host_dispatch_s;
   j["side_stream_hold_s"] = r.side_stream_hold_s;
@@ -328,6 +336,12 @@ void print_step_comm(std::ostream& out, const StepReport& r) {
     seconds += (seconds.empty() ? "" : " / ") + fmt("%.4f", r.exposed(d.dim));
   }
   row(out, "exposed comm " + labels, seconds + " s");
+  std::string peers;
+  for (const auto& d : workload::kDims)
+    if (r.peer_wait_s[static_cast<std::size_t>(d.dim)] >= 5e-5)
+      peers += std::string(peers.empty() ? "" : ", ") + std::string(d.label) + " " +
+               fmt("%.4f s", r.peer_wait_s[static_cast<std::size_t>(d.dim)]);
+  if (!peers.empty()) row(out, "  of which waiting for peers", peers);
   row(out, "interference (comm beside compute)", fmt("%.4f s", r.interference_s));
   row(out, "host dispatch (kernels waiting for launch)", fmt("%.4f s", r.host_dispatch_s));
   if (r.side_stream_hold_s > 0)

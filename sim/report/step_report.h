@@ -147,6 +147,8 @@ struct StepReport {
   // Mean per GPU: time the compute stream was blocked on communication it could not hide.
   workload::DimSeconds exposed_s{};
   double exposed(workload::Dim d) const { return exposed_s[static_cast<std::size_t>(d)]; }
+  // Part of exposed_s: inside blocking collectives, waiting for the members that came later.
+  workload::DimSeconds peer_wait_s{};
   // Mean per GPU: compute-stream time added by communication running beside kernels.
   double interference_s = 0;
   // Mean per GPU: compute stream idle with its next kernel's inputs ready, waiting for the host

@@ -71,6 +71,8 @@ void give_back_clamped_waits(exec::RankStats& s, const exec::RankStats& a, const
   if (s.end_wait > *largest) largest = &s.end_wait;
   *largest = std::max(Time{}, *largest - added);
   s.lead_wait = std::min(s.lead_wait, s.pipeline_wait);
+  for (std::size_t d = 0; d < s.comm_wait.size(); ++d)
+    s.peer_wait[d] = std::min(s.peer_wait[d], s.comm_wait[d]);
 }
 
 exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
@@ -83,8 +85,10 @@ exec::RankStats extend(const exec::RankStats& a, const exec::RankStats& b,
   s.side_stream = line(a.side_stream, b.side_stream);
   s.side_stream_hold = line(a.side_stream_hold, b.side_stream_hold);
   s.pipeline_wait = line(a.pipeline_wait, b.pipeline_wait);
-  for (std::size_t d = 0; d < s.comm_wait.size(); ++d)
+  for (std::size_t d = 0; d < s.comm_wait.size(); ++d) {
     s.comm_wait[d] = line(a.comm_wait[d], b.comm_wait[d]);
+    s.peer_wait[d] = line(a.peer_wait[d], b.peer_wait[d]);
+  }
   s.end_wait = line(a.end_wait, b.end_wait);
   s.all_to_all = line(a.all_to_all, b.all_to_all);
   s.all_to_all_wire = line(a.all_to_all_wire, b.all_to_all_wire);

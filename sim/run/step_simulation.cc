@@ -413,6 +413,8 @@ static std::vector<int32_t> sum_rank_waits(report::StepReport& r, const workload
       const double wait = (d.dim == Dim::kDp ? dp_wait : st.wait_for(d.dim)).as_seconds();
       f.comm_wait_s[static_cast<std::size_t>(d.dim)] += wait;
       r.exposed_s[static_cast<std::size_t>(d.dim)] += wait / r.gpus;
+      r.peer_wait_s[static_cast<std::size_t>(d.dim)] +=
+          st.peer_wait[static_cast<std::size_t>(d.dim)].as_seconds() / r.gpus;
     }
     f.interference_s += st.interference.as_seconds();
     r.interference_s += st.interference.as_seconds() / r.gpus;

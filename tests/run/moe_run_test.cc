@@ -89,6 +89,11 @@ TEST(MoeRun, SkewedRoutingSlowsTheStepAndCapacityDropsTokens) {
   const double added = skewed.iteration_time_s - even.iteration_time_s;
   EXPECT_GT(skewed.exposed(workload::Dim::kEp) - even.exposed(workload::Dim::kEp), 0.5 * added);
   EXPECT_LE(skewed.moe.all_to_all_exposed_s, skewed.moe.all_to_all_s * (1 + 1e-12));
+  // Most of it is the wait for those ranks, on its own line; balanced routing has next to none.
+  const auto ep = static_cast<std::size_t>(workload::Dim::kEp);
+  EXPECT_GT(skewed.peer_wait_s[ep], 0.5 * added);
+  EXPECT_LE(skewed.peer_wait_s[ep], skewed.exposed(workload::Dim::kEp));
+  EXPECT_LT(even.peer_wait_s[ep], 0.01 * even.iteration_time_s);
 }
 
 TEST(MoeRun, FoldingExpertDataParallelReplicasKeepsTheStep) {

@@ -180,7 +180,7 @@ TEST(StepSimulation, EveryStagesLinesAddUpToTheStep) {
       small_llama({"parallel.tp=8", "parallel.pp=2", "parallel.dp=2", "parallel.schedule=GPIPE",
                    "parallel.global_batch_size=4", "cluster.topology=alps-gh200"});
   const auto r = simulate_step(skewed, "test");
-  EXPECT_GT(r.exposed(workload::Dim::kTp), 0);
+  EXPECT_GT(r.peer_wait_s[static_cast<std::size_t>(workload::Dim::kTp)], 0);
   expect_stage_lines_add_up(r, "TP over two nodes");
   // FSDP's side-stream copies beside the compute stream, and the GPU they hold.
   const auto fsdp = simulate_step(testing_support::data_parallel("PYTORCH_FSDP"), "test");
