@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -205,21 +203,11 @@ GpuProfile load_gpu_profile_text(std::string_view text, const std::string& sourc
 }
 
 GpuProfile load_gpu_profile(const std::string& name_or_path) {
-  // The embedded profiles are parsed once: they are compiled in and never change, and a plan
-  // checks each of its thousands of candidates against its GPU (their parsing was a quarter of a
-  // plan's time). Files on disk are read each time.
-  if (const EmbeddedFile* preset = find_preset(kFolder, name_or_path)) {
-    static std::mutex mutex;
-    static std::map<std::string_view, GpuProfile> parsed;
-    const std::lock_guard<std::mutex> lock(mutex);
-    auto it = parsed.find(preset->path);
-    if (it == parsed.end())
-      it =
-          parsed
-              .emplace(preset->path, load_gpu_profile_text(preset->text, std::string(preset->path)))
-              .first;
-    return it->second;
-  }
+  // An embedded profile is parsed once (parsed_preset); a file is read each time.
+  if (const GpuProfile* p = parsed_preset<GpuProfile>(kFolder, name_or_path, [](const auto& f) {
+        return load_gpu_profile_text(f.text, std::string(f.path));
+      }))
+    return *p;
   if (const auto source = find_profile(name_or_path)) {
     return load_gpu_profile_text(source->text, source->label);
   }

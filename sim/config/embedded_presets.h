@@ -1,6 +1,8 @@
 // Preset text files (topologies/, workloads/, stacks/) compiled into the binary, looked up by name.
 #pragma once
 
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +20,20 @@ const std::vector<EmbeddedFile>& embedded_presets();
 // The text of preset `name` in `folder` ("topologies", "workloads", "stacks", ...), or nullptr if
 // none. Names match ignoring ASCII case ("H100", "DGX-H100"), as people write them.
 const EmbeddedFile* find_preset(std::string_view folder, std::string_view name);
+// What `parse` makes of preset `name` of `folder`, made once per preset for the whole process:
+// presets are compiled in and never change, and a plan loads its stack and GPU for each of its
+// thousands of candidates. nullptr when `name` is no preset of `folder` (a file, read each time).
+template <typename T, typename Parse>
+const T* parsed_preset(std::string_view folder, std::string_view name, Parse parse) {
+  static std::mutex mutex;
+  static std::map<std::string_view, T> parsed;  // by the preset's path: any spelling of its name
+  const EmbeddedFile* preset = find_preset(folder, name);
+  if (preset == nullptr) return nullptr;
+  const std::lock_guard<std::mutex> lock(mutex);
+  auto it = parsed.find(preset->path);
+  if (it == parsed.end()) it = parsed.emplace(preset->path, parse(*preset)).first;
+  return &it->second;  // std::map nodes stay put
+}
 // The preset's own name (its file stem) for `name` in any case, or `name` when no preset matches
 // (a file path). Tables keyed by GPU or topology name compare exact strings, so configs store
 // this form.

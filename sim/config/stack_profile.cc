@@ -1,8 +1,6 @@
 #include "sim/config/stack_profile.h"
 
 #include <algorithm>
-#include <map>
-#include <mutex>
 #include <optional>
 #include <set>
 
@@ -131,16 +129,10 @@ StackProfile parse_and_validate(const std::string& name_or_path) {
   return profile;
 }
 
-// The embedded profiles, parsed once: they are compiled in and never change, and every step (and
-// every plan candidate) resolves one. Files on disk are read each time.
+// An embedded profile, parsed once (parsed_preset); nullptr for a file.
 const StackProfile* embedded_profile(const std::string& name) {
-  static std::mutex mutex;
-  static std::map<std::string, StackProfile> parsed;
-  if (find_preset(kFolder, name) == nullptr) return nullptr;
-  const std::lock_guard<std::mutex> lock(mutex);
-  auto it = parsed.find(name);
-  if (it == parsed.end()) it = parsed.emplace(name, parse_and_validate(name)).first;
-  return &it->second;  // std::map nodes stay put
+  return parsed_preset<StackProfile>(kFolder, name,
+                                     [&](const EmbeddedFile&) { return parse_and_validate(name); });
 }
 
 }  // namespace
