@@ -182,7 +182,7 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("group-stride", po::value(&req.group_stride)->default_value(1),
        "rank distance between members of a group")
       ("chunks", po::value(&req.chunks)->default_value(req.chunks),
-       "pipeline chunks per shard / tree half / broadcast buffer (0: by size, like NCCL)")
+       "pipeline chunks per shard / tree half / broadcast channel share (0: by size, like NCCL)")
       ("window", po::value(&req.window)->default_value(req.window),
        "sends in flight per connection, at most NCCL_STEPS = 8 in NCCL (0: by size)")
       ("root", po::value(&req.root)->default_value(0), "broadcast root (group rank)")
@@ -333,7 +333,10 @@ class CollectivePlanner {
     const int32_t root = key_.root;
     key_ = planned;
     key_.root = root;
-    if (req_.chunks > 0) key_.chunks = req_.chunks;
+    if (req_.chunks > 0) {
+      key_.chunks = req_.chunks;
+      key_.tail = 0;  // chunks asked for are cut evenly
+    }
     if (req_.window > 0 || req_.chunks > 0)
       key_.window = req_.window > 0
                         ? req_.window

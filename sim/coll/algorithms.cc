@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -19,32 +20,46 @@ namespace {
 
 constexpr Bytes kWindowBytes = 64 * kKiB;  // see auto_window
 
-// The form's pipelining for n ranks, `local` a server and `channels` (0: one per GPU of a server).
-Pipelining pipelining(const OpForm& form, int32_t n, int32_t local, int32_t channels, Bytes size,
-                      Protocol protocol) {
+// The pipelining of (algo, op) for n ranks, `local` a server and `channels` (0: one per GPU of a
+// server); none for a single rank or a form that takes none.
+std::optional<Pipelining> pipelining(Op op, Algorithm algo, int32_t n, int32_t local,
+                                     int32_t channels, Bytes size, Protocol protocol) {
+  if (n < 1) throw std::invalid_argument("group size must be at least 1");
+  if (size < 0) throw std::invalid_argument("collective size must not be negative");
+  const OpForm* form = find_form(resolve(algo, op), op);
+  if (n == 1 || form == nullptr || form->pipelining == nullptr) return std::nullopt;
   local = std::clamp(local, 1, n);
-  return form.pipelining({n, local, channels > 0 ? channels : local, size, protocol});
+  return form->pipelining({n, local, channels > 0 ? channels : local, size, protocol});
+}
+
+Bytes pieces(const Pipelining& p) {
+  return (p.block + p.piece - 1) / p.piece;
 }
 
 }  // namespace
 
 int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local, int32_t channels,
                     Protocol protocol) {
-  if (n < 1) throw std::invalid_argument("group size must be at least 1");
-  if (size < 0) throw std::invalid_argument("collective size must not be negative");
-  const OpForm* form = find_form(resolve(algo, op), op);
-  if (n == 1 || form == nullptr || form->pipelining == nullptr) return 1;
-  const auto [block, piece] = pipelining(*form, n, local, channels, size, protocol);
-  return static_cast<int32_t>(std::clamp<Bytes>((block + piece - 1) / piece, 1, kMaxAutoChunks));
+  const auto p = pipelining(op, algo, n, local, channels, size, protocol);
+  return p ? static_cast<int32_t>(std::clamp<Bytes>(pieces(*p), 1, kMaxAutoChunks)) : 1;
+}
+
+int32_t auto_tail(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local, int32_t channels,
+                  Protocol protocol) {
+  const auto p = pipelining(op, algo, n, local, channels, size, protocol);
+  if (!p || !p->fixed_pieces || pieces(*p) <= 1 || pieces(*p) > kMaxAutoChunks) return 0;
+  const Bytes last = p->block - (pieces(*p) - 1) * p->piece;  // in (0, piece]
+  const auto t = static_cast<int32_t>((kTailParts * last + p->piece - 1) / p->piece);
+  return t >= kTailParts ? 0 : t;
 }
 
 int32_t auto_window(Op op, Algorithm algo, int32_t n, int32_t chunks, Bytes size, int32_t local,
                     int32_t channels, Protocol protocol) {
   if (n < 1 || chunks < 1) throw std::invalid_argument("group size and chunks must be positive");
-  const OpForm* form = find_form(resolve(algo, op), op);
-  if (n == 1 || form == nullptr || form->pipelining == nullptr) return 1;
-  const Bytes message =
-      std::max<Bytes>(pipelining(*form, n, local, channels, size, protocol).block / chunks, 1);
+  const auto p = pipelining(op, algo, n, local, channels, size, protocol);
+  if (!p) return 1;
+  if (p->window > 0) return p->window;
+  const Bytes message = std::max<Bytes>(p->block / chunks, 1);
   return static_cast<int32_t>(std::clamp<Bytes>(kWindowBytes / message, 1, kMaxWindow));
 }
 
@@ -88,8 +103,13 @@ ScheduleKey normalize(ScheduleKey key) {
       throw std::invalid_argument("broadcast root " + std::to_string(key.root) +
                                   " is outside the group");
     }
+    if (key.tail < 0 || key.tail >= kTailParts)
+      throw std::invalid_argument("broadcast tail " + std::to_string(key.tail) +
+                                  " is outside [0, " + std::to_string(kTailParts) + ")");
+    if (key.chunks == 1) key.tail = 0;
   } else {
     key.root = 0;
+    key.tail = 0;
   }
   return key;
 }

@@ -23,7 +23,9 @@ ScheduleKey normalize(ScheduleKey key);
 // Pipeline chunks for `size` when the caller leaves them to us (the CLI's --chunks 0), in the
 // spirit of NCCL, whose pipelines move NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 = 512 KiB slots:
 // tree halves go in 512 KiB pieces, shrunk towards 64 KiB until there are 8 per tree level (as
-// NCCL shrinks tree chunks), broadcast buffers in 512 KiB pieces, hierarchical S/n pieces in
+// NCCL shrinks tree chunks), each channel's share of a broadcast in the pieces its protocol
+// forwards whole (Simple's 512 KiB slice, one pass of LL's or LL128's threads; the last piece
+// shorter, auto_tail), hierarchical S/n pieces in
 // 2 MiB chunks (the 4 slots, ALLREDUCE_CHUNKSTEPS, of one NCCL ring step) so that its three
 // phases overlap, the chain-tree's channel halves in NCCL's tree chunks for the protocol NCCL runs
 // (`protocol`; kAuto: Simple's) and the depth of its chains and trees, grown past a message budget
@@ -39,6 +41,13 @@ ScheduleKey normalize(ScheduleKey key);
 inline constexpr int32_t kMaxAutoChunks = 64;
 int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1,
                     int32_t channels = 0, Protocol protocol = Protocol::kAuto);
+
+// ScheduleKey::tail for the chunks auto_chunks cut: for forms that step through their block in
+// fixed-size pieces as NCCL does (broadcast), the last piece's length in 1/kTailParts of a piece,
+// rounded up; 0 where the pieces are alike (one piece, a block that is a whole number of them,
+// forms that cut it evenly, or more pieces than kMaxAutoChunks, which then cuts it evenly).
+int32_t auto_tail(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1,
+                  int32_t channels = 0, Protocol protocol = Protocol::kAuto);
 
 // The in-flight window for messages of `size` cut into `chunks` (the CLI's --window 0): about
 // 64 KiB in flight per connection, so NCCL's NCCL_STEPS = kMaxWindow for messages up to 8 KiB

@@ -171,6 +171,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const Protocol protocol = hw_ && collective && n > 1 ? choice.protocol : Protocol::kSimple;
   key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels, protocol);
   key.window = auto_window(op, key.algo, n, key.chunks, bytes, local, channels, protocol);
+  key.tail = auto_tail(op, key.algo, n, bytes, local, channels, protocol);
   key.node_size = local >= n ? n : across ? local : (local == 1 ? 1 : 0);
   if (!hw_) return key;
   // The wire costs of that protocol (p2p ops without the ring's step terms).

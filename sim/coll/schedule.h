@@ -63,8 +63,16 @@ struct ScheduleKey {
   // Ranks per server for the wire model (0: unknown, every message counts as across servers).
   int32_t node_size = 0;
   WireModel wire{};
+  // Broadcast only: 0 when its `chunks` pieces are alike; else the last piece's length in
+  // 1/kTailParts of the others, 1 to kTailParts - 1 (NCCL forwards fixed-size pieces and a short
+  // last one, see auto_tail).
+  int32_t tail = 0;
   auto operator<=>(const ScheduleKey&) const = default;
 };
+
+// What ScheduleKey::tail counts in: a last piece's length is rounded up to 1/256 of a piece, so a
+// broadcast's other pieces lie within 1/257 of the length asked for.
+inline constexpr int32_t kTailParts = 256;
 
 // What the receiver does with the slice: overwrite its own, or add into it.
 enum class Action : uint8_t { kCopy, kReduce };

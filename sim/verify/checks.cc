@@ -202,7 +202,10 @@ std::vector<CheckResult> check_collectives(const std::vector<int32_t>& sizes,
           key.chunks = chunks;
           key.window = 2;
           if (form->on_servers()) key.local_size = n % 2 == 0 && n > 2 ? 2 : 1;
-          if (op == Op::kBroadcast) key.root = n > 1 ? 1 : 0;
+          if (op == Op::kBroadcast) {
+            key.root = n > 1 ? 1 : 0;
+            if (chunks > 1) key.tail = coll::kTailParts / 3;  // a short last piece, as NCCL's
+          }
           // Rings as NCCL runs them across servers (forms that take channels): two rail-aligned
           // channels.
           if (form->channels && n % 2 == 0 && n > 2) {

@@ -385,6 +385,29 @@ TEST(NcclSimulated, BroadcastAcrossServersUsesEveryRail) {
   EXPECT_LE(two.busbw_gbytes_per_s, 8 * 50 * 0.96);
 }
 
+// A broadcast's time grows with its size under each protocol. Pieces cut evenly from the whole
+// buffer made it fall where a piece was added (64 GH200s, LL: 349 us at 448 KiB, 288 us at
+// 672 KiB, as each hop's piece halved). Over one channel per NIC, as here, only the last piece's
+// rounding to 1/256 of a slice is left (well under 1%); with several channels per NIC, their
+// pieces contend for links in patterns that can move the time a few percent either way.
+TEST(NcclSimulated, BroadcastTimeGrowsWithItsSize) {
+  for (const auto& [name, gpus] : {std::pair{"alps-gh200", 64}, std::pair{"dgx-h100", 8}}) {
+    const net::Topology topo = net::build_topology(net::resolve_topology(name), gpus, name);
+    for (Protocol p : {Protocol::kLl, Protocol::kLl128, Protocol::kSimple}) {
+      NcclSettings settings;
+      settings.protocol = p;
+      const NcclTuning tuning = compute::nccl_tuning(topo.gpu_type, settings);
+      double before = 0;
+      for (double size = 8 * kKiB; size < 64 * kMiB; size *= 1.3) {
+        const double t =
+            run_nccl_test(topo, tuning, Op::kBroadcast, static_cast<Bytes>(size)).time.as_us();
+        EXPECT_GE(t, 0.99 * before) << name << " " << to_string(p) << " at " << size << " B";
+        before = t;
+      }
+    }
+  }
+}
+
 TEST(NcclSimulated, AllGatherAndReduceScatterUseEveryRail) {
   const double all_reduce = simulate(Op::kAllReduce, 8, kGiB).busbw_gbytes_per_s;
   for (Op op : {Op::kAllGather, Op::kReduceScatter}) {

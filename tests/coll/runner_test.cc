@@ -160,6 +160,21 @@ TEST(RunCollective, PipelinedBroadcastApproachesOneBufferTime) {
   }
 }
 
+TEST(RunCollective, BroadcastsShortLastPieceFollowsTheFullOnes) {
+  // c - 1 pieces of P and a last of P/4, one in flight per connection: the full pieces fill the
+  // chain as before, (n + c - 3) steps of α + P/B, and the last one lands one short step later.
+  const int n = 8, chunks = 3;
+  const auto topo = star(n, kBw, kLinkLatency);
+  const Bytes piece = 4 * kMiB;
+  ScheduleKey key{Op::kBroadcast, Algorithm::kRing, n, chunks};
+  key.window = 1;
+  key.tail = kTailParts / 4;
+  const RunStats s = time_collective(topo, key, (chunks - 1) * piece + piece / 4);
+  const double bw = kBw.in_bytes_per_s(), p = static_cast<double>(piece);
+  const double expected = (n + chunks - 3) * (kAlpha + p / bw) + kAlpha + p / 4 / bw;
+  EXPECT_NEAR((s.end - s.start).as_seconds(), expected, 0.01 * expected);
+}
+
 TEST(RunCollective, WindowHidesPerChunkLatency) {
   // A chain with every chunk in flight at once (window >= chunks): each hop moves the whole
   // buffer, the chunks sharing the link, and pays one latency: (n-1)(α + S/B), against

@@ -365,6 +365,52 @@ TEST(AutoChunks, CutsBlocksIntoNcclSizedPiecesUpToACap) {
   EXPECT_THROW(auto_chunks(Op::kAllReduce, Algorithm::kRing, 0, kMiB), std::invalid_argument);
 }
 
+// Simple steps through each channel's share of a broadcast in NCCL's 512 KiB slices, the last one
+// short; LL and LL128, which hand lines on as they land, in the count of even pieces that is
+// cheapest for the chain, sqrt((n - 2) share / 64 KiB), one send in flight.
+TEST(AutoChunks, BroadcastStepsThroughEachChannelsShare) {
+  const Op b = Op::kBroadcast;
+  const Algorithm ring = Algorithm::kRing;
+  // 9 MiB over 4 channels: 2.25 MiB each, four slices and a half.
+  EXPECT_EQ(auto_chunks(b, ring, 64, 9 * kMiB, 8, 4, Protocol::kSimple), 5);
+  EXPECT_EQ(auto_tail(b, ring, 64, 9 * kMiB, 8, 4, Protocol::kSimple), kTailParts / 2);
+  EXPECT_EQ(auto_window(b, ring, 64, 5, 9 * kMiB, 8, 4, Protocol::kSimple), 1);
+  // Whole slices, one slice, and more slices than the cap (then cut evenly) need no tail.
+  EXPECT_EQ(auto_tail(b, ring, 64, 8 * kMiB, 8, 4, Protocol::kSimple), 0);
+  EXPECT_EQ(auto_tail(b, ring, 64, kMiB, 8, 4, Protocol::kSimple), 0);
+  EXPECT_EQ(auto_chunks(b, ring, 8, kGiB, 8, 1, Protocol::kSimple), kMaxAutoChunks);
+  EXPECT_EQ(auto_tail(b, ring, 8, kGiB + kMiB / 3, 8, 1, Protocol::kSimple), 0);
+  // A tail rounds up to the next 1/256 of a slice.
+  EXPECT_EQ(auto_tail(b, ring, 8, kMiB + 1, 8, 1, Protocol::kSimple), 1);
+  // LL over 64 ranks, 4 channels of 112 KiB: sqrt(62 x 112 / 64) = 10.4 pieces.
+  EXPECT_EQ(auto_chunks(b, ring, 64, 448 * kKiB, 4, 4, Protocol::kLl), 10);
+  EXPECT_EQ(auto_tail(b, ring, 64, 448 * kKiB, 4, 4, Protocol::kLl), 0);
+  EXPECT_EQ(auto_window(b, ring, 64, 10, 448 * kKiB, 4, 4, Protocol::kLl), 1);
+  EXPECT_EQ(auto_chunks(b, ring, 8, 4 * kMiB, 8, 1, Protocol::kLl128), 20);  // sqrt(6 x 64)
+  // Two ranks have no chain to fill: one piece.
+  EXPECT_EQ(auto_chunks(b, ring, 2, 4 * kMiB, 8, 1, Protocol::kLl), 1);
+}
+
+// Pieces of a broadcast schedule with a tail: c - 1 alike, the last tail / kTailParts of them.
+TEST(BroadcastSchedule, TheLastPieceIsTheTailsShare) {
+  ScheduleKey key{Op::kBroadcast, Algorithm::kRing, 4, 3};
+  key.tail = kTailParts / 2;
+  const auto s = build_schedule(key);
+  const Bytes size = 5 * 256 * kKiB;  // 512 + 512 + 256 KiB
+  ASSERT_EQ(s->num_messages(), 9u);   // 3 pieces over 3 hops
+  std::vector<Bytes> bytes;
+  for (uint32_t m = 0; m < 9; m += 3) bytes.push_back(s->message_bytes(m, size));  // hop 0
+  EXPECT_EQ(bytes, (std::vector<Bytes>{512 * kKiB, 512 * kKiB, 256 * kKiB}));
+  // The tail only means something for a broadcast of several pieces.
+  key.chunks = 1;
+  EXPECT_EQ(normalize(key).tail, 0);
+  key.tail = kTailParts;
+  EXPECT_THROW(normalize(key), std::invalid_argument);
+  ScheduleKey ring{Op::kAllGather, Algorithm::kRing, 4, 3};
+  ring.tail = 5;
+  EXPECT_EQ(normalize(ring).tail, 0);
+}
+
 TEST(AutoWindow, KeepsAbout64KiBInFlightPerConnection) {
   // Ring messages are S/(n·chunks).
   EXPECT_EQ(auto_window(Op::kAllReduce, Algorithm::kRing, 64, 1, 4 * kKiB), kMaxWindow);

@@ -132,6 +132,8 @@ TEST(VerifyOnData, BroadcastFromEveryKindOfRoot) {
         ScheduleKey key{Op::kBroadcast, Algorithm::kRing, n, chunks};
         key.root = root;
         expect_correct(key);
+        key.tail = kTailParts / 3;  // a short last piece
+        expect_correct(key);
       }
     }
   }

@@ -1,6 +1,7 @@
 // Rings: all-reduce as a reduce-scatter then an all-gather around the ranks, those two halves on
 // their own, and broadcast as a pipelined chain around each ring (NCCL's ring algorithm).
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -117,12 +118,16 @@ Schedule build_ring(const ScheduleKey& key) {
 
 // Broadcast: a chain from the root around each channel's ring (ranks root, root+1, … with one
 // channel; channel_ring's rail-aligned order across servers, so that each channel leaves a
-// server on its own NIC), each channel carrying its slice of the buffer in `chunks` pieces.
+// server on its own NIC), each channel carrying its slice of the buffer in `chunks` pieces, the
+// last one `tail` / kTailParts as long as the others where tail > 0.
 Schedule build_broadcast(const ScheduleKey& key) {
   const auto n = static_cast<uint32_t>(key.n);
   const auto c = static_cast<uint32_t>(key.chunks);
   const auto channels = static_cast<uint32_t>(key.channels);
-  ScheduleBuilder b(key, channels * c);
+  const auto piece = static_cast<uint32_t>(key.tail == 0 ? 1 : kTailParts);
+  const uint32_t last = key.tail == 0 ? 1 : static_cast<uint32_t>(key.tail);
+  const uint32_t per_channel = (c - 1) * piece + last;
+  ScheduleBuilder b(key, channels * per_channel);
   std::vector<uint32_t> deps;
   for (uint32_t ch = 0; ch < channels; ++ch) {
     const auto ring = channel_ring(n, static_cast<uint32_t>(key.local_size), ch, key.mesh);
@@ -135,10 +140,10 @@ Schedule build_broadcast(const ScheduleKey& key) {
         deps.clear();
         chain[p].add_window_dep(key.window, deps);
         if (p > 0) deps.push_back(static_cast<uint32_t>(got[p]));
-        const uint32_t unit = ch * c + j;
-        const uint32_t m = b.add(
-            Message{ring[(root + p) % n], ring[(root + p + 1) % n], unit, unit, 1, Action::kCopy},
-            deps);
+        const uint32_t unit = ch * per_channel + j * piece;
+        const uint32_t m = b.add(Message{ring[(root + p) % n], ring[(root + p + 1) % n], unit, unit,
+                                         j + 1 < c ? piece : last, Action::kCopy},
+                                 deps);
         chain[p].sends.push_back(m);
         got[p + 1] = m;
       }
@@ -231,9 +236,26 @@ Pipelining ring_pipelining(const PipelineShape& s) {
   return {s.size / s.n, s.size / s.n + 1};
 }
 
-// The broadcast buffer in 512 KiB slots.
+// What one hop of a broadcast chain moves in the route latency each of its messages pays before
+// the next may go: about 0.5 us of NVLink through an NVSwitch at a GPU's ~300 GB/s (150 KB), or
+// 1.5 us of a 400 Gb/s NIC (75 KB); taken as the 64 KiB auto_window keeps in flight.
+constexpr double kChainHopBytes = 64 * kKiB;
+
+// Each channel carries its share of the buffer down the chain. Simple hands a slice on once all
+// of it is written (src/device/broadcast.h; BROADCAST_SLICESTEPS = 1 step of NCCL_BUFFSIZE /
+// NCCL_STEPS = 512 KiB), so the share goes in 512 KiB pieces, the last one short, as NCCL's loop
+// steps through it. LL and LL128 hand each line on as it lands; a chain of whole messages comes
+// closest to that at the piece count c that minimizes its fill, (n - 2) pieces of share / c, plus
+// what c sends cost each connection: c = sqrt((n - 2) share / kChainHopBytes), one send in flight
+// (with more, the flow model would share the link among them and merge them into one piece).
+// Pieces cut evenly from the whole buffer made the time fall as the size grew, as a second piece
+// halved what each hop held (64 GH200s, LL: 349 us at 448 KiB, 288 us at 672 KiB).
 Pipelining broadcast_pipelining(const PipelineShape& s) {
-  return {s.size, kSlot};
+  const Bytes share = s.size / s.channels;
+  if (s.protocol != Protocol::kLl && s.protocol != Protocol::kLl128) return {share, kSlot, true};
+  const double best = std::sqrt(std::max(0, s.n - 2) * static_cast<double>(share) / kChainHopBytes);
+  const auto chunks = std::clamp<Bytes>(std::llround(best), 1, kMaxAutoChunks);
+  return {share, std::max<Bytes>((share + chunks - 1) / chunks, 1), false, 1};
 }
 
 }  // namespace
