@@ -36,18 +36,22 @@ Bytes pieces(const Pipelining& p) {
   return (p.block + p.piece - 1) / p.piece;
 }
 
+Bytes most_chunks(const Pipelining& p) {
+  return p.max_chunks > 0 ? p.max_chunks : kMaxAutoChunks;
+}
+
 }  // namespace
 
 int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local, int32_t channels,
                     Protocol protocol) {
   const auto p = pipelining(op, algo, n, local, channels, size, protocol);
-  return p ? static_cast<int32_t>(std::clamp<Bytes>(pieces(*p), 1, kMaxAutoChunks)) : 1;
+  return p ? static_cast<int32_t>(std::clamp<Bytes>(pieces(*p), 1, most_chunks(*p))) : 1;
 }
 
 int32_t auto_tail(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local, int32_t channels,
                   Protocol protocol) {
   const auto p = pipelining(op, algo, n, local, channels, size, protocol);
-  if (!p || !p->fixed_pieces || pieces(*p) <= 1 || pieces(*p) > kMaxAutoChunks) return 0;
+  if (!p || !p->fixed_pieces || pieces(*p) <= 1 || pieces(*p) > most_chunks(*p)) return 0;
   const Bytes last = p->block - (pieces(*p) - 1) * p->piece;  // in (0, piece]
   const auto t = static_cast<int32_t>((kTailParts * last + p->piece - 1) / p->piece);
   return t >= kTailParts ? 0 : t;

@@ -23,21 +23,21 @@ ScheduleKey normalize(ScheduleKey key);
 // Pipeline chunks for `size` when the caller leaves them to us (the CLI's --chunks 0), in the
 // spirit of NCCL, whose pipelines move NCCL_BUFFSIZE / NCCL_STEPS = 4 MiB / 8 = 512 KiB slots:
 // tree halves go in 512 KiB pieces, shrunk towards 64 KiB until there are 8 per tree level (as
-// NCCL shrinks tree chunks), each channel's share of a broadcast in the pieces its protocol
-// forwards whole (Simple's 512 KiB slice, one pass of LL's or LL128's threads; the last piece
-// shorter, auto_tail), hierarchical S/n pieces in
-// 2 MiB chunks (the 4 slots, ALLREDUCE_CHUNKSTEPS, of one NCCL ring step) so that its three
-// phases overlap, the chain-tree's channel halves in NCCL's tree chunks for the protocol NCCL runs
-// (`protocol`; kAuto: Simple's) and the depth of its chains and trees, grown past a message budget
-// (chain_tree.cc). A flat ring gets 1: it is pipelined across its n shards already, and the flow
-// model has no staging buffer to bound, so chunks would only add latency per chunk (8 H100s,
-// 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks).
-// Capped at kMaxAutoChunks to keep schedules small, so pieces of huge sizes grow; direct algorithms
-// and single ranks get 1. `algo` is resolved first; each (algorithm, op) form says its block and
-// piece (OpForm::pipelining), and a pair the algorithm does not implement gets 1 (normalize rejects
-// it). `local`, the group's GPUs per server, is for forms laid out on servers (the chain-tree's
-// depth), and `channels` (0: one per GPU of a server) for forms that split over channels (the
-// chain-tree's share per channel); the others ignore them.
+// NCCL shrinks tree chunks), each channel's share of a broadcast in the pieces that cost its
+// chain least (Simple's never shorter than its 512 KiB slice, the last one short: auto_tail),
+// hierarchical S/n pieces in 2 MiB chunks (the 4 slots, ALLREDUCE_CHUNKSTEPS, of one NCCL ring
+// step) so that its three phases overlap, the chain-tree's channel halves in NCCL's tree chunks
+// for the protocol NCCL runs (`protocol`; kAuto: Simple's) and the depth of its chains and trees,
+// grown past a message budget (chain_tree.cc). A flat ring gets 1: it is pipelined across its n
+// shards already, and the flow model has no staging buffer to bound, so chunks would only add
+// latency per chunk (8 H100s, 1 GiB: busbw 449 GB/s in 1 chunk, 406 in 64 2 MiB chunks).
+// Capped at kMaxAutoChunks (a broadcast: about a million sends) to keep schedules small, so
+// pieces of huge sizes grow; direct algorithms and single ranks get 1. `algo` is resolved first;
+// each (algorithm, op) form says its block and piece (OpForm::pipelining), and a pair the
+// algorithm does not implement gets 1 (normalize rejects it). `local`, the group's GPUs per
+// server, is for forms laid out on servers (the chain-tree's depth), and `channels` (0: one per
+// GPU of a server) for forms that split over channels (the chain-tree's share per channel, a
+// broadcast's per channel); the others ignore them.
 inline constexpr int32_t kMaxAutoChunks = 64;
 int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1,
                     int32_t channels = 0, Protocol protocol = Protocol::kAuto);
@@ -45,7 +45,7 @@ int32_t auto_chunks(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local 
 // ScheduleKey::tail for the chunks auto_chunks cut: for forms that step through their block in
 // fixed-size pieces as NCCL does (broadcast), the last piece's length in 1/kTailParts of a piece,
 // rounded up; 0 where the pieces are alike (one piece, a block that is a whole number of them,
-// forms that cut it evenly, or more pieces than kMaxAutoChunks, which then cuts it evenly).
+// forms that cut it evenly, or more pieces than the form takes, which then cuts it evenly).
 int32_t auto_tail(Op op, Algorithm algo, int32_t n, Bytes size, int32_t local = 1,
                   int32_t channels = 0, Protocol protocol = Protocol::kAuto);
 

@@ -365,9 +365,9 @@ TEST(AutoChunks, CutsBlocksIntoNcclSizedPiecesUpToACap) {
   EXPECT_THROW(auto_chunks(Op::kAllReduce, Algorithm::kRing, 0, kMiB), std::invalid_argument);
 }
 
-// Simple steps through each channel's share of a broadcast in NCCL's 512 KiB slices, the last one
-// short; LL and LL128, which hand lines on as they land, in the count of even pieces that is
-// cheapest for the chain, sqrt((n - 2) share / 64 KiB), one send in flight.
+// A broadcast's pieces: the count that costs its chain least, sqrt((n - 2) share / 64 KiB) of
+// even pieces for LL and LL128, which hand lines on as they land; Simple's in NCCL's 512 KiB
+// slices, the last one short, as long as there are no more of them than that.
 TEST(AutoChunks, BroadcastStepsThroughEachChannelsShare) {
   const Op b = Op::kBroadcast;
   const Algorithm ring = Algorithm::kRing;
@@ -375,13 +375,18 @@ TEST(AutoChunks, BroadcastStepsThroughEachChannelsShare) {
   EXPECT_EQ(auto_chunks(b, ring, 64, 9 * kMiB, 8, 4, Protocol::kSimple), 5);
   EXPECT_EQ(auto_tail(b, ring, 64, 9 * kMiB, 8, 4, Protocol::kSimple), kTailParts / 2);
   EXPECT_EQ(auto_window(b, ring, 64, 5, 9 * kMiB, 8, 4, Protocol::kSimple), 1);
-  // Whole slices, one slice, and more slices than the cap (then cut evenly) need no tail.
+  // Whole slices and a single slice need no tail; a tail rounds up to 1/256 of a slice.
   EXPECT_EQ(auto_tail(b, ring, 64, 8 * kMiB, 8, 4, Protocol::kSimple), 0);
   EXPECT_EQ(auto_tail(b, ring, 64, kMiB, 8, 4, Protocol::kSimple), 0);
-  EXPECT_EQ(auto_chunks(b, ring, 8, kGiB, 8, 1, Protocol::kSimple), kMaxAutoChunks);
-  EXPECT_EQ(auto_tail(b, ring, 8, kGiB + kMiB / 3, 8, 1, Protocol::kSimple), 0);
-  // A tail rounds up to the next 1/256 of a slice.
   EXPECT_EQ(auto_tail(b, ring, 8, kMiB + 1, 8, 1, Protocol::kSimple), 1);
+  // 1 GiB over a chain of 8: 2,048 slices would pay 2,048 sends a connection; the cheapest
+  // count, sqrt(6 x 16,384) = 313.5, of even pieces.
+  EXPECT_EQ(auto_chunks(b, ring, 8, kGiB, 8, 1, Protocol::kSimple), 314);
+  EXPECT_EQ(auto_tail(b, ring, 8, kGiB, 8, 1, Protocol::kSimple), 0);
+  // Over 256 GPUs on 8 rails the chain is long: all 256 slices of each channel's 128 MiB, past
+  // kMaxAutoChunks but within the schedule's million sends (514 a channel).
+  EXPECT_EQ(auto_chunks(b, ring, 256, kGiB, 8, 8, Protocol::kSimple), 256);
+  EXPECT_EQ(auto_chunks(b, ring, 256, 16 * kGiB, 8, 8, Protocol::kLl128), 514);
   // LL over 64 ranks, 4 channels of 112 KiB: sqrt(62 x 112 / 64) = 10.4 pieces.
   EXPECT_EQ(auto_chunks(b, ring, 64, 448 * kKiB, 4, 4, Protocol::kLl), 10);
   EXPECT_EQ(auto_tail(b, ring, 64, 448 * kKiB, 4, 4, Protocol::kLl), 0);
@@ -389,6 +394,7 @@ TEST(AutoChunks, BroadcastStepsThroughEachChannelsShare) {
   EXPECT_EQ(auto_chunks(b, ring, 8, 4 * kMiB, 8, 1, Protocol::kLl128), 20);  // sqrt(6 x 64)
   // Two ranks have no chain to fill: one piece.
   EXPECT_EQ(auto_chunks(b, ring, 2, 4 * kMiB, 8, 1, Protocol::kLl), 1);
+  EXPECT_EQ(auto_chunks(b, ring, 2, kGiB, 8, 1, Protocol::kSimple), 1);
 }
 
 // Pieces of a broadcast schedule with a tail: c - 1 alike, the last tail / kTailParts of them.

@@ -18,12 +18,14 @@ namespace cs::coll {
 // message moves when unchunked (a ring shard, a tree half, a channel's share of a broadcast), and
 // the piece it aims for; auto_window keeps about 64 KiB of block / chunks in flight, or `window`
 // sends where that is set. With `fixed_pieces`, the pieces are `piece` long but the last, which
-// is shorter (auto_tail); otherwise the block is cut into equal chunks.
+// is shorter (auto_tail); otherwise the block is cut into equal chunks. Past `max_chunks` pieces
+// (0: kMaxAutoChunks) the block is cut into that many equal chunks.
 struct Pipelining {
   Bytes block = 0;
   Bytes piece = 0;
   bool fixed_pieces = false;
   int32_t window = 0;
+  int64_t max_chunks = 0;
 };
 
 // What a form's pipelining depends on: n ranks, `local` of them per server (1 when unknown or

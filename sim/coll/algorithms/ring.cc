@@ -241,21 +241,32 @@ Pipelining ring_pipelining(const PipelineShape& s) {
 // 1.5 us of a 400 Gb/s NIC (75 KB); taken as the 64 KiB auto_window keeps in flight.
 constexpr double kChainHopBytes = 64 * kKiB;
 
-// Each channel carries its share of the buffer down the chain. Simple hands a slice on once all
+// A broadcast's pieces stop where its schedule would pass about a million sends (channels x
+// pieces x (n - 1)), never below kMaxAutoChunks: NCCL's 512 KiB slices up to 256 MiB a channel
+// over 256 GPUs on 8 rails. There, 1 GiB in 64 even pieces of 2 MiB took 9.9 ms (109 GB/s), as the
+// chain filled with 254 hops of 2 MiB; in NCCL's 256 slices, 5.8 ms (184 GB/s), 1.2 s to simulate.
+constexpr int64_t kBroadcastSends = int64_t{1} << 20;
+
+// Each channel carries its share of the buffer down the chain, one send in flight per connection
+// (with more, the flow model would share the link among them and merge them into one piece). The
+// piece count c that costs the chain least balances its fill, (n - 2) pieces of share / c, against
+// what c sends cost each connection: c = sqrt((n - 2) share / kChainHopBytes). LL and LL128, which
+// hand each line on as it lands, take that count of even pieces. Simple hands a slice on once all
 // of it is written (src/device/broadcast.h; BROADCAST_SLICESTEPS = 1 step of NCCL_BUFFSIZE /
-// NCCL_STEPS = 512 KiB), so the share goes in 512 KiB pieces, the last one short, as NCCL's loop
-// steps through it. LL and LL128 hand each line on as it lands; a chain of whole messages comes
-// closest to that at the piece count c that minimizes its fill, (n - 2) pieces of share / c, plus
-// what c sends cost each connection: c = sqrt((n - 2) share / kChainHopBytes), one send in flight
-// (with more, the flow model would share the link among them and merge them into one piece).
-// Pieces cut evenly from the whole buffer made the time fall as the size grew, as a second piece
-// halved what each hop held (64 GH200s, LL: 349 us at 448 KiB, 288 us at 672 KiB).
+// NCCL_STEPS = 512 KiB), so its pieces are never shorter: the share goes in NCCL's slices, the last
+// one short, while there are no more of them than that count, and past it in that count of even
+// pieces, which stand for slices whose latencies NCCL's eight in flight hide. Pieces cut evenly
+// from the whole buffer made the time fall as the size grew, as a second piece halved what each
+// hop held (64 GH200s, LL: 349 us at 448 KiB, 288 us at 672 KiB).
 Pipelining broadcast_pipelining(const PipelineShape& s) {
   const Bytes share = s.size / s.channels;
-  if (s.protocol != Protocol::kLl && s.protocol != Protocol::kLl128) return {share, kSlot, true};
+  const int64_t most = std::max<int64_t>(
+      kMaxAutoChunks, kBroadcastSends / (int64_t{s.channels} * std::max(1, s.n - 1)));
   const double best = std::sqrt(std::max(0, s.n - 2) * static_cast<double>(share) / kChainHopBytes);
-  const auto chunks = std::clamp<Bytes>(std::llround(best), 1, kMaxAutoChunks);
-  return {share, std::max<Bytes>((share + chunks - 1) / chunks, 1), false, 1};
+  const auto chunks = std::clamp<Bytes>(std::llround(best), 1, most);
+  const bool simple = s.protocol != Protocol::kLl && s.protocol != Protocol::kLl128;
+  if (simple && (share + kSlot - 1) / kSlot <= chunks) return {share, kSlot, true, 1, most};
+  return {share, std::max<Bytes>((share + chunks - 1) / chunks, 1), false, 1, most};
 }
 
 }  // namespace
