@@ -84,10 +84,11 @@ std::vector<std::string> gpu_profile_names() {
   return preset_names(kFolder);
 }
 
-void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
-  if (p.name().empty()) fail(src, "name must be set, e.g. name: \"h100\"");
-  // Rates far outside any GPU's would make kernel times no simulator clock holds (64-bit
-  // picoseconds: 106 days).
+namespace {
+
+// Peak rates, memory, links and the MoE kernels' figures. Rates far outside any GPU's would make
+// kernel times no simulator clock holds (64-bit picoseconds: 106 days).
+void validate_rates(const GpuProfile& p, const std::string& src) {
   const std::string why = "the range the simulator's clock holds";
   require_range(p.peak_bf16_tflops(), 1e-3, 1e6, src, "peak_bf16_tflops", why);
   if (p.peak_fp8_tflops() != 0)
@@ -126,6 +127,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
     fail(src, "deepep_sms must be in [1, sm_count = " + std::to_string(p.sm_count()) + "] (is " +
                   std::to_string(p.deepep_sms()) + ")");
   }
+}
+
+// The GEMM efficiencies by precision and the tiles the wave model cuts.
+void validate_gemm(const GpuProfile& p, const std::string& src) {
   if (!p.has_gemm()) fail(src, "gemm { ... } must be set");
   const auto& g = p.gemm();
   require_fraction(g.efficiency_bf16(), src, "gemm.efficiency_bf16");
@@ -147,6 +152,10 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
                     std::to_string(t.m()) + ", " + std::to_string(t.n()) + ")");
     }
   }
+}
+
+// The attention kernels' efficiencies and their per-CTA work terms.
+void validate_attention(const GpuProfile& p, const std::string& src) {
   if (!p.has_attention_bf16())
     fail(src, "attention_bf16 { forward: ... backward: ... } must be set");
   require_fraction(p.attention_bf16().forward(), src, "attention_bf16.forward");
@@ -175,16 +184,22 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
   if (p.attention_fp8().has_backward()) {
     require_fraction(p.attention_fp8().backward(), src, "attention_fp8.backward");
   }
-  if (p.has_clocks()) {
-    const auto& c = p.clocks();
-    require_positive(c.peak_clock_mhz(), src, "clocks.peak_clock_mhz");
-    if (c.has_sustained_clock_mhz()) {
-      require_positive(c.sustained_clock_mhz(), src, "clocks.sustained_clock_mhz");
-      if (c.sustained_clock_mhz() > c.peak_clock_mhz())
-        fail(src, "clocks.sustained_clock_mhz must be <= clocks.peak_clock_mhz");
-    }
+}
+
+// The clocks: the sustained one, where given, no higher than the peak.
+void validate_clocks(const GpuProfile& p, const std::string& src) {
+  if (!p.has_clocks()) return;
+  const auto& c = p.clocks();
+  require_positive(c.peak_clock_mhz(), src, "clocks.peak_clock_mhz");
+  if (c.has_sustained_clock_mhz()) {
+    require_positive(c.sustained_clock_mhz(), src, "clocks.sustained_clock_mhz");
+    if (c.sustained_clock_mhz() > c.peak_clock_mhz())
+      fail(src, "clocks.sustained_clock_mhz must be <= clocks.peak_clock_mhz");
   }
-  validate_hardware(p, src);
+}
+
+// The measured kernels that stand in for the model where a kernel matches their shape.
+void validate_measured_kernels(const GpuProfile& p, const std::string& src) {
   for (int i = 0; i < p.measured_kernels_size(); ++i) {
     const auto& m = p.measured_kernels(i);
     const std::string field = "measured_kernels[" + std::to_string(i) + "]";
@@ -193,6 +208,18 @@ void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
       fail(src, field + " shape fields must be >= 0");
     }
   }
+}
+
+}  // namespace
+
+void validate_gpu_profile(const GpuProfile& p, const std::string& src) {
+  if (p.name().empty()) fail(src, "name must be set, e.g. name: \"h100\"");
+  validate_rates(p, src);
+  validate_gemm(p, src);
+  validate_attention(p, src);
+  validate_clocks(p, src);
+  validate_hardware(p, src);
+  validate_measured_kernels(p, src);
 }
 
 GpuProfile load_gpu_profile_text(std::string_view text, const std::string& source_name) {
