@@ -34,7 +34,7 @@ done
 "$bin" validate >results/validation.md || [ $? -eq 1 ]  # 1: some case misses its published figure
 # --- NCCL-level curves, 8 B to 8 GiB, 1 to 64 DGX servers, beside published nccl-tests ----------
 # auto: NCCL's own choice (cost model of src/graph/tuning.cc); ring: NCCL_ALGO=Ring.
-nccl_sizes=8,64,512,4K,32K,256K,1M,4M,16M,64M,256M,1G,4G,8G
+nccl_sizes=8,64,512,4K,32K,64K,256K,1M,2M,4M,8M,16M,64M,256M,1G,4G,8G
 curves=()
 for gpu in h100 a100; do
   for servers in 1 2 4 8 16 32 64; do

@@ -45,7 +45,7 @@ def main(out_dir, published_path, paths):
         w.writeheader()
         w.writerows(rows)
     for gpu, op in sorted({(k[0], k[1]) for k in curves}):
-        fig, ax = plt.subplots(figsize=(7.5, 4.6))
+        fig, ax = plt.subplots(figsize=(10, 4.6))
         # One colour per GPU count, shared by its curves (auto solid, ring dashed) and by the
         # published points at that count, so that a star reads against its own curve.
         counts = sorted({k[3] for k in curves if (k[0], k[1]) == (gpu, op)} |
@@ -58,12 +58,15 @@ def main(out_dir, published_path, paths):
             style = "-" if algo == "auto" else "--"
             ax.plot(sizes, [c[s] for s in sizes], style, color=colour[gpus], marker="o", ms=3,
                     mfc="none", label=f"{gpus // 8} server(s), {gpus} GPUs ({algo})")
+        labelled = set()  # one legend entry per (GPUs, algorithm, source), however many points
         for p in published:
             if (p["gpu"], p["op"]) == (gpu, op):
+                text = (f"nccl-tests {p['gpus']} GPUs ({p['algo']}): "
+                        f"{p['source'].split('github.com/')[-1].split(' ')[0]}")
                 ax.plot(int(p["size_bytes"]), float(p["busbw_gbytes_per_s"]), "*", ms=11,
                         color=colour[int(p["gpus"])], mec="black", mew=0.6,
-                        label=f"nccl-tests {p['gpus']} GPUs ({p['algo']}): "
-                              f"{p['source'].split('github.com/')[-1]}")
+                        label=None if text in labelled else text)
+                labelled.add(text)
         ax.set_xscale("log", base=2)
         ticks = [2 ** k for k in range(3, 34, 5)]
         ax.set_xticks(ticks)
@@ -73,7 +76,7 @@ def main(out_dir, published_path, paths):
         ax.set_title(f"{op} on DGX {gpu.upper()} servers: simulated vs published nccl-tests",
                      fontsize=9)
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6)
+        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1))
         save(fig, os.path.join(out_dir, f"nccl_{gpu}_{op}.png"))
 
 
