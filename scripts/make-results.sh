@@ -34,7 +34,7 @@ done
 "$bin" validate >results/validation.md || [ $? -eq 1 ]  # 1: some case misses its published figure
 # --- NCCL-level curves, 8 B to 8 GiB, 1 to 64 DGX servers, beside published nccl-tests ----------
 # auto: NCCL's own choice (cost model of src/graph/tuning.cc); ring: NCCL_ALGO=Ring.
-nccl_sizes=8,64,512,4K,32K,64K,256K,1M,2M,4M,8M,16M,64M,256M,1G,4G,8G
+nccl_sizes=8,64,512,4K,32K,64K,256K,512K,1M,2M,4M,8M,16M,32M,64M,256M,1G,4G,8G
 curves=()
 for gpu in h100 a100; do
   for servers in 1 2 4 8 16 32 64; do
@@ -53,6 +53,11 @@ for gpu in h100 a100; do
     fi
   done
 done
+# NVLS forced on one H100 server (NCCL_ALGO=NVLS), beside Azure's published curve.
+f="$out/nccl_all_reduce_nvls_8xh100.json"
+"$bin" collective --op all_reduce --algo nvls --gpus 8 --topology dgx-h100 --sizes "$nccl_sizes" \
+  --json "$f" >/dev/null
+curves+=("$f")
 "$py" $plots/nccl_curves.py "$out" "$out/nccl_tests_published.csv" "${curves[@]}"
 
 # --- the lesson's case: p = 4 stages, m = 1..32 microbatches ------------------------------------

@@ -11,9 +11,16 @@
 // makefiles/version.mk 2.20.3): src/graph/tuning.cc unless said otherwise. PAT came in NCCL 2.23;
 // its terms are from tuning.cc of the releases that have it (ncclTunerConstantsDefaults: baseLat
 // 8.0, hwLat 4.0 NVLink / 14 network, Simple only; ncclTopoTuneModel: busBw x .75, latency
-// log2(nNodes) x interLat / 3.5 + nRanks x 2.8, enabled only with one GPU per node). NVLS-tree's
-// bandwidth is that of the releases with src/tuning/nvls.cc (nvls_tree_bandwidth_gbps). Values
-// are read from there and re-expressed as data; the formulas are re-derived, not copied.
+// log2(nNodes) x interLat / 3.5 + nRanks x 2.8, enabled only with one GPU per node). NVLS's and
+// NVLS-tree's bandwidth is that of the releases with src/tuning/nvls.cc (nvls_bandwidth_gbps).
+// The terms that decide between the LL ring and NVLS on one server are NCCL 2.28.3's, the model
+// of the releases the published single-server runs used (2.26.2 to 2.28.3): the LL ring at half
+// the channels' bandwidth up to llMaxBws (Hopper 141 GB/s on one node, where 2.20.3 has a
+// quarter, up to 87.7), and NVLS's hwLat of 25 us (23 in 2.20.3). With 2.20.3's, NCCL's model
+// moves from the LL ring to NVLS at 512 KiB on 8 H100s; with these between 1 and 2 MiB, where
+// the published runs do (an LL ring's 20.7 us at 512 KiB and 27.4 at 1 MiB, against NVLS's 43.0
+// and 42.0 when it is forced: results/collectives/README.md). Values are read from there and
+// re-expressed as data; the formulas are re-derived, not copied.
 
 namespace cs::coll {
 namespace {
@@ -38,14 +45,15 @@ constexpr int kAlgos = 5;
 constexpr std::array<std::array<double, kProtos>, kAlgos> kBaseLat{
     {{6.8, 14.0, 0}, {6.6, 14.0, 8.4}, {0, 0, 0}, {0, 0, 0}, {0, 0, 8.0}}};
 // hwLat [NVLink | network][algo][LL, LL128, Simple] in µs (tuning.cc hwLat, NCCL_HW_NVLINK and
-// NCCL_HW_NET rows; NVLS and NVLS-tree are Simple only).
+// NCCL_HW_NET rows; NVLS and NVLS-tree are Simple only; their NVLink 25 is 2.28.3's).
 constexpr std::array<std::array<std::array<double, kProtos>, kAlgos>, 2> kHwLat{{
-    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 23}, {0, 0, 23}, {0, 0, 4.0}}},
+    {{{.6, 1.25, 28}, {.6, 1.9, 3.4}, {0, 0, 25}, {0, 0, 25}, {0, 0, 4.0}}},
     {{{5.0, 8.5, 28}, {2.7, 4.0, 14.0}, {0, 0, 18}, {0, 0, 14}, {0, 0, 14}}},
 }};
 // [arch][nodes 1 | 2 | >2] tables (llMaxBws, perChMaxRingLL128Bws, perChMaxTreeLL128Bws,
 // perChMaxTreeBws), GB/s. llMaxBws rows past one node are by CPU vendor in NCCL; Intel's row
-// (index 0) is taken for every multi-node system here. NCCL 2.20.3 has no Blackwell row; the
+// (index 0) is taken for every multi-node system here. Hopper's row is 2.28.3's (2.20.3 gave it
+// Ampere's, 87.7 on one node). NCCL 2.20.3 has no Blackwell row; the
 // Blackwell rows are those of the releases that support SM100 (2.25 on; tuning.cc, "Blackwell
 // (N1/N2/N4)" rows, written there as twice the Hopper rows of the same releases: llMaxBws
 // 2 x {141, 45, 35}, ring LL128 2 x 36.7, tree LL128 2 x {36.7, 36.7, 29.0}, tree 2 x {38.7,
@@ -56,7 +64,7 @@ constexpr std::array<std::array<std::array<double, kProtos>, kAlgos>, 2> kHwLat{
 constexpr int kArchs = 4;
 using ArchTable = std::array<std::array<double, 3>, kArchs>;
 constexpr ArchTable kLlMaxBw{
-    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {87.7, 22.5, 19.0}, {282.0, 90.0, 70.0}}};
+    {{39.0, 39.0, 20.4}, {87.7, 22.5, 19.0}, {141.0, 45.0, 35.0}, {282.0, 90.0, 70.0}}};
 constexpr ArchTable kRingLl128PerCh{
     {{20.0, 20.0, 20.0}, {20.0, 20.0, 20.0}, {36.7, 36.7, 36.7}, {73.4, 73.4, 73.4}}};
 constexpr ArchTable kTreeLl128PerCh{
@@ -89,6 +97,8 @@ struct ArchFigures {
   // past two servers), and two B300 servers run NVLS-tree at "800GBps +" (NCCL 2.29.7,
   // NVIDIA/nccl #2035), above its 8 x 96: there it ranks algorithms only.
   bool nvls_tree_ceiling;
+  // NVLS all-reduce on one server as measured (nvls_loop_figures); zeros: not measured.
+  NvlsLoopFigures nvls_loop;
 };
 // Volta and Ampere: SM70/SM80_NVLINK_BW 20.0 of NVLink 2/3's 25 GB/s per link, speedArrayIntra
 // top 40, speedArrayInter; no NVLS. Hopper: SM90_NVLINK_BW 20.6 of NVLink 4's 25 GB/s,
@@ -96,13 +106,14 @@ struct ArchFigures {
 // of NVLink 5's 50 GB/s per link (NVIDIA: 18 links, 900 GB/s per direction per GPU),
 // sm100SpeedArrayIntra top 90 and sm100SpeedArrayInter 96, 48, 45.1, ... (search.cc of the
 // releases with SM100; later ones insert 86 and 80 after 96, which only 800 Gb/s NICs reach).
-// NVLS derating: 0.85 Hopper, 0.74 Blackwell (see nvls_switch_efficiency).
+// NVLS derating: 0.85 Hopper, 0.74 Blackwell (see nvls_switch_efficiency). Hopper's NVLS loop
+// figures: see nvls_loop_figures.
 constexpr std::array<double, 10> kInterBeforeBlackwell{48.0, 45.0, 42.0, 40.0, 30.0,
                                                        24.0, 20.0, 15.0, 12.0, 6.0};
 constexpr std::array<ArchFigures, kArchs> kArchFigures{{
-    {"volta", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0, false},
-    {"ampere", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0, false},
-    {"hopper", 20.6, 25.0, 60.0, kInterBeforeBlackwell, true, 0.85, true},
+    {"volta", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0, false, {}},
+    {"ampere", 20.0, 25.0, 40.0, kInterBeforeBlackwell, false, 0.0, false, {}},
+    {"hopper", 20.6, 25.0, 60.0, kInterBeforeBlackwell, true, 0.85, true, {0.92, 0.65, 6.2}},
     {"blackwell",
      40.1,
      50.0,
@@ -110,7 +121,8 @@ constexpr std::array<ArchFigures, kArchs> kArchFigures{{
      {96.0, 48.0, 45.1, 42.0, 40.0, 30.0, 24.0, 22.0, 20.0, 17.5},
      true,
      0.74,
-     false},
+     false,
+     {}},
 }};
 const ArchFigures& figures(GpuArch arch) {
   return kArchFigures[static_cast<std::size_t>(arch)];
@@ -180,27 +192,28 @@ bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   return true;
 }
 
-// NVLS-tree all-reduce bandwidth as NCCL's tuning model of current releases gives it
-// (src/tuning/nvls.cc, ncclTuningNvlsModelInit). NCCL 2.20.3 took min(intra, inter) x 5/6 and
-// halved the network past two servers, which ranks NVLS-tree below the ring on two B200 servers,
-// where it measures 1.8x the ring's NICs (coreweave/nccl-tests #92). Per channel: the switch
-// reduces at nvlsEfficiency of
-// the links, less one channel's share, both halves of the all-reduce at once (x 2); the network
-// carries the tree's traffic once each way on two servers (x 2), up and down past two; and
-// perChMaxNVLSTreeBws caps it. To algorithm bandwidth as a ring's, nRanks / (2 (nRanks - 1)).
+// NVLS and NVLS-tree all-reduce bandwidth as NCCL's tuning model of current releases gives it
+// (src/tuning/nvls.cc, ncclTuningNvlsModelInit; tuning.cc of 2.28.3). NCCL 2.20.3 took
+// min(intra, inter) x 5/6 and halved the network past two servers, which ranks NVLS-tree below
+// the ring on two B200 servers, where it measures 1.8x the ring's NICs (coreweave/nccl-tests
+// #92). Per channel: the switch reduces at nvlsEfficiency of the links, less one channel's share,
+// both halves of the all-reduce at once (x 2); for NVLS-tree the network carries the tree's
+// traffic once each way on two servers (x 2), up and down past two, and perChMaxNVLSTreeBws caps
+// it. One server's NVLS has no network term ("no inter traffic": src/tuning/pipeline_model/
+// nvls.cc). To algorithm bandwidth as a ring's, nRanks / (2 (nRanks - 1)).
 // NCCL takes these terms from its NVLS graph (nvls_tree_channels: 8 channels of 40 GB/s on H100
 // servers, NVIDIA/nccl #1197); the ring graph's stand in here (12 of 30). The NVLS graph's network
 // speed comes from the search's second pass, which the model does not follow, and past two
 // servers NCCL's ranking of NVLS-tree against the ring turns on it (8 x 45.5 against the ring's
 // 384 at 48 GB/s, 8 x 40 at 40), so the ranking keeps the ring graph's terms.
-double nvls_tree_bandwidth_gbps(Op op, const NcclGraph& g) {
+double nvls_bandwidth_gbps(Op op, const NcclGraph& g) {
   const double channels = g.channels;
-  const double intra =
-      2 * g.bw_intra_gbps * figures(g.arch).nvls_efficiency * (channels - 1) / channels;
-  const double inter = g.bw_inter_gbps * (g.nodes <= 2 ? 2 : 1);
-  double bw = std::min(intra, inter);
-  const double cap = kNvlsTreePerCh[static_cast<std::size_t>(g.arch)][nodes_index(g.nodes)];
-  if (cap > 0) bw = std::min(bw, cap);
+  double bw = 2 * g.bw_intra_gbps * figures(g.arch).nvls_efficiency * (channels - 1) / channels;
+  if (g.nodes > 1) {
+    bw = std::min(bw, g.bw_inter_gbps * (g.nodes <= 2 ? 2 : 1));
+    const double cap = kNvlsTreePerCh[static_cast<std::size_t>(g.arch)][nodes_index(g.nodes)];
+    if (cap > 0) bw = std::min(bw, cap);
+  }
   return channels * bw * g.ranks / ring_steps(op, g).first;
 }
 
@@ -306,6 +319,38 @@ double nvls_switch_efficiency(GpuArch arch) {
   return figures(arch).nvls_efficiency;
 }
 
+std::optional<NvlsLoopFigures> nvls_loop_figures(GpuArch arch) {
+  // Three figures set from one published 8 x H100 nccl-tests all-reduce curve of 14 sizes, 2 MiB
+  // to 16 GiB, NVLS throughout (NVIDIA/exemplar-performance, microbenchmarks/nccl/README.md):
+  // a call of c loops of L bytes takes call_us + (c + 2) x (L / R + 8 x head_sync_us), R the
+  // switch's rate at link_share of NCCL's 370.8 GB/s NVLink figure through NVLS's (n+1)/n link
+  // traffic (303 GB/s of algorithm bandwidth on 8 GPUs), within 3.1% at every size. The same
+  // form, unfitted, meets two other published curves: Together AI's 8 x H100 with NCCL 2.26.2
+  // (togethercomputer/together-nccl-tests, benchmarks/H100/results/20260306_001221_slurm/
+  // all_reduce_nvls.out), -4.4% to +2.2% from 2 MiB to 8 GiB, and Azure's ND H100 v5 with
+  // NCCL_ALGO=NVLS forced (Azure/AI-benchmarking-guide, "Azure Results/ND_H100_v5_results.md"),
+  // -5.2% to +3.1% from 512 KiB to 8 GiB, where a call below one loop still takes 42-45 us; and
+  // with a head's share of the sync, 5 to 7 GPUs of a server at 4 GiB within 1.1% (NVIDIA/nccl
+  // issue 1455). At NCCL's default 128 KiB chunk the loop's sync costs 8.5% and the switch's
+  // rate another 8%: NCCL's single nvlsEfficiency of 0.85 at every size. Blackwell has no
+  // published NVLS curve over sizes; its NVLS keeps NCCL's derating and latencies.
+  const NvlsLoopFigures& f = figures(arch).nvls_loop;
+  if (f.link_share <= 0) return std::nullopt;
+  return f;
+}
+
+Bytes nvls_loop_bytes(Bytes bytes, int32_t heads) {
+  constexpr Bytes kNvlsChannels = 16;  // NCCL_NVLS_NCHANNELS' default (src/transport/nvls.cc)
+  const Bytes ops = kNvlsChannels * std::max(heads, 1);
+  // calcCollChunking: NCCL_NVLS_CHUNKSIZE (128 KiB), halved while the call is below 64, 8 and 2
+  // times the concurrent ops' chunks, to at least 16 KiB.
+  Bytes chunk = 128 * kKiB;
+  if (bytes < 64 * ops * chunk) chunk = 64 * kKiB;
+  if (bytes < 8 * ops * chunk) chunk = 32 * kKiB;
+  if (bytes < 2 * ops * chunk) chunk = 16 * kKiB;
+  return ops * chunk;
+}
+
 int32_t nvls_bus_bandwidth_group() {
   // Inside an NVSwitch server NVLS bus bandwidth grows with the group as the multimem traffic per
   // link, (n+1)/n of the buffer, predicts: 8 x H100 at 5, 6, 7, 8 GPUs measure 420, 440, 460,
@@ -398,17 +443,13 @@ double pat_rank_latency_us() {
 
 double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   if (!runs(op, algo, p, g)) return 0;
-  if (algo == NcclAlgo::kNvlsTree) return nvls_tree_bandwidth_gbps(op, g);
+  if (algo == NcclAlgo::kNvls || algo == NcclAlgo::kNvlsTree) return nvls_bandwidth_gbps(op, g);
   const int a = static_cast<int>(g.arch), ni = nodes_index(g.nodes);
   const double ppn = static_cast<double>(g.ranks) / g.nodes;
   double bw = g.nodes <= 2 ? g.bw_intra_gbps : g.bw_inter_gbps;
-  if (algo == NcclAlgo::kNvls) bw = std::min(g.bw_intra_gbps, g.nodes > 1 ? g.bw_inter_gbps : bw);
   double bus = g.channels * bw;
   const double ll_max = kLlMaxBw[g.nodes == 1 ? a : 0][ni];
-  if (algo == NcclAlgo::kRing && p == Protocol::kLl) {
-    const bool quarter = g.nodes > 1 || op == Op::kAllReduce;
-    bus = std::min(ll_max, bus * (quarter ? 1.0 / 4.0 : 1.0 / 3.0));
-  }
+  if (algo == NcclAlgo::kRing && p == Protocol::kLl) bus = std::min(ll_max, bus * 0.5);
   if (algo == NcclAlgo::kRing && p == Protocol::kLl128)
     bus = std::min(bus * (ppn < 2 ? 0.7 : 0.92), g.channels * kRingLl128PerCh[a][ni]);
   if (algo == NcclAlgo::kTree) bus = std::min(bus * .92, g.channels * kTreePerCh[a][ni]);
@@ -417,10 +458,8 @@ double model_bandwidth_gbps(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g
     bus = std::min(bus * (g.nodes == 1 ? 7.0 / 9.0 : 120.0 / 128.0),
                    g.channels * kTreeLl128PerCh[a][ni]);
   if (algo == NcclAlgo::kTree && g.tree_one_gpu) bus *= kTreeOneGpuShare;
-  // Bus to algorithm bandwidth: a ring moves nsteps/ranks of the buffer per rank, NVLS 6/5 of
-  // it (NCCL 2.20.3), a tree twice.
+  // Bus to algorithm bandwidth: a ring moves nsteps/ranks of the buffer per rank, a tree twice.
   if (algo == NcclAlgo::kRing) return bus * g.ranks / ring_steps(op, g).first;
-  if (algo == NcclAlgo::kNvls) return bus * 5.0 / 6.0;
   // PAT's bus bandwidth is taken as its algorithm bandwidth, at .75 of the channels'.
   if (algo == NcclAlgo::kPat) return bus * kPatBandwidthShare;
   return bus * 0.5;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -100,6 +101,22 @@ double net_transport_efficiency();
 // The share of the link bandwidth that NVLink SHARP (NVLS) reductions sustain through the NVSwitch,
 // from NCCL's nvlsEfficiency table (Hopper 0.85); 0 where NCCL has no NVLS (before Hopper).
 double nvls_switch_efficiency(GpuArch arch);
+
+// NCCL's NVLS all-reduce on one server as measured, beyond its bytes (nvls_loop_figures). The
+// kernel walks the buffer in loops (nvls_loop_bytes), each through three warp groups in turn:
+// scatter into the switch's buffers, the switch's reduce and multicast, gather out of them.
+struct NvlsLoopFigures {
+  double link_share = 0;    // of NCCL's NVLink payload rate, what the multimem traffic reaches
+  double head_sync_us = 0;  // per loop and head GPU: the flag waits between the warp groups
+  double call_us = 0;       // per call beyond its loops
+};
+// The figures of `arch`; none where no NVLS curve over sizes is published (there NCCL's
+// nvlsEfficiency and latencies stand).
+std::optional<NvlsLoopFigures> nvls_loop_figures(GpuArch arch);
+// The bytes of one NVLS loop over `heads` GPUs for a call of `bytes`: NCCL_NVLS_NCHANNELS (16)
+// CTAs, each taking one chunk per head, NCCL's 128 KiB chunk cut to 64, 32 and 16 KiB as the call
+// shrinks (enqueue.cc calcCollChunking).
+Bytes nvls_loop_bytes(Bytes bytes, int32_t heads);
 
 // The NVLS group size past which NVLS all-reduce stops gaining bus bandwidth: 8, the NVSwitch
 // server. Inside a server the multimem traffic per GPU link, (n+1)/n of the buffer, sets the rate

@@ -194,7 +194,12 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
       wire_group = std::min(wire_group, nvls_bus_bandwidth_group());
     key.wire.nvlink_efficiency /= info.nvlink_wire_factor(wire_group);
   }
-  const double switch_efficiency = nvls_switch_efficiency(hw_->arch);
+  // One server's NVLS as measured, where it is (nvls_loop_figures): the switch at its measured
+  // share of the links, not NCCL's derating, which also stands for the loops' syncs.
+  const auto loops = settings_.nvls_loops && info.nccl == NcclAlgo::kNvls && op == Op::kAllReduce
+                         ? nvls_loop_figures(hw_->arch)
+                         : std::nullopt;
+  const double switch_efficiency = loops ? loops->link_share : nvls_switch_efficiency(hw_->arch);
   if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
     key.wire.nvlink_efficiency *= switch_efficiency;
   // The SM copy loops of every other algorithm reach the measured share of NCCL's NVLink figure.
@@ -226,7 +231,25 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.wire.launch_latency = Time::from_us(base_latency_us(m, key.protocol));
     if (m == NcclAlgo::kPat) key.wire.launch_latency += Time::from_us(n * pat_rank_latency_us());
   }
+  if (loops && n > 1) time_nvls_loops(bytes, *loops, key);
   return key;
+}
+
+void NcclTuning::time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const {
+  const int32_t n = key.n;
+  // The algorithm bandwidth of the schedule's messages, bytes per us: each GPU's links carry
+  // 2 (n - 1) / n of the buffer at the wire's share of the NVLink rate.
+  const double rate = hw_->nvlink_gbps * 1e3 * key.wire.nvlink_efficiency * n / (2.0 * (n - 1));
+  const Bytes loop = nvls_loop_bytes(bytes, n);
+  const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
+  // The schedule moves the bytes; the stage-steps' other loops (the pipeline's fill and drain,
+  // a short last loop's rest) are latency here.
+  const double fill_us = static_cast<double>(stage_steps * loop - bytes) / rate;
+  const double sync_us = settings_.step_latency ? f.call_us + stage_steps * n * f.head_sync_us : 0;
+  key.chunks = key.window = 1;
+  key.tail = 0;
+  key.wire.intra_step_latency = key.wire.inter_step_latency = Time{};
+  key.wire.launch_latency = Time::from_us(sync_us + fill_us);
 }
 
 }  // namespace cs::coll

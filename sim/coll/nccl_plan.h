@@ -25,6 +25,7 @@ struct NcclSettings {
   bool nvls_efficiency = true;    // NVLS through the NVSwitch at nvls_switch_efficiency of links
   bool nvls_bus_cap = true;       // NVLS past 8 GPUs at the 8-GPU bus bandwidth (NVL72 racks)
   bool nvls_tree_ceiling = true;  // NVLS-tree within NCCL's per-channel ceiling (H100 servers)
+  bool nvls_loops = true;         // one server's NVLS in its measured loops (nvls_loop_figures)
   bool tree_pattern = true;       // one-GPU-per-server trees at NCCL's .85 (tree_one_gpu_share)
   bool network_overhead = true;   // NICs at NCCL's 96% of data rate, or the topology's share
   bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies
@@ -100,6 +101,10 @@ class NcclTuning {
   // binds on `wire`, the switch or the NICs, so that it stays within NCCL's ceiling
   // (nvls_tree_ceiling_gbps); nothing where it already does.
   void hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wire) const;
+  // Times one server's NVLS all-reduce of `bytes` as its loops run (nvls_loop_figures): the
+  // schedule moves the bytes at the switch's rate in one piece, and the launch latency carries
+  // the rest, the call's and each loop's syncs and the pipeline's two extra loops.
+  void time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const;
 
   std::optional<NcclHardware> hw_;
   NcclSettings settings_;

@@ -54,8 +54,8 @@ TEST(NcclModel, RingClosedForms) {
   const double ratio = 8.0 / 14.0;  // ranks / ring steps of an all-reduce
   EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kSimple, g),
               360 * ratio, 1e-9);
-  // LL: a quarter of the bus bandwidth, capped by Hopper's one-node llMaxBw of 87.7 GB/s.
-  EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kLl, g), 87.7 * ratio,
+  // LL: half the bus bandwidth, capped by Hopper's one-node llMaxBw of 141 GB/s (NCCL 2.28.3).
+  EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kLl, g), 141 * ratio,
               1e-9);
   EXPECT_NEAR(model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kRing, Protocol::kLl128, g),
               360 * 0.92 * ratio, 1e-9);
@@ -119,12 +119,45 @@ TEST(NcclModel, NvlsOnlyWhereNcclRunsIt) {
   EXPECT_FALSE(nccl_graph(GpuArch::kHopper, 16, 16, 18, 50, true).nvls);
 }
 
+TEST(NcclModel, NvlsLoopsFollowNcclsChunking) {
+  // 16 CTAs x 8 heads x a chunk of 128 KiB from 1 GiB, 64 KiB from 64 MiB, 32 KiB from 8 MiB
+  // and 16 KiB below (calcCollChunking's cuts at 64, 8 and 2 x the concurrent ops' chunks).
+  EXPECT_EQ(nvls_loop_bytes(512 * kKiB, 8), 2 * kMiB);
+  EXPECT_EQ(nvls_loop_bytes(8 * kMiB - 1, 8), 2 * kMiB);
+  EXPECT_EQ(nvls_loop_bytes(8 * kMiB, 8), 4 * kMiB);
+  EXPECT_EQ(nvls_loop_bytes(64 * kMiB, 8), 8 * kMiB);
+  EXPECT_EQ(nvls_loop_bytes(kGiB, 8), 16 * kMiB);
+  EXPECT_EQ(nvls_loop_bytes(16 * kGiB, 8), 16 * kMiB);
+  // Fewer heads, smaller loops and cuts: 5 GPUs at 4 GiB take 128 KiB chunks.
+  EXPECT_EQ(nvls_loop_bytes(4 * kGiB, 5), 16 * 5 * 128 * kKiB);
+  // Measured on Hopper only.
+  EXPECT_TRUE(nvls_loop_figures(GpuArch::kHopper).has_value());
+  EXPECT_FALSE(nvls_loop_figures(GpuArch::kBlackwell).has_value());
+  EXPECT_FALSE(nvls_loop_figures(GpuArch::kAmpere).has_value());
+}
+
+TEST(NcclModel, OneH100ServerMovesFromTheLlRingToNvlsBetweenOneAndTwoMib) {
+  // NCCL 2.28.3's terms: the LL ring at 15 us + S / 80.6 GB/s, NVLS at 25 us + S / its bandwidth.
+  // The published runs take the LL ring to 1 MiB (27.4 us, where forced NVLS takes 42.0) and
+  // NVLS from 2 MiB (results/collectives/README.md).
+  const NcclGraph g = one_h100_server();
+  const NcclChoice one = choose_nccl(Op::kAllReduce, g, kMiB);
+  EXPECT_EQ(one.algo, NcclAlgo::kRing);
+  EXPECT_EQ(one.protocol, Protocol::kLl);
+  EXPECT_EQ(choose_nccl(Op::kAllReduce, g, 2 * kMiB).algo, NcclAlgo::kNvls);
+  EXPECT_DOUBLE_EQ(model_latency_us(Op::kAllReduce, NcclAlgo::kNvls, Protocol::kSimple, g), 25);
+  // NVLS's bandwidth: 2 x bwIntra x nvlsEfficiency x (nCh - 1) / nCh per channel, no network.
+  EXPECT_DOUBLE_EQ(
+      model_bandwidth_gbps(Op::kAllReduce, NcclAlgo::kNvls, Protocol::kSimple, g),
+      g.channels * 2 * g.bw_intra_gbps * 0.85 * (g.channels - 1) / g.channels * 8 / 14);
+}
+
 TEST(NcclModel, NvlsTreeTermsAreNcclsOwn) {
-  // ncclTopoTuneModel (NCCL 2.20.3): latency hwLat[NVLink][NVLSTree] + 2 log2(nodes) x
-  // hwLat[NET][NVLSTree] = 23 + 2 x 3 x 14 us on 8 servers.
+  // ncclTopoTuneModel: latency hwLat[NVLink][NVLSTree] + 2 log2(nodes) x hwLat[NET][NVLSTree]
+  // = 25 (NCCL 2.28.3) + 2 x 3 x 14 us on 8 servers.
   const NcclGraph eight = nccl_graph(GpuArch::kHopper, 64, 8, 18, 50, true);
   EXPECT_DOUBLE_EQ(model_latency_us(Op::kAllReduce, NcclAlgo::kNvlsTree, Protocol::kSimple, eight),
-                   23 + 2 * 3 * 14);
+                   25 + 2 * 3 * 14);
   // Bandwidth (src/tuning/nvls.cc of current releases): per channel the least of the switch's
   // two-phase rate 2 x bwIntra x nvlsEfficiency x (nCh - 1) / nCh, the network's (twice bwInter
   // on two servers) and perChMaxNVLSTreeBws (Hopper 57.7 on two servers, 45.5 past), to
@@ -222,9 +255,12 @@ TEST(NcclSimulated, NvlsBeatsTheRingAndCanBeSwitchedOff) {
 TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
   // Per GPU link and direction NVLS moves (n+1)/n of the buffer (multimem.ld_reduce reads every
   // shard from every GPU, multimem.st multicasts every sum to all), where the schedule's messages
-  // carry 2(n-1)/n; the switch sustains nvls_switch_efficiency of the link rate.
+  // carry 2(n-1)/n; the switch sustains nvls_switch_efficiency of the link rate (with NVLS's
+  // measured loops off: NcclPlan.OneServersNvlsRunsInNcclsLoops).
   // Both only on NVLink hops: NVLS-tree's network hops carry their messages' bytes.
-  const NcclTuning tuning = compute::nccl_tuning("h100");
+  NcclSettings derated;
+  derated.nvls_loops = false;
+  const NcclTuning tuning = compute::nccl_tuning("h100", derated);
   const double link = 20.6 / 25;
   for (int32_t n : {4, 8}) {
     const ScheduleKey key = tuning.plan(Op::kAllReduce, n, n, kGiB);
@@ -240,11 +276,47 @@ TEST(NcclPlan, NvlsWireIsTheMultimemTrafficAtTheSwitchRate) {
   EXPECT_DOUBLE_EQ(tree.wire.nvlink_efficiency, link * 0.85 / (9.0 / 14.0));
   EXPECT_DOUBLE_EQ(tree.wire.net_efficiency, 0.96);
   EXPECT_DOUBLE_EQ(tree.wire.byte_factor, 1.0);
-  NcclSettings off;
+  NcclSettings off = derated;
   off.nvls_efficiency = false;
   EXPECT_DOUBLE_EQ(
       compute::nccl_tuning("h100", off).plan(Op::kAllReduce, 8, 8, kGiB).wire.nvlink_efficiency,
       link / (9.0 / 14.0));
+}
+
+TEST(NcclPlan, OneServersNvlsRunsInNcclsLoops) {
+  // 16 MiB on 8 H100s: 4 loops of 4 MiB through three warp groups, 6 stage-steps. The schedule
+  // moves the bytes in one piece at the switch's measured 0.92 of the links; the launch latency
+  // carries the call (6.2 us), each stage-step's sync (8 heads x 0.65 us) and the two extra
+  // loops' bytes.
+  const NcclTuning tuning = compute::nccl_tuning("h100");
+  const ScheduleKey key = tuning.plan(Op::kAllReduce, 8, 8, 16 * kMiB);
+  ASSERT_EQ(key.algo, Algorithm::kNvls);
+  EXPECT_EQ(key.chunks, 1);
+  EXPECT_EQ(key.window, 1);
+  const double link = 20.6 / 25;
+  EXPECT_DOUBLE_EQ(key.wire.nvlink_efficiency, link * 0.92 / (9.0 / 14.0));
+  const double rate = 450e3 * key.wire.nvlink_efficiency * 8 / 14;  // bytes per us
+  EXPECT_NEAR(key.wire.launch_latency.as_us(), 6.2 + 6 * 8 * 0.65 + 8.0 * kMiB / rate, 1e-6);
+  EXPECT_EQ(key.wire.intra_step_latency, Time{});
+  // Off: NCCL's derating and its NVLS latency, half on each phase.
+  NcclSettings off;
+  off.nvls_loops = false;
+  const ScheduleKey derated =
+      compute::nccl_tuning("h100", off).plan(Op::kAllReduce, 8, 8, 16 * kMiB);
+  EXPECT_DOUBLE_EQ(derated.wire.nvlink_efficiency, link * 0.85 / (9.0 / 14.0));
+  EXPECT_DOUBLE_EQ(derated.wire.intra_step_latency.as_us(), 12.5);
+  // Without NCCL's latencies the loops' syncs go; their bytes stay.
+  NcclSettings quiet;
+  quiet.step_latency = false;
+  EXPECT_NEAR(compute::nccl_tuning("h100", quiet)
+                  .plan(Op::kAllReduce, 8, 8, 16 * kMiB)
+                  .wire.launch_latency.as_us(),
+              8.0 * kMiB / rate, 1e-6);
+  // Blackwell's NVLS has no measured loops: NCCL's derating.
+  const NcclTuning b200 = compute::nccl_tuning("b200");
+  EXPECT_EQ(
+      b200.plan(Op::kAllReduce, 8, 8, 16 * kMiB, Algorithm::kNvls).wire.intra_step_latency.as_us(),
+      12.5);
 }
 
 TEST(NcclPlan, BlackwellCopiesReachTheMeasuredShareOfNcclsNvlinkFigure) {
@@ -275,14 +347,37 @@ TEST(NcclPlan, BlackwellCopiesReachTheMeasuredShareOfNcclsNvlinkFigure) {
 TEST(NcclSimulated, NvlsBusBandwidthIsTheSwitchsClosedForm) {
   // 8 x H100, 8 GiB: algbw = 18 x 20.6 GB/s x 0.85 / (9/8), busBw = algbw x 2 x 7/8 = 490 GB/s
   // (NVIDIA: ~480, nccl-tests issue 212); at full switch rate it would be 577.
+  // NVLS's measured loops off (NcclSimulated.OneServersNvlsTakesItsLoopsTime has them).
   const double link = 18 * 20.6;
-  const Result nvls = simulate(Op::kAllReduce, 1, 8 * kGiB);
+  NcclSettings derated;
+  derated.nvls_loops = false;
+  const Result nvls = simulate(Op::kAllReduce, 1, 8 * kGiB, derated);
   ASSERT_EQ(nvls.key.algo, Algorithm::kNvls);
   EXPECT_NEAR(nvls.busbw_gbytes_per_s, link * 0.85 / 1.125 * 1.75, 0.01 * 490);
-  NcclSettings off;
+  NcclSettings off = derated;
   off.nvls_efficiency = false;
   EXPECT_NEAR(simulate(Op::kAllReduce, 1, 8 * kGiB, off).busbw_gbytes_per_s, link / 1.125 * 1.75,
               0.01 * 577);
+}
+
+TEST(NcclSimulated, OneServersNvlsTakesItsLoopsTime) {
+  // Published 8 x H100 all-reduce times, us (results/collectives/nccl_tests_published.csv): NVLS
+  // from 2 MiB by NCCL's choice (NVIDIA's NCCL recipe, the figures' source), and forced below
+  // (Azure ND H100 v5, NCCL_ALGO=NVLS), where a call shorter than a loop takes a whole one.
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 2 * kMiB).time_us, 42.21, 0.05 * 42.21);
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 16 * kMiB).time_us, 123.8, 0.05 * 123.8);
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 256 * kMiB).time_us, 1112.5, 0.05 * 1112.5);
+  const double forced = simulate(Op::kAllReduce, 1, 512 * kKiB, {}, Algorithm::kNvls).time_us;
+  EXPECT_NEAR(forced, 43.0, 0.05 * 43.0);
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, kMiB, {}, Algorithm::kNvls).time_us, forced, 1e-3);
+  // NCCL runs its LL ring at 1 MiB (27.4 us published).
+  const Result one = simulate(Op::kAllReduce, 1, kMiB);
+  EXPECT_EQ(one.key.algo, Algorithm::kRing);
+  EXPECT_NEAR(one.time_us, 27.37, 0.1 * 27.37);
+  // Off, NCCL's derating alone runs 16 MiB a third faster than measured.
+  NcclSettings off;
+  off.nvls_loops = false;
+  EXPECT_LT(simulate(Op::kAllReduce, 1, 16 * kMiB, off).time_us, 0.7 * 123.8);
 }
 
 TEST(NcclSimulated, NvlsTreeOnHopperServersRunsWithinNcclsPerChannelCeiling) {
