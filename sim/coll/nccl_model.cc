@@ -324,16 +324,17 @@ std::optional<NvlsLoopFigures> nvls_loop_figures(GpuArch arch) {
   // to 16 GiB, NVLS throughout (NVIDIA/exemplar-performance, microbenchmarks/nccl/README.md):
   // a call of c loops of L bytes takes call_us + (c + 2) x (L / R + 8 x head_sync_us), R the
   // switch's rate at link_share of NCCL's 370.8 GB/s NVLink figure through NVLS's (n+1)/n link
-  // traffic (303 GB/s of algorithm bandwidth on 8 GPUs), within 3.1% at every size. The same
-  // form, unfitted, meets two other published curves: Together AI's 8 x H100 with NCCL 2.26.2
+  // traffic (303 GB/s of algorithm bandwidth on 8 GPUs): -3.3% to +2.0% of its bus bandwidth
+  // at every size (results/collectives/nccl_tests_comparison.csv). The same form, unfitted, meets
+  // two other published curves: Together AI's 8 x H100 with NCCL 2.26.2
   // (togethercomputer/together-nccl-tests, benchmarks/H100/results/20260306_001221_slurm/
-  // all_reduce_nvls.out), -4.4% to +2.2% from 2 MiB to 8 GiB, and Azure's ND H100 v5 with
+  // all_reduce_nvls.out), -2.4% to +3.7% from 2 MiB to 8 GiB, and Azure's ND H100 v5 with
   // NCCL_ALGO=NVLS forced (Azure/AI-benchmarking-guide, "Azure Results/ND_H100_v5_results.md"),
-  // -5.2% to +3.1% from 512 KiB to 8 GiB, where a call below one loop still takes 42-45 us; and
+  // -3.6% to +3.2% from 512 KiB to 8 GiB, where a call below one loop still takes 42-43 us; and
   // with a head's share of the sync, 5 to 7 GPUs of a server at 4 GiB within 1.1% (NVIDIA/nccl
-  // issue 1455). At NCCL's default 128 KiB chunk the loop's sync costs 8.5% and the switch's
-  // rate another 8%: NCCL's single nvlsEfficiency of 0.85 at every size. Blackwell has no
-  // published NVLS curve over sizes; its NVLS keeps NCCL's derating and latencies.
+  // issue 1455). At NCCL's default 128 KiB chunk the loop's sync costs 8.6% and the switch's
+  // rate another 8%, together the 0.85 that NCCL's nvlsEfficiency charges at every size. Blackwell
+  // has no published NVLS curve over sizes; its NVLS keeps NCCL's derating and latencies.
   const NvlsLoopFigures& f = figures(arch).nvls_loop;
   if (f.link_share <= 0) return std::nullopt;
   return f;
