@@ -17,8 +17,10 @@
 // of the releases the published single-server runs used (2.26.2 to 2.28.3): the LL ring at half
 // the channels' bandwidth up to llMaxBws (Hopper 141 GB/s on one node, where 2.20.3 has a
 // quarter, up to 87.7), and NVLS's hwLat of 25 us (23 in 2.20.3). With 2.20.3's, NCCL's model
-// moves from the LL ring to NVLS at 512 KiB on 8 H100s; with these between 1 and 2 MiB, where
-// the published runs do (an LL ring's 20.7 us at 512 KiB and 27.4 at 1 MiB, against NVLS's 43.0
+// moves from the LL ring to NVLS at 512 KiB on 8 H100s; with these between 1 and 2 MiB, as NCCL
+// 2.26.2 logs it there ("8B~1MB: uses Algo RING proto LL ... 2MB~16GB uses Algo NVLS proto
+// SIMPLE", NCCL_DEBUG_SUBSYS=TUNING: NVIDIA/nccl-tests issue 309, qoofyk, 2025-05) and the
+// published times show (an LL ring's 20.7 us at 512 KiB and 27.4 at 1 MiB, against NVLS's 43.0
 // and 42.0 when it is forced: results/collectives/README.md). Values are read from there and
 // re-expressed as data; the formulas are re-derived, not copied.
 

@@ -138,8 +138,8 @@ TEST(NcclModel, NvlsLoopsFollowNcclsChunking) {
 
 TEST(NcclModel, OneH100ServerMovesFromTheLlRingToNvlsBetweenOneAndTwoMib) {
   // NCCL 2.28.3's terms: the LL ring at 15 us + S / 80.6 GB/s, NVLS at 25 us + S / its bandwidth.
-  // The published runs take the LL ring to 1 MiB (27.4 us, where forced NVLS takes 42.0) and
-  // NVLS from 2 MiB (results/collectives/README.md).
+  // NCCL 2.26.2 logs "RING LL" to 1 MB and "NVLS SIMPLE" from 2 MB on 8 H100s (nccl-tests #309),
+  // and the published times agree (27.4 us at 1 MiB, where forced NVLS takes 42.0).
   const NcclGraph g = one_h100_server();
   const NcclChoice one = choose_nccl(Op::kAllReduce, g, kMiB);
   EXPECT_EQ(one.algo, NcclAlgo::kRing);
