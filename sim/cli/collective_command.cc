@@ -53,6 +53,7 @@ struct Request {
   bool no_rail_rings = false;
   bool no_nvls_efficiency = false;
   bool no_nvls_loops = false;
+  bool no_small_calls = false;
   bool no_nvls_bus_cap = false;
   bool no_nvls_tree_ceiling = false;
   bool no_tree_pattern = false;
@@ -159,6 +160,9 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "effect off: one ring in rank order across servers")
       ("no-nvls-efficiency", po::bool_switch(&req.no_nvls_efficiency),
        "effect off: NVLS reduces through the NVSwitch at full link rate")
+      ("no-small-call-channels", po::bool_switch(&req.no_small_calls),
+       "effect off: a small call on one server runs on all of NCCL's channels, not on those its "
+       "bytes fill")
       ("no-nvls-loops", po::bool_switch(&req.no_nvls_loops),
        "effect off: one server's NVLS at NCCL's derating and latencies at every size, not in "
        "its measured loops (Hopper)")
@@ -263,6 +267,7 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   effects.set_rail_aligned_rings(!req.no_rail_rings);
   effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
   effects.set_nvls_loop_pipeline(!req.no_nvls_loops);
+  effects.set_nccl_small_call_channels(!req.no_small_calls);
   effects.set_nvls_bus_bandwidth_cap(!req.no_nvls_bus_cap);
   effects.set_nvls_tree_channel_ceiling(!req.no_nvls_tree_ceiling);
   effects.set_nccl_tree_pattern(!req.no_tree_pattern);

@@ -354,6 +354,18 @@ Bytes nvls_loop_bytes(Bytes bytes, int32_t heads) {
   return ops * chunk;
 }
 
+double small_call_share(Bytes bytes, Protocol p, int32_t ranks, int32_t channels) {
+  // Threads a channel (device.h: NCCL_LL_MAX_NTHREADS and NCCL_SIMPLE_MAX_NTHREADS 512,
+  // NCCL_LL128_MAX_NTHREADS 640) and bytes a thread (comm.h: NCCL_LL_THREAD_THRESHOLD 8, x nRanks
+  // for the ring, NCCL_LL128_THREAD_THRESHOLD 8, NCCL_SIMPLE_THREAD_THRESHOLD 64), never fewer
+  // than 3 warps on one channel. NCCL steps a channel or a halving at a time; the share here
+  // follows the bytes smoothly, so that a call never gets faster as it grows.
+  const double threads = p == Protocol::kLl128 ? 640 : 512;
+  const double per_thread = p == Protocol::kSimple ? 64 : p == Protocol::kLl128 ? 8 : 8.0 * ranks;
+  const double all = std::max(channels, 1) * threads;
+  return std::clamp(static_cast<double>(bytes) / (all * per_thread), 96 / all, 1.0);
+}
+
 int32_t nvls_bus_bandwidth_group() {
   // Inside an NVSwitch server NVLS bus bandwidth grows with the group as the multimem traffic per
   // link, (n+1)/n of the buffer, predicts: 8 x H100 at 5, 6, 7, 8 GPUs measure 420, 440, 460,

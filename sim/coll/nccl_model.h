@@ -118,6 +118,12 @@ std::optional<NvlsLoopFigures> nvls_loop_figures(GpuArch arch);
 // shrinks (enqueue.cc calcCollChunking).
 Bytes nvls_loop_bytes(Bytes bytes, int32_t heads);
 
+// The share of NCCL's channels, and of a channel's threads, that a call of `bytes` runs on: NCCL
+// drops channels, then halves a channel's threads, while the call holds fewer bytes than channels
+// x threads x its protocol's threshold (enqueue.cc, ncclTopoGetAlgoInfo / topoGetAlgoInfo): the
+// bytes over that product, at least 3 warps of one channel, 1 at and above it.
+double small_call_share(Bytes bytes, Protocol p, int32_t ranks, int32_t channels);
+
 // The NVLS group size past which NVLS all-reduce stops gaining bus bandwidth: 8, the NVSwitch
 // server. Inside a server the multimem traffic per GPU link, (n+1)/n of the buffer, sets the rate
 // and bus bandwidth grows with the group; across a multi-node NVLink domain (GB200 NVL72) it stays

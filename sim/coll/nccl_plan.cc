@@ -202,6 +202,13 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const double switch_efficiency = loops ? loops->link_share : nvls_switch_efficiency(hw_->arch);
   if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
     key.wire.nvlink_efficiency *= switch_efficiency;
+  // A small ring call on one server runs on NCCL's channels and threads that its bytes fill
+  // (small_call_share), each channel at its share of the links: 64 KiB on 8 H100s on 2 of 12.
+  // Not a broadcast: its pieces are cut for the rate of all channels (ring.cc auto pieces), and
+  // at a fraction of it fewer pieces would fill the chain more slowly than more bytes.
+  if (settings_.small_calls && info.nccl == NcclAlgo::kRing && collective && op != Op::kBroadcast &&
+      local >= n && n > 1)
+    key.wire.nvlink_efficiency *= small_call_share(bytes, protocol, n, graph(n, local).channels);
   // The SM copy loops of every other algorithm reach the measured share of NCCL's NVLink figure.
   if (settings_.nvlink_overhead && !nvls) key.wire.nvlink_efficiency *= hw_->nvlink_copy_efficiency;
   if (settings_.nvls_tree_ceiling && info.nccl == NcclAlgo::kNvlsTree && across)

@@ -26,6 +26,7 @@ struct NcclSettings {
   bool nvls_bus_cap = true;       // NVLS past 8 GPUs at the 8-GPU bus bandwidth (NVL72 racks)
   bool nvls_tree_ceiling = true;  // NVLS-tree within NCCL's per-channel ceiling (H100 servers)
   bool nvls_loops = true;         // one server's NVLS in its measured loops (nvls_loop_figures)
+  bool small_calls = true;        // a small call on one server on fewer channels (small_call_share)
   bool tree_pattern = true;       // one-GPU-per-server trees at NCCL's .85 (tree_one_gpu_share)
   bool network_overhead = true;   // NICs at NCCL's 96% of data rate, or the topology's share
   bool step_latency = true;       // NCCL's per-hop (hwLat) and per-call (baseLat) latencies

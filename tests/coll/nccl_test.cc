@@ -152,6 +152,19 @@ TEST(NcclModel, OneH100ServerMovesFromTheLlRingToNvlsBetweenOneAndTwoMib) {
       g.channels * 2 * g.bw_intra_gbps * 0.85 * (g.channels - 1) / g.channels * 8 / 14);
 }
 
+TEST(NcclModel, SmallCallsRunOnTheChannelsTheirBytesFill) {
+  // 12 channels of 512 threads; the LL ring's 8 x 8 bytes a thread on 8 ranks fill all of them
+  // from 384 KiB, LL128's 8 bytes of 640 threads from 60 KiB, Simple's 64 from 384 KiB.
+  EXPECT_DOUBLE_EQ(small_call_share(64 * kKiB, Protocol::kLl, 8, 12), 1.0 / 6);
+  EXPECT_DOUBLE_EQ(small_call_share(256 * kKiB, Protocol::kLl, 8, 12), 2.0 / 3);
+  EXPECT_DOUBLE_EQ(small_call_share(384 * kKiB, Protocol::kLl, 8, 12), 1.0);
+  EXPECT_DOUBLE_EQ(small_call_share(kGiB, Protocol::kLl, 8, 12), 1.0);
+  EXPECT_DOUBLE_EQ(small_call_share(30 * kKiB, Protocol::kLl128, 8, 12), 0.5);
+  EXPECT_DOUBLE_EQ(small_call_share(192 * kKiB, Protocol::kSimple, 8, 12), 0.5);
+  // Never below 3 warps of one channel.
+  EXPECT_DOUBLE_EQ(small_call_share(8, Protocol::kLl, 8, 12), 96.0 / (12 * 512));
+}
+
 TEST(NcclModel, NvlsTreeTermsAreNcclsOwn) {
   // ncclTopoTuneModel: latency hwLat[NVLink][NVLSTree] + 2 log2(nodes) x hwLat[NET][NVLSTree]
   // = 25 (NCCL 2.28.3) + 2 x 3 x 14 us on 8 servers.
@@ -378,6 +391,25 @@ TEST(NcclSimulated, OneServersNvlsTakesItsLoopsTime) {
   NcclSettings off;
   off.nvls_loops = false;
   EXPECT_LT(simulate(Op::kAllReduce, 1, 16 * kMiB, off).time_us, 0.7 * 123.8);
+}
+
+TEST(NcclSimulated, SmallRingCallsOnOneServerTakeTheirChannelsTime) {
+  // NVIDIA's recipe on 8 H100s, NCCL's LL ring: 19.54 us at 64 KiB, 20.43 at 256 KiB. On all 12
+  // channels at once the simulated calls took 15.6 and 17.5.
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 64 * kKiB).time_us, 19.54, 0.1 * 19.54);
+  EXPECT_NEAR(simulate(Op::kAllReduce, 1, 256 * kKiB).time_us, 20.43, 0.1 * 20.43);
+  NcclSettings off;
+  off.small_calls = false;
+  EXPECT_LT(simulate(Op::kAllReduce, 1, 64 * kKiB, off).time_us, 16.5);
+  // Still never faster for more bytes.
+  for (Op op : {Op::kAllReduce, Op::kAllGather, Op::kReduceScatter}) {
+    double before = 0;
+    for (double size = 1 * kKiB; size < 8 * kMiB; size *= 1.3) {
+      const double t = simulate(op, 1, static_cast<Bytes>(size)).time_us;
+      EXPECT_GE(t, 0.99 * before) << to_string(op) << " at " << size << " B";
+      before = t;
+    }
+  }
 }
 
 TEST(NcclSimulated, NvlsTreeOnHopperServersRunsWithinNcclsPerChannelCeiling) {
