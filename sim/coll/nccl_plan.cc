@@ -104,6 +104,10 @@ NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, 
   return choose_nccl(op, graph(n, members_per_node), bytes, only);
 }
 
+double NcclTuning::nvlink_algbw_gbps(int32_t ranks, const WireModel& wire) const {
+  return hw_->nvlink_gbps * wire.nvlink_efficiency * ranks / (2.0 * (ranks - 1));
+}
+
 void NcclTuning::hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wire) const {
   const double ceiling = nvls_tree_ceiling_gbps(hw_->arch, n, n / local, local);
   if (ceiling <= 0) return;
@@ -112,7 +116,7 @@ void NcclTuning::hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wir
   // them. The network side: each GPU's NIC carries its shard's tree traffic, 1 / local of the
   // buffer each way on two servers (the root of one tree, the leaf of the other) and 2 / local
   // past two (an inner node of one tree, a leaf of the other).
-  const double nvlink = hw_->nvlink_gbps * wire.nvlink_efficiency * local / (2.0 * (local - 1));
+  const double nvlink = nvlink_algbw_gbps(local, wire);
   const double net = hw_->nic_gbps * wire.net_efficiency * local / (n / local > 2 ? 2.0 : 1.0);
   // The ceiling slows the side that binds: on two H100 servers the switch, past two the NICs.
   if (nvlink <= net)
@@ -244,9 +248,7 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
 
 void NcclTuning::time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const {
   const int32_t n = key.n;
-  // The algorithm bandwidth of the schedule's messages, bytes per us: each GPU's links carry
-  // 2 (n - 1) / n of the buffer at the wire's share of the NVLink rate.
-  const double rate = hw_->nvlink_gbps * 1e3 * key.wire.nvlink_efficiency * n / (2.0 * (n - 1));
+  const double rate = nvlink_algbw_gbps(n, key.wire) * 1e3;  // bytes per us
   const Bytes loop = nvls_loop_bytes(bytes, n);
   const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
   // The schedule moves the bytes; the stage-steps' other loops (the pipeline's fill and drain,

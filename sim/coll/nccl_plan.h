@@ -102,6 +102,10 @@ class NcclTuning {
   // binds on `wire`, the switch or the NICs, so that it stays within NCCL's ceiling
   // (nvls_tree_ceiling_gbps); nothing where it already does.
   void hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wire) const;
+  // The algorithm bandwidth, GB/s, of messages that carry 2 (ranks - 1) / ranks of the buffer
+  // each way over every GPU's NVLink at `wire`'s share of its rate (NVLS's, into the switch and
+  // out of it).
+  double nvlink_algbw_gbps(int32_t ranks, const WireModel& wire) const;
   // Times one server's NVLS all-reduce of `bytes` as its loops run (nvls_loop_figures): the
   // schedule moves the bytes at the switch's rate in one piece, and the launch latency carries
   // the rest, the call's and each loop's syncs and the pipeline's two extra loops.
