@@ -53,6 +53,7 @@ struct Request {
   bool no_rail_rings = false;
   bool no_nvls_efficiency = false;
   bool no_nvls_loops = false;
+  bool no_nvls_tree_loops = false;
   bool no_small_calls = false;
   bool no_nvls_bus_cap = false;
   bool no_nvls_tree_ceiling = false;
@@ -166,6 +167,9 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("no-nvls-loops", po::bool_switch(&req.no_nvls_loops),
        "effect off: one server's NVLS at NCCL's derating and latencies at every size, not in "
        "its measured loops (Hopper)")
+      ("no-nvls-tree-loops", po::bool_switch(&req.no_nvls_tree_loops),
+       "effect off: NVLS-tree across servers at NCCL's latencies at every size, not in its "
+       "loops (Hopper)")
       ("no-nvls-bus-cap", po::bool_switch(&req.no_nvls_bus_cap),
        "effect off: NVLS bus bandwidth keeps growing past 8 GPUs (NVL72 racks)")
       ("no-nvls-tree-ceiling", po::bool_switch(&req.no_nvls_tree_ceiling),
@@ -267,6 +271,7 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   effects.set_rail_aligned_rings(!req.no_rail_rings);
   effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
   effects.set_nvls_loop_pipeline(!req.no_nvls_loops);
+  effects.set_nvls_tree_loop_pipeline(!req.no_nvls_tree_loops);
   effects.set_nccl_small_call_channels(!req.no_small_calls);
   effects.set_nvls_bus_bandwidth_cap(!req.no_nvls_bus_cap);
   effects.set_nvls_tree_channel_ceiling(!req.no_nvls_tree_ceiling);

@@ -342,8 +342,10 @@ std::optional<NvlsLoopFigures> nvls_loop_figures(GpuArch arch) {
   return f;
 }
 
+// NCCL_NVLS_NCHANNELS' default (src/transport/nvls.cc): the CTAs of an NVLS or NVLS-tree call.
+constexpr Bytes kNvlsChannels = 16;
+
 Bytes nvls_loop_bytes(Bytes bytes, int32_t heads) {
-  constexpr Bytes kNvlsChannels = 16;  // NCCL_NVLS_NCHANNELS' default (src/transport/nvls.cc)
   const Bytes ops = kNvlsChannels * std::max(heads, 1);
   // calcCollChunking: NCCL_NVLS_CHUNKSIZE (128 KiB), halved while the call is below 64, 8 and 2
   // times the concurrent ops' chunks, to at least 16 KiB.
@@ -351,6 +353,23 @@ Bytes nvls_loop_bytes(Bytes bytes, int32_t heads) {
   if (bytes < 64 * ops * chunk) chunk = 64 * kKiB;
   if (bytes < 8 * ops * chunk) chunk = 32 * kKiB;
   if (bytes < 2 * ops * chunk) chunk = 16 * kKiB;
+  return ops * chunk;
+}
+
+Bytes nvls_loop_step_bytes(Bytes bytes, Bytes loop) {
+  // Each CTA takes a chunk a head while the bytes last, so a call shorter than a loop keeps a
+  // loop's time on the CTAs it fills, and a call shorter than a chunk a head runs on one CTA.
+  return std::min(loop, kNvlsChannels * std::max<Bytes>(bytes, 0));
+}
+
+Bytes nvls_tree_loop_bytes(Bytes bytes, int32_t heads, int32_t nodes) {
+  const Bytes ops = kNvlsChannels * std::max(heads, 1);
+  // calcCollChunking, NVLS_TREE: NCCL_NVLS_CHUNKSIZE (128 KiB), at most 64 KiB from four servers
+  // (NCCL_NVLS_TREE_MAX_CHUNKSIZE's default), cut to 64 KiB below 4 and to 32 KiB below 1 times
+  // the concurrent ops' chunks.
+  Bytes chunk = nodes >= 4 ? 64 * kKiB : 128 * kKiB;
+  if (bytes < 4 * ops * chunk && chunk > 64 * kKiB) chunk = 64 * kKiB;
+  if (bytes < ops * chunk && chunk > 32 * kKiB) chunk = 32 * kKiB;
   return ops * chunk;
 }
 
@@ -440,6 +459,9 @@ double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node) {
   return algo == NcclAlgo::kPat ? hw / kPatStepDivisor : hw;
 }
 
+double nvls_tree_network_latency_us(int32_t nodes) {
+  return 2 * log2i(nodes) * step_latency_us(NcclAlgo::kNvlsTree, Protocol::kSimple, true);
+}
 double base_latency_us(NcclAlgo algo, Protocol p) {
   return kBaseLat[algo_index(algo)][proto_index(p)];
 }
@@ -487,7 +509,7 @@ double model_latency_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   const double inter = step_latency_us(algo, p, true);
   const int32_t ppn = g.ranks / g.nodes;
   if (algo == NcclAlgo::kNvls) return intra + (g.nodes > 1 ? inter : 0);
-  if (algo == NcclAlgo::kNvlsTree) return intra + 2 * log2i(g.nodes) * inter;
+  if (algo == NcclAlgo::kNvlsTree) return intra + nvls_tree_network_latency_us(g.nodes);
   if (algo == NcclAlgo::kPat)
     return base_latency_us(algo, p) + log2i(g.nodes) * inter + g.ranks * pat_rank_latency_us();
   double lat = base_latency_us(algo, p);

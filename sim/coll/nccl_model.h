@@ -117,6 +117,14 @@ std::optional<NvlsLoopFigures> nvls_loop_figures(GpuArch arch);
 // CTAs, each taking one chunk per head, NCCL's 128 KiB chunk cut to 64, 32 and 16 KiB as the call
 // shrinks (enqueue.cc calcCollChunking).
 Bytes nvls_loop_bytes(Bytes bytes, int32_t heads);
+// What one loop-step of a call of `bytes` in loops of `loop` bytes takes the time of: a whole
+// loop while every CTA the call reaches holds a chunk a head, less below (16 CTAs, one chunk a
+// head each, NCCL's kernels: src/device/all_reduce.h).
+Bytes nvls_loop_step_bytes(Bytes bytes, Bytes loop);
+// The bytes of one NVLS-tree loop over `heads` NVLS heads a server (one per GPU) on `nodes`
+// servers: 16 CTAs, each taking one chunk per head, NCCL's 128 KiB chunk (64 KiB from four
+// servers) cut to 64 and 32 KiB as the call shrinks (enqueue.cc calcCollChunking).
+Bytes nvls_tree_loop_bytes(Bytes bytes, int32_t heads, int32_t nodes);
 
 // The share of NCCL's channels, and of a channel's threads, that a call of `bytes` runs on: NCCL
 // drops channels, then halves a channel's threads, while the call holds fewer bytes than channels
@@ -150,6 +158,9 @@ double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes
 // its fixed per-collective latency (baseLat). PAT's step is hwLat / 3.5 and its call pays 2.8 µs
 // per rank on top of baseLat (pat_rank_latency_us).
 double step_latency_us(NcclAlgo algo, Protocol p, bool inter_node);
+// NVLS-tree's network latency over `nodes` servers: NCCL's network hwLat per tree hop, up the
+// double binary tree and down again (2 log2(nodes) hops).
+double nvls_tree_network_latency_us(int32_t nodes);
 double base_latency_us(NcclAlgo algo, Protocol p);
 double pat_rank_latency_us();
 // PAT's share of its channels' bandwidth in NCCL's model (busBw x .75).

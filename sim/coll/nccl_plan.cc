@@ -108,16 +108,21 @@ double NcclTuning::nvlink_algbw_gbps(int32_t ranks, const WireModel& wire) const
   return hw_->nvlink_gbps * wire.nvlink_efficiency * ranks / (2.0 * (ranks - 1));
 }
 
+std::pair<double, double> NcclTuning::nvls_tree_sides_gbps(int32_t n, int32_t local,
+                                                           const WireModel& wire) const {
+  // The switch side: each GPU's messages carry 2 (local - 1) / local of the buffer each way over
+  // its links, into the heads and out of them. The network side: each GPU's NIC carries its
+  // shard's tree traffic, 1 / local of the buffer each way on two servers (the root of one tree,
+  // the leaf of the other) and 2 / local past two (an inner node of one tree, a leaf of the other).
+  const double nvlink = nvlink_algbw_gbps(local, wire);
+  const double net = hw_->nic_gbps * wire.net_efficiency * local / (n / local > 2 ? 2.0 : 1.0);
+  return {nvlink, net};
+}
+
 void NcclTuning::hold_nvls_tree_ceiling(int32_t n, int32_t local, WireModel& wire) const {
   const double ceiling = nvls_tree_ceiling_gbps(hw_->arch, n, n / local, local);
   if (ceiling <= 0) return;
-  // The algorithm bandwidth each side reaches on this wire. The switch side: each GPU's messages
-  // carry 2 (local - 1) / local of the buffer each way over its links, into the heads and out of
-  // them. The network side: each GPU's NIC carries its shard's tree traffic, 1 / local of the
-  // buffer each way on two servers (the root of one tree, the leaf of the other) and 2 / local
-  // past two (an inner node of one tree, a leaf of the other).
-  const double nvlink = nvlink_algbw_gbps(local, wire);
-  const double net = hw_->nic_gbps * wire.net_efficiency * local / (n / local > 2 ? 2.0 : 1.0);
+  const auto [nvlink, net] = nvls_tree_sides_gbps(n, local, wire);
   // The ceiling slows the side that binds: on two H100 servers the switch, past two the NICs.
   if (nvlink <= net)
     wire.nvlink_efficiency *= std::min(1.0, ceiling / nvlink);
@@ -243,6 +248,12 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     if (m == NcclAlgo::kPat) key.wire.launch_latency += Time::from_us(n * pat_rank_latency_us());
   }
   if (loops && n > 1) time_nvls_loops(bytes, *loops, key);
+  // NVLS-tree across Hopper servers walks the buffer in the same kind of loops.
+  if (settings_.nvls_tree_loops && info.nccl == NcclAlgo::kNvlsTree && across &&
+      op == Op::kAllReduce) {
+    if (const auto figures = nvls_loop_figures(hw_->arch))
+      time_nvls_tree_loops(bytes, *figures, local, key);
+  }
   return key;
 }
 
@@ -253,12 +264,36 @@ void NcclTuning::time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, Schedule
   const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
   // The schedule moves the bytes; the stage-steps' other loops (the pipeline's fill and drain,
   // a short last loop's rest) are latency here.
-  const double fill_us = static_cast<double>(stage_steps * loop - bytes) / rate;
+  const Bytes step = nvls_loop_step_bytes(bytes, loop);
+  const double fill_us = static_cast<double>(stage_steps * step - bytes) / rate;
   const double sync_us = settings_.step_latency ? f.call_us + stage_steps * n * f.head_sync_us : 0;
   key.chunks = key.window = 1;
   key.tail = 0;
   key.wire.intra_step_latency = key.wire.inter_step_latency = Time{};
   key.wire.launch_latency = Time::from_us(sync_us + fill_us);
+}
+
+void NcclTuning::time_nvls_tree_loops(Bytes bytes, const NvlsLoopFigures& f, int32_t local,
+                                      ScheduleKey& key) const {
+  const int32_t n = key.n, nodes = n / local;
+  const auto [nvlink, net] = nvls_tree_sides_gbps(n, local, key.wire);
+  const double rate = std::min(nvlink, net) * 1e3;  // bytes per us
+  // The wire's rate, NCCL's per-channel ceiling, is what the kernel reaches at its largest chunk,
+  // the loops' syncs included: a loop's bytes move at the rest (never less than half of it).
+  const double sync_us = settings_.step_latency ? local * f.head_sync_us : 0;
+  const auto top = static_cast<double>(nvls_tree_loop_bytes(kGiB * kGiB, local, nodes));
+  const double move_rate = top / std::max(top / rate - sync_us, 0.5 * top / rate);
+  const Bytes loop = nvls_tree_loop_bytes(bytes, local, nodes);
+  const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
+  const double step = static_cast<double>(nvls_loop_step_bytes(bytes, loop));
+  const double loops_us = stage_steps * (step / move_rate + sync_us);
+  // The call, and NCCL's network latency per tree hop, up and down.
+  const double call_us =
+      settings_.step_latency ? f.call_us + nvls_tree_network_latency_us(nodes) : 0;
+  // The schedule moves the bytes at the wire's rate, chunk by chunk through the servers and the
+  // trees; the loops' syncs, fill and drain are latency here.
+  key.wire.intra_step_latency = key.wire.inter_step_latency = Time{};
+  key.wire.launch_latency = Time::from_us(call_us + loops_us - static_cast<double>(bytes) / rate);
 }
 
 }  // namespace cs::coll

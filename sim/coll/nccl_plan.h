@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <utility>
 
 #include "sim/coll/collective.h"
 #include "sim/coll/nccl_model.h"
@@ -26,6 +27,7 @@ struct NcclSettings {
   bool nvls_bus_cap = true;       // NVLS past 8 GPUs at the 8-GPU bus bandwidth (NVL72 racks)
   bool nvls_tree_ceiling = true;  // NVLS-tree within NCCL's per-channel ceiling (H100 servers)
   bool nvls_loops = true;         // one server's NVLS in its measured loops (nvls_loop_figures)
+  bool nvls_tree_loops = true;    // NVLS-tree across servers in NCCL's loops (Hopper)
   bool small_calls = true;        // a small call on one server on fewer channels (small_call_share)
   bool tree_pattern = true;       // one-GPU-per-server trees at NCCL's .85 (tree_one_gpu_share)
   bool network_overhead = true;   // NICs at NCCL's 96% of data rate, or the topology's share
@@ -110,6 +112,16 @@ class NcclTuning {
   // schedule moves the bytes at the switch's rate in one piece, and the launch latency carries
   // the rest, the call's and each loop's syncs and the pipeline's two extra loops.
   void time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const;
+  // The algorithm bandwidth, GB/s, an NVLS-tree over servers of `local` GPUs (n ranks) reaches on
+  // `wire` on each side: the switch's, then the NICs'.
+  std::pair<double, double> nvls_tree_sides_gbps(int32_t n, int32_t local,
+                                                 const WireModel& wire) const;
+  // Times an NVLS-tree all-reduce of `bytes` over servers of `local` GPUs as NCCL's loops run
+  // (nvls_tree_loop_bytes), with one server's per-head sync and per-call figures: a call of c
+  // loops takes the call, NCCL's network latency per tree hop and (c + 2) loop-steps, each a
+  // loop's bytes at the rate that leaves the wire's rate, at the largest chunk, to its syncs.
+  void time_nvls_tree_loops(Bytes bytes, const NvlsLoopFigures& f, int32_t local,
+                            ScheduleKey& key) const;
 
   std::optional<NcclHardware> hw_;
   NcclSettings settings_;

@@ -93,7 +93,8 @@ std::span<const std::string_view> world_effects() {
       "nccl_algorithm_choice",   "nvls_bus_bandwidth_cap",    "nccl_tree_pattern",
       "moe_all_to_all_wire",     "comm_compute_interference", "interference_wave_quantization",
       "side_stream_contention",  "nvls_tree_channel_ceiling", "deepep_kernel_share",
-      "deepep_token_cost",       "nvls_loop_pipeline",        "nccl_small_call_channels"};
+      "deepep_token_cost",       "nvls_loop_pipeline",        "nccl_small_call_channels",
+      "nvls_tree_loop_pipeline"};
   return kNames;
 }
 
@@ -115,6 +116,7 @@ coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
   s.nvls_bus_cap = e.nvls_bus_bandwidth_cap();
   s.nvls_tree_ceiling = e.nvls_tree_channel_ceiling();
   s.nvls_loops = e.nvls_loop_pipeline();
+  s.nvls_tree_loops = e.nvls_tree_loop_pipeline();
   s.small_calls = e.nccl_small_call_channels();
   s.tree_pattern = e.nccl_tree_pattern();
   s.network_overhead = e.network_packet_overhead();

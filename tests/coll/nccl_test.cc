@@ -136,6 +136,21 @@ TEST(NcclModel, NvlsLoopsFollowNcclsChunking) {
   EXPECT_FALSE(nvls_loop_figures(GpuArch::kAmpere).has_value());
 }
 
+TEST(NcclModel, NvlsTreeLoopsFollowNcclsChunking) {
+  // 16 CTAs x 8 heads x a chunk of 128 KiB from 64 MiB, 64 KiB from 8 MiB and 32 KiB below on
+  // two servers (calcCollChunking's cuts at 4 and 1 x the concurrent ops' chunks); from four
+  // servers the chunk is at most 64 KiB.
+  EXPECT_EQ(nvls_tree_loop_bytes(kMiB, 8, 2), 4 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(8 * kMiB - 1, 8, 2), 4 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(8 * kMiB, 8, 2), 8 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(64 * kMiB - 1, 8, 2), 8 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(64 * kMiB, 8, 2), 16 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(Bytes{16} << 30, 8, 2), 16 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(Bytes{16} << 30, 8, 4), 8 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(8 * kMiB - 1, 8, 248), 4 * kMiB);
+  EXPECT_EQ(nvls_tree_loop_bytes(kMiB, 4, 2), 2 * kMiB);
+}
+
 TEST(NcclModel, OneH100ServerMovesFromTheLlRingToNvlsBetweenOneAndTwoMib) {
   // NCCL 2.28.3's terms: the LL ring at 15 us + S / 80.6 GB/s, NVLS at 25 us + S / its bandwidth.
   // NCCL 2.26.2 logs "RING LL" to 1 MB and "NVLS SIMPLE" from 2 MB on 8 H100s (nccl-tests #309),
@@ -443,6 +458,55 @@ TEST(NcclSimulated, NvlsTreeOnHopperServersRunsWithinNcclsPerChannelCeiling) {
       compute::nccl_tuning("b200", off)
           .plan(Op::kAllReduce, 16, 8, 8 * kGiB, Algorithm::kNvlsTree)
           .wire.nvlink_efficiency);
+}
+
+TEST(NcclPlan, NvlsTreeAcrossServersRunsInNcclsLoops) {
+  // 16 MiB on two H100 servers: 2 loops of 8 MiB (64 KiB chunks), 4 loop-steps. The wire keeps
+  // NCCL's per-channel ceiling, which stands for the loops at their largest chunk (16 MiB) with
+  // their syncs (8 heads x 0.65 us); a loop's bytes move at the rest. The launch latency carries
+  // the call (6.2 us), NCCL's network latency per tree hop (2 x 14 us) and the loop-steps beyond
+  // the bytes the schedule moves at the ceiling.
+  const NcclTuning tuning = compute::nccl_tuning("h100");
+  const ScheduleKey key = tuning.plan(Op::kAllReduce, 16, 8, 16 * kMiB);
+  ASSERT_EQ(key.algo, Algorithm::kNvlsTree);
+  const double rate = nvls_tree_ceiling_gbps(GpuArch::kHopper, 16, 2, 8) * 1e3;  // bytes per us
+  const double sync = 8 * 0.65, top = 16.0 * kMiB;
+  const double move = top / (top / rate - sync);
+  EXPECT_NEAR(key.wire.launch_latency.as_us(),
+              6.2 + 2 * 14 + 4 * (8.0 * kMiB / move + sync) - 16.0 * kMiB / rate, 1e-6);
+  EXPECT_EQ(key.wire.intra_step_latency, Time{});
+  EXPECT_EQ(key.wire.inter_step_latency, Time{});
+  // Off: NCCL's NVLS-tree latencies, the switch's half on each NVLink phase, 14 us a tree hop.
+  NcclSettings off;
+  off.nvls_tree_loops = false;
+  const ScheduleKey plain =
+      compute::nccl_tuning("h100", off).plan(Op::kAllReduce, 16, 8, 16 * kMiB);
+  EXPECT_DOUBLE_EQ(plain.wire.intra_step_latency.as_us(), 12.5);
+  EXPECT_DOUBLE_EQ(plain.wire.inter_step_latency.as_us(), 14);
+  // Blackwell has no measured loops: NCCL's latencies.
+  EXPECT_DOUBLE_EQ(compute::nccl_tuning("b200")
+                       .plan(Op::kAllReduce, 16, 8, 16 * kMiB, Algorithm::kNvlsTree)
+                       .wire.inter_step_latency.as_us(),
+                   14);
+  // A lane carries one GPU's share of a tree half, and the window is sized for its messages:
+  // 2 MiB in 16 chunks of 8 KiB a lane keeps 8 in flight, as NCCL's tree of the same chunks does
+  // not.
+  const ScheduleKey small = tuning.plan(Op::kAllReduce, 16, 8, 2 * kMiB);
+  EXPECT_EQ(small.chunks, 16);
+  EXPECT_EQ(small.window, 8);
+}
+
+TEST(NcclSimulated, NvlsTreeTakesItsLoopsTime) {
+  // Published two- and four-server H100 all-reduce times, us (nccl-tests #309, NCCL 2.26.2,
+  // results/collectives/nccl_tests_published.csv): 185.4 at 16 MiB and 466.1 at 64 MiB on two
+  // servers, 579.1 at 64 MiB on four. NCCL's latencies alone ran them 44%, 30% and 22% faster.
+  EXPECT_NEAR(simulate(Op::kAllReduce, 2, 16 * kMiB).time_us, 185.4, 0.1 * 185.4);
+  EXPECT_NEAR(simulate(Op::kAllReduce, 2, 64 * kMiB).time_us, 466.1, 0.1 * 466.1);
+  EXPECT_NEAR(simulate(Op::kAllReduce, 4, 64 * kMiB).time_us, 579.1, 0.1 * 579.1);
+  NcclSettings off;
+  off.nvls_tree_loops = false;
+  EXPECT_LT(simulate(Op::kAllReduce, 2, 16 * kMiB, off).time_us, 0.75 * 185.4);
+  EXPECT_LT(simulate(Op::kAllReduce, 2, 64 * kMiB, off).time_us, 0.75 * 466.1);
 }
 
 TEST(NcclPlan, NvlsPastEightGpusRunsAtTheEightGpuRate) {

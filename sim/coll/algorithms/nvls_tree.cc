@@ -262,6 +262,16 @@ std::vector<FluidPhase> nvls_tree_fluid_phases(const FluidContext& ctx) {
   return {std::move(phase)};
 }
 
+// As NCCL's tree (tree_pipelining), but a lane carries one server GPU's share of a tree half:
+// its messages, which the in-flight window is sized for, are that share of the tree's.
+Pipelining nvls_tree_pipelining(const PipelineShape& s) {
+  Pipelining p = tree_pipelining(s);
+  const Bytes local = std::max(s.local, 1);
+  p.block = std::max<Bytes>(p.block / local, 1);
+  p.piece = std::max<Bytes>((p.piece + local - 1) / local, 1);
+  return p;
+}
+
 // Every NVLS-tree runs over whole servers of more than one GPU.
 bool nvls_tree_fluid_fits(const ScheduleKey& key) {
   return key.local_size > 1 && key.n > key.local_size;
@@ -279,7 +289,7 @@ AlgorithmInfo nvls_tree_algorithm() {
   all_reduce.op = Op::kAllReduce;
   all_reduce.build = build_nvls_tree;
   // As NCCL's tree, sized for the deepest tree the group could need (one GPU per server).
-  all_reduce.pipelining = tree_pipelining;
+  all_reduce.pipelining = nvls_tree_pipelining;
   all_reduce.server_layout = "NVLS-tree all-reduce";
   all_reduce.fluid = {nvls_tree_fluid_fits, nvls_tree_fluid_phases};
   a.ops.push_back(all_reduce);
