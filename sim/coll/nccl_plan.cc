@@ -1,6 +1,7 @@
 #include "sim/coll/nccl_plan.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "sim/coll/algorithms.h"
@@ -93,6 +94,18 @@ void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
                                 "on each server's NVSwitch");
 }
 
+void NcclTuning::require_protocol_runs(Algorithm requested) const {
+  const NcclAlgo nccl = algorithm_info(requested).nccl;
+  const bool simple_only =
+      nccl == NcclAlgo::kNvls || nccl == NcclAlgo::kNvlsTree || nccl == NcclAlgo::kPat;
+  const Protocol p = settings_.protocol;
+  // NCCL has no LL or LL128 kernel for these: with both forced it finds no algorithm and fails.
+  if (simple_only && p != Protocol::kAuto && p != Protocol::kSimple)
+    throw std::invalid_argument(std::string(to_string(requested)) + " runs with NCCL's simple " +
+                                "protocol only, not " + std::string(to_string(p)) +
+                                " (--protocol, nccl.protocol): drop one");
+}
+
 NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                                     Algorithm requested) const {
   NcclRestrict only;
@@ -142,7 +155,10 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   const int32_t local = std::min(members_per_node, n);
   const bool collective = nccl_tuned(op);
   NcclChoice choice;
-  if (hw_ && requested != Algorithm::kAuto) require_nvls_possible(requested, n, local);
+  if (hw_ && requested != Algorithm::kAuto) {
+    require_nvls_possible(requested, n, local);
+    require_protocol_runs(requested);
+  }
   if (hw_ && collective && n > 1) {
     choice = model_choice(op, n, local, bytes, requested);
     key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
@@ -281,7 +297,8 @@ void NcclTuning::time_nvls_tree_loops(Bytes bytes, const NvlsLoopFigures& f, int
   // The wire's rate, NCCL's per-channel ceiling, is what the kernel reaches at its largest chunk,
   // the loops' syncs included: a loop's bytes move at the rest (never less than half of it).
   const double sync_us = settings_.step_latency ? local * f.head_sync_us : 0;
-  const auto top = static_cast<double>(nvls_tree_loop_bytes(kGiB * kGiB, local, nodes));
+  const auto top = static_cast<double>(
+      nvls_tree_loop_bytes(std::numeric_limits<Bytes>::max(), local, nodes));  // largest chunk
   const double move_rate = top / std::max(top / rate - sync_us, 0.5 * top / rate);
   const Bytes loop = nvls_tree_loop_bytes(bytes, local, nodes);
   const int64_t stage_steps = (bytes + loop - 1) / loop + 2;

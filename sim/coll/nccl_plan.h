@@ -98,6 +98,9 @@ class NcclTuning {
   // NCCL would not run it here: NVLS switched off, a GPU without NVLink SHARP, or too few GPUs of
   // the group per server. plan() checks it for every algorithm asked for by name.
   void require_nvls_possible(Algorithm requested, int32_t n, int32_t members_per_node) const;
+  // Throws std::invalid_argument, with the reason, when `requested` is NVLS, NVLS-tree or PAT,
+  // which NCCL runs with the Simple protocol only, and the settings force LL or LL128.
+  void require_protocol_runs(Algorithm requested) const;
 
  private:
   // Lowers the efficiency of the side of an NVLS-tree over servers of `local` GPUs (n ranks) that

@@ -39,8 +39,19 @@ TEST(NumbersCli, NvlsIsRefusedWhereNcclCannotRunIt) {
   expect_refused({"collective", "--gpus", "8", "--algo", "nvls", "--nvls", "off", "--topology",
                   "dgx-h100", "--sizes", "1G"},
                  "NVLS switched off");
+  // NCCL has no LL or LL128 kernel for NVLS, NVLS-tree or PAT: forced together, nothing runs.
+  expect_refused({"collective", "--gpus", "16", "--algo", "nvls_tree", "--protocol", "ll",
+                  "--topology", "dgx-h100", "--sizes", "1M"},
+                 "nvls_tree runs with NCCL's simple protocol only, not ll");
+  expect_refused({"collective", "--gpus", "16", "--gpus-per-node", "1", "--op", "all_gather",
+                  "--algo", "pat", "--protocol", "ll128", "--sizes", "1M"},
+                 "pat runs with NCCL's simple protocol only, not ll128");
   // Where it exists it runs.
   EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--algo", "nvls", "--topology", "dgx-h100",
+                     "--sizes", "1G"})
+                .code,
+            0);
+  EXPECT_EQ(run_cli({"collective", "--gpus", "8", "--algo", "nvls", "--protocol", "simple",
                      "--sizes", "1G"})
                 .code,
             0);
