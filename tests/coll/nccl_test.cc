@@ -489,8 +489,8 @@ TEST(NcclPlan, NvlsTreeAcrossServersRunsInNcclsLoops) {
                        .wire.inter_step_latency.as_us(),
                    14);
   // A lane carries one GPU's share of a tree half, and the window is sized for its messages:
-  // 2 MiB in 16 chunks of 8 KiB a lane keeps 8 in flight, as NCCL's tree of the same chunks does
-  // not.
+  // 2 MiB in 16 chunks is 8 KiB a chunk on a lane, 8 in flight (sized for the tree's 64 KiB
+  // messages, the window was 1).
   const ScheduleKey small = tuning.plan(Op::kAllReduce, 16, 8, 2 * kMiB);
   EXPECT_EQ(small.chunks, 16);
   EXPECT_EQ(small.window, 8);
