@@ -175,21 +175,29 @@ std::pair<int32_t, int32_t> ring_steps(Op op, const NcclGraph& g) {
   return {g.ranks, g.nodes};
 }
 
+}  // namespace
+
+bool simple_protocol_only(NcclAlgo algo) {
+  return algo == NcclAlgo::kNvls || algo == NcclAlgo::kNvlsTree || algo == NcclAlgo::kPat;
+}
+
+namespace {
+
 bool runs(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g) {
   if (g.ranks <= 1) return algo == NcclAlgo::kRing;
+  if (simple_protocol_only(algo) && p != Protocol::kSimple) return false;
   if (algo == NcclAlgo::kNvls) {
     // NVLS: Simple only, Hopper NVSwitch, one server (multi-node NVLS needs CollNet), all-reduce
     // (NCCL 2.20 also offers it for all-gather / reduce-scatter, where it does not beat the ring
     // on bandwidth: nccl issue 1506).
-    return g.nvls && g.nodes == 1 && p == Protocol::kSimple && op == Op::kAllReduce;
+    return g.nvls && g.nodes == 1 && op == Op::kAllReduce;
   }
   if (algo == NcclAlgo::kNvlsTree) {
     // NVLS-tree: Simple only, all-reduce, NVLS in every server and more than one server
     // (ncclTopoTuneModel disables it when nNodes == 1).
-    return g.nvls && g.nodes > 1 && p == Protocol::kSimple && op == Op::kAllReduce;
+    return g.nvls && g.nodes > 1 && op == Op::kAllReduce;
   }
-  if (algo == NcclAlgo::kPat)
-    return g.pat && p == Protocol::kSimple && (op == Op::kAllGather || op == Op::kReduceScatter);
+  if (algo == NcclAlgo::kPat) return g.pat && (op == Op::kAllGather || op == Op::kReduceScatter);
   if (algo == NcclAlgo::kTree) return op == Op::kAllReduce && g.even_nodes;
   return true;
 }

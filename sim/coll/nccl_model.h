@@ -31,6 +31,8 @@ double protocol_wire_factor(Protocol p);
 // inside each of several servers and a tree between them (all-reduce). kPat: NCCL 2.23's
 // parallel aggregated trees, all-gather and reduce-scatter over one GPU per server.
 enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree, kPat };
+// Whether NCCL has kernels of `algo` for the Simple protocol only (NVLS, NVLS-tree, PAT).
+bool simple_protocol_only(NcclAlgo algo);
 
 // GPU generation, the row index of NCCL's per-architecture tables.
 enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper, kBlackwell };

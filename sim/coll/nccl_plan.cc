@@ -95,12 +95,10 @@ void NcclTuning::require_nvls_possible(Algorithm requested, int32_t n,
 }
 
 void NcclTuning::require_protocol_runs(Algorithm requested) const {
-  const NcclAlgo nccl = algorithm_info(requested).nccl;
-  const bool simple_only =
-      nccl == NcclAlgo::kNvls || nccl == NcclAlgo::kNvlsTree || nccl == NcclAlgo::kPat;
   const Protocol p = settings_.protocol;
   // NCCL has no LL or LL128 kernel for these: with both forced it finds no algorithm and fails.
-  if (simple_only && p != Protocol::kAuto && p != Protocol::kSimple)
+  if (simple_protocol_only(algorithm_info(requested).nccl) && p != Protocol::kAuto &&
+      p != Protocol::kSimple)
     throw std::invalid_argument(std::string(to_string(requested)) + " runs with NCCL's simple " +
                                 "protocol only, not " + std::string(to_string(p)) +
                                 " (--protocol, nccl.protocol): drop one");
@@ -276,17 +274,23 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
 void NcclTuning::time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const {
   const int32_t n = key.n;
   const double rate = nvlink_algbw_gbps(n, key.wire) * 1e3;  // bytes per us
-  const Bytes loop = nvls_loop_bytes(bytes, n);
-  const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
-  // The schedule moves the bytes; the stage-steps' other loops (the pipeline's fill and drain,
-  // a short last loop's rest) are latency here.
-  const Bytes step = nvls_loop_step_bytes(bytes, loop);
-  const double fill_us = static_cast<double>(stage_steps * step - bytes) / rate;
-  const double sync_us = settings_.step_latency ? f.call_us + stage_steps * n * f.head_sync_us : 0;
+  const double sync_us = settings_.step_latency ? n * f.head_sync_us : 0;
+  const double call_us = settings_.step_latency ? f.call_us : 0;
+  // The schedule moves the bytes in one piece; the loop-steps' rest (the pipeline's fill and
+  // drain, a short last loop's rest, the syncs) is latency here.
   key.chunks = key.window = 1;
   key.tail = 0;
   key.wire.intra_step_latency = key.wire.inter_step_latency = Time{};
-  key.wire.launch_latency = Time::from_us(sync_us + fill_us);
+  key.wire.launch_latency =
+      Time::from_us(call_us + loop_steps_us(bytes, nvls_loop_bytes(bytes, n), rate, sync_us) -
+                    static_cast<double>(bytes) / rate);
+}
+
+double NcclTuning::loop_steps_us(Bytes bytes, Bytes loop, double move_rate, double sync_us) {
+  // A call of c loops takes c + 2 loop-steps: the scatter, reduce and gather stages in turn.
+  const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
+  const auto step = static_cast<double>(nvls_loop_step_bytes(bytes, loop));
+  return static_cast<double>(stage_steps) * (step / move_rate + sync_us);
 }
 
 void NcclTuning::time_nvls_tree_loops(Bytes bytes, const NvlsLoopFigures& f, int32_t local,
@@ -300,10 +304,8 @@ void NcclTuning::time_nvls_tree_loops(Bytes bytes, const NvlsLoopFigures& f, int
   const auto top = static_cast<double>(
       nvls_tree_loop_bytes(std::numeric_limits<Bytes>::max(), local, nodes));  // largest chunk
   const double move_rate = top / std::max(top / rate - sync_us, 0.5 * top / rate);
-  const Bytes loop = nvls_tree_loop_bytes(bytes, local, nodes);
-  const int64_t stage_steps = (bytes + loop - 1) / loop + 2;
-  const double step = static_cast<double>(nvls_loop_step_bytes(bytes, loop));
-  const double loops_us = stage_steps * (step / move_rate + sync_us);
+  const double loops_us =
+      loop_steps_us(bytes, nvls_tree_loop_bytes(bytes, local, nodes), move_rate, sync_us);
   // The call, and NCCL's network latency per tree hop, up and down.
   const double call_us =
       settings_.step_latency ? f.call_us + nvls_tree_network_latency_us(nodes) : 0;

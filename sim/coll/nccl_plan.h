@@ -115,6 +115,9 @@ class NcclTuning {
   // schedule moves the bytes at the switch's rate in one piece, and the launch latency carries
   // the rest, the call's and each loop's syncs and the pipeline's two extra loops.
   void time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const;
+  // The time, us, of the loop-steps of a call of `bytes` in loops of `loop` bytes: (c + 2) for c
+  // loops, each its step's bytes (nvls_loop_step_bytes) at `move_rate` bytes/us and a sync.
+  static double loop_steps_us(Bytes bytes, Bytes loop, double move_rate, double sync_us);
   // The algorithm bandwidth, GB/s, an NVLS-tree over servers of `local` GPUs (n ranks) reaches on
   // `wire` on each side: the switch's, then the NICs'.
   std::pair<double, double> nvls_tree_sides_gbps(int32_t n, int32_t local,
