@@ -152,21 +152,37 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   key.n = n;
   const int32_t local = std::min(members_per_node, n);
   const bool collective = nccl_tuned(op);
-  NcclChoice choice;
   if (hw_ && requested != Algorithm::kAuto) {
     require_nvls_possible(requested, n, local);
     require_protocol_runs(requested);
   }
-  if (hw_ && collective && n > 1) {
-    choice = model_choice(op, n, local, bytes, requested);
-    key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
-               : settings_.nccl_choice       ? our_algorithm(choice.algo, op, n, local)
-                                             : choose_algorithm(op, n, local, bytes);
-  } else {
-    key.algo = requested != Algorithm::kAuto ? resolve(requested, op)
-                                             : choose_algorithm(op, n, local, bytes);
-  }
+  const bool tuned = hw_ && collective && n > 1;
+  const NcclChoice choice = tuned ? model_choice(op, n, local, bytes, requested) : NcclChoice{};
+  key.algo = requested != Algorithm::kAuto    ? resolve(requested, op)
+             : tuned && settings_.nccl_choice ? our_algorithm(choice.algo, op, n, local)
+                                              : choose_algorithm(op, n, local, bytes);
   const OpForm* form = find_form(key.algo, op);  // nullptr: normalize will refuse the pair
+  place_channels(form, local, key);
+  const int32_t channels = form != nullptr && form->channels ? key.channels : 0;
+  // The protocol NCCL runs (p2p ops: Simple); its buffers set the tree's chunks.
+  const Protocol protocol = tuned ? choice.protocol : Protocol::kSimple;
+  key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels, protocol);
+  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local, channels, protocol);
+  key.tail = auto_tail(op, key.algo, n, bytes, local, channels, protocol);
+  const bool across = local > 1 && local < n;
+  key.node_size = local >= n ? n : across ? local : (local == 1 ? 1 : 0);
+  if (!hw_) return key;
+  // The wire costs of that protocol (p2p ops without the ring's step terms).
+  key.protocol = protocol;
+  set_link_shares(bytes, local, key);
+  if (!collective && n > 1) key.wire.launch_latency = p2p_launch_latency();
+  if (settings_.step_latency && tuned) set_step_latencies(key);
+  time_loops(bytes, local, key);
+  return key;
+}
+
+void NcclTuning::place_channels(const OpForm* form, int32_t local, ScheduleKey& key) const {
+  const int32_t n = key.n;
   if (form != nullptr && form->on_servers()) key.local_size = local;
   // Servers of `local` consecutive members, the last perhaps fewer (members_per_server).
   const bool across = local > 1 && local < n;
@@ -189,16 +205,19 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.mesh = true;
     key.channels = mesh_ring_count(n);
   }
-  const int32_t channels = form != nullptr && form->channels ? key.channels : 0;
-  // The protocol NCCL runs (p2p ops: Simple); its buffers set the tree's chunks.
-  const Protocol protocol = hw_ && collective && n > 1 ? choice.protocol : Protocol::kSimple;
-  key.chunks = auto_chunks(op, key.algo, n, bytes, local, channels, protocol);
-  key.window = auto_window(op, key.algo, n, key.chunks, bytes, local, channels, protocol);
-  key.tail = auto_tail(op, key.algo, n, bytes, local, channels, protocol);
-  key.node_size = local >= n ? n : across ? local : (local == 1 ? 1 : 0);
-  if (!hw_) return key;
-  // The wire costs of that protocol (p2p ops without the ring's step terms).
-  key.protocol = protocol;
+}
+
+std::optional<NvlsLoopFigures> NcclTuning::nvls_loops(const ScheduleKey& key) const {
+  // One server's NVLS as measured, where it is (nvls_loop_figures).
+  if (!settings_.nvls_loops || algorithm_info(key.algo).nccl != NcclAlgo::kNvls ||
+      key.op != Op::kAllReduce)
+    return std::nullopt;
+  return nvls_loop_figures(hw_->arch);
+}
+
+void NcclTuning::set_link_shares(Bytes bytes, int32_t local, ScheduleKey& key) const {
+  const int32_t n = key.n;
+  const bool collective = nccl_tuned(key.op);
   if (settings_.protocol_overhead) key.wire.byte_factor = protocol_wire_factor(key.protocol);
   const AlgorithmInfo& info = algorithm_info(key.algo);
   if (settings_.nvlink_overhead) key.wire.nvlink_efficiency = nvlink_payload_efficiency(hw_->arch);
@@ -217,11 +236,9 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
       wire_group = std::min(wire_group, nvls_bus_bandwidth_group());
     key.wire.nvlink_efficiency /= info.nvlink_wire_factor(wire_group);
   }
-  // One server's NVLS as measured, where it is (nvls_loop_figures): the switch at its measured
-  // share of the links, not NCCL's derating, which also stands for the loops' syncs.
-  const auto loops = settings_.nvls_loops && info.nccl == NcclAlgo::kNvls && op == Op::kAllReduce
-                         ? nvls_loop_figures(hw_->arch)
-                         : std::nullopt;
+  // One server's NVLS in its measured loops runs the switch at its measured share of the links,
+  // not NCCL's derating, which also stands for the loops' syncs.
+  const auto loops = nvls_loops(key);
   const double switch_efficiency = loops ? loops->link_share : nvls_switch_efficiency(hw_->arch);
   if (settings_.nvls_efficiency && nvls && switch_efficiency > 0)
     key.wire.nvlink_efficiency *= switch_efficiency;
@@ -229,12 +246,13 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
   // (small_call_share), each channel at its share of the links: 64 KiB on 8 H100s on 2 of 12.
   // Not a broadcast: its pieces are cut for the rate of all channels (ring.cc auto pieces), and
   // at a fraction of it fewer pieces would fill the chain more slowly than more bytes.
-  if (settings_.small_calls && info.nccl == NcclAlgo::kRing && collective && op != Op::kBroadcast &&
-      local >= n && n > 1)
-    key.wire.nvlink_efficiency *= small_call_share(bytes, protocol, n, graph(n, local).channels);
+  if (settings_.small_calls && info.nccl == NcclAlgo::kRing && collective &&
+      key.op != Op::kBroadcast && local >= n && n > 1)
+    key.wire.nvlink_efficiency *=
+        small_call_share(bytes, key.protocol, n, graph(n, local).channels);
   // The SM copy loops of every other algorithm reach the measured share of NCCL's NVLink figure.
   if (settings_.nvlink_overhead && !nvls) key.wire.nvlink_efficiency *= hw_->nvlink_copy_efficiency;
-  if (settings_.nvls_tree_ceiling && info.nccl == NcclAlgo::kNvlsTree && across)
+  if (settings_.nvls_tree_ceiling && info.nccl == NcclAlgo::kNvlsTree && local > 1 && local < n)
     hold_nvls_tree_ceiling(n, local, key.wire);
   // PAT moves its data at NCCL's model's .75 of the channels' bandwidth (tuning.cc: busBw *= .75).
   if (info.nccl == NcclAlgo::kPat) {
@@ -246,29 +264,31 @@ ScheduleKey NcclTuning::plan(Op op, int32_t n, int32_t members_per_node, Bytes b
     key.wire.nvlink_efficiency *= tree_one_gpu_share();
     key.wire.net_efficiency *= tree_one_gpu_share();
   }
-  if (!collective && n > 1) key.wire.launch_latency = p2p_launch_latency();
-  if (settings_.step_latency && collective && n > 1) {
-    const NcclAlgo m = info.nccl;
-    // NVLS's NVLink hwLat is the whole call's (two phases here, so half each); NVLS-tree's
-    // network hwLat is per tree hop, up and down.
-    const bool nvls = m == NcclAlgo::kNvls || m == NcclAlgo::kNvlsTree;
-    const double intra_share = nvls ? 0.5 : 1.0;
-    const double inter_share = m == NcclAlgo::kNvls ? 0.5 : 1.0;
-    key.wire.intra_step_latency =
-        Time::from_us(intra_share * step_latency_us(m, key.protocol, false));
-    key.wire.inter_step_latency =
-        Time::from_us(inter_share * step_latency_us(m, key.protocol, true));
-    key.wire.launch_latency = Time::from_us(base_latency_us(m, key.protocol));
-    if (m == NcclAlgo::kPat) key.wire.launch_latency += Time::from_us(n * pat_rank_latency_us());
-  }
-  if (loops && n > 1) time_nvls_loops(bytes, *loops, key);
+}
+
+void NcclTuning::set_step_latencies(ScheduleKey& key) const {
+  const NcclAlgo m = algorithm_info(key.algo).nccl;
+  // NVLS's NVLink hwLat is the whole call's (two phases here, so half each); NVLS-tree's
+  // network hwLat is per tree hop, up and down.
+  const bool nvls = m == NcclAlgo::kNvls || m == NcclAlgo::kNvlsTree;
+  const double intra_share = nvls ? 0.5 : 1.0;
+  const double inter_share = m == NcclAlgo::kNvls ? 0.5 : 1.0;
+  key.wire.intra_step_latency =
+      Time::from_us(intra_share * step_latency_us(m, key.protocol, false));
+  key.wire.inter_step_latency = Time::from_us(inter_share * step_latency_us(m, key.protocol, true));
+  key.wire.launch_latency = Time::from_us(base_latency_us(m, key.protocol));
+  if (m == NcclAlgo::kPat) key.wire.launch_latency += Time::from_us(key.n * pat_rank_latency_us());
+}
+
+void NcclTuning::time_loops(Bytes bytes, int32_t local, ScheduleKey& key) const {
+  const int32_t n = key.n;
+  if (const auto loops = nvls_loops(key); loops && n > 1) time_nvls_loops(bytes, *loops, key);
   // NVLS-tree across Hopper servers walks the buffer in the same kind of loops.
-  if (settings_.nvls_tree_loops && info.nccl == NcclAlgo::kNvlsTree && across &&
-      op == Op::kAllReduce) {
+  if (settings_.nvls_tree_loops && algorithm_info(key.algo).nccl == NcclAlgo::kNvlsTree &&
+      local > 1 && local < n && key.op == Op::kAllReduce) {
     if (const auto figures = nvls_loop_figures(hw_->arch))
       time_nvls_tree_loops(bytes, *figures, local, key);
   }
-  return key;
 }
 
 void NcclTuning::time_nvls_loops(Bytes bytes, const NvlsLoopFigures& f, ScheduleKey& key) const {

@@ -13,6 +13,8 @@
 
 namespace cs::coll {
 
+struct OpForm;  // algorithms/registry.h
+
 // Every knob of the NCCL model, each one a switch (config: RunConfig.nccl and EffectsConfig 40-59;
 // CLI: collective --protocol, --channels, --nvls, --no-*).
 struct NcclSettings {
@@ -103,6 +105,19 @@ class NcclTuning {
   void require_protocol_runs(Algorithm requested) const;
 
  private:
+  // The channels of `key`'s algorithm (`form`, its form for the op; nullptr: none) over servers
+  // of `local` members: rail-aligned rings across servers, the channels asked for, or a mesh's.
+  void place_channels(const OpForm* form, int32_t local, ScheduleKey& key) const;
+  // The share of each link `key`'s messages get: protocol bytes, NCCL's NVLink and network
+  // payload, NVLS's switch traffic, a small call's channels, the copy loops, NVLS-tree's
+  // ceiling and the shares NCCL's model gives PAT and one-GPU trees.
+  void set_link_shares(Bytes bytes, int32_t local, ScheduleKey& key) const;
+  // NCCL's per-hop (hwLat) and per-call (baseLat) latencies of `key`'s algorithm and protocol.
+  void set_step_latencies(ScheduleKey& key) const;
+  // One server's measured NVLS loops, where `key` runs them (nvls_loop_figures).
+  std::optional<NvlsLoopFigures> nvls_loops(const ScheduleKey& key) const;
+  // Times NVLS and NVLS-tree calls in their loops (time_nvls_loops, time_nvls_tree_loops).
+  void time_loops(Bytes bytes, int32_t local, ScheduleKey& key) const;
   // Lowers the efficiency of the side of an NVLS-tree over servers of `local` GPUs (n ranks) that
   // binds on `wire`, the switch or the NICs, so that it stays within NCCL's ceiling
   // (nvls_tree_ceiling_gbps); nothing where it already does.
