@@ -1,4 +1,6 @@
 // `clustersim collective`: nccl-tests for the simulated cluster.
+#include <algorithm>
+#include <array>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iomanip>
@@ -60,6 +62,7 @@ struct Request {
   bool no_tree_pattern = false;
   bool no_network_overhead = false;
   bool fluid = false;
+  bool nccl_costs = false;
 };
 
 struct SizeResult {
@@ -100,7 +103,7 @@ int32_t members_per_node(const net::Topology& topo, const std::vector<net::Verte
 
 void write_json(const CommandIo& io, const std::string& path, const Request& req,
                 const net::Topology& topo, std::string_view algo, int32_t groups,
-                const std::vector<SizeResult>& results) {
+                const std::vector<SizeResult>& results, const report::Json& nccl_model) {
   write_file(io, path, [&](std::ostream& out) {
     report::Json j = {{"op", req.op},
                       {"algo", algo},
@@ -125,6 +128,7 @@ void write_json(const CommandIo& io, const std::string& path, const Request& req
                       {"busbw_gbytes_per_s", r.busbw_gbytes_per_s},
                       {"events", r.events}});
     }
+    if (!nccl_model.is_null()) j["nccl_model"] = nccl_model;
     report::write_document(out, j);
   });
 }
@@ -202,6 +206,10 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "run the collectives that have a fluid form (rings, one-chunk hierarchical, trees, NVLS, "
        "NVLS-trees; coll/fluid.h) as fluid transfers, as training steps do, instead of message "
        "by message")
+      ("nccl-costs", po::bool_switch(&req.nccl_costs),
+       "also print NCCL's cost model for the call: each algorithm and protocol's latency (us) "
+       "and algorithm bandwidth (GB/s), the table NCCL_DEBUG_SUBSYS=TUNING logs, and each size's "
+       "predicted times, NCCL's choice first (with --json: its nccl_model)")
       ("json", po::value(&req.json),
        "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
@@ -379,6 +387,14 @@ class CollectivePlanner {
                : 0;
   }
 
+  // Whether NCCL's cost model chooses this call's algorithm (it has the GPU's figures and the op
+  // is one NCCL tunes), and its graph and candidates of `size` (NcclTuning::model_candidates).
+  bool has_model() const { return tuning_.has_hardware() && coll::nccl_tuned(key_.op); }
+  coll::NcclGraph model_graph() const { return tuning_.graph(key_.n, auto_local_); }
+  std::vector<coll::NcclChoice> model_candidates(Bytes size) const {
+    return tuning_.model_candidates(key_.op, key_.n, auto_local_, size, requested_);
+  }
+
   const coll::ScheduleKey& key() const { return key_; }
 
  private:
@@ -480,6 +496,100 @@ void print_size_row(std::ostream& out, const SizeResult& r) {
   out.unsetf(std::ios::fixed);
 }
 
+// "algo/protocol" of NCCL's model, as the cost lines and the JSON name a candidate.
+std::string candidate_name(coll::NcclAlgo algo, coll::Protocol protocol) {
+  return std::string(coll::to_string(algo)) + "/" + std::string(coll::to_string(protocol));
+}
+
+constexpr std::array<coll::NcclAlgo, 5> kNcclAlgos{coll::NcclAlgo::kTree, coll::NcclAlgo::kRing,
+                                                   coll::NcclAlgo::kNvls, coll::NcclAlgo::kNvlsTree,
+                                                   coll::NcclAlgo::kPat};
+constexpr std::array<coll::Protocol, 3> kNcclProtocols{coll::Protocol::kLl, coll::Protocol::kLl128,
+                                                       coll::Protocol::kSimple};
+
+// A size's candidates by predicted time, NCCL's choice (the first of least time in its search
+// order) first.
+std::vector<coll::NcclChoice> ranked_candidates(const CollectivePlanner& planner, Bytes size) {
+  std::vector<coll::NcclChoice> c = planner.model_candidates(size);
+  std::stable_sort(c.begin(), c.end(),
+                   [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
+  return c;
+}
+
+// NCCL's cost model for the call after the results: its latency and bandwidth of every algorithm
+// and protocol it runs here (its TUNING log's table), then each size's candidates, fastest first.
+void print_nccl_costs(std::ostream& out, const CollectivePlanner& planner,
+                      const std::vector<Bytes>& sizes) {
+  if (!planner.has_model()) {
+    out << "# NCCL's cost model: none for this call (NCCL runs all-to-all and send/recv as "
+           "point-to-point sends outside it, and a GPU without NCCL's figures has none)\n";
+    return;
+  }
+  const coll::NcclGraph g = planner.model_graph();
+  const coll::Op op = planner.key().op;
+  out << std::fixed << std::setprecision(1) << "# NCCL's cost model (tuning.cc): " << g.ranks
+      << " ranks on " << g.nodes << " server(s), " << g.channels << " channels of "
+      << g.bw_intra_gbps << " GB/s within a server, " << g.bw_inter_gbps
+      << " across; latency us / algorithm bandwidth GB/s\n#" << std::setw(12) << "algorithm";
+  for (const coll::Protocol p : kNcclProtocols) out << std::setw(18) << coll::to_string(p);
+  out << '\n';
+  for (const coll::NcclAlgo a : kNcclAlgos) {
+    out << "#" << std::setw(12) << coll::to_string(a);
+    for (const coll::Protocol p : kNcclProtocols) {
+      const double bw = coll::model_bandwidth_gbps(op, a, p, g);
+      std::ostringstream cell;
+      cell << std::fixed << std::setprecision(1);
+      if (bw > 0)
+        cell << coll::model_latency_us(op, a, p, g) << " / " << bw;
+      else
+        cell << "-";
+      out << std::setw(18) << cell.str();
+    }
+    out << '\n';
+  }
+  out << "# predicted time, us, NCCL's choice first:\n";
+  for (const Bytes size : sizes) {
+    out << "#" << std::setw(13) << format_size(size);
+    for (const coll::NcclChoice& c : ranked_candidates(planner, size))
+      out << "  " << candidate_name(c.algo, c.protocol) << " " << c.time_us;
+    out << '\n';
+  }
+  out.unsetf(std::ios::fixed);
+}
+
+// The same as JSON (the --json report's nccl_model).
+report::Json nccl_costs_json(const CollectivePlanner& planner, const std::vector<Bytes>& sizes) {
+  if (!planner.has_model()) return nullptr;
+  const coll::NcclGraph g = planner.model_graph();
+  const coll::Op op = planner.key().op;
+  report::Json j = {{"ranks", g.ranks},
+                    {"nodes", g.nodes},
+                    {"channels", g.channels},
+                    {"bw_intra_gbytes_per_s", g.bw_intra_gbps},
+                    {"bw_inter_gbytes_per_s", g.bw_inter_gbps}};
+  report::Json& table = j["table"] = report::Json::array();
+  for (const coll::NcclAlgo a : kNcclAlgos) {
+    for (const coll::Protocol p : kNcclProtocols) {
+      const double bw = coll::model_bandwidth_gbps(op, a, p, g);
+      if (bw > 0)
+        table.push_back({{"algo", coll::to_string(a)},
+                         {"protocol", coll::to_string(p)},
+                         {"latency_us", coll::model_latency_us(op, a, p, g)},
+                         {"bandwidth_gbytes_per_s", bw}});
+    }
+  }
+  report::Json& rows = j["sizes"] = report::Json::array();
+  for (const Bytes size : sizes) {
+    report::Json candidates = report::Json::array();
+    for (const coll::NcclChoice& c : ranked_candidates(planner, size))
+      candidates.push_back({{"algo", coll::to_string(c.algo)},
+                            {"protocol", coll::to_string(c.protocol)},
+                            {"time_us", c.time_us}});
+    rows.push_back({{"size_bytes", size}, {"candidates", std::move(candidates)}});
+  }
+  return j;
+}
+
 }  // namespace
 
 int collective_command(const std::vector<std::string>& args, CommandIo& given_io) {
@@ -518,7 +628,10 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
     results.push_back(run_collective_size(run, planner, size));
     print_size_row(io.out, results.back());
   }
-  if (!req.json.empty()) write_json(io, req.json, req, topo, req.algo, groups, results);
+  if (req.nccl_costs) print_nccl_costs(io.out, planner, parsed.sizes);
+  if (!req.json.empty())
+    write_json(io, req.json, req, topo, req.algo, groups, results,
+               req.nccl_costs ? nccl_costs_json(planner, parsed.sizes) : report::Json());
   return 0;
 }
 

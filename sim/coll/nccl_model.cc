@@ -545,9 +545,25 @@ double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes
   return lat + static_cast<double>(bytes) / (1000.0 * bw);
 }
 
-NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only) {
-  NcclChoice best;
-  best.time_us = std::numeric_limits<double>::infinity();
+std::string_view to_string(NcclAlgo algo) {
+  switch (algo) {
+    case NcclAlgo::kTree:
+      return "tree";
+    case NcclAlgo::kRing:
+      return "ring";
+    case NcclAlgo::kNvls:
+      return "nvls";
+    case NcclAlgo::kNvlsTree:
+      return "nvls_tree";
+    case NcclAlgo::kPat:
+      break;
+  }
+  return "pat";
+}
+
+std::vector<NcclChoice> nccl_candidates(Op op, const NcclGraph& g, Bytes bytes,
+                                        const NcclRestrict& only) {
+  std::vector<NcclChoice> out;
   for (NcclAlgo algo :
        {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree, NcclAlgo::kPat}) {
     if (only.fix_algo && algo != only.algo) continue;
@@ -557,9 +573,17 @@ NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestric
           !g.ll128_between_servers)
         continue;
       const double t = model_time_us(op, algo, p, g, bytes);
-      if (t < best.time_us) best = {algo, p, t};
+      if (std::isfinite(t)) out.push_back({algo, p, t});
     }
   }
+  return out;
+}
+
+NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only) {
+  NcclChoice best;
+  best.time_us = std::numeric_limits<double>::infinity();
+  for (const NcclChoice& c : nccl_candidates(op, g, bytes, only))
+    if (c.time_us < best.time_us) best = c;
   if (!std::isfinite(best.time_us)) {
     // Nothing allowed runs (say LL128 forced on NVLS): NCCL falls back to the ring.
     best.algo = NcclAlgo::kRing;

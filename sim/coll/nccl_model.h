@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/coll/collective.h"
 #include "sim/core/units.h"
@@ -33,6 +34,8 @@ double protocol_wire_factor(Protocol p);
 enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree, kPat };
 // Whether NCCL has kernels of `algo` for the Simple protocol only (NVLS, NVLS-tree, PAT).
 bool simple_protocol_only(NcclAlgo algo);
+// "tree", "ring", "nvls", "nvls_tree", "pat".
+std::string_view to_string(NcclAlgo algo);
 
 // GPU generation, the row index of NCCL's per-architecture tables.
 enum class GpuArch : uint8_t { kVolta, kAmpere, kHopper, kBlackwell };
@@ -181,5 +184,10 @@ struct NcclRestrict {
   Protocol protocol = Protocol::kAuto;
 };
 NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only = {});
+// Every (algorithm, protocol) that choose_nccl weighs for the call, with its model time, in the
+// order NCCL searches them (tree, ring, NVLS, NVLS-tree, PAT; LL, LL128, Simple): those NCCL runs
+// here and `only` allows. choose_nccl takes the first of least time.
+std::vector<NcclChoice> nccl_candidates(Op op, const NcclGraph& g, Bytes bytes,
+                                        const NcclRestrict& only = {});
 
 }  // namespace cs::coll

@@ -104,15 +104,24 @@ void NcclTuning::require_protocol_runs(Algorithm requested) const {
                                 " (--protocol, nccl.protocol): drop one");
 }
 
-NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
-                                    Algorithm requested) const {
+NcclRestrict NcclTuning::restrict_to(Algorithm requested) const {
   NcclRestrict only;
   only.protocol = settings_.protocol;
   if (requested != Algorithm::kAuto) {
     only.fix_algo = true;
     only.algo = algorithm_info(requested).nccl;
   }
-  return choose_nccl(op, graph(n, members_per_node), bytes, only);
+  return only;
+}
+
+NcclChoice NcclTuning::model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
+                                    Algorithm requested) const {
+  return choose_nccl(op, graph(n, members_per_node), bytes, restrict_to(requested));
+}
+
+std::vector<NcclChoice> NcclTuning::model_candidates(Op op, int32_t n, int32_t members_per_node,
+                                                     Bytes bytes, Algorithm requested) const {
+  return nccl_candidates(op, graph(n, members_per_node), bytes, restrict_to(requested));
 }
 
 double NcclTuning::nvlink_algbw_gbps(int32_t ranks, const WireModel& wire) const {

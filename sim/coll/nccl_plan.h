@@ -6,6 +6,7 @@
 #include <optional>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "sim/coll/collective.h"
 #include "sim/coll/nccl_model.h"
@@ -83,6 +84,9 @@ class NcclTuning {
   // NCCL's model for the same call (which algorithm and protocol, and its predicted time).
   NcclChoice model_choice(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
                           Algorithm requested = Algorithm::kAuto) const;
+  // Every (algorithm, protocol) that choice weighs, with its model time (nccl_candidates).
+  std::vector<NcclChoice> model_candidates(Op op, int32_t n, int32_t members_per_node, Bytes bytes,
+                                           Algorithm requested = Algorithm::kAuto) const;
   NcclGraph graph(int32_t n, int32_t members_per_node) const;
   const NcclSettings& settings() const { return settings_; }
   // Point-to-point calls (send/recv, all-to-all) are kernels outside NCCL's cost model, with no
@@ -105,6 +109,9 @@ class NcclTuning {
   void require_protocol_runs(Algorithm requested) const;
 
  private:
+  // What NCCL_ALGO and NCCL_PROTO leave to the model: `requested` (kAuto: any) and the protocol
+  // the settings force.
+  NcclRestrict restrict_to(Algorithm requested) const;
   // The channels of `key`'s algorithm (`form`, its form for the op; nullptr: none) over servers
   // of `local` members: rail-aligned rings across servers, the channels asked for, or a mesh's.
   void place_channels(const OpForm* form, int32_t local, ScheduleKey& key) const;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -235,6 +236,66 @@ TEST(Cli, CollectivePicksNvlsTreeWhereNcclWould) {
   EXPECT_NE(algo_of({"collective", "--gpus", "16", "--group-size", "2", "--group-stride", "8",
                      "--topology", "dgx-h100", "--sizes", "1G"}),
             "nvls_tree");
+}
+
+// --nccl-costs prints NCCL's cost model beside the run: the latency / bandwidth table its TUNING
+// log prints and each size's candidates, fastest first. The first is the algorithm the run takes
+// (NCCL's tree is our chain-tree across servers), every time is at least its latency, and a
+// forced protocol leaves only its own candidates.
+TEST(Cli, CollectivePrintsNcclsCostModelWhenAsked) {
+  const auto r = run_cli({"collective", "--gpus", "32", "--topology", "dgx-h100", "--sizes",
+                          "1M,64M", "--nccl-costs", "--json", "-"});
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("NCCL's cost model (tuning.cc): 32 ranks on 4 server(s)"), std::string::npos)
+      << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& model = j.at("nccl_model");
+  EXPECT_EQ(model.at("nodes"), 4);
+  std::map<std::string, double> latency;
+  for (const auto& row : model.at("table")) {
+    EXPECT_GT(row.at("bandwidth_gbytes_per_s").get<double>(), 0);
+    latency[row.at("algo").get<std::string>() + "/" + row.at("protocol").get<std::string>()] =
+        row.at("latency_us").get<double>();
+  }
+  // NVLS-tree runs Simple only; one-server NVLS and PAT (one GPU a server) do not run here.
+  EXPECT_TRUE(latency.count("nvls_tree/simple"));
+  EXPECT_FALSE(latency.count("nvls_tree/ll"));
+  EXPECT_FALSE(latency.count("nvls/simple"));
+  EXPECT_FALSE(latency.count("pat/simple"));
+  ASSERT_EQ(model.at("sizes").size(), 2u);
+  for (std::size_t s = 0; s < 2; ++s) {
+    const auto& candidates = model.at("sizes")[s].at("candidates");
+    ASSERT_GE(candidates.size(), 3u);
+    double previous = 0;
+    for (const auto& c : candidates) {
+      const double t = c.at("time_us").get<double>();
+      EXPECT_GE(t, previous);
+      previous = t;
+      const std::string name =
+          c.at("algo").get<std::string>() + "/" + c.at("protocol").get<std::string>();
+      ASSERT_TRUE(latency.count(name)) << name;
+      EXPECT_GE(t, latency[name]) << name;
+    }
+    const std::string ran = j.at("results")[s].at("algo");
+    const std::string chosen = candidates[0].at("algo");
+    EXPECT_EQ(ran, chosen == "tree" ? "chain_tree" : chosen);
+    EXPECT_EQ(j.at("results")[s].at("protocol"), candidates[0].at("protocol"));
+  }
+  EXPECT_EQ(model.at("sizes")[1].at("candidates")[0].at("algo"), "nvls_tree");
+
+  const auto forced = run_cli({"collective", "--gpus", "32", "--topology", "dgx-h100", "--sizes",
+                               "1M", "--protocol", "ll", "--nccl-costs", "--json", "-"});
+  ASSERT_EQ(forced.code, 0) << forced.err;
+  const auto f = nlohmann::json::parse(forced.out);
+  for (const auto& c : f.at("nccl_model").at("sizes")[0].at("candidates"))
+    EXPECT_EQ(c.at("protocol"), "ll");
+
+  // NCCL times all-to-all outside its cost model: the section says so, and the JSON has none.
+  const auto a2a = run_cli({"collective", "--gpus", "8", "--op", "all_to_all", "--sizes", "1M",
+                            "--nccl-costs", "--json", "-"});
+  ASSERT_EQ(a2a.code, 0) << a2a.err;
+  EXPECT_NE(a2a.err.find("NCCL's cost model: none for this call"), std::string::npos) << a2a.err;
+  EXPECT_FALSE(nlohmann::json::parse(a2a.out).contains("nccl_model"));
 }
 
 // 12 GPUs fill one 8-GPU server and half of another. NCCL's choice runs there (its tree over
