@@ -183,6 +183,16 @@ def test_collective_bus_bandwidth_follows_the_all_reduce_factor():
         assert x["busbw_gbytes_per_s"] == pytest.approx(x["algbw_gbytes_per_s"] * 2 * 7 / 8)
 
 
+def test_collective_gives_nccls_cost_model_when_asked():
+    # Four H100 servers: NCCL's model ranks its tree (LL128) first at 2 MiB, NVLS-tree at 16 MiB.
+    r = clustersim.collective(gpus=32, sizes=["2M", "16M"], nccl_costs=True)
+    first = [s["candidates"][0] for s in r["nccl_model"]["sizes"]]
+    assert [(c["algo"], c["protocol"]) for c in first] == [("tree", "ll128"),
+                                                           ("nvls_tree", "simple")]
+    assert [x["algo"] for x in r["results"]] == ["chain_tree", "nvls_tree"]
+    assert "nccl_model" not in clustersim.collective(gpus=32, sizes=["2M"])
+
+
 def test_replay_of_a_generated_trace_gives_the_run(tmp_path):
     trace = tmp_path / "small.pb"
     r = cli("generate", "--preset", "llama3-8b", *SMALL_ARGS, "-o", str(trace))
