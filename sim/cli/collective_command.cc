@@ -1,6 +1,5 @@
 // `clustersim collective`: nccl-tests for the simulated cluster.
 #include <algorithm>
-#include <array>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iomanip>
@@ -501,12 +500,6 @@ std::string candidate_name(coll::NcclAlgo algo, coll::Protocol protocol) {
   return std::string(coll::to_string(algo)) + "/" + std::string(coll::to_string(protocol));
 }
 
-constexpr std::array<coll::NcclAlgo, 5> kNcclAlgos{coll::NcclAlgo::kTree, coll::NcclAlgo::kRing,
-                                                   coll::NcclAlgo::kNvls, coll::NcclAlgo::kNvlsTree,
-                                                   coll::NcclAlgo::kPat};
-constexpr std::array<coll::Protocol, 3> kNcclProtocols{coll::Protocol::kLl, coll::Protocol::kLl128,
-                                                       coll::Protocol::kSimple};
-
 // A size's candidates by predicted time, NCCL's choice (the first of least time in its search
 // order) first.
 std::vector<coll::NcclChoice> ranked_candidates(const CollectivePlanner& planner, Bytes size) {
@@ -531,11 +524,11 @@ void print_nccl_costs(std::ostream& out, const CollectivePlanner& planner,
       << " ranks on " << g.nodes << " server(s), " << g.channels << " channels of "
       << g.bw_intra_gbps << " GB/s within a server, " << g.bw_inter_gbps
       << " across; latency us / algorithm bandwidth GB/s\n#" << std::setw(12) << "algorithm";
-  for (const coll::Protocol p : kNcclProtocols) out << std::setw(18) << coll::to_string(p);
+  for (const coll::Protocol p : coll::kNcclProtocols) out << std::setw(18) << coll::to_string(p);
   out << '\n';
-  for (const coll::NcclAlgo a : kNcclAlgos) {
+  for (const coll::NcclAlgo a : coll::kNcclAlgos) {
     out << "#" << std::setw(12) << coll::to_string(a);
-    for (const coll::Protocol p : kNcclProtocols) {
+    for (const coll::Protocol p : coll::kNcclProtocols) {
       const double bw = coll::model_bandwidth_gbps(op, a, p, g);
       std::ostringstream cell;
       cell << std::fixed << std::setprecision(1);
@@ -568,8 +561,8 @@ report::Json nccl_costs_json(const CollectivePlanner& planner, const std::vector
                     {"bw_intra_gbytes_per_s", g.bw_intra_gbps},
                     {"bw_inter_gbytes_per_s", g.bw_inter_gbps}};
   report::Json& table = j["table"] = report::Json::array();
-  for (const coll::NcclAlgo a : kNcclAlgos) {
-    for (const coll::Protocol p : kNcclProtocols) {
+  for (const coll::NcclAlgo a : coll::kNcclAlgos) {
+    for (const coll::Protocol p : coll::kNcclProtocols) {
       const double bw = coll::model_bandwidth_gbps(op, a, p, g);
       if (bw > 0)
         table.push_back({{"algo", coll::to_string(a)},

@@ -568,10 +568,9 @@ std::string_view to_string(NcclAlgo algo) {
 std::vector<NcclChoice> nccl_candidates(Op op, const NcclGraph& g, Bytes bytes,
                                         const NcclRestrict& only) {
   std::vector<NcclChoice> out;
-  for (NcclAlgo algo :
-       {NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree, NcclAlgo::kPat}) {
+  for (const NcclAlgo algo : kNcclAlgos) {
     if (only.fix_algo && algo != only.algo) continue;
-    for (Protocol p : {Protocol::kLl, Protocol::kLl128, Protocol::kSimple}) {
+    for (const Protocol p : kNcclProtocols) {
       if (only.protocol != Protocol::kAuto && p != only.protocol) continue;
       if (only.protocol == Protocol::kAuto && p == Protocol::kLl128 && g.nodes > 1 &&
           !g.ll128_between_servers)

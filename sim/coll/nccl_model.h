@@ -2,6 +2,7 @@
 // protocol of a collective by size and group, as NCCL does.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,6 +33,11 @@ double protocol_wire_factor(Protocol p);
 // inside each of several servers and a tree between them (all-reduce). kPat: NCCL 2.23's
 // parallel aggregated trees, all-gather and reduce-scatter over one GPU per server.
 enum class NcclAlgo : uint8_t { kTree, kRing, kNvls, kNvlsTree, kPat };
+// NCCL's algorithms and protocols in the order its tuning searches them (and logs its table).
+inline constexpr std::array<NcclAlgo, 5> kNcclAlgos{
+    NcclAlgo::kTree, NcclAlgo::kRing, NcclAlgo::kNvls, NcclAlgo::kNvlsTree, NcclAlgo::kPat};
+inline constexpr std::array<Protocol, 3> kNcclProtocols{Protocol::kLl, Protocol::kLl128,
+                                                        Protocol::kSimple};
 // Whether NCCL has kernels of `algo` for the Simple protocol only (NVLS, NVLS-tree, PAT).
 bool simple_protocol_only(NcclAlgo algo);
 // "tree", "ring", "nvls", "nvls_tree", "pat".
