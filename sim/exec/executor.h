@@ -78,6 +78,21 @@ struct RankStats {
   Time wait_for(workload::Dim d) const { return comm_wait[static_cast<std::size_t>(d)]; }
 };
 
+// A kind of collective as a run ran it: its dimension and op, and the algorithm and protocol that
+// NCCL's choice (or the one asked for) gave it.
+struct CollectiveKind {
+  workload::Dim dim;
+  coll::Op op;
+  coll::Algorithm algo;
+  coll::Protocol protocol;
+  auto operator<=>(const CollectiveKind&) const = default;
+};
+// How many calls of a kind ran, every folded copy counted, and their sizes summed.
+struct KindCount {
+  uint64_t calls = 0;
+  Bytes bytes = 0;
+};
+
 struct CommTally {
   std::array<Bytes, coll::kNumOps> by_op{};        // indexed by coll::Op (send/recv: kSendRecv)
   std::array<Bytes, workload::kNumDims> by_dim{};  // network bytes sent, all ranks together
@@ -86,6 +101,7 @@ struct CommTally {
   // NVLink bytes of collectives timed in isolation (they never reach the network's counters).
   Bytes isolated_nvlink_bytes = 0;
   uint64_t isolated_collectives = 0;
+  std::map<CollectiveKind, KindCount> by_kind;  // the collectives NCCL tunes, as they ran
 };
 
 // An op some rank could not finish: the run ended without it (a deadlock, or a peer that never

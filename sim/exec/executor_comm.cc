@@ -71,6 +71,9 @@ void Executor::launch_collective(ReadyCollective group) {
       nccl_.plan(o.coll_op, static_cast<int32_t>(group.members.size()), group.per_server, o.bytes);
   const std::vector<int32_t>& copy_offsets = folding_.copies(o.dim);
   const auto copies = static_cast<int32_t>(copy_offsets.size());
+  KindCount& kind = comm_.by_kind[{o.dim, o.coll_op, key.algo, key.protocol}];
+  kind.calls += static_cast<uint64_t>(copies);
+  kind.bytes += o.bytes * copies;
   // Copy c runs over the GPUs of members + offset c.
   const std::size_t n = group.members.size();
   std::vector<net::VertexId> vertices(n * copy_offsets.size());

@@ -87,6 +87,10 @@ void check_report(const StepReport& r) {
   non_negative(r.comm_bytes_nvlink, "comm_bytes_nvlink");
   non_negative(r.comm_bytes_network, "comm_bytes_network");
   non_negative(r.comm_bytes_pcie, "comm_bytes_pcie");
+  for (const auto& c : r.collectives_run) {
+    non_negative(c.calls, "collectives_run.calls");
+    non_negative(c.mean_bytes, "collectives_run.mean_size_bytes");
+  }
   for (const auto& d : workload::kDims) {
     const auto i = static_cast<std::size_t>(d.dim);
     non_negative(r.exposed_s[i], "exposed_s." + std::string(d.key));

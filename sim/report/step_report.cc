@@ -273,6 +273,14 @@ void write_json(std::ostream& out, const StepReport& r, bool include_host) {
   Json& kernels = j["compute_by_kernel_group_s"] = Json::object();
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s) kernels[group] = seconds;
   j["comm_bytes"] = comm_bytes_json(r);
+  Json& kinds = j["collectives_run"] = Json::array();
+  for (const auto& c : r.collectives_run)
+    kinds.push_back({{"dim", c.dim},
+                     {"op", c.op},
+                     {"algo", c.algo},
+                     {"protocol", c.protocol},
+                     {"calls", c.calls},
+                     {"mean_size_bytes", c.mean_bytes}});
   Json& exposed = j["exposed_comm_s"] = Json::object();
   for (const auto& d : workload::kDims) exposed[std::string(d.key)] = r.exposed(d.dim);
   Json& peers = j["exposed_comm_peer_wait_s"] = Json::object();
@@ -353,6 +361,13 @@ void print_step_comm(std::ostream& out, const StepReport& r) {
       by_dim += std::string(by_dim.empty() ? "" : ", ") + std::string(d.key) + " " +
                 fmt("%.3g", r.comm_bytes_by_dim[static_cast<std::size_t>(d.dim)] / 1e12);
   row(out, "comm TB by dimension", by_dim);
+  std::string kinds;  // each kind of collective as it ran, its calls and mean size
+  for (const auto& c : r.collectives_run)
+    kinds += std::string(kinds.empty() ? "" : ", ") + c.dim + " " + c.op + " " + c.algo + "/" +
+             c.protocol + " " + fmt("%.0f", c.calls) + " x " +
+             (c.mean_bytes < 1e9 ? fmt("%.3g MB", c.mean_bytes / 1e6)
+                                 : fmt("%.3g GB", c.mean_bytes / 1e9));
+  if (!kinds.empty()) row(out, "collectives run (NCCL's choice)", kinds);
   row(out, "comm TB nvlink / network",
       fmt("%.3g", r.comm_bytes_nvlink / 1e12) + " / " + fmt("%.3g", r.comm_bytes_network / 1e12));
 }

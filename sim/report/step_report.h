@@ -144,6 +144,14 @@ struct StepReport {
   std::array<double, coll::kNumOps> comm_bytes_by_op{};  // by coll::Op
   std::array<double, workload::kNumDims> comm_bytes_by_dim{};
   double comm_bytes_nvlink = 0, comm_bytes_network = 0, comm_bytes_pcie = 0;
+  // The collectives NCCL tunes by how they ran: dimension, op, algorithm and protocol, with their
+  // calls (every group and folded copy counted) and mean size; in dimension, then op order.
+  struct CollectiveUse {
+    std::string dim, op, algo, protocol;
+    double calls = 0;
+    double mean_bytes = 0;
+  };
+  std::vector<CollectiveUse> collectives_run;
   // Mean per GPU: time the compute stream was blocked on communication it could not hide.
   workload::DimSeconds exposed_s{};
   double exposed(workload::Dim d) const { return exposed_s[static_cast<std::size_t>(d)]; }

@@ -109,6 +109,12 @@ exec::CommTally extend(const exec::CommTally& a, const exec::CommTally& b,
   t.p2p_messages = line.count(a.p2p_messages, b.p2p_messages);
   t.isolated_nvlink_bytes = line.count(a.isolated_nvlink_bytes, b.isolated_nvlink_bytes);
   t.isolated_collectives = line.count(a.isolated_collectives, b.isolated_collectives);
+  for (const auto& [kind, longer] : b.by_kind) {
+    const auto it = a.by_kind.find(kind);
+    const exec::KindCount shorter = it == a.by_kind.end() ? exec::KindCount{} : it->second;
+    t.by_kind[kind] = {line.count(shorter.calls, longer.calls),
+                       line.count(shorter.bytes, longer.bytes)};
+  }
   return t;
 }
 

@@ -195,6 +195,13 @@ void fill_comm_figures(report::StepReport& r, const exec::CommTally& comm,
       bytes(net::LinkClass::kNvlink) + static_cast<double>(comm.isolated_nvlink_bytes);
   r.comm_bytes_pcie = bytes(net::LinkClass::kPcie);
   r.comm_bytes_network = bytes(net::LinkClass::kNetwork);
+  for (const auto& [kind, count] : comm.by_kind) {
+    if (count.calls == 0) continue;
+    r.collectives_run.push_back(
+        {std::string(workload::info(kind.dim).key), std::string(coll::to_string(kind.op)),
+         std::string(coll::to_string(kind.algo)), std::string(coll::to_string(kind.protocol)),
+         static_cast<double>(count.calls), static_cast<double>(count.bytes) / count.calls});
+  }
 }
 
 // Validates and resolves `original` and builds each stage's work (no programs yet); `cluster`

@@ -3,6 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 #include "sim/config/config_error.h"
 #include "sim/config/run_config.h"
 #include "sim/workload/model_math.h"
@@ -43,6 +47,40 @@ TEST(StepSimulation, SequenceParallelAtTpOneIsNotInTheLayout) {
                                  "parallel.sequence_parallel=true"}),
                     "test");
   EXPECT_NE(tp2.layout.find(", SP"), std::string::npos) << tp2.layout;
+}
+
+// The report names each kind of collective by how it ran: NCCL's choice of algorithm and protocol
+// for each (dimension, op), with its calls and mean size. A forced protocol shows in every kind;
+// an extrapolated step counts the calls the full run makes.
+TEST(StepSimulation, CollectivesRunNameNcclsChoiceAndCountEveryCall) {
+  const std::vector<std::string> layout = {"parallel.tp=2", "parallel.dp=4",
+                                           "parallel.sequence_parallel=true",
+                                           "parallel.global_batch_size=512"};
+  auto full_run = layout;
+  full_run.push_back("simulation.microbatch_extrapolation=false");
+  const auto extrapolated = simulate_step(small_llama(layout), "test");
+  const auto full = simulate_step(small_llama(full_run), "test");
+  ASSERT_FALSE(extrapolated.extrapolated_from.empty());
+  ASSERT_FALSE(full.collectives_run.empty());
+  std::set<std::string> dims;
+  for (const auto& c : full.collectives_run) {
+    dims.insert(c.dim);
+    EXPECT_GT(c.calls, 0) << c.dim << " " << c.op;
+    EXPECT_GT(c.mean_bytes, 0) << c.dim << " " << c.op;
+  }
+  EXPECT_EQ(dims, (std::set<std::string>{"tp", "dp"}));
+  ASSERT_EQ(extrapolated.collectives_run.size(), full.collectives_run.size());
+  for (std::size_t i = 0; i < full.collectives_run.size(); ++i) {
+    const auto& a = extrapolated.collectives_run[i];
+    const auto& b = full.collectives_run[i];
+    EXPECT_EQ(a.dim + a.op + a.algo + a.protocol, b.dim + b.op + b.algo + b.protocol);
+    EXPECT_DOUBLE_EQ(a.calls, b.calls) << b.dim << " " << b.op;
+    EXPECT_DOUBLE_EQ(a.mean_bytes, b.mean_bytes) << b.dim << " " << b.op;
+  }
+  auto forced = layout;
+  forced.push_back("nccl.protocol=LL128");
+  for (const auto& c : simulate_step(small_llama(forced), "test").collectives_run)
+    EXPECT_EQ(c.protocol, "ll128") << c.dim << " " << c.op << " " << c.algo;
 }
 
 TEST(StepSimulation, ReusingIsolatedCollectivesChangesNothingButSpeed) {
