@@ -101,7 +101,7 @@ struct CommTally {
   // NVLink bytes of collectives timed in isolation (they never reach the network's counters).
   Bytes isolated_nvlink_bytes = 0;
   uint64_t isolated_collectives = 0;
-  std::map<CollectiveKind, KindCount> by_kind;  // the collectives NCCL tunes, as they ran
+  std::map<CollectiveKind, KindCount> by_kind;  // group collectives (not uneven all-to-alls)
 };
 
 // An op some rank could not finish: the run ended without it (a deadlock, or a peer that never

@@ -144,8 +144,9 @@ struct StepReport {
   std::array<double, coll::kNumOps> comm_bytes_by_op{};  // by coll::Op
   std::array<double, workload::kNumDims> comm_bytes_by_dim{};
   double comm_bytes_nvlink = 0, comm_bytes_network = 0, comm_bytes_pcie = 0;
-  // The collectives NCCL tunes by how they ran: dimension, op, algorithm and protocol, with their
-  // calls (every group and folded copy counted) and mean size; in dimension, then op order.
+  // The group collectives (every one but the expert all-to-alls of uneven sizes) by how they ran:
+  // dimension, op, algorithm and protocol, with their calls (every group and folded copy counted)
+  // and mean size; in dimension, then op order.
   struct CollectiveUse {
     std::string dim, op, algo, protocol;
     double calls = 0;
