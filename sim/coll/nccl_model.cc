@@ -550,24 +550,17 @@ double model_time_us(Op op, NcclAlgo algo, Protocol p, const NcclGraph& g, Bytes
 }
 
 std::string_view to_string(NcclAlgo algo) {
-  switch (algo) {
-    case NcclAlgo::kTree:
-      return "tree";
-    case NcclAlgo::kRing:
-      return "ring";
-    case NcclAlgo::kNvls:
-      return "nvls";
-    case NcclAlgo::kNvlsTree:
-      return "nvls_tree";
-    case NcclAlgo::kPat:
-      break;
-  }
-  return "pat";
+  constexpr std::array<std::string_view, kNcclAlgos.size()> kNames{"tree", "ring", "nvls",
+                                                                   "nvls_tree", "pat"};
+  return kNames[static_cast<std::size_t>(algo)];
 }
 
-std::vector<NcclChoice> nccl_candidates(Op op, const NcclGraph& g, Bytes bytes,
-                                        const NcclRestrict& only) {
-  std::vector<NcclChoice> out;
+namespace {
+
+// Calls f(choice) for every (algorithm, protocol) choose_nccl weighs, in NCCL's search order,
+// without building a list: choose_nccl runs for every collective a step launches.
+template <typename F>
+void each_candidate(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only, F&& f) {
   for (const NcclAlgo algo : kNcclAlgos) {
     if (only.fix_algo && algo != only.algo) continue;
     for (const Protocol p : kNcclProtocols) {
@@ -576,17 +569,26 @@ std::vector<NcclChoice> nccl_candidates(Op op, const NcclGraph& g, Bytes bytes,
           !g.ll128_between_servers)
         continue;
       const double t = model_time_us(op, algo, p, g, bytes);
-      if (std::isfinite(t)) out.push_back({algo, p, t});
+      if (std::isfinite(t)) f(NcclChoice{algo, p, t});
     }
   }
+}
+
+}  // namespace
+
+std::vector<NcclChoice> nccl_candidates(Op op, const NcclGraph& g, Bytes bytes,
+                                        const NcclRestrict& only) {
+  std::vector<NcclChoice> out;
+  each_candidate(op, g, bytes, only, [&](const NcclChoice& c) { out.push_back(c); });
   return out;
 }
 
 NcclChoice choose_nccl(Op op, const NcclGraph& g, Bytes bytes, const NcclRestrict& only) {
   NcclChoice best;
   best.time_us = std::numeric_limits<double>::infinity();
-  for (const NcclChoice& c : nccl_candidates(op, g, bytes, only))
+  each_candidate(op, g, bytes, only, [&](const NcclChoice& c) {
     if (c.time_us < best.time_us) best = c;
+  });
   if (!std::isfinite(best.time_us)) {
     // Nothing allowed runs (say LL128 forced on NVLS): NCCL falls back to the ring.
     best.algo = NcclAlgo::kRing;
