@@ -495,90 +495,92 @@ void print_size_row(std::ostream& out, const SizeResult& r) {
   out.unsetf(std::ios::fixed);
 }
 
-// "algo/protocol" of NCCL's model, as the cost lines and the JSON name a candidate.
-std::string candidate_name(coll::NcclAlgo algo, coll::Protocol protocol) {
-  return std::string(coll::to_string(algo)) + "/" + std::string(coll::to_string(protocol));
-}
+// NCCL's cost model for the call: its graph, the latency and bandwidth of every algorithm and
+// protocol (bandwidth 0: it does not run here), and each size's candidates by predicted time,
+// NCCL's choice (the first of least time in its search order) first. Computed once for the text
+// and the JSON.
+struct NcclCosts {
+  struct Cell {
+    coll::NcclAlgo algo;
+    coll::Protocol protocol;
+    double latency_us, bandwidth_gbps;
+  };
+  coll::NcclGraph graph;
+  std::vector<Cell> table;  // kNcclAlgos x kNcclProtocols, in that order
+  std::vector<std::pair<Bytes, std::vector<coll::NcclChoice>>> sizes;
+};
 
-// A size's candidates by predicted time, NCCL's choice (the first of least time in its search
-// order) first.
-std::vector<coll::NcclChoice> ranked_candidates(const CollectivePlanner& planner, Bytes size) {
-  std::vector<coll::NcclChoice> c = planner.model_candidates(size);
-  std::stable_sort(c.begin(), c.end(),
-                   [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
-  return c;
-}
-
-// NCCL's cost model for the call after the results: its latency and bandwidth of every algorithm
-// and protocol it runs here (its TUNING log's table), then each size's candidates, fastest first.
-void print_nccl_costs(std::ostream& out, const CollectivePlanner& planner,
-                      const std::vector<Bytes>& sizes) {
-  if (!planner.has_model()) {
-    out << "# NCCL's cost model: none for this call (NCCL runs all-to-all and send/recv as "
-           "point-to-point sends outside it, and a GPU without NCCL's figures has none)\n";
-    return;
-  }
-  const coll::NcclGraph g = planner.model_graph();
+NcclCosts nccl_costs(const CollectivePlanner& planner, const std::vector<Bytes>& sizes) {
+  NcclCosts costs{planner.model_graph(), {}, {}};
   const coll::Op op = planner.key().op;
+  for (const coll::NcclAlgo a : coll::kNcclAlgos)
+    for (const coll::Protocol p : coll::kNcclProtocols)
+      costs.table.push_back({a, p, coll::model_latency_us(op, a, p, costs.graph),
+                             coll::model_bandwidth_gbps(op, a, p, costs.graph)});
+  for (const Bytes size : sizes) {
+    std::vector<coll::NcclChoice> c = planner.model_candidates(size);
+    std::stable_sort(c.begin(), c.end(),
+                     [](const auto& a, const auto& b) { return a.time_us < b.time_us; });
+    costs.sizes.emplace_back(size, std::move(c));
+  }
+  return costs;
+}
+
+// The cost model after the results: the table NCCL's TUNING log prints, then each size's
+// candidates, fastest first.
+void print_nccl_costs(std::ostream& out, const NcclCosts& costs) {
+  const coll::NcclGraph& g = costs.graph;
   out << std::fixed << std::setprecision(1) << "# NCCL's cost model (tuning.cc): " << g.ranks
       << " ranks on " << g.nodes << " server(s), " << g.channels << " channels of "
       << g.bw_intra_gbps << " GB/s within a server, " << g.bw_inter_gbps
       << " across; latency us / algorithm bandwidth GB/s\n#" << std::setw(12) << "algorithm";
   for (const coll::Protocol p : coll::kNcclProtocols) out << std::setw(18) << coll::to_string(p);
-  out << '\n';
-  for (const coll::NcclAlgo a : coll::kNcclAlgos) {
-    out << "#" << std::setw(12) << coll::to_string(a);
-    for (const coll::Protocol p : coll::kNcclProtocols) {
-      const double bw = coll::model_bandwidth_gbps(op, a, p, g);
-      std::ostringstream cell;
-      cell << std::fixed << std::setprecision(1);
-      if (bw > 0)
-        cell << coll::model_latency_us(op, a, p, g) << " / " << bw;
-      else
-        cell << "-";
-      out << std::setw(18) << cell.str();
-    }
-    out << '\n';
+  for (std::size_t i = 0; i < costs.table.size(); ++i) {
+    const NcclCosts::Cell& c = costs.table[i];
+    if (i % coll::kNcclProtocols.size() == 0)
+      out << "\n#" << std::setw(12) << coll::to_string(c.algo);
+    std::ostringstream cell;
+    cell << std::fixed << std::setprecision(1);
+    if (c.bandwidth_gbps > 0)
+      cell << c.latency_us << " / " << c.bandwidth_gbps;
+    else
+      cell << "-";
+    out << std::setw(18) << cell.str();
   }
-  out << "# predicted time, us, NCCL's choice first:\n";
-  for (const Bytes size : sizes) {
+  out << "\n# predicted time, us, NCCL's choice first:\n";
+  for (const auto& [size, candidates] : costs.sizes) {
     out << "#" << std::setw(13) << format_size(size);
-    for (const coll::NcclChoice& c : ranked_candidates(planner, size))
-      out << "  " << candidate_name(c.algo, c.protocol) << " " << c.time_us;
+    for (const coll::NcclChoice& c : candidates)
+      out << "  " << coll::to_string(c.algo) << "/" << coll::to_string(c.protocol) << " "
+          << c.time_us;
     out << '\n';
   }
   out.unsetf(std::ios::fixed);
 }
 
-// The same as JSON (the --json report's nccl_model).
-report::Json nccl_costs_json(const CollectivePlanner& planner, const std::vector<Bytes>& sizes) {
-  if (!planner.has_model()) return nullptr;
-  const coll::NcclGraph g = planner.model_graph();
-  const coll::Op op = planner.key().op;
+// The same as JSON (the --json report's nccl_model), the table without what does not run.
+report::Json nccl_costs_json(const NcclCosts& costs) {
+  const coll::NcclGraph& g = costs.graph;
   report::Json j = {{"ranks", g.ranks},
                     {"nodes", g.nodes},
                     {"channels", g.channels},
                     {"bw_intra_gbytes_per_s", g.bw_intra_gbps},
                     {"bw_inter_gbytes_per_s", g.bw_inter_gbps}};
   report::Json& table = j["table"] = report::Json::array();
-  for (const coll::NcclAlgo a : coll::kNcclAlgos) {
-    for (const coll::Protocol p : coll::kNcclProtocols) {
-      const double bw = coll::model_bandwidth_gbps(op, a, p, g);
-      if (bw > 0)
-        table.push_back({{"algo", coll::to_string(a)},
-                         {"protocol", coll::to_string(p)},
-                         {"latency_us", coll::model_latency_us(op, a, p, g)},
-                         {"bandwidth_gbytes_per_s", bw}});
-    }
-  }
+  for (const NcclCosts::Cell& c : costs.table)
+    if (c.bandwidth_gbps > 0)
+      table.push_back({{"algo", coll::to_string(c.algo)},
+                       {"protocol", coll::to_string(c.protocol)},
+                       {"latency_us", c.latency_us},
+                       {"bandwidth_gbytes_per_s", c.bandwidth_gbps}});
   report::Json& rows = j["sizes"] = report::Json::array();
-  for (const Bytes size : sizes) {
-    report::Json candidates = report::Json::array();
-    for (const coll::NcclChoice& c : ranked_candidates(planner, size))
-      candidates.push_back({{"algo", coll::to_string(c.algo)},
-                            {"protocol", coll::to_string(c.protocol)},
-                            {"time_us", c.time_us}});
-    rows.push_back({{"size_bytes", size}, {"candidates", std::move(candidates)}});
+  for (const auto& [size, candidates] : costs.sizes) {
+    report::Json list = report::Json::array();
+    for (const coll::NcclChoice& c : candidates)
+      list.push_back({{"algo", coll::to_string(c.algo)},
+                      {"protocol", coll::to_string(c.protocol)},
+                      {"time_us", c.time_us}});
+    rows.push_back({{"size_bytes", size}, {"candidates", std::move(list)}});
   }
   return j;
 }
@@ -621,10 +623,16 @@ int collective_command(const std::vector<std::string>& args, CommandIo& given_io
     results.push_back(run_collective_size(run, planner, size));
     print_size_row(io.out, results.back());
   }
-  if (req.nccl_costs) print_nccl_costs(io.out, planner, parsed.sizes);
-  if (!req.json.empty())
-    write_json(io, req.json, req, topo, req.algo, groups, results,
-               req.nccl_costs ? nccl_costs_json(planner, parsed.sizes) : report::Json());
+  report::Json model;  // --nccl-costs: the cost model beside the results
+  if (req.nccl_costs && !planner.has_model()) {
+    io.out << "# NCCL's cost model: none for this call (NCCL runs all-to-all and send/recv as "
+              "point-to-point sends outside it, and a GPU without NCCL's figures has none)\n";
+  } else if (req.nccl_costs) {
+    const NcclCosts costs = nccl_costs(planner, parsed.sizes);
+    print_nccl_costs(io.out, costs);
+    model = nccl_costs_json(costs);
+  }
+  if (!req.json.empty()) write_json(io, req.json, req, topo, req.algo, groups, results, model);
   return 0;
 }
 
