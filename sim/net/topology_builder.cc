@@ -74,9 +74,8 @@ int64_t capacity_servers(const clustersim::TieredTopology& t) {
   return tier_capacity_servers(t);
 }
 
-void validate_tiered(const clustersim::TieredTopology& t, const std::string& src) {
-  if (!t.has_node()) fail(src, "tiered.node must be set");
-  const auto& n = t.node();
+// The server: its GPUs, NVLink, and where there are network tiers, its NICs and PCIe.
+void validate_node(const clustersim::NodeFabric& n, bool networked, const std::string& src) {
   if (n.gpus_per_node() <= 0) {
     fail(src,
          "tiered.node.gpus_per_node must be > 0 (is " + std::to_string(n.gpus_per_node()) + ")");
@@ -97,7 +96,7 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
     check_gbytes(n.nvlink_bandwidth_gbytes(), src, "tiered.node.nvlink_bandwidth_gbytes");
     check_latency(n.nvlink_latency_ns(), src, "tiered.node.nvlink_latency_ns");
   }
-  if (t.tiers_size() > 0) {
+  if (networked) {
     if (n.nics_per_gpu() <= 0) {
       fail(src, "tiered.node.nics_per_gpu must be > 0 when there are network tiers (is " +
                     std::to_string(n.nics_per_gpu()) + ")");
@@ -123,6 +122,11 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
     check_gbytes(n.pcie_bandwidth_gbytes(), src, "tiered.node.pcie_bandwidth_gbytes");
     check_latency(n.pcie_latency_ns(), src, "tiered.node.pcie_latency_ns");
   }
+}
+
+// The switch tiers, each on its own and as a fabric over the node's NICs.
+void validate_tiers(const clustersim::TieredTopology& t, const std::string& src) {
+  const auto& n = t.node();
   for (int i = 0; i < t.tiers_size(); ++i) {
     const auto& tier = t.tiers(i);
     const std::string field = "tiered.tiers[" + std::to_string(i) + "]";
@@ -154,6 +158,12 @@ void validate_tiered(const clustersim::TieredTopology& t, const std::string& src
                     "): in a rail-optimized fabric the extra leaves would be idle");
     }
   }
+}
+
+void validate_tiered(const clustersim::TieredTopology& t, const std::string& src) {
+  if (!t.has_node()) fail(src, "tiered.node must be set");
+  validate_node(t.node(), t.tiers_size() > 0, src);
+  validate_tiers(t, src);
   if (t.max_nodes() < 0) {
     fail(src, "tiered.max_nodes must be >= 0 (is " + std::to_string(t.max_nodes()) + ")");
   }

@@ -53,19 +53,7 @@ void check_cost(const cost::RunCost& c) {
     fail("cost.effective_wall_days", "is 0 for a run that takes time");
 }
 
-}  // namespace
-
-void check_report(const StepReport& r) {
-  if (!(r.iteration_time_s > 0) || !std::isfinite(r.iteration_time_s))
-    fail("iteration_time_s", "is not a positive finite time");
-  non_negative(r.tokens_per_s, "tokens_per_s");
-  non_negative(r.tflops_per_gpu, "tflops_per_gpu");
-  non_negative(r.model_flops_per_step, "model_flops_per_step");
-  // Model FLOPs per second over the GPUs' peak: above 1 would beat the hardware.
-  fraction(r.mfu, "mfu");
-  fraction(r.hfu, "hfu");
-  fraction(r.bubble_fraction, "bubble_fraction");
-  fraction(r.analytic_bubble_fraction, "analytic_bubble_fraction");
+void check_stages(const StepReport& r) {
   for (std::size_t s = 0; s < r.stages.size(); ++s) {
     const auto& f = r.stages[s];
     const std::string at = "stages[" + std::to_string(s) + "].";
@@ -82,6 +70,9 @@ void check_report(const StepReport& r) {
   }
   for (const auto& [group, seconds] : r.compute_by_kernel_group_s)
     non_negative(seconds, "compute_by_kernel_group_s." + group);
+}
+
+void check_comm(const StepReport& r) {
   for (const double v : r.comm_bytes_by_op) non_negative(v, "comm_bytes_by_op");
   for (const double v : r.comm_bytes_by_dim) non_negative(v, "comm_bytes_by_dim");
   non_negative(r.comm_bytes_nvlink, "comm_bytes_nvlink");
@@ -101,6 +92,9 @@ void check_report(const StepReport& r) {
   non_negative(r.interference_s, "interference_s");
   non_negative(r.host_dispatch_s, "host_dispatch_s");
   non_negative(r.side_stream_hold_s, "side_stream_hold_s");
+}
+
+void check_memory(const StepReport& r) {
   const auto& m = r.memory;
   for (const auto& [v, name] : {std::pair{m.weights_gb, "weights_gb"},
                                 {m.gradients_gb, "gradients_gb"},
@@ -119,9 +113,9 @@ void check_report(const StepReport& r) {
                                 {o.host_dram_capacity_gb, "host_dram_capacity_gb"},
                                 {o.host_nvme_capacity_gb, "host_nvme_capacity_gb"}})
     non_negative(v, std::string("offload.") + name);
-  check_cost(r.cost);
-  non_negative(r.dp_bytes_per_sample, "dp_bytes_per_sample");
-  const auto& v = r.variability;
+}
+
+void check_variability(const VariabilityFigures& v) {
   for (const auto& [x, name] : {std::pair{v.speed_min, "speed_min"},
                                 {v.speed_max, "speed_max"},
                                 {v.jitter_cv, "jitter_cv"},
@@ -130,7 +124,9 @@ void check_report(const StepReport& r) {
                                 {v.busy_max_s, "busy_max_s"}})
     non_negative(x, std::string("variability.") + name);
   for (const auto& [rank, busy] : v.stage_busiest) non_negative(busy, "variability.stage_busiest");
-  const auto& e = r.moe;
+}
+
+void check_moe(const MoeFigures& e) {
   for (const auto& [x, name] : {std::pair{e.all_to_all_s, "all_to_all_s"},
                                 {e.all_to_all_exposed_s, "all_to_all_exposed_s"},
                                 {e.tokens_max_over_mean, "tokens_max_over_mean"},
@@ -143,6 +139,28 @@ void check_report(const StepReport& r) {
   finite(e.grouped_gemm_s, "moe.grouped_gemm_s");
   finite(e.all_to_all_wire_s, "moe.all_to_all_wire_s");
   finite(e.token_permute_s, "moe.token_permute_s");
+}
+
+}  // namespace
+
+void check_report(const StepReport& r) {
+  if (!(r.iteration_time_s > 0) || !std::isfinite(r.iteration_time_s))
+    fail("iteration_time_s", "is not a positive finite time");
+  non_negative(r.tokens_per_s, "tokens_per_s");
+  non_negative(r.tflops_per_gpu, "tflops_per_gpu");
+  non_negative(r.model_flops_per_step, "model_flops_per_step");
+  // Model FLOPs per second over the GPUs' peak: above 1 would beat the hardware.
+  fraction(r.mfu, "mfu");
+  fraction(r.hfu, "hfu");
+  fraction(r.bubble_fraction, "bubble_fraction");
+  fraction(r.analytic_bubble_fraction, "analytic_bubble_fraction");
+  check_stages(r);
+  check_comm(r);
+  check_memory(r);
+  check_cost(r.cost);
+  non_negative(r.dp_bytes_per_sample, "dp_bytes_per_sample");
+  check_variability(r.variability);
+  check_moe(r.moe);
 }
 
 }  // namespace cs::report
