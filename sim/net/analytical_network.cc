@@ -23,15 +23,39 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   if (done) sim_.schedule_at(arrival + route.latency, std::move(done));
 }
 
-Time AnalyticalNetwork::queue_at_ports(const Route& route, Bytes bytes) {
+const Trunks& AnalyticalNetwork::trunks() {
+  if (!trunks_) trunks_ = use_trunks_ ? oversubscribed_trunks(routing_.topology()) : Trunks{};
+  return *trunks_;
+}
+
+int64_t AnalyticalNetwork::port_of(LinkId link) {
   const Topology& topology = routing_.topology();
-  if (port_drained_at_.empty()) port_drained_at_.assign(topology.num_links(), Time{});
+  if (topology.is_endpoint_link(link)) return link;
+  const int32_t trunk = trunks().trunk(link);
+  return trunk < 0 ? -1 : static_cast<int64_t>(topology.num_links()) + trunk;
+}
+
+Bandwidth AnalyticalNetwork::port_bandwidth(uint32_t port) const {
+  const Topology& topology = routing_.topology();
+  return port < topology.num_links() ? topology.link(port).bandwidth
+                                     : trunks_->bandwidth[port - topology.num_links()];
+}
+
+Time AnalyticalNetwork::queue_at(uint32_t port, double bytes) {
+  if (port_drained_at_.empty())
+    port_drained_at_.assign(routing_.topology().num_links() + trunks().bandwidth.size(), Time{});
+  Time& drained = port_drained_at_[port];
+  drained = std::max(drained, sim_.now()) +
+            transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port));
+  return drained;
+}
+
+Time AnalyticalNetwork::queue_at_ports(const Route& route, Bytes bytes) {
   Time last = sim_.now();
   for (const LinkId l : route.links) {
-    if (!topology.is_endpoint_link(l)) continue;
-    Time& drained = port_drained_at_[l];
-    drained = std::max(drained, sim_.now()) + transfer_time(bytes, topology.link(l).bandwidth);
-    last = std::max(last, drained);
+    const int64_t port = port_of(l);
+    if (port >= 0)
+      last = std::max(last, queue_at(static_cast<uint32_t>(port), static_cast<double>(bytes)));
   }
   return last;
 }
@@ -39,12 +63,13 @@ Time AnalyticalNetwork::queue_at_ports(const Route& route, Bytes bytes) {
 AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges,
                                                            int32_t mirrors) {
   FluidPlan plan;
-  const Topology& topology = routing_.topology();
-  std::unordered_map<LinkId, double> endpoint_bytes;  // on the GPU and NIC links of the edges
-  // Runs past the first are its images on other GPUs (send_fluid's mirrors): their ports are
-  // loaded as run 0's are, by this transfer and by every other lane of its phase alike, so run
-  // 0's stand for all in the time and in the ports booked.
+  std::unordered_map<uint32_t, double> port_bytes;  // on the GPU and NIC links, and the trunks
+  // Runs past the first are its images on other GPUs (send_fluid's mirrors): their endpoint ports
+  // are loaded as run 0's are, by this transfer and by every other lane of its phase alike, so
+  // run 0's stand for all in the time and in the ports booked. A trunk carries every run's bytes,
+  // and those of every transfer before it: it is queued on (queue_at), not shared per instant.
   const std::size_t run0 = edges.size() / static_cast<std::size_t>(std::max(mirrors, 1));
+  const auto links = static_cast<int64_t>(routing_.topology().num_links());
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const FluidEdge& e = edges[i];
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
@@ -52,35 +77,37 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
     plan.traffic.count(&route, bytes);
     plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
-    if (i >= run0) continue;
-    for (const LinkId l : route.links)
-      if (topology.is_endpoint_link(l)) endpoint_bytes[l] += e.wire_bytes;
+    for (const LinkId l : route.links) {
+      const int64_t port = port_of(l);
+      if (port >= 0 && (i < run0 || port >= links))
+        port_bytes[static_cast<uint32_t>(port)] += e.wire_bytes;
+    }
   }
-  for (const auto& [link, bytes] : endpoint_bytes) {
+  for (const auto& [port, bytes] : port_bytes) {
     const auto b = static_cast<Bytes>(std::llround(bytes));
-    plan.slowest = std::max(plan.slowest, transfer_time(b, topology.link(link).bandwidth));
-    plan.port_bytes.emplace_back(link, bytes);
+    plan.slowest = std::max(plan.slowest, transfer_time(b, port_bandwidth(port)));
+    (port < links ? plan.port_bytes : plan.trunk_bytes).emplace_back(port, bytes);
   }
-  // By link, so that the plan (and what it books) does not depend on the hash map's order.
+  // By port, so that the plan (and what it books) does not depend on the hash map's order.
   std::sort(plan.port_bytes.begin(), plan.port_bytes.end());
+  std::sort(plan.trunk_bytes.begin(), plan.trunk_bytes.end());
   return plan;
 }
 
 Time AnalyticalNetwork::share_ports_with_this_instant(const FluidPlan& plan) {
-  const Topology& topology = routing_.topology();
   if (instant_ != sim_.now()) {
-    for (const LinkId l : instant_ports_) instant_port_bytes_[l] = 0;
+    for (const uint32_t p : instant_ports_) instant_port_bytes_[p] = 0;
     instant_ports_.clear();
     instant_ = sim_.now();
   }
-  if (instant_port_bytes_.empty()) instant_port_bytes_.assign(topology.num_links(), 0.0);
   Time busiest;
-  for (const auto& [link, bytes] : plan.port_bytes) {
-    double& booked = instant_port_bytes_[link];
-    if (booked == 0) instant_ports_.push_back(link);
+  for (const auto& [port, bytes] : plan.port_bytes) {
+    if (instant_port_bytes_.size() <= port) instant_port_bytes_.resize(port + 1, 0.0);
+    double& booked = instant_port_bytes_[port];
+    if (booked == 0) instant_ports_.push_back(port);
     booked += bytes;
     const auto b = static_cast<Bytes>(std::llround(booked));
-    busiest = std::max(busiest, transfer_time(b, topology.link(link).bandwidth));
+    busiest = std::max(busiest, transfer_time(b, port_bandwidth(port)));
   }
   return busiest;
 }
@@ -100,7 +127,9 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mir
   if (!kept) fresh = plan_fluid(edges, mirrors);
   const FluidPlan& plan = kept ? fluid_plans_[slot->plan] : fresh;
   stats_.add(plan.traffic);
-  const Time ports = share_ports_with_this_instant(plan);
+  Time ports = share_ports_with_this_instant(plan);
+  for (const auto& [port, bytes] : plan.trunk_bytes)
+    ports = std::max(ports, queue_at(port, bytes) - sim_.now());
   if (done) sim_.schedule_in(std::max(plan.slowest + waits, ports), std::move(done));
 }
 

@@ -1,6 +1,7 @@
 // Fast transfer models for sweeps: analytical (alpha-beta per route, busy ports) and ideal.
 #pragma once
 
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -9,6 +10,7 @@
 #include "sim/core/simulator.h"
 #include "sim/net/network.h"
 #include "sim/net/routing.h"
+#include "sim/net/trunks.h"
 
 namespace cs::net {
 
@@ -18,11 +20,14 @@ namespace cs::net {
 // first, and a message has arrived when every such link has passed its bytes on. So no GPU or NIC
 // sends or receives faster than its links (eight GPUs' all-to-all or NVLS all-reduce no longer
 // sum every peer's bandwidth), while each port's queue drains on its own, as cut-through
-// switching lets it. The fabric's core, which routing and adaptive spraying keep from binding,
-// is not seen.
+// switching lets it. The fabric's core, which routing and adaptive spraying keep from binding
+// where it has full bisection, is seen only where a tier is oversubscribed: with `trunks` on,
+// bytes that leave or enter such a tier's switch group queue at its pooled up-links (trunks.h)
+// as at a port, so that traffic across a 1:7 tier drains at a seventh of its senders' rate.
 class AnalyticalNetwork final : public Network {
  public:
-  AnalyticalNetwork(Simulator& sim, Routing& routing) : sim_(sim), routing_(routing) {}
+  AnalyticalNetwork(Simulator& sim, Routing& routing, bool trunks = true)
+      : sim_(sim), routing_(routing), use_trunks_(trunks) {}
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
   // Takes its time alone plus `waits`, or longer where its ports are busy. Alone: its slowest
@@ -44,29 +49,40 @@ class AnalyticalNetwork final : public Network {
   const TrafficStats& stats() const override { return stats_; }
 
  private:
-  // What one fluid send takes alone, the bytes it puts on each endpoint link, and its traffic.
+  // What one fluid send takes alone, the bytes it puts on each port (an endpoint link, or a
+  // trunk: port_of) and its traffic.
   struct FluidPlan {
     Time slowest;
-    std::vector<std::pair<LinkId, double>> port_bytes;
+    std::vector<std::pair<uint32_t, double>> port_bytes;   // endpoint links
+    std::vector<std::pair<uint32_t, double>> trunk_bytes;  // trunks, by port
     TrafficStats traffic;
   };
+  // Ports are the links (by id) and then the trunks; a link's port is its trunk's where it has
+  // one, and none (-1) where it is neither an endpoint link nor in a trunk.
+  int64_t port_of(LinkId link);
+  const Trunks& trunks();
+  Bandwidth port_bandwidth(uint32_t port) const;
   FluidPlan plan_fluid(std::span<const FluidEdge> edges, int32_t mirrors);
   // Adds the plan's bytes to the ports of this instant's fluid transfers; returns when the
   // busiest of its ports has passed every byte booked on it at this instant.
   Time share_ports_with_this_instant(const FluidPlan& plan);
   // Queues `bytes` on the route's ports; returns when the last of them has passed them on.
   Time queue_at_ports(const Route& route, Bytes bytes);
+  // Queues `bytes` on one port; returns when it has passed them on.
+  Time queue_at(uint32_t port, double bytes);
 
   Simulator& sim_;
   Routing& routing_;
+  bool use_trunks_;
+  std::optional<Trunks> trunks_;  // found on first use
   TrafficStats stats_;
   static constexpr std::size_t kMaxFluidPlans = std::size_t{1} << 20;  // about 100 MB
   std::vector<FluidPlan> fluid_plans_;                                 // those named by slots
-  std::vector<Time> port_drained_at_;  // per link, when its queued bytes have passed it
-  // Fluid bytes per link sent at `instant_` (the links touched listed, to clear them after).
+  std::vector<Time> port_drained_at_;  // per port, when its queued bytes have passed it
+  // Fluid bytes per port sent at `instant_` (the ports touched listed, to clear them after).
   Time instant_ = Time::max();
   std::vector<double> instant_port_bytes_;
-  std::vector<LinkId> instant_ports_;
+  std::vector<uint32_t> instant_ports_;
 };
 
 // Communication is free: every message completes at the time it was sent (as a scheduled event,
@@ -87,6 +103,8 @@ class IdealNetwork final : public Network {
  private:
   Simulator& sim_;
   Routing& routing_;
+  bool use_trunks_;
+  std::optional<Trunks> trunks_;  // found on first use
   TrafficStats stats_;
 };
 

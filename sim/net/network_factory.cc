@@ -29,12 +29,12 @@ std::string_view to_string(NetworkMode mode) {
 }
 
 std::unique_ptr<Network> make_network(NetworkMode mode, Simulator& sim, const Topology& topology,
-                                      Routing& routing) {
+                                      Routing& routing, const NetworkOptions& options) {
   switch (mode) {
     case NetworkMode::kCongestionAware:
       return std::make_unique<FlowNetwork>(sim, topology, routing);
     case NetworkMode::kAnalytical:
-      return std::make_unique<AnalyticalNetwork>(sim, routing);
+      return std::make_unique<AnalyticalNetwork>(sim, routing, options.oversubscribed_trunks);
     case NetworkMode::kIdeal:
       return std::make_unique<IdealNetwork>(sim, routing);
   }

@@ -17,8 +17,15 @@ enum class NetworkMode { kCongestionAware, kAnalytical, kIdeal };
 NetworkMode parse_network_mode(std::string_view text);
 std::string_view to_string(NetworkMode mode);
 
+// What a network model takes beyond its mode: the effects that act inside it.
+struct NetworkOptions {
+  // The analytical model queues traffic across an oversubscribed tier at its trunks (trunks.h).
+  bool oversubscribed_trunks = true;
+  bool operator==(const NetworkOptions&) const = default;
+};
+
 // `sim`, `topology` and `routing` must outlive the returned network.
 std::unique_ptr<Network> make_network(NetworkMode mode, Simulator& sim, const Topology& topology,
-                                      Routing& routing);
+                                      Routing& routing, const NetworkOptions& options = {});
 
 }  // namespace cs::net

@@ -88,14 +88,21 @@ clustersim::NetworkMode config_network_mode(net::NetworkMode mode) {
 std::span<const std::string_view> world_effects() {
   // Read by nccl_settings and executor_options below; WorldEffects tests hold the list to them.
   static constexpr std::string_view kNames[] = {
-      "nccl_protocol_overhead",  "nvlink_protocol_overhead",  "nvls_switch_efficiency",
-      "network_packet_overhead", "nccl_step_latency",         "rail_aligned_rings",
-      "nccl_algorithm_choice",   "nvls_bus_bandwidth_cap",    "nccl_tree_pattern",
-      "moe_all_to_all_wire",     "comm_compute_interference", "interference_wave_quantization",
-      "side_stream_contention",  "nvls_tree_channel_ceiling", "deepep_kernel_share",
-      "deepep_token_cost",       "nvls_loop_pipeline",        "nccl_small_call_channels",
-      "nvls_tree_loop_pipeline"};
+      "nccl_protocol_overhead",    "nvlink_protocol_overhead",
+      "nvls_switch_efficiency",    "network_packet_overhead",
+      "nccl_step_latency",         "rail_aligned_rings",
+      "nccl_algorithm_choice",     "nvls_bus_bandwidth_cap",
+      "nccl_tree_pattern",         "moe_all_to_all_wire",
+      "comm_compute_interference", "interference_wave_quantization",
+      "side_stream_contention",    "nvls_tree_channel_ceiling",
+      "deepep_kernel_share",       "deepep_token_cost",
+      "nvls_loop_pipeline",        "nccl_small_call_channels",
+      "nvls_tree_loop_pipeline",   "analytical_oversubscribed_trunks"};
   return kNames;
+}
+
+net::NetworkOptions network_options(const clustersim::RunConfig& config) {
+  return {.oversubscribed_trunks = config.effects().analytical_oversubscribed_trunks()};
 }
 
 coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {
@@ -173,7 +180,7 @@ coll::NcclTuning World::nccl_tuning() const {
 }
 
 std::unique_ptr<net::Network> World::make_network(Simulator& sim) {
-  return net::make_network(mode_, sim, topology_, *routing_);
+  return net::make_network(mode_, sim, topology_, *routing_, network_options(config_));
 }
 
 exec::ExecutorOptions World::executor_options(const ExecutorChoices& choices) {

@@ -29,10 +29,12 @@ clustersim::NetworkMode config_network_mode(net::NetworkMode mode);
 
 // The config's NCCL knobs and collective effects (RunConfig.nccl, EffectsConfig 40-59).
 coll::NcclSettings nccl_settings(const clustersim::RunConfig& config);
+// The effects that act inside the network model (analytical_oversubscribed_trunks).
+net::NetworkOptions network_options(const clustersim::RunConfig& config);
 
-// The EffectsConfig fields a world reads (NCCL's model, the all-to-all wire, interference): the
-// effects that act on an already lowered workload, so the ones a trace's replay can switch. The
-// others shape the ops lowering makes from the model.
+// The EffectsConfig fields a world reads (NCCL's model, the all-to-all wire, interference, the
+// network model's trunks): the effects that act on an already lowered workload, so the ones a
+// trace's replay can switch. The others shape the ops lowering makes from the model.
 std::span<const std::string_view> world_effects();
 
 // The world's part of a config: cluster, network, nccl, effects and simulation, copied out of

@@ -181,14 +181,16 @@ TEST(World, RefusesNegativeChannelsNamingTheSource) {
   }
 }
 
-// Whether two configs give different NCCL settings or executor options (what effects can change).
+// Whether two configs give different NCCL settings, network options or executor options (what
+// effects can change).
 bool world_differs(World& world, const clustersim::RunConfig& a, const clustersim::RunConfig& b) {
   const exec::ExecutorOptions x = executor_options(world, a, {}, "test");
   const exec::ExecutorOptions y = executor_options(world, b, {}, "test");
   const auto quantized = [](const exec::ExecutorOptions& o) {
     return o.interference && o.interference->wave_quantization;
   };
-  return !(nccl_settings(a) == nccl_settings(b)) || x.all_to_all_wire != y.all_to_all_wire ||
+  return !(nccl_settings(a) == nccl_settings(b)) || !(network_options(a) == network_options(b)) ||
+         x.all_to_all_wire != y.all_to_all_wire ||
          x.interference.has_value() != y.interference.has_value() || quantized(x) != quantized(y) ||
          x.side_stream_contention != y.side_stream_contention ||
          x.deepep.nvlink != y.deepep.nvlink || x.deepep.network != y.deepep.network ||

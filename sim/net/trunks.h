@@ -1,0 +1,28 @@
+// The trunks of a tiered fabric's oversubscribed switch groups, as pooled ports for fast models.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/net/topology.h"
+
+namespace cs::net {
+
+// A switch group (a tier's switches of one group, e.g. a pod's cluster switches) whose links up
+// carry less than its links down is oversubscribed: traffic that leaves it, or enters it from
+// above, shares its up-links, or the down-links into it, which adaptive routing and ECMP spread
+// it over. Each such group has two trunks, out and in; a trunk's bandwidth is its links' sum.
+// Groups with full bisection have none: their endpoints bind first.
+struct Trunks {
+  std::vector<int32_t> of_link;      // per link: its trunk, or -1
+  std::vector<Bandwidth> bandwidth;  // per trunk
+
+  bool empty() const { return bandwidth.empty(); }
+  int32_t trunk(LinkId link) const { return empty() ? -1 : of_link[link]; }
+};
+
+// The trunks of `topology`'s oversubscribed groups (none for graphs without tiers and groups).
+Trunks oversubscribed_trunks(const Topology& topology);
+
+}  // namespace cs::net
