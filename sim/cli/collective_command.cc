@@ -1,5 +1,6 @@
 // `clustersim collective`: nccl-tests for the simulated cluster.
 #include <algorithm>
+#include <array>
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <iomanip>
@@ -30,6 +31,41 @@ namespace po = boost::program_options;
 
 namespace {
 
+// The effects a collective can switch off, each a --no-FLAG naming its EffectsConfig field.
+struct EffectFlag {
+  const char* flag;
+  const char* field;
+  const char* help;
+};
+constexpr std::array<EffectFlag, 13> kEffectFlags{{
+    {"no-protocol-overhead", "nccl_protocol_overhead", "LL / LL128 flag bytes"},
+    {"no-nvlink-overhead", "nvlink_protocol_overhead", "NVLink carries its line rate of payload"},
+    {"no-step-latency", "nccl_step_latency",
+     "NCCL's per-hop and per-call latencies, and send/recv and all-to-all kernels' launch"},
+    {"no-rail-rings", "rail_aligned_rings", "one ring in rank order across servers"},
+    {"no-nvls-efficiency", "nvls_switch_efficiency",
+     "NVLS reduces through the NVSwitch at full link rate"},
+    {"no-small-call-channels", "nccl_small_call_channels",
+     "a small call on one server runs on all of NCCL's channels, not on those its bytes fill"},
+    {"no-nvls-loops", "nvls_loop_pipeline",
+     "one server's NVLS at NCCL's derating and latencies at every size, not in its measured "
+     "loops (Hopper)"},
+    {"no-nvls-tree-loops", "nvls_tree_loop_pipeline",
+     "NVLS-tree across servers at NCCL's latencies at every size, not in its loops (Hopper)"},
+    {"no-nvls-bus-cap", "nvls_bus_bandwidth_cap",
+     "NVLS bus bandwidth keeps growing past 8 GPUs (NVL72 racks)"},
+    {"no-nvls-tree-ceiling", "nvls_tree_channel_ceiling",
+     "Hopper's NVLS-tree beyond NCCL's per-channel ceiling"},
+    {"no-tree-pattern", "nccl_tree_pattern",
+     "trees whose servers reach the network through one GPU per channel (no NVSwitch) run at "
+     "the full rate of NCCL's other trees"},
+    {"no-network-overhead", "network_packet_overhead",
+     "NICs carry their full data rate of payload (NCCL reaches 96%)"},
+    {"no-trunks", "analytical_oversubscribed_trunks",
+     "--network analytical sees no oversubscribed tier: traffic across one drains at its "
+     "senders' rate"},
+}};
+
 struct Request {
   std::string op = "all_reduce";
   std::string algo = "auto";
@@ -48,18 +84,7 @@ struct Request {
   int32_t channels = 0;  // 0: one ring per NIC across servers, as many as NCCL fits
   std::string nvls = "on";
   std::string pat = "on";
-  bool no_protocol_overhead = false;
-  bool no_nvlink_overhead = false;
-  bool no_step_latency = false;
-  bool no_rail_rings = false;
-  bool no_nvls_efficiency = false;
-  bool no_nvls_loops = false;
-  bool no_nvls_tree_loops = false;
-  bool no_small_calls = false;
-  bool no_nvls_bus_cap = false;
-  bool no_nvls_tree_ceiling = false;
-  bool no_tree_pattern = false;
-  bool no_network_overhead = false;
+  std::array<bool, kEffectFlags.size()> effect_off{};  // by kEffectFlags
   bool fluid = false;
   bool nccl_costs = false;
 };
@@ -153,35 +178,6 @@ void add_collective_options(po::options_description& opts, Request& req) {
        "on | off: NVLink SHARP all-reduce on Hopper NVSwitch servers (NVLS, NVLS-tree)")
       ("pat", po::value(&req.pat)->default_value(req.pat),
        "on | off: NCCL 2.23's PAT all-gather / reduce-scatter over one GPU per server")
-      ("no-protocol-overhead", po::bool_switch(&req.no_protocol_overhead),
-       "effect off: LL / LL128 flag bytes")
-      ("no-nvlink-overhead", po::bool_switch(&req.no_nvlink_overhead),
-       "effect off: NVLink carries its line rate of payload")
-      ("no-step-latency", po::bool_switch(&req.no_step_latency),
-       "effect off: NCCL's per-hop and per-call latencies, and send/recv and all-to-all "
-       "kernels' launch")
-      ("no-rail-rings", po::bool_switch(&req.no_rail_rings),
-       "effect off: one ring in rank order across servers")
-      ("no-nvls-efficiency", po::bool_switch(&req.no_nvls_efficiency),
-       "effect off: NVLS reduces through the NVSwitch at full link rate")
-      ("no-small-call-channels", po::bool_switch(&req.no_small_calls),
-       "effect off: a small call on one server runs on all of NCCL's channels, not on those its "
-       "bytes fill")
-      ("no-nvls-loops", po::bool_switch(&req.no_nvls_loops),
-       "effect off: one server's NVLS at NCCL's derating and latencies at every size, not in "
-       "its measured loops (Hopper)")
-      ("no-nvls-tree-loops", po::bool_switch(&req.no_nvls_tree_loops),
-       "effect off: NVLS-tree across servers at NCCL's latencies at every size, not in its "
-       "loops (Hopper)")
-      ("no-nvls-bus-cap", po::bool_switch(&req.no_nvls_bus_cap),
-       "effect off: NVLS bus bandwidth keeps growing past 8 GPUs (NVL72 racks)")
-      ("no-nvls-tree-ceiling", po::bool_switch(&req.no_nvls_tree_ceiling),
-       "effect off: Hopper's NVLS-tree beyond NCCL's per-channel ceiling")
-      ("no-tree-pattern", po::bool_switch(&req.no_tree_pattern),
-       "effect off: trees whose servers reach the network through one GPU per channel (no "
-       "NVSwitch) run at the full rate of NCCL's other trees")
-      ("no-network-overhead", po::bool_switch(&req.no_network_overhead),
-       "effect off: NICs carry their full data rate of payload (NCCL reaches 96%)")
       ("gpus", po::value(&req.gpus)->required(), "GPUs in the run (the topology is sized to them)")
       ("gpus-per-node", po::value(&req.gpus_per_node)->default_value(0),
        "GPUs used of each node or NVLink domain, the first ones (cluster.gpus_per_node: 8 of a "
@@ -212,6 +208,10 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("json", po::value(&req.json),
        "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
+  for (std::size_t i = 0; i < kEffectFlags.size(); ++i) {
+    opts.add_options()(kEffectFlags[i].flag, po::bool_switch(&req.effect_off[i]),
+                       (std::string("effect off: ") + kEffectFlags[i].help).c_str());
+  }
 }
 
 // What the options ask for once parsed: the op (in `key`), the algorithm, the sizes, and the
@@ -272,18 +272,11 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   nccl.set_nvls(req.nvls == "on");
   nccl.set_pat(req.pat == "on");
   auto& effects = *config.mutable_effects();
-  effects.set_nccl_protocol_overhead(!req.no_protocol_overhead);
-  effects.set_nvlink_protocol_overhead(!req.no_nvlink_overhead);
-  effects.set_nccl_step_latency(!req.no_step_latency);
-  effects.set_rail_aligned_rings(!req.no_rail_rings);
-  effects.set_nvls_switch_efficiency(!req.no_nvls_efficiency);
-  effects.set_nvls_loop_pipeline(!req.no_nvls_loops);
-  effects.set_nvls_tree_loop_pipeline(!req.no_nvls_tree_loops);
-  effects.set_nccl_small_call_channels(!req.no_small_calls);
-  effects.set_nvls_bus_bandwidth_cap(!req.no_nvls_bus_cap);
-  effects.set_nvls_tree_channel_ceiling(!req.no_nvls_tree_ceiling);
-  effects.set_nccl_tree_pattern(!req.no_tree_pattern);
-  effects.set_network_packet_overhead(!req.no_network_overhead);
+  const auto* fields = clustersim::EffectsConfig::descriptor();
+  for (std::size_t i = 0; i < kEffectFlags.size(); ++i) {
+    effects.GetReflection()->SetBool(&effects, fields->FindFieldByName(kEffectFlags[i].field),
+                                     !req.effect_off[i]);
+  }
 }
 
 // Parses and checks the request, throwing UsageError for anything it cannot run.

@@ -150,6 +150,38 @@ TEST(Cli, CollectiveReportsBusBandwidthAsNcclAchievesIt) {
             nvls);
 }
 
+// Every --no-FLAG the help lists switches an effect the command runs with.
+TEST(Cli, EveryEffectFlagOfTheHelpRuns) {
+  const std::string help = run_cli({"collective", "--help"}).out;
+  int flags = 0;
+  for (std::size_t at = help.find("--no-"); at != std::string::npos;
+       at = help.find("--no-", at + 1)) {
+    const std::string flag = help.substr(at, help.find_first_of(" \n", at) - at);
+    const auto r = run_cli({"collective", "--gpus", "16", "--sizes", "1M", flag});
+    EXPECT_EQ(r.code, 0) << flag << ": " << r.err;
+    ++flags;
+  }
+  EXPECT_GE(flags, 13);
+}
+
+// llama3-24k's pods of 3,072 GPUs have a seventh of their NICs' rate above them. 96 PAT
+// all-gathers over 256 servers, one GPU of each, cross pods in their longer steps: on the
+// analytical network they drain at the pods' trunks (5.5 GB/s of bus bandwidth; congestion-aware
+// 4.3), and without the trunks at their NICs' rate (32.6).
+TEST(Cli, TheAnalyticalNetworkQueuesTrafficAcrossAnOversubscribedTier) {
+  const std::string json = testing_support::temp_path("trunks.json");
+  const std::vector<std::string> pat{"collective", "--op",           "all_gather", "--topology",
+                                     "llama3-24k", "--gpus",         "24576",      "--group-size",
+                                     "256",        "--group-stride", "96",         "--sizes",
+                                     "256M",       "--network",      "analytical", "--fluid"};
+  const double trunked = busbw_of(pat, json);
+  std::vector<std::string> untrunked = pat;
+  untrunked.push_back("--no-trunks");
+  const double free = busbw_of(untrunked, json);
+  EXPECT_LT(trunked, free / 4) << trunked << " vs " << free;
+  EXPECT_GT(trunked, free / 7 / 2);  // the trunk's seventh, and no less than half of it
+}
+
 // Issue 25's table: 128-rank (and 336-rank) reduce-scatters, one member per server, spread over
 // more and more scalable units of a grown full-bisection fat tree with adaptive routing. Where a
 // server sits must not cost bandwidth: as rings (NCCL 2.20, --pat off) every row is within 10%
