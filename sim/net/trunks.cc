@@ -61,4 +61,18 @@ Trunks oversubscribed_trunks(const Topology& topology) {
   return trunks;
 }
 
+std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topology& description) {
+  std::vector<OversubscribedDomain> domains;
+  if (!description.has_tiered()) return domains;
+  const auto& t = description.tiered();
+  const auto& node = t.node();
+  // A tier's group holds group_size groups of the tier below; tier 0's, group_size servers.
+  int64_t gpus = node.gpus_used_per_node() > 0 ? node.gpus_used_per_node() : node.gpus_per_node();
+  for (const auto& tier : t.tiers()) {
+    gpus *= tier.group_size();
+    if (tier.oversubscription() > 1) domains.push_back({gpus, tier.oversubscription()});
+  }
+  return domains;
+}
+
 }  // namespace cs::net

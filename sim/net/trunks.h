@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "proto/topology.pb.h"
 #include "sim/core/units.h"
 #include "sim/net/topology.h"
 
@@ -24,5 +25,14 @@ struct Trunks {
 
 // The trunks of `topology`'s oversubscribed groups (none for graphs without tiers and groups).
 Trunks oversubscribed_trunks(const Topology& topology);
+
+// An oversubscribed tier as a topology description gives it, for estimates that build no graph:
+// the GPUs (in rank order) under each of its switch groups, and its ratio of links down to up.
+struct OversubscribedDomain {
+  int64_t gpus = 0;
+  double ratio = 1;
+};
+// `description`'s oversubscribed tiers, lowest first (none for explicit graphs).
+std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topology& description);
 
 }  // namespace cs::net

@@ -7,10 +7,13 @@
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/lower/stage_work.h"
+#include "sim/net/topology_builder.h"
+#include "sim/net/trunks.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
+#include "sim/world/world.h"
 
 namespace cs::plan {
 
@@ -118,21 +121,73 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
   return t;
 }
 
-// Seconds of one reduce-scatter or all-gather of the stage's weights in bf16 over the GPU's NIC:
-// dense weights over DP, routed experts (when split, EP > 1) over their expert-data-parallel
-// group.
-double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic) {
+// The share of a collective's bytes that leave the domain (of `domain_gpus` GPUs, in rank order)
+// each member sits in, in NCCL's algorithm: PAT's doubling steps, step k pairing members 2^k
+// apart and moving min(2^k, n - 2^k) of the n - 1 blocks, or a ring's hops, one a member.
+double leaving_share(const std::vector<int32_t>& members, coll::NcclAlgo algo,
+                     int64_t domain_gpus) {
+  const auto n = static_cast<int64_t>(members.size());
+  const auto crossing = [&](int64_t distance) {  // the members whose peer is in another domain
+    int64_t c = 0;
+    for (int64_t i = 0; i < n; ++i)
+      c += members[i] / domain_gpus != members[(i + distance) % n] / domain_gpus ? 1 : 0;
+    return static_cast<double>(c) / static_cast<double>(n);
+  };
+  if (algo != coll::NcclAlgo::kPat) return crossing(1);
+  double share = 0;
+  for (int64_t d = 1; d < n; d *= 2)
+    share += crossing(d) * static_cast<double>(std::min(d, n - d)) / static_cast<double>(n - 1);
+  return share;
+}
+
+// How many times its NICs' time a `bytes` gather or reduction of the `dim` group takes while every
+// group of the layout runs one, on a fabric whose tiers are oversubscribed: what leaves a domain
+// shares the domain's links up, 1 / ratio of its GPUs' NICs (at least 1). As the analytical
+// network's trunks (net/trunks.h) see it; a ring leaves a pod once, PAT's long steps every time.
+double fabric_slowdown(const RunConfig& config, workload::Dim dim, double bytes,
+                       int32_t gpus_per_node,
+                       const std::vector<net::OversubscribedDomain>& domains) {
+  if (domains.empty() || !config.effects().analytical_oversubscribed_trunks()) return 1;
+  const auto members = workload::layout_of(config.parallel()).group_members(0, dim);
+  if (members.size() < 2) return 1;
+  int32_t local = 0;
+  for (const int32_t m : members) local += m / gpus_per_node == members[0] / gpus_per_node ? 1 : 0;
+  const coll::NcclTuning tuning = compute::nccl_tuning(
+      compute::gpu_or_default(config.cluster().gpu()), world::nccl_settings(config));
+  const coll::NcclAlgo algo =
+      tuning
+          .model_choice(coll::Op::kAllGather, static_cast<int32_t>(members.size()), local,
+                        static_cast<Bytes>(bytes))
+          .algo;
+  double slowdown = 1;
+  for (const auto& d : domains)
+    slowdown = std::max(slowdown, leaving_share(members, algo, d.gpus) * d.ratio);
+  return slowdown;
+}
+
+// Seconds of one reduce-scatter or all-gather of the stage's weights in bf16 over the GPU's NIC,
+// slowed where the group's traffic crosses an oversubscribed tier (fabric_slowdown, at the size
+// of one call: a layer's weights under ZeRO-3, else the stage's buckets): dense weights over DP,
+// routed experts (when split, EP > 1) over their expert-data-parallel group.
+double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic, int32_t gpus_per_node,
+                       const std::vector<net::OversubscribedDomain>& domains) {
   const auto& p = config.parallel();
   const double params = static_cast<double>(workload::stage_params(config, stage));
   const double expert_params =
       p.ep() > 1 ? static_cast<double>(workload::stage_expert_params(config, stage)) : 0.0;
-  auto pass = [&](double n_params, double group) {  // a reduce-scatter or all-gather
-    return group > 1 ? 2.0 * n_params * (group - 1) / group / nic : 0.0;
+  const double calls =
+      p.zero_stage() == 3 ? std::max(1, workload::layers_on_stage(config, stage)) : 1;
+  auto pass = [&](double n_params, double group, workload::Dim dim) {  // an RS or an AG
+    if (group <= 1) return 0.0;
+    const double bytes = 2.0 * n_params;
+    return bytes * (group - 1) / group / nic *
+           fabric_slowdown(config, dim, bytes / calls, gpus_per_node, domains);
   };
   const double dp = p.dp();
   const auto edp =
       static_cast<double>(workload::dim_sizes(p)[static_cast<int>(workload::Dim::kEdp)]);
-  return pass(params - expert_params, dp) + pass(expert_params, edp);
+  return pass(params - expert_params, dp, workload::Dim::kDp) +
+         pass(expert_params, edp, workload::Dim::kEdp);
 }
 
 }  // namespace
@@ -156,7 +211,11 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
           .planner_idle_slots(p.pp(), slot.forward, slot.backward, slot.weight_grad);
   double pipeline = (static_cast<double>(v) * m + bubble_slots) * slot.per_slot;
 
-  const double one_pass = dp_pass_seconds(config, stage, links.nic);
+  const auto& topology = config.cluster().topology();
+  const auto domains = topology.empty()
+                           ? std::vector<net::OversubscribedDomain>{}
+                           : net::oversubscribed_domains(net::resolve_topology(topology));
+  const double one_pass = dp_pass_seconds(config, stage, links.nic, gpus_per_node, domains);
   double exposed = 0;
   if (one_pass > 0) {
     // ZeRO-3 gathers weights per layer in the forward and backward of every microbatch;

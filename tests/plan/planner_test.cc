@@ -321,5 +321,28 @@ TEST(Planner, EstimateAmortisesTheBubbleOverMoreMicrobatches) {
   EXPECT_LT(est_a - 7 * slot, 0.2 * est_a);
 }
 
+// llama3-24k's pods of 3,072 GPUs have a seventh of their NICs' rate above them. ZeRO-3 at DP
+// 1,024 gathers every layer by PAT over servers 96 GPUs apart, whose longer steps all leave the
+// pod; the preset's ZeRO-2 over DP 128 runs rings, which leave a pod once a ring.
+TEST(Planner, EstimateSlowsGathersThatLeaveAnOversubscribedPod) {
+  const auto config = [](std::vector<std::string> sets, bool trunks) {
+    sets.push_back(std::string("effects.analytical_oversubscribed_trunks=") +
+                   (trunks ? "true" : "false"));
+    return load_run_config("", "llama3-405b", sets).config;
+  };
+  const std::vector<std::string> zero3{"parallel.cp=4",
+                                       "parallel.pp=3",
+                                       "parallel.dp=1024",
+                                       "parallel.zero_stage=3",
+                                       "parallel.schedule=ZB_V",
+                                       "parallel.microbatch_size=2",
+                                       "parallel.layers_per_stage="};
+  const double across = estimate_step_seconds(config(zero3, true), 8);
+  const double free = estimate_step_seconds(config(zero3, false), 8);
+  EXPECT_GT(across, 3 * free) << across << " vs " << free;
+  EXPECT_EQ(estimate_step_seconds(config({}, true), 8),
+            estimate_step_seconds(config({}, false), 8));
+}
+
 }  // namespace
 }  // namespace cs::plan
