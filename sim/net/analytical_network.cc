@@ -77,6 +77,7 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
     plan.traffic.count(&route, bytes);
     plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
+    if (i >= run0 && trunks().empty()) continue;
     for (const LinkId l : route.links) {
       const int64_t port = port_of(l);
       if (port >= 0 && (i < run0 || port >= links))
