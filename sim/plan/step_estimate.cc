@@ -140,35 +140,53 @@ double leaving_share(const std::vector<int32_t>& members, coll::NcclAlgo algo,
   return share;
 }
 
-// How many times its NICs' time a `bytes` gather or reduction of the `dim` group takes while every
-// group of the layout runs one, on a fabric whose tiers are oversubscribed: what leaves a domain
-// shares the domain's links up, 1 / ratio of its GPUs' NICs (at least 1). As the analytical
-// network's trunks (net/trunks.h) see it; a ring leaves a pod once, PAT's long steps every time.
-double fabric_slowdown(const RunConfig& config, workload::Dim dim, double bytes,
-                       int32_t gpus_per_node,
-                       const std::vector<net::OversubscribedDomain>& domains) {
-  if (domains.empty() || !config.effects().analytical_oversubscribed_trunks()) return 1;
-  const auto members = workload::layout_of(config.parallel()).group_members(0, dim);
-  if (members.size() < 2) return 1;
+// A gather or reduction of one call's `bytes` over the `dim` group of rank 0, as NCCL would run it
+// (NcclTuning::model_choice, with the GPU's NCCL figures): its members, its algorithm, and the
+// latency NCCL's model charges the call (a ring's per-rank steps: tens of ms over thousands of
+// servers; none with effects.nccl_step_latency off).
+struct DpCall {
+  std::vector<int32_t> members;
+  coll::NcclAlgo algo = coll::NcclAlgo::kRing;
+  double latency_s = 0;
+};
+DpCall dp_call(const RunConfig& config, workload::Dim dim, double bytes, int32_t gpus_per_node) {
+  DpCall call;
+  call.members = workload::layout_of(config.parallel()).group_members(0, dim);
+  const auto n = static_cast<int32_t>(call.members.size());
+  if (n < 2) return call;
+  const int32_t per_node = std::max(gpus_per_node, 1);
   int32_t local = 0;
-  for (const int32_t m : members) local += m / gpus_per_node == members[0] / gpus_per_node ? 1 : 0;
+  for (const int32_t m : call.members) local += m / per_node == call.members[0] / per_node ? 1 : 0;
   const coll::NcclTuning tuning = compute::nccl_tuning(
       compute::gpu_or_default(config.cluster().gpu()), world::nccl_settings(config));
-  const coll::NcclAlgo algo =
-      tuning
-          .model_choice(coll::Op::kAllGather, static_cast<int32_t>(members.size()), local,
-                        static_cast<Bytes>(bytes))
-          .algo;
+  const coll::NcclChoice choice =
+      tuning.model_choice(coll::Op::kAllGather, n, local, static_cast<Bytes>(bytes));
+  call.algo = choice.algo;
+  // As the simulated call pays it: with effects.nccl_step_latency, and not on an IDEAL network.
+  if (tuning.settings().step_latency)
+    call.latency_s = 1e-6 * coll::model_latency_us(coll::Op::kAllGather, choice.algo,
+                                                   choice.protocol, tuning.graph(n, local));
+  return call;
+}
+
+// How many times its NICs' time the call takes while every group of the layout runs one, on a
+// fabric whose tiers are oversubscribed: what leaves a domain shares the domain's links up,
+// 1 / ratio of its GPUs' NICs (at least 1). As the analytical network's trunks (net/trunks.h)
+// see it; a ring leaves a pod once, PAT's long steps every time.
+double fabric_slowdown(const RunConfig& config, const DpCall& call,
+                       const std::vector<net::OversubscribedDomain>& domains) {
+  if (call.members.size() < 2 || !config.effects().analytical_oversubscribed_trunks()) return 1;
   double slowdown = 1;
   for (const auto& d : domains)
-    slowdown = std::max(slowdown, leaving_share(members, algo, d.gpus) * d.ratio);
+    slowdown = std::max(slowdown, leaving_share(call.members, call.algo, d.gpus) * d.ratio);
   return slowdown;
 }
 
 // Seconds of one reduce-scatter or all-gather of the stage's weights in bf16 over the GPU's NIC,
-// slowed where the group's traffic crosses an oversubscribed tier (fabric_slowdown, at the size
-// of one call: a layer's weights under ZeRO-3, else the stage's buckets): dense weights over DP,
-// routed experts (when split, EP > 1) over their expert-data-parallel group.
+// in calls of a layer's weights under ZeRO-3 (else one of the stage's), each paying NCCL's
+// latency for it and slowed where the group's traffic crosses an oversubscribed tier
+// (fabric_slowdown): dense weights over DP, routed experts (when split, EP > 1) over their
+// expert-data-parallel group.
 double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic, int32_t gpus_per_node,
                        const std::vector<net::OversubscribedDomain>& domains) {
   const auto& p = config.parallel();
@@ -180,8 +198,9 @@ double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic, int32
   auto pass = [&](double n_params, double group, workload::Dim dim) {  // an RS or an AG
     if (group <= 1) return 0.0;
     const double bytes = 2.0 * n_params;
-    return bytes * (group - 1) / group / nic *
-           fabric_slowdown(config, dim, bytes / calls, gpus_per_node, domains);
+    const DpCall call = dp_call(config, dim, bytes / calls, gpus_per_node);
+    return bytes * (group - 1) / group / nic * fabric_slowdown(config, call, domains) +
+           calls * call.latency_s;
   };
   const double dp = p.dp();
   const auto edp =
