@@ -103,8 +103,6 @@ class IdealNetwork final : public Network {
  private:
   Simulator& sim_;
   Routing& routing_;
-  bool use_trunks_;
-  std::optional<Trunks> trunks_;  // found on first use
   TrafficStats stats_;
 };
 
