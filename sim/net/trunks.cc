@@ -3,6 +3,8 @@
 #include <map>
 #include <utility>
 
+#include "sim/net/topology_builder.h"
+
 namespace cs::net {
 
 namespace {
@@ -64,11 +66,9 @@ Trunks oversubscribed_trunks(const Topology& topology) {
 std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topology& description) {
   std::vector<OversubscribedDomain> domains;
   if (!description.has_tiered()) return domains;
-  const auto& t = description.tiered();
-  const auto& node = t.node();
   // A tier's group holds group_size groups of the tier below; tier 0's, group_size servers.
-  int64_t gpus = node.gpus_used_per_node() > 0 ? node.gpus_used_per_node() : node.gpus_per_node();
-  for (const auto& tier : t.tiers()) {
+  int64_t gpus = gpus_per_node_in_use(description);
+  for (const auto& tier : description.tiered().tiers()) {
     gpus *= tier.group_size();
     if (tier.oversubscription() > 1) domains.push_back({gpus, tier.oversubscription()});
   }

@@ -52,11 +52,15 @@ double compute_seconds(const workload::StageWork& work, const workload::PhaseOps
   return s;
 }
 
-// What a collective's seconds are reckoned from: NVLink and NIC bytes per second, and where the
-// EP group's all-to-all bytes go.
+// What a collective's seconds are reckoned from: NVLink and NIC bytes per second, where the EP
+// group's all-to-all bytes go, and for data-parallel calls the GPUs a server, NCCL's model with
+// the config's settings and the fabric's oversubscribed tiers.
 struct EstimateLinks {
   double nvlink = 0, nic = 0;
   EpSpread ep;
+  int32_t gpus_per_node = 1;
+  coll::NcclTuning nccl;
+  std::vector<net::OversubscribedDomain> domains;
 };
 
 // Seconds of the phase's collectives: the expert all-to-alls' or the others'.
@@ -149,16 +153,16 @@ struct DpCall {
   coll::NcclAlgo algo = coll::NcclAlgo::kRing;
   double latency_s = 0;
 };
-DpCall dp_call(const RunConfig& config, workload::Dim dim, double bytes, int32_t gpus_per_node) {
+DpCall dp_call(const RunConfig& config, workload::Dim dim, double bytes,
+               const EstimateLinks& links) {
   DpCall call;
   call.members = workload::layout_of(config.parallel()).group_members(0, dim);
   const auto n = static_cast<int32_t>(call.members.size());
   if (n < 2) return call;
-  const int32_t per_node = std::max(gpus_per_node, 1);
+  const int32_t per_node = std::max(links.gpus_per_node, 1);
   int32_t local = 0;
   for (const int32_t m : call.members) local += m / per_node == call.members[0] / per_node ? 1 : 0;
-  const coll::NcclTuning tuning = compute::nccl_tuning(
-      compute::gpu_or_default(config.cluster().gpu()), world::nccl_settings(config));
+  const coll::NcclTuning& tuning = links.nccl;
   const coll::NcclChoice choice =
       tuning.model_choice(coll::Op::kAllGather, n, local, static_cast<Bytes>(bytes));
   call.algo = choice.algo;
@@ -187,8 +191,7 @@ double fabric_slowdown(const RunConfig& config, const DpCall& call,
 // latency for it and slowed where the group's traffic crosses an oversubscribed tier
 // (fabric_slowdown): dense weights over DP, routed experts (when split, EP > 1) over their
 // expert-data-parallel group.
-double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic, int32_t gpus_per_node,
-                       const std::vector<net::OversubscribedDomain>& domains) {
+double dp_pass_seconds(const RunConfig& config, int32_t stage, const EstimateLinks& links) {
   const auto& p = config.parallel();
   const double params = static_cast<double>(workload::stage_params(config, stage));
   const double expert_params =
@@ -198,8 +201,8 @@ double dp_pass_seconds(const RunConfig& config, int32_t stage, double nic, int32
   auto pass = [&](double n_params, double group, workload::Dim dim) {  // an RS or an AG
     if (group <= 1) return 0.0;
     const double bytes = 2.0 * n_params;
-    const DpCall call = dp_call(config, dim, bytes / calls, gpus_per_node);
-    return bytes * (group - 1) / group / nic * fabric_slowdown(config, call, domains) +
+    const DpCall call = dp_call(config, dim, bytes / calls, links);
+    return bytes * (group - 1) / group / links.nic * fabric_slowdown(config, call, links.domains) +
            calls * call.latency_s;
   };
   const double dp = p.dp();
@@ -221,6 +224,10 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   links.nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
   links.nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
   links.ep = p.ep() > 1 ? ep_spread(config, gpus_per_node) : EpSpread{};
+  links.gpus_per_node = gpus_per_node;
+  links.nccl = coll::NcclTuning(compute::nccl_hardware(gpu), world::nccl_settings(config));
+  if (const auto& topology = config.cluster().topology(); !topology.empty())
+    links.domains = net::oversubscribed_domains(net::resolve_topology(topology));
   const SlotTimes slot = slot_times(p, work, links);
   const int32_t m = workload::num_microbatches(p);
   // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
@@ -230,11 +237,7 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
           .planner_idle_slots(p.pp(), slot.forward, slot.backward, slot.weight_grad);
   double pipeline = (static_cast<double>(v) * m + bubble_slots) * slot.per_slot;
 
-  const auto& topology = config.cluster().topology();
-  const auto domains = topology.empty()
-                           ? std::vector<net::OversubscribedDomain>{}
-                           : net::oversubscribed_domains(net::resolve_topology(topology));
-  const double one_pass = dp_pass_seconds(config, stage, links.nic, gpus_per_node, domains);
+  const double one_pass = dp_pass_seconds(config, stage, links);
   double exposed = 0;
   if (one_pass > 0) {
     // ZeRO-3 gathers weights per layer in the forward and backward of every microbatch;
