@@ -37,7 +37,7 @@ struct EffectFlag {
   const char* field;
   const char* help;
 };
-constexpr std::array<EffectFlag, 13> kEffectFlags{{
+constexpr EffectFlag kEffectFlags[] = {
     {"no-protocol-overhead", "nccl_protocol_overhead", "LL / LL128 flag bytes"},
     {"no-nvlink-overhead", "nvlink_protocol_overhead", "NVLink carries its line rate of payload"},
     {"no-step-latency", "nccl_step_latency",
@@ -64,7 +64,7 @@ constexpr std::array<EffectFlag, 13> kEffectFlags{{
     {"no-trunks", "analytical_oversubscribed_trunks",
      "--network analytical sees no oversubscribed tier: traffic across one drains at its "
      "senders' rate"},
-}};
+};
 
 struct Request {
   std::string op = "all_reduce";
@@ -84,7 +84,7 @@ struct Request {
   int32_t channels = 0;  // 0: one ring per NIC across servers, as many as NCCL fits
   std::string nvls = "on";
   std::string pat = "on";
-  std::array<bool, kEffectFlags.size()> effect_off{};  // by kEffectFlags
+  std::array<bool, std::size(kEffectFlags)> effect_off{};  // by kEffectFlags
   bool fluid = false;
   bool nccl_costs = false;
 };
@@ -208,7 +208,7 @@ void add_collective_options(po::options_description& opts, Request& req) {
       ("json", po::value(&req.json),
        "also write the results as JSON to this file (-: to stdout, the table then to stderr)");
   // clang-format on
-  for (std::size_t i = 0; i < kEffectFlags.size(); ++i) {
+  for (std::size_t i = 0; i < std::size(kEffectFlags); ++i) {
     opts.add_options()(kEffectFlags[i].flag, po::bool_switch(&req.effect_off[i]),
                        (std::string("effect off: ") + kEffectFlags[i].help).c_str());
   }
@@ -273,7 +273,7 @@ void apply_nccl_switches(const Request& req, coll::Protocol protocol,
   nccl.set_pat(req.pat == "on");
   auto& effects = *config.mutable_effects();
   const auto* fields = clustersim::EffectsConfig::descriptor();
-  for (std::size_t i = 0; i < kEffectFlags.size(); ++i) {
+  for (std::size_t i = 0; i < std::size(kEffectFlags); ++i) {
     effects.GetReflection()->SetBool(&effects, fields->FindFieldByName(kEffectFlags[i].field),
                                      !req.effect_off[i]);
   }
