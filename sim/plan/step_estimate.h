@@ -7,13 +7,15 @@
 
 namespace cs::plan {
 
-// Seconds per step without simulation: per-chunk compute from the kernel cost model (a MoE
-// layer's experts at the busiest EP rank's time) plus tensor-parallel collectives at NVLink
-// bandwidth and expert-parallel all-to-alls (NVLink inside a server of `gpus_per_node` GPUs, the
-// NIC across servers), times (v·m + p − 1) pipeline slots; plus the data-parallel traffic that
-// cannot overlap (the ZeRO parameter all-gather after the optimizer, over DP for dense weights
-// and EDP for experts, or ZeRO-3's per-layer gathers beyond the compute they hide behind, each
-// slowed where it crosses an oversubscribed tier of the config's topology) and the optimizer.
+// Seconds per step without simulation, from the work each stage's program is built from
+// (lower::build_stage_work), for the first, middle and last stage, the slowest setting the step:
+// (v·m + idle slots) pipeline slots of the stage's mean chunk (compute, its TP, CP and EP
+// collectives, and the DP stream beside them where that is longer), the schedule's idle slots as
+// its textbook form or, below the microbatches that form needs, its replayed orders
+// (workload::idle_slots); then the data-parallel traffic that cannot overlap: the distributed
+// optimizer's gathers that hold up the first forwards, the reductions that outlast the last
+// backward and the gather after the optimizer; and the optimizer. Collectives are charged as
+// CollectiveCost does (servers of `gpus_per_node` GPUs).
 double estimate_step_seconds(const clustersim::RunConfig& config, int32_t gpus_per_node);
 
 }  // namespace cs::plan

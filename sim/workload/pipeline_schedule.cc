@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "sim/workload/schedules/entries.h"
@@ -200,6 +203,66 @@ double analytic_bubble_fraction(PipelineSchedule schedule, int32_t stages, int32
                                 int32_t virtual_stages, double t_f, double t_b, double t_w) {
   const ScheduleInfo& info = validate(schedule, stages, microbatches, virtual_stages);
   return info.bubble_fraction(stages, microbatches, virtual_stages, t_f, t_b, t_w);
+}
+
+double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
+                   double t_b, double t_w) {
+  const auto all = pipeline_orders(schedule, p, m, v, t_f, t_b, t_w);
+  const double t_back = schedule_info(schedule).splits_backward ? t_b : t_b + t_w;
+  std::map<std::tuple<int32_t, int32_t, Phase, int32_t>, double> done;
+  auto at = [&](ChunkRef ref, Phase phase, int32_t microbatch) {
+    const auto it = done.find({ref.stage, ref.chunk, phase, microbatch});
+    return it == done.end() ? std::numeric_limits<double>::infinity() : it->second;
+  };
+  // When an item may start: its input (the previous piece's forward, the next piece's backward
+  // or, for the last piece, its own forward; its own B for a W) has finished.
+  auto ready_at = [&](int32_t s, const WorkItem& item) {
+    const ChunkRef own{s, item.chunk};
+    const int32_t mb = item.microbatch;
+    if (item.phase == Phase::kWeightGrad) return at(own, Phase::kBackward, mb);
+    if (item.phase == Phase::kForward) {
+      const ChunkRef source = forward_source(schedule, s, item.chunk, p, v);
+      return source.exists() ? at(source, Phase::kForward, mb) : 0.0;
+    }
+    const ChunkRef target = forward_target(schedule, s, item.chunk, p, v);
+    return std::max(target.exists() ? at(target, Phase::kBackward, mb) : 0.0,
+                    at(own, Phase::kForward, mb));
+  };
+  std::vector<size_t> next(static_cast<size_t>(p), 0);
+  std::vector<double> free_at(static_cast<size_t>(p), 0.0);
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int32_t s = 0; s < p; ++s) {
+      for (; next[s] < all[s].size(); ++next[s], moved = true) {
+        const WorkItem& item = all[s][next[s]];
+        const double ready = ready_at(s, item);
+        if (ready == std::numeric_limits<double>::infinity()) break;
+        const double cost = item.phase == Phase::kForward    ? t_f
+                            : item.phase == Phase::kBackward ? t_back
+                                                             : t_w;
+        free_at[s] = std::max(free_at[s], ready) + cost;
+        done[{s, item.chunk, item.phase, item.microbatch}] = free_at[s];
+      }
+    }
+  }
+  for (int32_t s = 0; s < p; ++s)
+    if (next[s] != all[s].size())
+      throw std::logic_error(std::string(to_string(schedule)) + " order deadlocks");
+  const double work = static_cast<double>(chunk_passes(schedule, v)) * m * (t_f + t_b + t_w);
+  return *std::max_element(free_at.begin(), free_at.end()) - work;
+}
+
+double idle_slots(PipelineSchedule schedule, int32_t stages, int32_t microbatches,
+                  int32_t virtual_stages, double t_f, double t_b, double t_w) {
+  // The textbook forms hold from m >= p (ZB-H1) or m >= 2p - 1 (ZB-H2, ZB-V's equal costs);
+  // below, the orders themselves say how long the stages wait.
+  if (microbatches < 2 * stages)
+    return replay_idle(schedule, stages, microbatches, virtual_stages, t_f, t_b, t_w) /
+           (t_f + t_b + t_w);
+  const double bubble =
+      analytic_bubble_fraction(schedule, stages, microbatches, virtual_stages, t_f, t_b, t_w);
+  const double work = static_cast<double>(chunk_passes(schedule, virtual_stages)) * microbatches;
+  return bubble / (1 - bubble) * work;
 }
 
 }  // namespace cs::workload

@@ -129,5 +129,12 @@ int32_t peak_held_activations(const std::vector<WorkItem>& order);
 // post-validation). Same argument checks as pipeline_orders.
 double analytic_bubble_fraction(PipelineSchedule schedule, int32_t stages, int32_t microbatches,
                                 int32_t virtual_stages, double t_f, double t_b, double t_w);
+// The same idle time in slots of one chunk visit's t_f + t_b + t_w, against the stage's
+// chunk_passes x m slots of work: p - 1 for a schedule that leaves every bubble empty, fewer where
+// weight gradients fill them. Below 2p microbatches, where the textbook forms stop holding, it is
+// the idle time of the schedule's orders replayed under the costs (more for ZB-H1 and ZB-V with
+// too few microbatches to fill their bubbles). What the planner's estimate charges.
+double idle_slots(PipelineSchedule schedule, int32_t stages, int32_t microbatches,
+                  int32_t virtual_stages, double t_f, double t_b, double t_w);
 
 }  // namespace cs::workload

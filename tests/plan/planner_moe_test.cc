@@ -7,6 +7,7 @@
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/config/run_config.h"
+#include "sim/plan/collective_cost.h"
 #include "sim/plan/planner.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/validate.h"
@@ -77,25 +78,31 @@ TEST(PlannerMoe, DenseLayoutsLeaveTheExpertFieldsUnset) {
   }
 }
 
-// The all-to-all term: 4 per MoE layer and microbatch, T x top_k x h bf16 bytes per GPU, of
-// which (ep - 1) / ep leave the GPU: inside a server over NVLink, across servers over the NIC.
-// NCCL's step latencies are off: the data-parallel pass pays more of them across servers.
-TEST(PlannerMoe, EstimateChargesTheAllToAllsOverTheNicAcrossServers) {
+// An all-to-all moves this GPU's T x top_k x h bf16 bytes, of which (ep - 1) / ep leave the GPU:
+// inside a server over NVLink, across servers over the NIC, at once. NCCL's step latencies are off.
+TEST(PlannerMoe, AllToAllsCrossTheNicAcrossServers) {
   auto config =
       small_moe({"parallel.pp=1", "parallel.dp=8", "parallel.ep=8", "parallel.virtual_stages=1",
                  "parallel.schedule=ONE_F_ONE_B", "parallel.global_batch_size=8",
                  "parallel.rank_order=TP_CP_DP_PP", "effects.nccl_step_latency=false"});
   const auto gpu = compute::load_gpu_profile("h100");
-  const double leaving = 1024.0 * 2 * 4096 * 2 * 7 / 8;
+  workload::Op a2a;
+  a2a.kind = workload::OpKind::kCollective;
+  a2a.dim = workload::Dim::kEp;
+  a2a.coll_op = coll::Op::kAllToAll;
+  a2a.bytes = 1024 * 2 * 4096 * 2;
+  const double leaving = a2a.bytes * 7.0 / 8;
   const double nvlink = gpu.nvlink_bandwidth_gbytes() * 1e9;
   const double nic = gpu.nic_bandwidth_gbits() * 1e9 / 8;
-  // One microbatch on one stage: 4 layers x 4 all-to-alls; one GPU per server sends all over
-  // the NIC, eight per server all over NVLink.
-  const double over_nic = estimate_step_seconds(config, 1) - estimate_step_seconds(config, 8);
-  EXPECT_NEAR(over_nic, 16 * (leaving / nic - leaving / nvlink), 1e-9);
+  // Eight GPUs a server: all over NVLink; one: all over the NIC.
+  EXPECT_NEAR(CollectiveCost(config, 8).seconds(a2a, true), 5e-6 + leaving / nvlink, 1e-12);
+  EXPECT_NEAR(CollectiveCost(config, 1).seconds(a2a, true), 5e-6 + leaving / nic, 1e-12);
   // Two servers of four: 4 of the 7 peers are remote, and their NIC time is the longer.
-  const double half = estimate_step_seconds(config, 4) - estimate_step_seconds(config, 8);
-  EXPECT_NEAR(half, 16 * (leaving * 4 / 7 / nic - leaving / nvlink), 1e-9);
+  EXPECT_NEAR(CollectiveCost(config, 4).seconds(a2a, true), 5e-6 + leaving * 4 / 7 / nic, 1e-12);
+  // The estimate pays them: 4 layers x 4 all-to-alls of its one microbatch, and more across
+  // servers.
+  EXPECT_GT(estimate_step_seconds(config, 1) - estimate_step_seconds(config, 8),
+            16 * (leaving / nic - leaving / nvlink));
 }
 
 // DualPipe's overlapped pairs hide the all-to-alls under compute, up to a forward and a

@@ -33,7 +33,6 @@ TEST(ScheduleRegistry, TableFollowsTheEnumAndTheConfigSchema) {
     EXPECT_NE(s.orders, nullptr);
     EXPECT_NE(s.warmup, nullptr);
     EXPECT_NE(s.bubble_fraction, nullptr);
-    EXPECT_NE(s.planner_idle_slots, nullptr);
   }
   // Every value of ParallelConfig.Schedule has an entry.
   for (int i = 0; i < values->value_count(); ++i) {
@@ -71,9 +70,23 @@ TEST(ScheduleRegistry, HasZbH2) {
   EXPECT_FALSE(h2.virtual_stages);
   EXPECT_TRUE(h2.planner_virtual_stages.empty());
   // Its idle slots are ZB-H1's less one W each: none at equal costs.
-  EXPECT_EQ(h2.planner_idle_slots(4, 1, 1, 1), 0.0);
-  EXPECT_DOUBLE_EQ(h2.planner_idle_slots(4, 1, 2, 1), 3.0 / 4);
-  EXPECT_DOUBLE_EQ(schedule_info(ParallelConfig::ZB_H1).planner_idle_slots(4, 1, 2, 1), 6.0 / 4);
+  EXPECT_NEAR(idle_slots(PipelineSchedule::kZbH2, 4, 8, 1, 1, 1, 1), 0.0, 1e-12);
+  EXPECT_DOUBLE_EQ(idle_slots(PipelineSchedule::kZbH2, 4, 8, 1, 1, 2, 1), 3.0 / 4);
+  EXPECT_DOUBLE_EQ(idle_slots(PipelineSchedule::kZbH1, 4, 8, 1, 1, 2, 1), 6.0 / 4);
+}
+
+// Below the microbatches its textbook form needs, a schedule's idle time is its orders' own: ZB-H1
+// with 2 microbatches on 4 stages has too few W's to fill the bubble (Qi et al.'s form needs
+// m >= p), and ZB-V idles more per slot at m = 2 than at m = 8.
+TEST(ScheduleRegistry, IdleSlotsReplayTheOrdersBelowTheTextbookForms) {
+  const double textbook = 3.0 * (1 + 2 - 1) / (1 + 2 + 1);  // (p-1)(t_f+t_b-t_w) in slots
+  EXPECT_DOUBLE_EQ(idle_slots(PipelineSchedule::kZbH1, 4, 8, 1, 1, 2, 1), textbook);
+  EXPECT_GT(idle_slots(PipelineSchedule::kZbH1, 4, 2, 1, 1, 2, 1), textbook + 0.25);
+  EXPECT_GT(idle_slots(PipelineSchedule::kZbV, 4, 2, 2, 1, 1, 1),
+            idle_slots(PipelineSchedule::kZbV, 4, 8, 2, 1, 1, 1) + 0.5);
+  // The replay is the same order the closed forms describe: 1F1B and GPipe idle p - 1 slots.
+  for (const auto schedule : {PipelineSchedule::kOneFOneB, PipelineSchedule::kGpipe})
+    EXPECT_NEAR(idle_slots(schedule, 4, 3, 1, 1, 2, 1e-9), 3.0, 1e-6);
 }
 
 TEST(ScheduleRegistry, FlagsMatchTheOrders) {
@@ -109,7 +122,7 @@ TEST(ScheduleRegistry, FlagsMatchTheOrders) {
     for (int32_t v : s.planner_virtual_stages) EXPECT_TRUE(v == 1 || s.virtual_stages) << v;
     // A schedule that fills no bubble idles p - 1 slots.
     if (!s.splits_backward) {
-      EXPECT_EQ(s.planner_idle_slots(p, 1, 2, 0), p - 1);
+      EXPECT_NEAR(idle_slots(s.value, p, m, v, 1, 2, 1e-9), p - 1, 1e-6);
     }
   }
 }

@@ -109,10 +109,6 @@ double bubble_fraction(int32_t p, int32_t m, int32_t, double t_f, double t_b, do
   return idle / (m * (t_f + t_b + t_w) + idle);
 }
 
-double planner_idle_slots(int32_t p, double t_f, double t_b, double t_w) {
-  return (p / 2 - 1) * std::max(0.0, t_f + 2 * t_b - t_w) / std::max(t_f + t_b + t_w, 1e-12);
-}
-
 }  // namespace
 
 // Parameters 2x (stage s holds pieces s and p-1-s of a p-piece model, each piece on two stages)
@@ -140,7 +136,6 @@ ScheduleInfo dualpipe_schedule() {
     return forwards_before_backward(dualpipe_order(p, m, stage)) - 1;
   };
   s.bubble_fraction = bubble_fraction;
-  s.planner_idle_slots = planner_idle_slots;
   return s;
 }
 

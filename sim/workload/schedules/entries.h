@@ -35,12 +35,16 @@ std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vec
                                                       double t_b, double t_w,
                                                       std::string_view name);
 
-// For schedules that put no work in their bubble: the bubble fraction (p-1)/(m+p-1) of one
-// chunk per stage (GPipe, 1F1B) and the planner's p - 1 idle slots (also interleaved's, whose
-// slots are chunks), whatever the costs.
+// Each stage's idle time when `schedule`'s orders run with chunk costs t_f, t_b, t_w (the full
+// backward t_b + t_w where the schedule does not split it) and free communication, all stages
+// ending together: the step's length less a stage's chunk_passes x m x (t_f + t_b + t_w).
+double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
+                   double t_b, double t_w);
+
+// For schedules that put no work in their bubble (GPipe, 1F1B): the bubble fraction
+// (p-1)/(m+p-1) of one chunk per stage, whatever the costs.
 double unfilled_bubble_fraction(int32_t p, int32_t m, int32_t v, double t_f, double t_b,
                                 double t_w);
-double unfilled_idle_slots(int32_t p, double t_f, double t_b, double t_w);
 
 // The forwards before the first backward of `order` (pipeline_schedule.cc): one more than the
 // warm-up of a schedule whose steady phase opens with a forward.

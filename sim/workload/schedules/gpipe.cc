@@ -28,7 +28,6 @@ ScheduleInfo gpipe_schedule() {
   s.orders = orders;
   s.warmup = [](int32_t, int32_t m, int32_t, int32_t) { return m; };
   s.bubble_fraction = unfilled_bubble_fraction;
-  s.planner_idle_slots = unfilled_idle_slots;
   return s;
 }
 

@@ -79,7 +79,6 @@ ScheduleInfo interleaved_schedule() {
   s.orders = orders;
   s.warmup = warmup;
   s.bubble_fraction = bubble_fraction;
-  s.planner_idle_slots = unfilled_idle_slots;  // in slots of one chunk: v*m of work
   return s;
 }
 

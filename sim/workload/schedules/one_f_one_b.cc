@@ -41,10 +41,6 @@ double unfilled_bubble_fraction(int32_t p, int32_t m, int32_t, double, double, d
   return p1 / (m + p1);
 }
 
-double unfilled_idle_slots(int32_t p, double, double, double) {
-  return p - 1;
-}
-
 // The bubble is GPipe's, (p-1)/(m+p-1), whatever t_f and t_b (Narayanan et al. 2021, section
 // 2.2: bubble (p-1)(t_f+t_b) against m(t_f+t_b) of work); 1F1B only bounds the activations held,
 // to min(p-s, m) microbatches on stage s.
@@ -61,7 +57,6 @@ ScheduleInfo one_f_one_b_schedule() {
     return one_f_one_b_warmup(p, m, stage);
   };
   s.bubble_fraction = unfilled_bubble_fraction;
-  s.planner_idle_slots = unfilled_idle_slots;
   return s;
 }
 

@@ -53,9 +53,6 @@ struct ScheduleInfo {
   // the schedule does not split it.
   double (*bubble_fraction)(int32_t p, int32_t m, int32_t v, double t_f, double t_b,
                             double t_w) = nullptr;
-  // The planner's estimate of one stage's idle time, counted in microbatch-chunk slots of
-  // t_f + t_b + t_w (p - 1 for a schedule that leaves every bubble empty).
-  double (*planner_idle_slots)(int32_t p, double t_f, double t_b, double t_w) = nullptr;
 };
 
 // Every schedule, in PipelineSchedule (and ParallelConfig.Schedule) order. Built on first use,

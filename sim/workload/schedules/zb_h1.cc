@@ -37,13 +37,6 @@ double bubble_fraction(int32_t p, int32_t m, int32_t, double t_f, double t_b, do
   return idle / (work + idle);
 }
 
-// The same shrinking of the p - 1 idle slots, guarded against zero costs.
-double planner_idle_slots(int32_t p, double t_f, double t_b, double t_w) {
-  double slots = p - 1;
-  slots *= std::max(0.0, t_f + t_b - t_w) / std::max(t_f + t_b + t_w, 1e-12);
-  return slots;
-}
-
 }  // namespace
 
 // A list-scheduling simulation: a free stage runs its next F/B if that is ready; if not, rather
@@ -134,7 +127,6 @@ ScheduleInfo zb_h1_schedule() {
     return one_f_one_b_warmup(p, m, stage);
   };
   s.bubble_fraction = bubble_fraction;
-  s.planner_idle_slots = planner_idle_slots;
   return s;
 }
 

@@ -43,13 +43,6 @@ double bubble_fraction(int32_t p, int32_t m, int32_t, double t_f, double t_b, do
   return idle / (work + idle);
 }
 
-// The same shrinking of the p - 1 idle slots, guarded against zero costs.
-double planner_idle_slots(int32_t p, double t_f, double t_b, double t_w) {
-  double slots = p - 1;
-  slots *= std::max(0.0, t_f + t_b - 2 * t_w) / std::max(t_f + t_b + t_w, 1e-12);
-  return slots;
-}
-
 }  // namespace
 
 // Out of the layout search (no planner_virtual_stages): its bubble law holds only with optimizer
@@ -64,7 +57,6 @@ ScheduleInfo zb_h2_schedule() {
   s.orders = zb_h2_orders;
   s.warmup = warmup;
   s.bubble_fraction = bubble_fraction;
-  s.planner_idle_slots = planner_idle_slots;
   return s;
 }
 

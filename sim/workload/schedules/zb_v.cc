@@ -1,9 +1,5 @@
 // ZB-V: two model chunks per stage placed in a V, backward split into B and W (Qi et al.).
 #include <algorithm>
-#include <limits>
-#include <map>
-#include <stdexcept>
-#include <tuple>
 
 #include "sim/workload/schedules/entries.h"
 
@@ -71,67 +67,15 @@ std::vector<std::vector<WorkItem>> orders(int32_t p, int32_t m, int32_t, double,
   return out;
 }
 
-// When an item of `order` may start: its inputs (the V's neighbours) have finished.
-double ready_at(const std::map<std::tuple<int32_t, int, int32_t, int32_t>, double>& done, int32_t p,
-                int32_t s, const WorkItem& item) {
-  auto at = [&](int32_t stage, Phase phase, int32_t chunk) {
-    auto it = done.find({stage, static_cast<int>(phase), chunk, item.microbatch});
-    return it == done.end() ? std::numeric_limits<double>::infinity() : it->second;
-  };
-  const int32_t c = item.chunk;
-  if (item.phase == Phase::kWeightGrad) return at(s, Phase::kBackward, c);
-  if (item.phase == Phase::kForward) {
-    if (c == 0) return s == 0 ? 0.0 : at(s - 1, Phase::kForward, 0);
-    return s == p - 1 ? at(s, Phase::kForward, 0) : at(s + 1, Phase::kForward, 1);
-  }
-  const double grad = c == 1      ? (s == 0 ? 0.0 : at(s - 1, Phase::kBackward, 1))
-                      : s < p - 1 ? at(s + 1, Phase::kBackward, 0)
-                                  : at(s, Phase::kBackward, 1);
-  return std::max(grad, at(s, Phase::kForward, c));
-}
-
-// Each stage's idle time when the orders run with chunk costs t_f, t_b, t_w and free
-// communication, all stages ending together: the step's length less the stage's 2m(t_f+t_b+t_w).
-double replay_idle(int32_t p, int32_t m, double t_f, double t_b, double t_w) {
-  const auto all = orders(p, m, 2, t_f, t_b, t_w);
-  std::map<std::tuple<int32_t, int, int32_t, int32_t>, double> done;
-  std::vector<size_t> next(static_cast<size_t>(p), 0);
-  std::vector<double> free_at(static_cast<size_t>(p), 0.0);
-  for (bool moved = true; moved;) {
-    moved = false;
-    for (int32_t s = 0; s < p; ++s) {
-      for (; next[s] < all[s].size(); ++next[s], moved = true) {
-        const WorkItem& item = all[s][next[s]];
-        const double ready = ready_at(done, p, s, item);
-        if (ready == std::numeric_limits<double>::infinity()) break;
-        const double cost = item.phase == Phase::kForward    ? t_f
-                            : item.phase == Phase::kBackward ? t_b
-                                                             : t_w;
-        free_at[s] = std::max(free_at[s], ready) + cost;
-        done[{s, static_cast<int>(item.phase), item.chunk, item.microbatch}] = free_at[s];
-      }
-    }
-  }
-  for (int32_t s = 0; s < p; ++s) {
-    if (next[s] != all[s].size()) throw std::logic_error("ZB_V order deadlocks");
-  }
-  return *std::max_element(free_at.begin(), free_at.end()) - 2.0 * m * (t_f + t_b + t_w);
-}
-
 // The paper gives ZB-V's bubble only for T_F = T_B = T_W = T (a chunk's), where with m >= 2p-1
 // every stage idles (p-1)T in a synchronous step: the first forward's climb to the last stage,
 // which the authors' optimizer post-validation would overlap with the previous step (Qi et al.,
 // "Zero Bubble Pipeline Parallelism", section 6); so (p-1)/(6m + p-1). For other costs there is
-// no closed form: the idle time is that of the order replayed under the costs (replay_idle).
+// no closed form: the idle time is that of the orders replayed under the costs (replay_idle).
 double bubble_fraction(int32_t p, int32_t m, int32_t, double t_f, double t_b, double t_w) {
   check_pipeline_costs(t_f, t_b, t_w);
-  const double idle = replay_idle(p, m, t_f, t_b, t_w);
+  const double idle = replay_idle(PipelineSchedule::kZbV, p, m, 2, t_f, t_b, t_w);
   return idle / (2.0 * m * (t_f + t_b + t_w) + idle);
-}
-
-// (p-1) chunk slots of the largest pass: exact at equal costs, an estimate otherwise.
-double planner_idle_slots(int32_t p, double t_f, double t_b, double t_w) {
-  return (p - 1) * std::max({t_f, t_b, t_w}) / std::max(t_f + t_b + t_w, 1e-12);
 }
 
 }  // namespace
@@ -157,7 +101,6 @@ ScheduleInfo zb_v_schedule() {
     return forwards_before_backward(zb_v_order(p, m, stage)) - 1;  // 2p - 1 when m >= 2p - 1
   };
   s.bubble_fraction = bubble_fraction;
-  s.planner_idle_slots = planner_idle_slots;
   return s;
 }
 
