@@ -1,14 +1,13 @@
 #include "sim/plan/step_estimate.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <set>
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
 #include "sim/lower/stage_work.h"
 #include "sim/plan/collective_cost.h"
+#include "sim/plan/stream_replay.h"
 #include "sim/workload/layout_config.h"
 #include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
@@ -20,65 +19,28 @@ namespace {
 
 using clustersim::RunConfig;
 
-// A compute op's seconds; for an expert op, the busiest EP rank's, since each layer's dispatch
-// and combine all-to-alls make the whole EP group wait for it.
-double compute_seconds(const workload::StageWork& work, const workload::Op& op) {
-  if (op.varies == UINT32_MAX) return op.duration.as_seconds();
-  const auto& times = work.rank_times[op.varies];
-  return std::max_element(times.begin(), times.end())->as_seconds();
-}
-
-// An op on the data-parallel stream (ZeRO-3's weight gathers, gradient reductions, offload
-// copies) runs beside the compute stream.
-bool on_dp_stream(const workload::Op& op) {
-  return op.stream == workload::Stream::kDp;
-}
-
-// Its seconds; `every_stage` as CollectiveCost::seconds has it.
+// The seconds of an op of the data-parallel stream (a gather, a reduction, an offload copy);
+// `every_stage` as CollectiveCost::seconds has it.
 double dp_op_seconds(const workload::StageWork& work, const workload::Op& op, CollectiveCost& comm,
                      bool every_stage) {
   return op.kind == workload::OpKind::kCollective ? comm.seconds(op, every_stage)
                                                   : compute_seconds(work, op);
 }
 
-// One phase of a chunk for one microbatch: the compute stream's kernels and the TP and EP
-// collectives between them; the context-parallel stream's ring hops, which run under attention;
-// and the data-parallel stream, whose first call nothing hides (a ZeRO-3 layer's gather waits for
-// the layer two back, not for the previous phase).
-struct PhaseTimes {
-  double compute = 0, comm = 0, expert = 0, cp = 0, dp = 0, first_dp = -1;
-  // The phase's seconds: the compute stream's, or a side stream's where that is longer.
-  double seconds() const {
-    const double first = std::max(first_dp, 0.0);
-    return first + std::max({compute + comm + expert, cp, dp - first});
-  }
-};
-
-PhaseTimes phase_times(const workload::StageWork& work, const workload::PhaseOps& phase,
-                       const clustersim::ParallelConfig& p, CollectiveCost& comm) {
-  PhaseTimes t;
-  for (const auto& e : phase.ops) {
-    const workload::Op& op = e.op;
-    if (on_dp_stream(op)) {
-      const double s = dp_op_seconds(work, op, comm, true);
-      t.dp += s;
-      if (t.first_dp < 0) t.first_dp = s;
-    } else if (op.kind == workload::OpKind::kCompute) {
-      t.compute += compute_seconds(work, op);
-    } else if (op.kind == workload::OpKind::kCollective) {
-      const double s = comm.seconds(op, true);
-      (op.stream == workload::Stream::kCp ? t.cp
-       : op.dim == workload::Dim::kEp     ? t.expert
-                                          : t.comm) += s;
-    }
-  }
-  return t;
+// The compute seconds of a phase's compute-stream kernels: the T_F, T_B, T_W of the bubble.
+double compute_stream_seconds(const workload::StageWork& work, const workload::PhaseOps& phase) {
+  double s = 0;
+  for (const auto& e : phase.ops)
+    if (e.op.kind == workload::OpKind::kCompute && e.op.stream == workload::Stream::kCompute)
+      s += compute_seconds(work, e.op);
+  return s;
 }
 
 // A chunk visit's compute seconds per pass, the seconds of its forward and its backward (with
-// weight gradients) for one microbatch, and a pipeline slot: all of it; each the mean over the
-// stage's chunks, since a stage holding the embedding or the output layer and loss in one of its
-// chunks does that work once per microbatch.
+// weight gradients) for one microbatch in the steady state (the second of two visits replayed),
+// and a pipeline slot: both; each the mean over the stage's chunks, since a stage holding the
+// embedding or the output layer and loss in one of its chunks does that work once per
+// microbatch.
 struct SlotTimes {
   double forward = 0, backward = 0, weight_grad = 0;
   double forward_pass = 0, backward_pass = 0, per_slot = 0;
@@ -91,32 +53,28 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
   // run unpaired).
   const bool paired = workload::pipeline_schedule_of(p) == workload::PipelineSchedule::kDualPipe &&
                       p.dualpipe_overlap();
+  const std::vector<workload::GradSync> none;
   SlotTimes t;
   for (const auto& chunk : work.chunks) {
-    const PhaseTimes f = phase_times(work, chunk.forward, p, comm);
-    PhaseTimes b = phase_times(work, chunk.backward, p, comm);
-    const PhaseTimes w = phase_times(work, chunk.weight_grad, p, comm);
-    b.compute += w.compute;
-    b.comm += w.comm;
-    b.expert += w.expert;
-    b.cp += w.cp;
-    b.dp += w.dp;
     // ZeRO-2 and 3 reduce-scatter each microbatch's gradients as its backward makes them.
-    if (work.grad_sync_every_microbatch)
-      for (const auto& g : chunk.grad_sync) b.dp += dp_op_seconds(work, g.op, comm, true);
-    if (paired) {
-      const double expert = std::max(0.0, f.expert + b.expert - f.compute - b.compute);
-      b.expert = expert;
-      PhaseTimes f_paired = f;
-      f_paired.expert = 0;
-      t.forward_pass += f_paired.seconds();
-    } else {
-      t.forward_pass += f.seconds();
+    const auto& syncs = work.grad_sync_every_microbatch ? chunk.grad_sync : none;
+    const auto& last_backward = chunk.weight_grad.ops.empty() ? chunk.backward : chunk.weight_grad;
+    StreamReplay replay(work, comm, paired);
+    double forward = 0, backward = 0;
+    for (int visit = 0; visit < 2; ++visit) {
+      forward = replay.run(chunk.forward, none);
+      backward = chunk.weight_grad.ops.empty()
+                     ? replay.run(chunk.backward, syncs)
+                     : replay.run(chunk.backward, none) + replay.run(last_backward, syncs);
     }
-    t.forward += f.compute;
-    t.backward += b.compute - w.compute;
-    t.weight_grad += w.compute;
-    t.backward_pass += b.seconds();
+    const double f = compute_stream_seconds(work, chunk.forward);
+    const double b = compute_stream_seconds(work, chunk.backward);
+    const double w = compute_stream_seconds(work, chunk.weight_grad);
+    t.forward += f;
+    t.backward += b;
+    t.weight_grad += w;
+    t.forward_pass += forward;
+    t.backward_pass += backward + std::max(0.0, replay.expert() / 2 - f - b - w);
   }
   const auto n = static_cast<double>(std::max<std::size_t>(work.chunks.size(), 1));
   for (double* x : {&t.forward, &t.backward, &t.weight_grad, &t.forward_pass, &t.backward_pass})

@@ -9,8 +9,8 @@ namespace cs::plan {
 
 // Seconds per step without simulation, from the work each stage's program is built from
 // (lower::build_stage_work), for the first, middle and last stage, the slowest setting the step:
-// (v·m + idle slots) pipeline slots of the stage's mean chunk (compute, its TP, CP and EP
-// collectives, and the DP stream beside them where that is longer), the schedule's idle slots as
+// (v·m + idle slots) pipeline slots of the stage's mean chunk (its forward and backward replayed
+// on the stage's streams, each op after those it depends on), the schedule's idle slots as
 // its textbook form or, below the microbatches that form needs, its replayed orders
 // (workload::idle_slots); then the data-parallel traffic that cannot overlap: the distributed
 // optimizer's gathers that hold up the first forwards, the reductions that outlast the last
