@@ -48,9 +48,8 @@ struct SlotTimes {
 
 SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageWork& work,
                      CollectiveCost& comm) {
-  // DualPipe's overlapped pairs run the all-to-alls under the other half's compute: only what
-  // outlasts a forward and a backward shows (an upper bound on hiding: warm-up and cool-down
-  // run unpaired).
+  // DualPipe's overlapped pairs run a forward and a backward in turns, the all-to-alls of one
+  // under the other's compute (their warm-up and cool-down, unpaired, are left out).
   const bool paired = workload::pipeline_schedule_of(p) == workload::PipelineSchedule::kDualPipe &&
                       p.dualpipe_overlap();
   const std::vector<workload::GradSync> none;
@@ -58,23 +57,29 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
   for (const auto& chunk : work.chunks) {
     // ZeRO-2 and 3 reduce-scatter each microbatch's gradients as its backward makes them.
     const auto& syncs = work.grad_sync_every_microbatch ? chunk.grad_sync : none;
-    const auto& last_backward = chunk.weight_grad.ops.empty() ? chunk.backward : chunk.weight_grad;
-    StreamReplay replay(work, comm, paired);
-    double forward = 0, backward = 0;
-    for (int visit = 0; visit < 2; ++visit) {
-      forward = replay.run(chunk.forward, none);
-      backward = chunk.weight_grad.ops.empty()
-                     ? replay.run(chunk.backward, syncs)
-                     : replay.run(chunk.backward, none) + replay.run(last_backward, syncs);
-    }
+    const bool split = !chunk.weight_grad.ops.empty();
     const double f = compute_stream_seconds(work, chunk.forward);
     const double b = compute_stream_seconds(work, chunk.backward);
     const double w = compute_stream_seconds(work, chunk.weight_grad);
+    StreamReplay replay(work, comm);
+    double forward = 0, backward = 0;
+    for (int visit = 0; visit < 2; ++visit) {
+      if (paired) {  // the pair's seconds, shared by compute
+        const double pair =
+            replay.run_pair(chunk.forward, chunk.backward, chunk.weight_grad, syncs);
+        forward = pair * f / std::max(f + b + w, 1e-12);
+        backward = pair - forward;
+        continue;
+      }
+      forward = replay.run(chunk.forward, none);
+      backward = split ? replay.run(chunk.backward, none) + replay.run(chunk.weight_grad, syncs)
+                       : replay.run(chunk.backward, syncs);
+    }
     t.forward += f;
     t.backward += b;
     t.weight_grad += w;
     t.forward_pass += forward;
-    t.backward_pass += backward + std::max(0.0, replay.expert() / 2 - f - b - w);
+    t.backward_pass += backward;
   }
   const auto n = static_cast<double>(std::max<std::size_t>(work.chunks.size(), 1));
   for (double* x : {&t.forward, &t.backward, &t.weight_grad, &t.forward_pass, &t.backward_pass})

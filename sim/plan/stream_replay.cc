@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/workload/pair_turns.h"
+
 namespace cs::plan {
 
 double compute_seconds(const workload::StageWork& work, const workload::Op& op) {
@@ -13,35 +15,72 @@ double compute_seconds(const workload::StageWork& work, const workload::Op& op) 
 double StreamReplay::run(const workload::PhaseOps& phase,
                          const std::vector<workload::GradSync>& syncs) {
   const double start = free_[0];
-  std::vector<double> ends(phase.ops.size(), start);
-  auto end_of = [&](int32_t dep, std::size_t i) {
-    if (dep >= 0) return ends[static_cast<std::size_t>(dep)];
-    return dep == workload::PhaseOp::kPrevious && i > 0 ? ends[i - 1] : start;
-  };
-  for (std::size_t i = 0; i < phase.ops.size(); ++i) {
-    const auto& e = phase.ops[i];
-    double ready = end_of(e.after, i);
-    if (e.also_after != workload::PhaseOp::kNone) ready = std::max(ready, end_of(e.also_after, i));
-    ends[i] = place(e.op, ready);
-  }
-  for (const auto& g : syncs) place(g.op, ends[g.after]);
+  Cursor c = cursor(phase, start);
+  while (!c.done()) place_next(c, false);
+  sync(c, syncs);
   return free_[0] - start;
 }
 
-double StreamReplay::place(const workload::Op& op, double ready) {
-  double seconds = 0;
-  if (op.kind == workload::OpKind::kCompute) {
-    seconds = compute_seconds(work_, op);
-  } else if (op.kind == workload::OpKind::kCollective) {
-    seconds = comm_.seconds(op, true);
-    if (skip_expert_ && op.dim == workload::Dim::kEp) {
-      expert_ += seconds;
-      seconds = 0;
+double StreamReplay::run_pair(const workload::PhaseOps& forward, const workload::PhaseOps& backward,
+                              const workload::PhaseOps& weight,
+                              const std::vector<workload::GradSync>& syncs) {
+  const double start = free_[0];
+  Cursor f = cursor(forward, start), b = cursor(backward, start), w = cursor(weight, start);
+  workload::PhaseOps second = backward;  // the backward half's ops in order, for its turns
+  second.ops.insert(second.ops.end(), weight.ops.begin(), weight.ops.end());
+  const auto turns = workload::pair_turns({&forward, &second});
+  std::size_t second_placed = 0;
+  for (std::size_t t = 0; t < turns[0].size(); ++t) {
+    while (f.ends.size() < turns[0][t]) place_next(f, true);
+    for (; second_placed < turns[1][t]; ++second_placed) {
+      if (!b.done()) {
+        place_next(b, true);
+        continue;
+      }
+      // The weight gradients follow the backward's last compute op, as they do unpaired.
+      if (w.ends.empty()) w.start = b.last_compute;
+      place_next(w, true);
     }
   }
-  double& stream = free_[static_cast<std::size_t>(op.stream)];
-  stream = std::max(stream, ready) + seconds;
-  return stream;
+  sync(weight.ops.empty() ? b : w, syncs);
+  return free_[0] - start;
+}
+
+StreamReplay::Cursor StreamReplay::cursor(const workload::PhaseOps& phase, double start) const {
+  Cursor c;
+  c.phase = &phase;
+  c.start = c.last_compute = start;
+  c.ends.reserve(phase.ops.size());
+  return c;
+}
+
+void StreamReplay::place_next(Cursor& c, bool overlapped) {
+  const std::size_t i = c.ends.size();
+  const workload::PhaseOp& e = c.phase->ops[i];
+  auto end_of = [&](int32_t dep) {
+    if (dep >= 0) return c.ends[static_cast<std::size_t>(dep)];
+    return dep == workload::PhaseOp::kPrevious && i > 0 ? c.ends[i - 1] : c.start;
+  };
+  double ready = end_of(e.after);
+  if (e.also_after != workload::PhaseOp::kNone) ready = std::max(ready, end_of(e.also_after));
+  const bool all_to_all = e.op.dim == workload::Dim::kEp && e.op.coll_op == coll::Op::kAllToAll &&
+                          e.op.kind == workload::OpKind::kCollective;
+  const auto stream = overlapped && all_to_all ? workload::Stream::kEp : e.op.stream;
+  c.ends.push_back(place(e.op, stream, ready));
+  if (stream == workload::Stream::kCompute) c.last_compute = c.ends.back();
+}
+
+double StreamReplay::place(const workload::Op& op, workload::Stream stream, double ready) {
+  const double seconds = op.kind == workload::OpKind::kCompute      ? compute_seconds(work_, op)
+                         : op.kind == workload::OpKind::kCollective ? comm_.seconds(op, true)
+                                                                    : 0.0;
+  double& free = free_[static_cast<std::size_t>(stream)];
+  free = std::max(free, ready) + seconds;
+  return free;
+}
+
+void StreamReplay::sync(const Cursor& final_phase, const std::vector<workload::GradSync>& syncs) {
+  for (const auto& g : syncs) place(g.op, g.op.stream, final_phase.ends[g.after]);
 }
 
 }  // namespace cs::plan

@@ -16,28 +16,42 @@ double compute_seconds(const workload::StageWork& work, const workload::Op& op);
 // The streams of one stage running a chunk's phases, each stream one op at a time in program
 // order and each op after the ops it depends on: how the DP stream's gathers and reductions, the
 // CP stream's ring hops and the compute stream wait for each other, carried from one phase into
-// the next (a backward's last reductions hold up the next forward's first gather). Under
-// DualPipe's overlapped pairs the expert all-to-alls are left out (`skip_expert`) and summed in
-// expert() instead.
+// the next (a backward's last reductions hold up the next forward's first gather). Each phase
+// starts when the compute stream is free, as the step's next item follows the last one's last
+// compute op.
 class StreamReplay {
  public:
-  StreamReplay(const workload::StageWork& work, CollectiveCost& comm, bool skip_expert)
-      : work_(work), comm_(comm), skip_expert_(skip_expert) {}
+  StreamReplay(const workload::StageWork& work, CollectiveCost& comm) : work_(work), comm_(comm) {}
 
-  // Runs `phase` from when the compute stream is free, then `syncs` (each after its op of the
-  // phase) on the DP stream; returns the compute stream's seconds for it.
+  // Runs `phase`, then `syncs` (each after its op of the phase) on the DP stream; returns the
+  // compute stream's seconds for it.
   double run(const workload::PhaseOps& phase, const std::vector<workload::GradSync>& syncs);
-  double expert() const { return expert_; }
+  // Runs DualPipe's overlapped pair as the step builds it (workload::pair_turns): the forward's
+  // and the backward's ops in turns, each turn up to an expert all-to-all, which leaves the
+  // compute stream; the backward's weight gradients (`weight`, may be empty) after its last
+  // compute op, then `syncs` after their ops of the pair's last phase. Returns the compute
+  // stream's seconds for the pair.
+  double run_pair(const workload::PhaseOps& forward, const workload::PhaseOps& backward,
+                  const workload::PhaseOps& weight, const std::vector<workload::GradSync>& syncs);
 
  private:
-  // Runs `op` on its stream once `ready`; returns its end.
-  double place(const workload::Op& op, double ready);
+  // One phase's ops as they are placed.
+  struct Cursor {
+    const workload::PhaseOps* phase = nullptr;
+    double start = 0, last_compute = 0;
+    std::vector<double> ends;
+    bool done() const { return ends.size() == phase->ops.size(); }
+  };
+  Cursor cursor(const workload::PhaseOps& phase, double start) const;
+  // Places the cursor's next op; in an overlapped pair an expert all-to-all runs on its own stream.
+  void place_next(Cursor& c, bool overlapped);
+  // Runs `op` on `stream` once `ready`; returns its end.
+  double place(const workload::Op& op, workload::Stream stream, double ready);
+  void sync(const Cursor& final_phase, const std::vector<workload::GradSync>& syncs);
 
   const workload::StageWork& work_;
   CollectiveCost& comm_;
-  bool skip_expert_;
   std::array<double, workload::kNumStreams> free_{};
-  double expert_ = 0;
 };
 
 }  // namespace cs::plan
