@@ -8,8 +8,6 @@
 #include "sim/lower/stage_work.h"
 #include "sim/plan/collective_cost.h"
 #include "sim/plan/stream_replay.h"
-#include "sim/workload/layout_config.h"
-#include "sim/workload/memory.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
 
