@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "sim/coll/collective.h"
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/net/topology_builder.h"
@@ -82,9 +83,8 @@ double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
                                  const std::vector<int32_t>& members) {
   const auto n = static_cast<int32_t>(members.size());
   if (n < 2) return 0;
-  int32_t local = 0;
-  for (const int32_t m : members)
-    local += m / gpus_per_node_ == members[0] / gpus_per_node_ ? 1 : 0;
+  const int32_t local =
+      coll::members_per_server(n, [&](int32_t i) { return members[i] / gpus_per_node_; });
   const coll::NcclChoice choice = nccl_.model_choice(op.coll_op, n, local, op.bytes);
   const coll::WireModel wire = nccl_.plan(op.coll_op, n, local, op.bytes).wire;
   const double share = (op.coll_op == coll::Op::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;

@@ -63,9 +63,8 @@ void StreamReplay::place_next(Cursor& c, bool overlapped) {
   };
   double ready = end_of(e.after);
   if (e.also_after != workload::PhaseOp::kNone) ready = std::max(ready, end_of(e.also_after));
-  const bool all_to_all = e.op.dim == workload::Dim::kEp && e.op.coll_op == coll::Op::kAllToAll &&
-                          e.op.kind == workload::OpKind::kCollective;
-  const auto stream = overlapped && all_to_all ? workload::Stream::kEp : e.op.stream;
+  const auto stream =
+      overlapped && workload::is_expert_all_to_all(e.op) ? workload::Stream::kEp : e.op.stream;
   c.ends.push_back(place(e.op, stream, ready));
   if (stream == workload::Stream::kCompute) c.last_compute = c.ends.back();
 }
