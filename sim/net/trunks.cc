@@ -75,4 +75,18 @@ std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topol
   return domains;
 }
 
+std::vector<TierSpan> tier_spans(const clustersim::Topology& description) {
+  std::vector<TierSpan> spans;
+  if (!description.has_tiered()) return spans;
+  int64_t gpus = gpus_per_node_in_use(description);
+  // One way: the GPU's PCIe link to its NIC, then a link of each tier up to the shared one.
+  double one_way_ns = description.tiered().node().pcie_latency_ns();
+  for (const auto& tier : description.tiered().tiers()) {
+    gpus *= tier.group_size();
+    one_way_ns += tier.link_latency_ns();
+    spans.push_back({gpus, 2 * one_way_ns * 1e-9});
+  }
+  return spans;
+}
+
 }  // namespace cs::net

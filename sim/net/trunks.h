@@ -35,4 +35,14 @@ struct OversubscribedDomain {
 // `description`'s oversubscribed tiers, lowest first (none for explicit graphs).
 std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topology& description);
 
+// Every tier as a route between two servers sees it: the GPUs (in rank order) under each of its
+// groups, and the latency of a route whose ends share a group of this tier and none below (up
+// from one GPU through its NIC to a switch of the tier and down to the other).
+struct TierSpan {
+  int64_t gpus = 0;
+  double route_latency_s = 0;
+};
+// `description`'s tiers, lowest first (none for explicit graphs).
+std::vector<TierSpan> tier_spans(const clustersim::Topology& description);
+
 }  // namespace cs::net

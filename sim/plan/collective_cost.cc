@@ -40,8 +40,11 @@ CollectiveCost::CollectiveCost(const clustersim::RunConfig& config, int32_t gpus
   nvlink_ = gpu.nvlink_bandwidth_gbytes() * 1e9;
   nic_ = gpu.nic_bandwidth_gbits() * 1e9 / 8;
   nccl_ = coll::NcclTuning(compute::nccl_hardware(gpu), world::nccl_settings(config));
-  if (const auto& topology = config.cluster().topology(); !topology.empty())
-    domains_ = net::oversubscribed_domains(net::resolve_topology(topology));
+  if (const auto& topology = config.cluster().topology(); !topology.empty()) {
+    const auto description = net::resolve_topology(topology);
+    domains_ = net::oversubscribed_domains(description);
+    spans_ = net::tier_spans(description);
+  }
   if (config.parallel().ep() > 1) {  // the EP group of rank 0; every group has the same shape
     const auto members =
         workload::layout_of(config.parallel()).group_members(0, workload::Dim::kEp);
@@ -86,7 +89,8 @@ double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
   const int32_t local =
       coll::members_per_server(n, [&](int32_t i) { return members[i] / gpus_per_node_; });
   const coll::NcclChoice choice = nccl_.model_choice(op.coll_op, n, local, op.bytes);
-  const coll::WireModel wire = nccl_.plan(op.coll_op, n, local, op.bytes).wire;
+  const coll::ScheduleKey key = nccl_.plan(op.coll_op, n, local, op.bytes);
+  const coll::WireModel& wire = key.wire;
   const double share = (op.coll_op == coll::Op::kAllReduce ? 2.0 : 1.0) * (n - 1) / n;
   const double bytes = static_cast<double>(op.bytes) * share * wire.byte_factor;
   const double nvlink_s = bytes / (nvlink_ * wire.nvlink_efficiency);
@@ -99,7 +103,23 @@ double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
   const double nic_bytes = tree ? static_cast<double>(op.bytes) * wire.byte_factor : bytes;
   const double nic_s = nic_bytes / (local * nic_ * wire.net_efficiency) *
                        fabric_slowdown(op.dim, every_stage, members, choice.algo);
-  return std::max(nvlink_s, nic_s) + latency_s(op, choice, n, local);
+  const double seconds = std::max(nvlink_s, nic_s) + latency_s(op, choice, n, local);
+  if (choice.algo != coll::NcclAlgo::kRing || local < 2) return seconds;
+  const int64_t steps = (op.coll_op == coll::Op::kAllReduce ? 2 : 1) * int64_t{n - 1};
+  const int64_t waits = (steps + key.window - 1) / key.window;
+  return std::max(seconds, nic_s + static_cast<double>(waits) * longest_ring_route_s(members));
+}
+
+double CollectiveCost::longest_ring_route_s(const std::vector<int32_t>& members) const {
+  double longest = 0;
+  for (std::size_t i = 0; i < members.size(); ++i) {
+    const int32_t a = members[i], b = members[(i + 1) % members.size()];
+    if (a / gpus_per_node_ == b / gpus_per_node_ || spans_.empty()) continue;
+    std::size_t tier = 0;  // the lowest tier whose group holds both
+    while (tier + 1 < spans_.size() && a / spans_[tier].gpus != b / spans_[tier].gpus) ++tier;
+    longest = std::max(longest, spans_[tier].route_latency_s);
+  }
+  return longest;
 }
 
 double CollectiveCost::latency_s(const workload::Op& op, const coll::NcclChoice& choice, int32_t n,

@@ -32,8 +32,10 @@ class CollectiveCost {
   // of their rate, slowed where the group's traffic leaves an oversubscribed tier
   // (fabric_slowdown); plus the latency NCCL's
   // model charges the call (a ring's per-rank steps: tens of ms over thousands of servers; none
-  // with effects.nccl_step_latency off). Calls of equal group, op, size and concurrency are
-  // reckoned once.
+  // with effects.nccl_step_latency off). A ring over servers of several members takes at least
+  // its NICs' time plus, per message its busiest connection sends at a time, the longest route
+  // between its servers, as the simulated ring does (coll/algorithms/ring.cc, mixed_ring_walk).
+  // Calls of equal group, op, size and concurrency are reckoned once.
   //
   // An expert-parallel all-to-all (dispatch or combine: this GPU's T x top_k token copies of h
   // bf16 values): the copies for experts on this GPU stay, those for its server's peers go over
@@ -48,6 +50,9 @@ class CollectiveCost {
   // The latency NCCL's model charges the call.
   double latency_s(const workload::Op& op, const coll::NcclChoice& choice, int32_t n,
                    int32_t local) const;
+  // The longest route between consecutive servers of the ring over `members` in rank order,
+  // closing it (tier_spans; 0 without tiers).
+  double longest_ring_route_s(const std::vector<int32_t>& members) const;
   double all_to_all(const workload::Op& op) const;
   double ring_hop(const workload::Op& op) const;
   // How many times its NICs' time the call takes while the groups making it (every_stage) run
@@ -66,6 +71,7 @@ class CollectiveCost {
   int32_t gpus_per_node_;
   coll::NcclTuning nccl_;
   std::vector<net::OversubscribedDomain> domains_;
+  std::vector<net::TierSpan> spans_;
   std::map<workload::Dim, std::vector<int32_t>> members_;
   std::map<std::tuple<workload::Dim, coll::Op, Bytes, bool>, double> seconds_;
   std::map<std::tuple<workload::Dim, coll::NcclAlgo, bool>, double> slowdowns_;

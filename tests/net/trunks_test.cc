@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "sim/core/simulator.h"
@@ -60,6 +61,26 @@ TEST(Trunks, Llama3PodsSendAtASeventhOfTheirNicsAcrossTheirTier) {
   const Trunks trunks = oversubscribed_trunks(t);
   ASSERT_EQ(trunks.bandwidth.size(), 4u);  // two pods of 3,072 GPUs
   EXPECT_NEAR(trunks.bandwidth[0].in_bytes_per_s() / (3072 * kNicBytesPerS), 1.0 / 7, 1e-9);
+}
+
+TEST(TierSpans, GiveTheRouteLatencyOfTheTierTwoServersShare) {
+  // GPU 0 and a GPU of another server: under one ToR, one pod, or two pods of llama3-24k; on the
+  // same rail of a DGX H100 SuperPOD's leaf and spine.
+  for (const auto& [name, peers] : std::vector<std::pair<std::string, std::vector<int32_t>>>{
+           {"llama3-24k", {8, 16, 3072}}, {"dgx-h100", {8, 256}}}) {
+    SCOPED_TRACE(name);
+    const auto description = resolve_topology(name);
+    const Topology t = build_topology(description, 6144, name);
+    Routing routing(t);
+    const auto spans = tier_spans(description);
+    for (const int32_t peer : peers) {
+      std::size_t tier = 0;
+      while (tier + 1 < spans.size() && peer / spans[tier].gpus != 0) ++tier;
+      EXPECT_NEAR(spans[tier].route_latency_s,
+                  routing.route(t.gpu(0), t.gpu(peer)).latency.as_seconds(), 1e-12)
+          << "peer " << peer;
+    }
+  }
 }
 
 // When each of `senders` GPUs of the first leaf's has sent `bytes` to its peer on the other leaf
