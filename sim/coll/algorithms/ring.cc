@@ -184,11 +184,12 @@ bool ring_fluid_fits(const ScheduleKey& key) {
 // 16 MiB on H800 servers, whose 8 NVLinks carry about what their NICs do). The lane itself
 // moves at its slowest connection's pace, so the walk is the rest.
 // nccl-tests on Alps nodes of 4 GH200 side with this form at 1 MiB a channel a step: 89.5 GB/s
-// at 256 MiB on 16 nodes (runs: 89.5), and the runs' 4 GiB loss from 128 to 256 nodes, 2.6 ms
-// for 1,024 more messages, is about one 2 us route each (nccl-gh200-alps-*). Adding every step's
-// latency along the ring to the bandwidth time instead, as NCCL's cost model does, reads 81.4
-// on 16 nodes; keeping NCCL's 8 slots in flight, so that no route latency is paid per message,
-// reads 91.5 on 256 nodes against 83.5. The per-message route is also what a ring over many
+// at 256 MiB on 16 nodes (runs: 89.5). From 128 to 256 nodes their 4 GiB all-reduce takes 2.6
+// to 7.4 ms longer (the best runs to the medians) for 1,024 more messages, 2.5 to 7 us each,
+// where this form pays its 2 us route (nccl-gh200-alps-*). Adding every step's latency along
+// the ring to the bandwidth time instead, as NCCL's cost model does, reads 81.4 on 16 nodes;
+// keeping NCCL's 8 slots in flight, so that no route latency is paid per message, reads 91.5
+// on 256 nodes against 83.5. The per-message route is also what a ring over many
 // pods pays most: 24,576 ranks of llama3-24k (7.9 us to the next pod) reduce-scatter 945 MB in
 // 197 ms, where NCCL's per-step latencies sum to 53.
 Time mixed_ring_walk(const std::vector<FluidContext::MessageCost>& costs, int64_t steps,
