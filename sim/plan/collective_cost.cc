@@ -112,9 +112,10 @@ double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
 
 double CollectiveCost::longest_ring_route_s(const std::vector<int32_t>& members) const {
   double longest = 0;
+  if (spans_.empty()) return longest;
   for (std::size_t i = 0; i < members.size(); ++i) {
     const int32_t a = members[i], b = members[(i + 1) % members.size()];
-    if (a / gpus_per_node_ == b / gpus_per_node_ || spans_.empty()) continue;
+    if (a / gpus_per_node_ == b / gpus_per_node_) continue;
     std::size_t tier = 0;  // the lowest tier whose group holds both
     while (tier + 1 < spans_.size() && a / spans_[tier].gpus != b / spans_[tier].gpus) ++tier;
     longest = std::max(longest, spans_[tier].route_latency_s);

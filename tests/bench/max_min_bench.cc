@@ -15,9 +15,32 @@
 namespace cs::net {
 namespace {
 
-// Arg 0: flows; arg 1: links of its own per flow. Each iteration replaces one flow by a new one
-// over the same links and solves: what a step does as one collective's lane ends and the next
-// begins.
+// Adds a flow over each of `links` (flow f's weights: weights(f)) and solves; then, in each
+// iteration, replaces one flow by a new one over the same links and solves, as a step does when
+// one collective's lane ends and the next begins. Reports the links filled per solve.
+template <typename Weights>
+void replace_one_flow_per_solve(benchmark::State& state, MaxMin& solver,
+                                const std::vector<std::vector<LinkId>>& links, Weights weights) {
+  std::vector<MaxMin::FlowId> ids;
+  for (std::size_t f = 0; f < links.size(); ++f)
+    ids.push_back(solver.add_flow(links[f], weights(f)));
+  solver.solve();
+  const uint64_t filled_before = solver.filled_links();
+  const uint64_t solves_before = solver.solves();
+  std::size_t next = 0;
+  for (auto _ : state) {
+    solver.remove_flow(ids[next]);
+    ids[next] = solver.add_flow(links[next], weights(next));
+    solver.solve();
+    next = (next + 1) % links.size();
+  }
+  benchmark::DoNotOptimize(solver.rate(ids.front()));
+  state.counters["links_filled_per_solve"] =
+      static_cast<double>(solver.filled_links() - filled_before) /
+      static_cast<double>(solver.solves() - solves_before);
+}
+
+// Arg 0: flows; arg 1: links of its own per flow.
 void BM_FlowsOverLinksOfTheirOwn(benchmark::State& state) {
   const auto flows = static_cast<std::size_t>(state.range(0));
   const auto own = static_cast<std::size_t>(state.range(1));
@@ -30,22 +53,8 @@ void BM_FlowsOverLinksOfTheirOwn(benchmark::State& state) {
     for (std::size_t l = 0; l < own; ++l) route.push_back(solver.add_link(10));
   }
   const std::vector<double> unit(own + 1, 1.0);
-  std::vector<MaxMin::FlowId> ids;
-  for (const auto& route : links) ids.push_back(solver.add_flow(route, unit));
-  solver.solve();
-  const uint64_t filled_before = solver.filled_links();
-  const uint64_t solves_before = solver.solves();
-  std::size_t next = 0;
-  for (auto _ : state) {
-    solver.remove_flow(ids[next]);
-    ids[next] = solver.add_flow(links[next], unit);
-    solver.solve();
-    next = (next + 1) % flows;
-  }
-  benchmark::DoNotOptimize(solver.rate(ids.front()));
-  state.counters["links_filled_per_solve"] =
-      static_cast<double>(solver.filled_links() - filled_before) /
-      static_cast<double>(solver.solves() - solves_before);
+  replace_one_flow_per_solve(state, solver, links,
+                             [&](std::size_t) -> const std::vector<double>& { return unit; });
 }
 BENCHMARK(BM_FlowsOverLinksOfTheirOwn)
     ->Args({64, 1})
@@ -56,10 +65,9 @@ BENCHMARK(BM_FlowsOverLinksOfTheirOwn)
 
 // Arg 0: flows; arg 1: switch links; arg 2: links per flow, drawn from them, each carrying k / 16
 // of its flow's rate for k from 1 to 13 (a connection's share of a 16-path ECMP spread, summed
-// over the edges that cross the link). Each iteration replaces one flow by a new one over the
-// same links and solves: one phase of one group's ring ending and the next beginning while the
-// other groups' phases run (llama3-24k at 98,304 GPUs, TP 4 x PP 8 x DP 3,072: up to 32 flows of
-// 90,000 links over 100,000, README "Four abstractions").
+// over the edges that cross the link): one phase of one group's ring ending and the next
+// beginning while the other groups' phases run (llama3-24k at 98,304 GPUs, TP 4 x PP 8 x DP 3,072:
+// up to 32 flows of 90,000 links over 100,000, README "Four abstractions").
 void BM_FlowsOverHashedSharedLinks(benchmark::State& state) {
   const auto flows = static_cast<std::size_t>(state.range(0));
   const auto pool = static_cast<std::size_t>(state.range(1));
@@ -79,22 +87,9 @@ void BM_FlowsOverHashedSharedLinks(benchmark::State& state) {
     for (std::size_t i = 0; i < per_flow; ++i)
       weights[f].push_back(static_cast<double>(1 + rng() % 13) / 16);
   }
-  std::vector<MaxMin::FlowId> ids;
-  for (std::size_t f = 0; f < flows; ++f) ids.push_back(solver.add_flow(links[f], weights[f]));
-  solver.solve();
-  const uint64_t filled_before = solver.filled_links();
-  const uint64_t solves_before = solver.solves();
-  std::size_t next = 0;
-  for (auto _ : state) {
-    solver.remove_flow(ids[next]);
-    ids[next] = solver.add_flow(links[next], weights[next]);
-    solver.solve();
-    next = (next + 1) % flows;
-  }
-  benchmark::DoNotOptimize(solver.rate(ids.front()));
-  state.counters["links_filled_per_solve"] =
-      static_cast<double>(solver.filled_links() - filled_before) /
-      static_cast<double>(solver.solves() - solves_before);
+  replace_one_flow_per_solve(
+      state, solver, links,
+      [&](std::size_t f) -> const std::vector<double>& { return weights[f]; });
 }
 BENCHMARK(BM_FlowsOverHashedSharedLinks)
     ->Args({8, 25'000, 20'000})
