@@ -63,12 +63,21 @@ double CollectiveCost::seconds(const workload::Op& op, bool every_stage) {
   if (!coll::nccl_tuned(op.coll_op)) return ring_hop(op);
   const auto key = std::make_tuple(op.dim, op.coll_op, op.bytes, every_stage);
   if (const auto it = seconds_.find(key); it != seconds_.end()) return it->second;
-  auto members = members_.find(op.dim);
-  if (members == members_.end())
-    members =
-        members_.emplace(op.dim, workload::layout_of(config_.parallel()).group_members(0, op.dim))
-            .first;
-  return seconds_[key] = nccl_call(op, every_stage, members->second);
+  return seconds_[key] = nccl_call(op, every_stage, members(op.dim));
+}
+
+bool CollectiveCost::within_server(workload::Dim dim) {
+  const auto& group = members(dim);
+  return std::all_of(group.begin(), group.end(), [&](int32_t r) {
+    return r / gpus_per_node_ == group.front() / gpus_per_node_;
+  });
+}
+
+const std::vector<int32_t>& CollectiveCost::members(workload::Dim dim) {
+  auto it = members_.find(dim);
+  if (it == members_.end())
+    it = members_.emplace(dim, workload::layout_of(config_.parallel()).group_members(0, dim)).first;
+  return it->second;
 }
 
 double CollectiveCost::all_to_all(const workload::Op& op) const {

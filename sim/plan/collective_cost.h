@@ -44,8 +44,11 @@ class CollectiveCost {
   // TP or CP exchange overlapped with its GEMM or attention: over NVLink while the TP x CP group
   // fits in a server.
   double seconds(const workload::Op& op, bool every_stage);
+  // Whether rank 0's group of `dim` sits in one server.
+  bool within_server(workload::Dim dim);
 
  private:
+  const std::vector<int32_t>& members(workload::Dim dim);
   double nccl_call(const workload::Op& op, bool every_stage, const std::vector<int32_t>& members);
   // The latency NCCL's model charges the call.
   double latency_s(const workload::Op& op, const coll::NcclChoice& choice, int32_t n,

@@ -7,6 +7,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/lower/stage_work.h"
 #include "sim/plan/collective_cost.h"
+#include "sim/plan/compute_interference.h"
 #include "sim/plan/stream_replay.h"
 #include "sim/workload/model_math.h"
 #include "sim/workload/schedules/registry.h"
@@ -38,16 +39,20 @@ double compute_stream_seconds(const workload::StageWork& work, const workload::P
 // weight gradients) for one microbatch in the steady state (the second of two visits replayed),
 // and a pipeline slot: both; each the mean over the stage's chunks, since a stage holding the
 // embedding or the output layer and loss in one of its chunks does that work once per
-// microbatch.
+// microbatch. The filling pass: the part of the backward pass that makes the weight gradients
+// (the weight-gradient pass where the schedule splits it off), over which the buckets fill.
+// Under DualPipe's overlapped pairs a pass's seconds are its share of its pair's; alone: those of
+// a forward and of a backward run by themselves, as the warm-up and cool-down run them.
 struct SlotTimes {
   double forward = 0, backward = 0, weight_grad = 0;
-  double forward_pass = 0, backward_pass = 0, per_slot = 0;
+  double forward_pass = 0, backward_pass = 0, filling_pass = 0, per_slot = 0;
+  double forward_alone = 0, backward_alone = 0;
 };
 
 SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageWork& work,
-                     CollectiveCost& comm) {
+                     CollectiveCost& comm, const ComputeInterference& interference) {
   // DualPipe's overlapped pairs run a forward and a backward in turns, the all-to-alls of one
-  // under the other's compute (their warm-up and cool-down, unpaired, are left out).
+  // under the other's compute.
   const bool paired = workload::pipeline_schedule_of(p) == workload::PipelineSchedule::kDualPipe &&
                       p.dualpipe_overlap();
   const std::vector<workload::GradSync> none;
@@ -59,31 +64,58 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
     const double f = compute_stream_seconds(work, chunk.forward);
     const double b = compute_stream_seconds(work, chunk.backward);
     const double w = compute_stream_seconds(work, chunk.weight_grad);
-    StreamReplay replay(work, comm);
-    double forward = 0, backward = 0;
+    StreamReplay replay(work, comm, interference), alone(work, comm, interference);
+    double forward = 0, backward = 0, filling = 0, pair = 0;
     for (int visit = 0; visit < 2; ++visit) {
-      if (paired) {  // the pair's seconds, shared by compute
-        const double pair =
-            replay.run_pair(chunk.forward, chunk.backward, chunk.weight_grad, syncs);
-        forward = pair * f / std::max(f + b + w, 1e-12);
-        backward = pair - forward;
-        continue;
+      if (paired)  // the pair's seconds, shared by compute
+        pair = replay.run_pair(chunk.forward, chunk.backward, chunk.weight_grad, syncs);
+      forward = alone.run(chunk.forward, none);
+      if (split) {
+        backward = alone.run(chunk.backward, none);
+        filling = alone.run(chunk.weight_grad, syncs);
+        backward += filling;
+      } else {
+        filling = backward = alone.run(chunk.backward, syncs);
       }
-      forward = replay.run(chunk.forward, none);
-      backward = split ? replay.run(chunk.backward, none) + replay.run(chunk.weight_grad, syncs)
-                       : replay.run(chunk.backward, syncs);
+    }
+    t.forward_alone += forward;
+    t.backward_alone += backward;
+    if (paired) {
+      forward = pair * f / std::max(f + b + w, 1e-12);
+      filling = backward = pair - forward;
     }
     t.forward += f;
     t.backward += b;
     t.weight_grad += w;
     t.forward_pass += forward;
     t.backward_pass += backward;
+    t.filling_pass += filling;
   }
   const auto n = static_cast<double>(std::max<std::size_t>(work.chunks.size(), 1));
-  for (double* x : {&t.forward, &t.backward, &t.weight_grad, &t.forward_pass, &t.backward_pass})
+  for (double* x : {&t.forward, &t.backward, &t.weight_grad, &t.forward_pass, &t.backward_pass,
+                    &t.filling_pass, &t.forward_alone, &t.backward_alone})
     *x /= n;
   t.per_slot = t.forward_pass + t.backward_pass;
   return t;
+}
+
+// What DualPipe's passes outside its overlapped pairs (the warm-up's forwards, the cool-down's
+// backwards) take beyond the slots' pair shares: their all-to-alls under no other pass's compute.
+double unpaired_seconds(const clustersim::ParallelConfig& p, int32_t stage, const SlotTimes& slot) {
+  const auto schedule = workload::pipeline_schedule_of(p);
+  if (schedule != workload::PipelineSchedule::kDualPipe || !p.dualpipe_overlap()) return 0;
+  const auto order = workload::pipeline_orders(schedule, p.pp(), workload::num_microbatches(p),
+                                               p.virtual_stages())[static_cast<std::size_t>(stage)];
+  int64_t forwards = 0, backwards = 0;  // alone
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i].phase == workload::Phase::kWeightGrad) continue;
+    const bool in_pair = order[i].pair == workload::Pairing::kOverlapped ||
+                         (i > 0 && order[i - 1].pair == workload::Pairing::kOverlapped);
+    if (in_pair) continue;
+    (order[i].phase == workload::Phase::kForward ? forwards : backwards) += 1;
+  }
+  return static_cast<double>(forwards) * std::max(0.0, slot.forward_alone - slot.forward_pass) +
+         static_cast<double>(backwards) * std::max(0.0, slot.backward_alone - slot.backward_pass);
 }
 
 // Seconds the distributed optimizer's parameter gathers delay stage `stage`'s pipeline. They run
@@ -108,33 +140,58 @@ double gather_head_seconds(const RunConfig& config, int32_t stage, const workloa
   return delay;
 }
 
-// Seconds the step's once-per-step gradient reductions run past the end of stage `stage`'s
-// pipeline. Each chunk's buckets start as its last backward makes them: chunk c (model piece k)
-// ends its last backward k backward passes before stage 0's first chunk does, the step's end;
-// its buckets fill evenly over that backward. Without overlap_grad_reduce all wait for the
-// stage's last backward.
+// Seconds the step's once-per-step gradient reductions run past the end of stage 0's pipeline,
+// the step's end. Each chunk's buckets start as its last backward makes them: chunk c (model
+// piece k) ends its last backward k backward passes before stage 0's first chunk does; its
+// buckets fill evenly over that backward's filling pass. Without overlap_grad_reduce all wait for
+// the stage's last backward. The reductions slow the compute of the filling passes they run
+// beside (`interference`): those end later by the extra seconds, and each bucket by its share of
+// them, so the step ends at the later of the last compute and the last reduction.
 double reduction_tail_seconds(const RunConfig& config, int32_t stage,
                               const workload::StageWork& work, const SlotTimes& slot,
-                              CollectiveCost& comm) {
+                              CollectiveCost& comm, const ComputeInterference& interference) {
   if (work.grad_sync_every_microbatch) return 0;  // in the slots, but for the last bucket
   const auto& p = config.parallel();
   const auto schedule = workload::pipeline_schedule_of(p);
-  std::vector<std::pair<double, double>> calls;  // (ready, seconds)
+  struct Call {
+    double ready, seconds, filled;
+    double end;                             // of its chunk's last backward
+    const workload::PhaseOps* filling_ops;  // that backward's ops making the weight gradients
+    const workload::Op* op;
+  };
+  std::vector<Call> calls;
   for (std::size_t c = 0; c < work.chunks.size(); ++c) {
-    const auto& syncs = work.chunks[c].grad_sync;
+    const auto& chunk = work.chunks[c];
     const double end = -slot.backward_pass *
                        workload::model_piece(schedule, stage, static_cast<int32_t>(c), p.pp());
-    for (std::size_t i = 0; i < syncs.size(); ++i) {
-      const double filled = static_cast<double>(i + 1) / static_cast<double>(syncs.size());
+    const auto* filling_ops = chunk.weight_grad.ops.empty() ? &chunk.backward : &chunk.weight_grad;
+    for (std::size_t i = 0; i < chunk.grad_sync.size(); ++i) {
+      const auto& op = chunk.grad_sync[i].op;
+      const double filled =
+          static_cast<double>(i + 1) / static_cast<double>(chunk.grad_sync.size());
       const double ready = work.grad_sync_after_backward ? -slot.backward_pass * stage
-                                                         : end - slot.backward_pass * (1 - filled);
-      calls.emplace_back(ready, dp_op_seconds(work, syncs[i].op, comm, true));
+                                                         : end - slot.filling_pass * (1 - filled);
+      calls.push_back({ready, dp_op_seconds(work, op, comm, true),
+                       work.grad_sync_after_backward ? 1.0 : filled, end, filling_ops, &op});
     }
   }
-  std::sort(calls.begin(), calls.end());
-  double free = -1e300;
-  for (const auto& [ready, seconds] : calls) free = std::max(free, ready) + seconds;
-  return std::max(0.0, free);
+  std::stable_sort(calls.begin(), calls.end(),
+                   [](const Call& a, const Call& b) { return a.ready < b.ready; });
+  // The extra seconds of the filling passes' compute beside the reductions, as placed alone.
+  double extra = 0, free = -1e300;
+  for (const Call& call : calls) {
+    const double start = std::max(free, call.ready);
+    free = start + call.seconds;
+    const double beside = std::min(free, call.end) - std::max(start, call.end - slot.filling_pass);
+    if (beside > 0 && interference.on())
+      extra += beside * (interference.mean_slowdown(work, *call.filling_ops,
+                                                    interference.load(work, *call.op, comm)) -
+                         1);
+  }
+  free = -1e300;
+  for (const Call& call : calls)
+    free = std::max(free, call.ready + extra * call.filled) + call.seconds;
+  return std::max({0.0, extra, free});
 }
 
 // The step as stage `stage` sees it: its pipeline slots, the data-parallel traffic that cannot
@@ -142,12 +199,13 @@ double reduction_tail_seconds(const RunConfig& config, int32_t stage,
 // the last microbatch's last bucket where every microbatch reduces, and the gather after the
 // optimizer) and the optimizer.
 double stage_estimate_seconds(const RunConfig& config, int32_t stage,
-                              const compute::KernelCostModel& cost, CollectiveCost& comm) {
+                              const compute::KernelCostModel& cost, CollectiveCost& comm,
+                              const ComputeInterference& interference) {
   const auto& p = config.parallel();
   const auto schedule = workload::pipeline_schedule_of(p);
   const auto work = lower::build_stage_work(config, stage, cost,
                                             workload::schedule_info(schedule).splits_backward);
-  const SlotTimes slot = slot_times(p, work, comm);
+  const SlotTimes slot = slot_times(p, work, comm, interference);
   const int32_t m = workload::num_microbatches(p);
   // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
   const int32_t v = workload::chunk_passes(schedule, p.virtual_stages());
@@ -155,10 +213,11 @@ double stage_estimate_seconds(const RunConfig& config, int32_t stage,
   const double bubble_slots =
       workload::idle_slots(schedule, p.pp(), m, p.virtual_stages(), std::max(slot.forward, kTiny),
                            std::max(slot.backward, kTiny), std::max(slot.weight_grad, kTiny));
-  const double pipeline = (static_cast<double>(v) * m + bubble_slots) * slot.per_slot;
+  const double pipeline = (static_cast<double>(v) * m + bubble_slots) * slot.per_slot +
+                          unpaired_seconds(p, stage, slot);
 
   double exposed = gather_head_seconds(config, stage, work, slot, comm) +
-                   reduction_tail_seconds(config, stage, work, slot, comm);
+                   reduction_tail_seconds(config, stage, work, slot, comm, interference);
   if (work.grad_sync_every_microbatch && !work.chunks.empty() &&
       !work.chunks.front().grad_sync.empty())
     exposed += dp_op_seconds(work, work.chunks.front().grad_sync.back().op, comm, true);
@@ -175,11 +234,12 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const auto gpu = compute::load_gpu_profile(compute::gpu_or_default(config.cluster().gpu()));
   const compute::KernelCostModel cost(gpu, compute::cost_options(config));
   CollectiveCost comm(config, gpus_per_node);
+  const ComputeInterference interference(config, gpu);
   // The slowest stage sets the pace: the first holds the embedding (and under ZB-V and DualPipe
   // the output layer too), the last the output layer and loss; the middle one stands for the rest.
   double step = 0;
   for (const int32_t stage : std::set<int32_t>{0, p.pp() / 2, p.pp() - 1})
-    step = std::max(step, stage_estimate_seconds(config, stage, cost, comm));
+    step = std::max(step, stage_estimate_seconds(config, stage, cost, comm, interference));
   return step;
 }
 

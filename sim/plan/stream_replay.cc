@@ -15,9 +15,11 @@ double compute_seconds(const workload::StageWork& work, const workload::Op& op) 
 double StreamReplay::run(const workload::PhaseOps& phase,
                          const std::vector<workload::GradSync>& syncs) {
   const double start = free_[0];
+  begin_phase(start);
   Cursor c = cursor(phase, start);
   while (!c.done()) place_next(c, false);
   sync(c, syncs);
+  end_phase();
   return free_[0] - start;
 }
 
@@ -25,6 +27,7 @@ double StreamReplay::run_pair(const workload::PhaseOps& forward, const workload:
                               const workload::PhaseOps& weight,
                               const std::vector<workload::GradSync>& syncs) {
   const double start = free_[0];
+  begin_phase(start);
   Cursor f = cursor(forward, start), b = cursor(backward, start), w = cursor(weight, start);
   workload::PhaseOps second = backward;  // the backward half's ops in order, for its turns
   second.ops.insert(second.ops.end(), weight.ops.begin(), weight.ops.end());
@@ -43,6 +46,7 @@ double StreamReplay::run_pair(const workload::PhaseOps& forward, const workload:
     }
   }
   sync(weight.ops.empty() ? b : w, syncs);
+  end_phase();
   return free_[0] - start;
 }
 
@@ -74,8 +78,24 @@ double StreamReplay::place(const workload::Op& op, workload::Stream stream, doub
                          : op.kind == workload::OpKind::kCollective ? comm_.seconds(op, true)
                                                                     : 0.0;
   double& free = free_[static_cast<std::size_t>(stream)];
-  free = std::max(free, ready) + seconds;
+  const double begin = std::max(free, ready);
+  free = begin + seconds;
+  if (interference_.on()) {
+    if (op.kind != workload::OpKind::kCompute)
+      spans_.push_back({begin, free, interference_.load(work_, op, comm_)});
+    else if (stream == workload::Stream::kCompute)
+      kernels_.push_back({begin, free, &op});
+  }
   return free;
+}
+
+void StreamReplay::begin_phase(double start) {
+  kernels_.clear();
+  std::erase_if(spans_, [start](const CommSpan& s) { return s.end <= start; });
+}
+
+void StreamReplay::end_phase() {
+  free_[0] += interference_.extra_seconds(work_, kernels_, spans_);
 }
 
 void StreamReplay::sync(const Cursor& final_phase, const std::vector<workload::GradSync>& syncs) {

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "sim/plan/collective_cost.h"
+#include "sim/plan/compute_interference.h"
 #include "sim/workload/program_builder.h"
 
 namespace cs::plan {
@@ -18,10 +19,13 @@ double compute_seconds(const workload::StageWork& work, const workload::Op& op);
 // CP stream's ring hops and the compute stream wait for each other, carried from one phase into
 // the next (a backward's last reductions hold up the next forward's first gather). Each phase
 // starts when the compute stream is free, as the step's next item follows the last one's last
-// compute op.
+// compute op. Compute kernels beside communication in flight run longer (`interference`), the
+// phase's kernels' extra seconds added at its end.
 class StreamReplay {
  public:
-  StreamReplay(const workload::StageWork& work, CollectiveCost& comm) : work_(work), comm_(comm) {}
+  StreamReplay(const workload::StageWork& work, CollectiveCost& comm,
+               const ComputeInterference& interference)
+      : work_(work), comm_(comm), interference_(interference) {}
 
   // Runs `phase`, then `syncs` (each after its op of the phase) on the DP stream; returns the
   // compute stream's seconds for it.
@@ -48,10 +52,17 @@ class StreamReplay {
   // Runs `op` on `stream` once `ready`; returns its end.
   double place(const workload::Op& op, workload::Stream stream, double ready);
   void sync(const Cursor& final_phase, const std::vector<workload::GradSync>& syncs);
+  // Starts a phase at `start`: forgets kernels of the last and communication ended by then.
+  void begin_phase(double start);
+  // Ends a phase: the compute stream runs on by its kernels' extra seconds beside communication.
+  void end_phase();
 
   const workload::StageWork& work_;
   CollectiveCost& comm_;
+  const ComputeInterference& interference_;
   std::array<double, workload::kNumStreams> free_{};
+  std::vector<KernelSpan> kernels_;  // the phase's compute-stream kernels
+  std::vector<CommSpan> spans_;      // communication that may overlap them
 };
 
 }  // namespace cs::plan

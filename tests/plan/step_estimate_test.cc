@@ -44,15 +44,24 @@ TEST(StepEstimate, ChargesZeroThreeGathersThatOutlastTheirLayers) {
 }
 
 // Qwen3-30B-A3B's all-to-alls at EP 16 cross the NICs of two servers and outlast the compute of
-// the DualPipe pairs they hide under, turn by turn. The estimate once hid them under the pair's
-// whole compute (-26%); it still leaves out the unpaired warm-up and cool-down (2.59 s against
-// 2.96 s).
+// the DualPipe pairs they hide under, turn by turn, and lie bare in the forwards of the warm-up
+// and the backwards of the cool-down, which run alone. The estimate once hid them under the
+// pair's whole compute (-26%), then charged every pass as paired (-12%: 2.59 s against 2.96 s).
 TEST(StepEstimate, HidesOnlyWhatDualPipesTurnsHide) {
   const auto [estimate, step] = estimate_and_step(
       "qwen3-30b-a3b", {"parallel.tp=1", "parallel.pp=2", "parallel.dp=32", "parallel.ep=16",
                         "parallel.etp=0", "parallel.virtual_stages=2", "parallel.schedule=DUALPIPE",
                         "parallel.sequence_parallel=false", "parallel.rank_order=TP_CP_DP_PP"});
-  EXPECT_NEAR(estimate / step, 1, 0.15) << estimate << " vs " << step;
+  EXPECT_NEAR(estimate / step, 1, 0.05) << estimate << " vs " << step;
+}
+
+// Llama 3 8B at TP 2 x DP 512 runs one microbatch a step: its gradient reduce-scatters run beside
+// its only backward, whose kernels lose the SMs NCCL's CTAs hold (17 ms of the step's 403). The
+// estimate once left that out (-4.2%).
+TEST(StepEstimate, SlowsTheBackwardBesideItsReductions) {
+  const auto [estimate, step] =
+      estimate_and_step("llama3-8b", {"cluster.num_gpus=1024", "parallel.dp=512"});
+  EXPECT_NEAR(estimate / step, 1, 0.02) << estimate << " vs " << step;
 }
 
 // What the estimate charges one NCCL call is what the analytical network takes for it, within
