@@ -1,7 +1,8 @@
 #include "sim/plan/step_estimate.h"
 
 #include <algorithm>
-#include <set>
+#include <array>
+#include <map>
 
 #include "sim/compute/gpu_profile.h"
 #include "sim/compute/kernel_cost.h"
@@ -17,6 +18,8 @@ namespace cs::plan {
 namespace {
 
 using clustersim::RunConfig;
+
+constexpr double kTiny = 1e-12;  // a pass with no work (weight gradients of an unsplit backward)
 
 // The seconds of an op of the data-parallel stream (a gather, a reduction, an offload copy);
 // `every_stage` as CollectiveCost::seconds has it.
@@ -42,11 +45,14 @@ double compute_stream_seconds(const workload::StageWork& work, const workload::P
 // microbatch. The filling pass: the part of the backward pass that makes the weight gradients
 // (the weight-gradient pass where the schedule splits it off), over which the buckets fill.
 // Under DualPipe's overlapped pairs a pass's seconds are its share of its pair's; alone: those of
-// a forward and of a backward run by themselves, as the warm-up and cool-down run them.
+// a forward and of a backward run by themselves, as the warm-up and cool-down run them. By chunk:
+// each chunk's forward, backward (its input gradients where the schedule splits the weight
+// gradients off) and weight-gradient pass alone, in workload::Phase order.
 struct SlotTimes {
   double forward = 0, backward = 0, weight_grad = 0;
   double forward_pass = 0, backward_pass = 0, filling_pass = 0, per_slot = 0;
   double forward_alone = 0, backward_alone = 0;
+  std::vector<std::array<double, 3>> by_chunk;
 };
 
 SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageWork& work,
@@ -80,6 +86,7 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
     }
     t.forward_alone += forward;
     t.backward_alone += backward;
+    t.by_chunk.push_back({forward, split ? backward - filling : backward, split ? filling : 0});
     if (paired) {
       forward = pair * f / std::max(f + b + w, 1e-12);
       filling = backward = pair - forward;
@@ -198,33 +205,63 @@ double reduction_tail_seconds(const RunConfig& config, int32_t stage,
 // overlap (the parameter gathers that delay its first forwards, the gradient reductions' tail,
 // the last microbatch's last bucket where every microbatch reduces, and the gather after the
 // optimizer) and the optimizer.
-double stage_estimate_seconds(const RunConfig& config, int32_t stage,
-                              const compute::KernelCostModel& cost, CollectiveCost& comm,
-                              const ComputeInterference& interference) {
+// A stage as the estimate reckons it: its slots, and what it adds after its pipeline (the
+// data-parallel traffic that cannot overlap, the optimizer).
+struct StageEstimate {
+  SlotTimes slot;
+  double after = 0;
+};
+
+// Stage `stage`: its slots; then the parameter gathers that delay its first forwards, the gradient
+// reductions' tail, the last microbatch's last bucket where every microbatch reduces, the gather
+// after the optimizer, and the optimizer.
+StageEstimate stage_estimate(const RunConfig& config, int32_t stage,
+                             const compute::KernelCostModel& cost, CollectiveCost& comm,
+                             const ComputeInterference& interference) {
   const auto& p = config.parallel();
   const auto schedule = workload::pipeline_schedule_of(p);
   const auto work = lower::build_stage_work(config, stage, cost,
                                             workload::schedule_info(schedule).splits_backward);
-  const SlotTimes slot = slot_times(p, work, comm, interference);
-  const int32_t m = workload::num_microbatches(p);
-  // Chunk visits per microbatch and stage: v, but 1 for DualPipe's two one-way paths.
-  const int32_t v = workload::chunk_passes(schedule, p.virtual_stages());
-  constexpr double kTiny = 1e-12;  // a pass with no work (weight gradients of an unsplit backward)
-  const double bubble_slots =
-      workload::idle_slots(schedule, p.pp(), m, p.virtual_stages(), std::max(slot.forward, kTiny),
-                           std::max(slot.backward, kTiny), std::max(slot.weight_grad, kTiny));
-  const double pipeline = (static_cast<double>(v) * m + bubble_slots) * slot.per_slot +
-                          unpaired_seconds(p, stage, slot);
-
-  double exposed = gather_head_seconds(config, stage, work, slot, comm) +
-                   reduction_tail_seconds(config, stage, work, slot, comm, interference);
+  StageEstimate e;
+  e.slot = slot_times(p, work, comm, interference);
+  e.after = gather_head_seconds(config, stage, work, e.slot, comm) +
+            reduction_tail_seconds(config, stage, work, e.slot, comm, interference);
   if (work.grad_sync_every_microbatch && !work.chunks.empty() &&
       !work.chunks.front().grad_sync.empty())
-    exposed += dp_op_seconds(work, work.chunks.front().grad_sync.back().op, comm, true);
-  for (const auto& op : work.after_optimizer) exposed += dp_op_seconds(work, op, comm, true);
-  double optimizer = 0;
-  for (const auto& op : work.optimizer) optimizer += op.duration.as_seconds();
-  return pipeline + exposed + optimizer;
+    e.after += dp_op_seconds(work, work.chunks.front().grad_sync.back().op, comm, true);
+  for (const auto& op : work.after_optimizer) e.after += dp_op_seconds(work, op, comm, true);
+  for (const auto& op : work.optimizer) e.after += op.duration.as_seconds();
+  return e;
+}
+
+// DualPipe's pipeline on stage `stage`, whose overlapped pairs the orders do not time: m + idle
+// slots of its mean pair, and its passes outside the pairs.
+double paired_pipeline(const clustersim::ParallelConfig& p, int32_t stage, const SlotTimes& slot) {
+  const int32_t m = workload::num_microbatches(p);
+  const double idle =
+      workload::idle_slots(workload::PipelineSchedule::kDualPipe, p.pp(), m, p.virtual_stages(),
+                           std::max(slot.forward, kTiny), std::max(slot.backward, kTiny),
+                           std::max(slot.weight_grad, kTiny));
+  return (m + idle) * slot.per_slot + unpaired_seconds(p, stage, slot);
+}
+
+// The pipeline of the other schedules: their orders run with every stage's own chunks (the first
+// stage's, the last's, and the middle one's for the others). A chunk heavier than the rest (the
+// output layer and loss) sits on the path of every microbatch, where a stage's mean chunk would
+// spread it over its slots, and the more so the fewer microbatches fill the pipeline.
+double replayed_pipeline(const clustersim::ParallelConfig& p,
+                         const std::map<int32_t, StageEstimate>& stages) {
+  const auto standing_for = [&](int32_t s) -> const SlotTimes& {
+    return stages.at(s == 0 || s == p.pp() - 1 ? s : p.pp() / 2).slot;
+  };
+  const SlotTimes& middle = standing_for(p.pp() / 2);
+  return workload::replayed_span(
+      workload::pipeline_schedule_of(p), p.pp(), workload::num_microbatches(p), p.virtual_stages(),
+      std::max(middle.forward, kTiny), std::max(middle.backward, kTiny),
+      std::max(middle.weight_grad, kTiny), [&](int32_t s, const workload::WorkItem& item) {
+        return standing_for(s)
+            .by_chunk[static_cast<std::size_t>(item.chunk)][static_cast<std::size_t>(item.phase)];
+      });
 }
 
 }  // namespace
@@ -237,9 +274,15 @@ double estimate_step_seconds(const RunConfig& config, int32_t gpus_per_node) {
   const ComputeInterference interference(config, gpu);
   // The slowest stage sets the pace: the first holds the embedding (and under ZB-V and DualPipe
   // the output layer too), the last the output layer and loss; the middle one stands for the rest.
+  std::map<int32_t, StageEstimate> stages;
+  for (const int32_t stage : {0, p.pp() / 2, p.pp() - 1})
+    if (!stages.contains(stage))
+      stages.emplace(stage, stage_estimate(config, stage, cost, comm, interference));
+  const bool paired = workload::pipeline_schedule_of(p) == workload::PipelineSchedule::kDualPipe;
+  const double replayed = paired ? 0 : replayed_pipeline(p, stages);
   double step = 0;
-  for (const int32_t stage : std::set<int32_t>{0, p.pp() / 2, p.pp() - 1})
-    step = std::max(step, stage_estimate_seconds(config, stage, cost, comm, interference));
+  for (const auto& [stage, e] : stages)
+    step = std::max(step, (paired ? paired_pipeline(p, stage, e.slot) : replayed) + e.after);
   return step;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <map>
 #include <set>
@@ -205,10 +206,10 @@ double analytic_bubble_fraction(PipelineSchedule schedule, int32_t stages, int32
   return info.bubble_fraction(stages, microbatches, virtual_stages, t_f, t_b, t_w);
 }
 
-double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
-                   double t_b, double t_w) {
+double replayed_span(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
+                     double t_b, double t_w,
+                     const std::function<double(int32_t stage, const WorkItem& item)>& cost) {
   const auto all = pipeline_orders(schedule, p, m, v, t_f, t_b, t_w);
-  const double t_back = schedule_info(schedule).splits_backward ? t_b : t_b + t_w;
   std::map<std::tuple<int32_t, int32_t, Phase, int32_t>, double> done;
   auto at = [&](ChunkRef ref, Phase phase, int32_t microbatch) {
     const auto it = done.find({ref.stage, ref.chunk, phase, microbatch});
@@ -237,10 +238,7 @@ double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, d
         const WorkItem& item = all[s][next[s]];
         const double ready = ready_at(s, item);
         if (ready == std::numeric_limits<double>::infinity()) break;
-        const double cost = item.phase == Phase::kForward    ? t_f
-                            : item.phase == Phase::kBackward ? t_back
-                                                             : t_w;
-        free_at[s] = std::max(free_at[s], ready) + cost;
+        free_at[s] = std::max(free_at[s], ready) + cost(s, item);
         done[{s, item.chunk, item.phase, item.microbatch}] = free_at[s];
       }
     }
@@ -248,8 +246,17 @@ double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, d
   for (int32_t s = 0; s < p; ++s)
     if (next[s] != all[s].size())
       throw std::logic_error(std::string(to_string(schedule)) + " order deadlocks");
+  return *std::max_element(free_at.begin(), free_at.end());
+}
+
+double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
+                   double t_b, double t_w) {
+  const double t_back = schedule_info(schedule).splits_backward ? t_b : t_b + t_w;
+  const auto uniform = [&](int32_t, const WorkItem& item) {
+    return item.phase == Phase::kForward ? t_f : item.phase == Phase::kBackward ? t_back : t_w;
+  };
   const double work = static_cast<double>(chunk_passes(schedule, v)) * m * (t_f + t_b + t_w);
-  return *std::max_element(free_at.begin(), free_at.end()) - work;
+  return replayed_span(schedule, p, m, v, t_f, t_b, t_w, uniform) - work;
 }
 
 double idle_slots(PipelineSchedule schedule, int32_t stages, int32_t microbatches,

@@ -122,6 +122,21 @@ TEST(PipelineSchedule, GpipeAndOneFOneBBubbleIsTextbook) {
   }
 }
 
+// Two stages of 1F1B, stage 1 three times stage 0's forward and twice its backward, two
+// microbatches: F0 on stage 0 [0, 1], on stage 1 [1, 4]; stage 0's F1 [1, 2]; stage 1's B0 [4, 8],
+// F1 [8, 11], B1 [11, 15]; stage 0's B0 [8, 10], B1 [15, 17]. The span runs every item at its own
+// stage's cost, where a uniform cost of the stages' mean (2 and 3) gives 15.
+TEST(PipelineSchedule, ReplayedSpanRunsEachStageAtItsOwnCost) {
+  const auto cost = [](int32_t stage, const WorkItem& item) {
+    return item.phase == Phase::kForward ? (stage == 0 ? 1.0 : 3.0) : (stage == 0 ? 2.0 : 4.0);
+  };
+  EXPECT_DOUBLE_EQ(replayed_span(PipelineSchedule::kOneFOneB, 2, 2, 1, 2, 3, 1, cost), 17);
+  const auto mean = [](int32_t, const WorkItem& item) {
+    return item.phase == Phase::kForward ? 2.0 : 3.0;
+  };
+  EXPECT_DOUBLE_EQ(replayed_span(PipelineSchedule::kOneFOneB, 2, 2, 1, 2, 3, 1, mean), 15);
+}
+
 TEST(PipelineSchedule, InterleavedBubbleShrinksByV) {
   const int32_t p = 4;
   const int32_t v = 2;
