@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <set>
 #include <utility>
 #include <vector>
 
@@ -232,14 +231,23 @@ LiveBytes exact_peak_bytes(const clustersim::RunConfig& config, int32_t stage,
     chunk_bytes.push_back(pass_bytes(config, chunks[c], piece == 0, piece == last_piece));
   }
   const std::vector<double> buffers = chunk_gradient_buffers(config, stage);
-  std::set<std::pair<int32_t, int32_t>> split;  // (microbatch, chunk) whose W is its own item
+  // Whether a (microbatch, chunk) has its W as an item of its own, flat: every layout the
+  // planner ranks comes through here.
+  int32_t microbatches = 0, chunk_count = 0;
   for (const WorkItem& item : order) {
-    if (item.phase == Phase::kWeightGrad) split.insert({item.microbatch, item.chunk});
+    microbatches = std::max(microbatches, item.microbatch + 1);
+    chunk_count = std::max(chunk_count, item.chunk + 1);
   }
+  const auto pass = [&](const WorkItem& item) {
+    return static_cast<size_t>(item.microbatch) * static_cast<size_t>(chunk_count) +
+           static_cast<size_t>(item.chunk);
+  };
+  std::vector<bool> split(static_cast<size_t>(microbatches) * static_cast<size_t>(chunk_count));
+  for (const WorkItem& item : order)
+    if (item.phase == Phase::kWeightGrad) split[pass(item)] = true;
   // The item that frees a pass's activations also makes its weight gradients.
   auto frees = [&](const WorkItem& item) {
-    const bool has_w = split.count({item.microbatch, item.chunk}) > 0;
-    return item.phase == (has_w ? Phase::kWeightGrad : Phase::kBackward);
+    return item.phase == (split[pass(item)] ? Phase::kWeightGrad : Phase::kBackward);
   };
   std::vector<size_t> last_grad(buffers.size(), 0);
   for (size_t i = 0; i < order.size(); ++i)

@@ -5,11 +5,9 @@
 #include <cmath>
 #include <functional>
 #include <limits>
-#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <utility>
 
 #include "sim/workload/schedules/entries.h"
@@ -210,24 +208,35 @@ double replayed_span(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v,
                      double t_b, double t_w,
                      const std::function<double(int32_t stage, const WorkItem& item)>& cost) {
   const auto all = pipeline_orders(schedule, p, m, v, t_f, t_b, t_w);
-  std::map<std::tuple<int32_t, int32_t, Phase, int32_t>, double> done;
-  auto at = [&](ChunkRef ref, Phase phase, int32_t microbatch) {
-    const auto it = done.find({ref.stage, ref.chunk, phase, microbatch});
-    return it == done.end() ? std::numeric_limits<double>::infinity() : it->second;
+  // When each item ended, by chunk (stage s, chunk c: s * v + c), phase and microbatch; infinite
+  // until it has run. Flat, as the planner replays every layout it ranks.
+  constexpr double kNotYet = std::numeric_limits<double>::infinity();
+  std::vector<double> done(static_cast<std::size_t>(p) * v * 3 * m, kNotYet);
+  const auto slot = [&](ChunkRef ref, Phase phase, int32_t microbatch) {
+    return ((static_cast<std::size_t>(ref.stage) * v + ref.chunk) * 3 +
+            static_cast<std::size_t>(phase)) *
+               m +
+           microbatch;
   };
+  const auto at = [&](ChunkRef ref, Phase phase, int32_t microbatch) {
+    return ref.exists() ? done[slot(ref, phase, microbatch)] : 0.0;
+  };
+  // Each chunk's neighbours along its microbatches' path, looked up once.
+  std::vector<ChunkRef> source, target;
+  for (int32_t s = 0; s < p; ++s)
+    for (int32_t c = 0; c < v; ++c) {
+      source.push_back(forward_source(schedule, s, c, p, v));
+      target.push_back(forward_target(schedule, s, c, p, v));
+    }
   // When an item may start: its input (the previous piece's forward, the next piece's backward
   // or, for the last piece, its own forward; its own B for a W) has finished.
-  auto ready_at = [&](int32_t s, const WorkItem& item) {
+  const auto ready_at = [&](int32_t s, const WorkItem& item) {
     const ChunkRef own{s, item.chunk};
     const int32_t mb = item.microbatch;
+    const auto chunk = static_cast<std::size_t>(s) * v + item.chunk;
     if (item.phase == Phase::kWeightGrad) return at(own, Phase::kBackward, mb);
-    if (item.phase == Phase::kForward) {
-      const ChunkRef source = forward_source(schedule, s, item.chunk, p, v);
-      return source.exists() ? at(source, Phase::kForward, mb) : 0.0;
-    }
-    const ChunkRef target = forward_target(schedule, s, item.chunk, p, v);
-    return std::max(target.exists() ? at(target, Phase::kBackward, mb) : 0.0,
-                    at(own, Phase::kForward, mb));
+    if (item.phase == Phase::kForward) return at(source[chunk], Phase::kForward, mb);
+    return std::max(at(target[chunk], Phase::kBackward, mb), at(own, Phase::kForward, mb));
   };
   std::vector<size_t> next(static_cast<size_t>(p), 0);
   std::vector<double> free_at(static_cast<size_t>(p), 0.0);
@@ -237,9 +246,9 @@ double replayed_span(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v,
       for (; next[s] < all[s].size(); ++next[s], moved = true) {
         const WorkItem& item = all[s][next[s]];
         const double ready = ready_at(s, item);
-        if (ready == std::numeric_limits<double>::infinity()) break;
+        if (ready == kNotYet) break;
         free_at[s] = std::max(free_at[s], ready) + cost(s, item);
-        done[{s, item.chunk, item.phase, item.microbatch}] = free_at[s];
+        done[slot({s, item.chunk}, item.phase, item.microbatch)] = free_at[s];
       }
     }
   }
