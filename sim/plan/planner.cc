@@ -8,6 +8,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -286,8 +287,27 @@ RunConfig simulated_config(const RunConfig& config, clustersim::NetworkMode netw
   return sim;
 }
 
-// Every layout of the base on options.gpus GPUs (and, for cost, on half and a quarter of them)
-// that fits in HBM less the reserve; the others are counted in result.refused.
+// Where no layout on options.gpus GPUs is valid: the search on the most GPUs below, whole servers,
+// at least half as many and at most kServersBelow servers fewer, that has a valid one
+// (result.fallback_gpus), or none.
+std::optional<LayoutSearch> search_below(const RunConfig& base, const PlanOptions& options,
+                                         PlanResult& result) {
+  constexpr int64_t kServersBelow = 64;  // a search each: bounded on the largest clusters
+  const int64_t step = std::max<int64_t>(options.gpus_per_node, 1);
+  const int64_t lowest = std::max({step, options.gpus / 2, options.gpus - kServersBelow * step});
+  for (int64_t g = (options.gpus - 1) / step * step; g >= lowest; g -= step) {
+    LayoutSearch search =
+        search_layouts(base, g, options.gpus_per_node, options.rank_order, options.stacks);
+    if (search.layouts.empty()) continue;
+    result.fallback_gpus = g;
+    return search;
+  }
+  return std::nullopt;
+}
+
+// Every layout of the base on options.gpus GPUs (or the most below with a valid one:
+// search_below; and, for cost, on half and a quarter of them) that fits in HBM less the reserve;
+// the others are counted in result.refused.
 std::vector<Candidate> fitting_candidates(const RunConfig& base, const PlanOptions& options,
                                           PlanResult& result) {
   const double capacity = usable_hbm_bytes(base, options.reserve_bytes);
@@ -301,6 +321,8 @@ std::vector<Candidate> fitting_candidates(const RunConfig& base, const PlanOptio
   for (int64_t g : counts) {
     LayoutSearch search =
         search_layouts(base, g, options.gpus_per_node, options.rank_order, options.stacks);
+    if (g == options.gpus && search.layouts.empty())
+      if (auto below = search_below(base, options, result)) search = std::move(*below);
     for (const auto& [reason, n] : search.invalid) result.refused.invalid[reason] += n;
     result.refused.invalid_error.insert(search.invalid_error.begin(), search.invalid_error.end());
     for (auto& c : search.layouts) {
@@ -476,6 +498,9 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
                 options.search_network == clustersim::ANALYTICAL ? "analytical" : "as configured",
                 static_cast<long long>(result.refined), result.wall_s);
   out << buf;
+  if (result.fallback_gpus > 0)
+    out << "no valid layout on " << options.gpus << " GPUs: planned on " << result.fallback_gpus
+        << ", the most whole servers below with one\n";
   out << "objective: " << (options.objective == Objective::kCost ? "cost" : "time") << "\n\n";
   const std::size_t n =
       std::min<std::size_t>(result.ranked.size(), static_cast<std::size_t>(options.top));
@@ -548,6 +573,7 @@ report::Json candidate_json(const Candidate& c, int32_t gpus_per_node) {
 
 void write_plan_json(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
   report::Json j = {{"gpus", options.gpus},
+                    {"fallback_gpus", result.fallback_gpus},
                     {"objective", options.objective == Objective::kCost ? "cost" : "time"},
                     {"enumerated", result.enumerated},
                     {"fitting", result.fitting},

@@ -88,6 +88,10 @@ struct Refusals {
 
 struct PlanResult {
   int64_t enumerated = 0, fitting = 0, simulated = 0, refined = 0;
+  // Where no layout on the GPUs asked for is valid (a count whose factors no batch or layer count
+  // divides): the most GPUs below it, whole servers and at least half, that have one, planned
+  // instead. 0: the count asked for was planned.
+  int64_t fallback_gpus = 0;
   std::vector<Candidate> ranked;  // simulated candidates, best first by the objective
   Refusals refused;
   double wall_s = 0;

@@ -192,6 +192,22 @@ TEST(Planner, LeadersAreRankedByTheirCongestionAwareStep) {
   EXPECT_EQ(plan_layouts(base, o).refined, 0);
 }
 
+// 20 GPUs leave a factor of 5 that neither the 16-sequence batch nor the 4 layers divide: the plan
+// takes the most whole servers below with a valid layout, 16, and says so, where it once ranked
+// nothing.
+TEST(Planner, PlansTheMostServersBelowWhereNoLayoutOnTheCountIsValid) {
+  const auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  const PlanOptions o = options(20, 1, 0);
+  const PlanResult r = plan_layouts(base, o);
+  EXPECT_EQ(r.fallback_gpus, 16);
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_EQ(r.ranked.front().report.gpus, 16);
+  std::ostringstream text;
+  print_plan(text, r, o);
+  EXPECT_NE(text.str().find("no valid layout on 20 GPUs: planned on 16"), std::string::npos);
+  EXPECT_EQ(plan_layouts(base, options(16, 1, 0)).fallback_gpus, 0);
+}
+
 TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   PlanOptions o = options(16, 4, 2);
