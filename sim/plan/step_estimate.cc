@@ -201,10 +201,6 @@ double reduction_tail_seconds(const RunConfig& config, int32_t stage,
   return std::max({0.0, extra, free});
 }
 
-// The step as stage `stage` sees it: its pipeline slots, the data-parallel traffic that cannot
-// overlap (the parameter gathers that delay its first forwards, the gradient reductions' tail,
-// the last microbatch's last bucket where every microbatch reduces, and the gather after the
-// optimizer) and the optimizer.
 // A stage as the estimate reckons it: its slots, and what it adds after its pipeline (the
 // data-parallel traffic that cannot overlap, the optimizer).
 struct StageEstimate {
