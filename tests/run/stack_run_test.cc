@@ -13,6 +13,7 @@
 #include "sim/workload/stack.h"
 #include "tests/support/lowering_fixtures.h"
 #include "tests/support/run_fixtures.h"
+#include "tests/support/test_helpers.h"
 
 namespace cs::run {
 namespace {
