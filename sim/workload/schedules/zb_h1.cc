@@ -3,9 +3,11 @@
 #include <deque>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <queue>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "sim/workload/schedules/entries.h"
 
@@ -56,7 +58,6 @@ std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vec
   std::vector<size_t> next(n, 0);
   std::vector<std::deque<int32_t>> pending_w(n);
   std::vector<int32_t> held(n, 0);  // forwards run whose W has not
-  std::vector<double> free_at(n, 0.0);
   for (int32_t s = 0; s < p; ++s) orders[s].reserve(3 * static_cast<size_t>(m));
 
   auto ready = [&](int32_t s, const WorkItem& item, double t) {
@@ -68,13 +69,20 @@ std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vec
   };
 
   // Every decision happens when some item finishes (or at 0): only then can readiness change.
-  std::priority_queue<double, std::vector<double>, std::greater<>> events;
-  events.push(0.0);
-  while (!events.empty()) {
-    const double t = events.top();
-    while (!events.empty() && events.top() == t) events.pop();
-    for (int32_t s = 0; s < p; ++s) {
-      if (free_at[s] > t) continue;
+  // Then the stages free decide: those whose item just finished and those left idle before.
+  using Finish = std::pair<double, int32_t>;  // (time, stage)
+  std::priority_queue<Finish, std::vector<Finish>, std::greater<>> finishes;
+  std::vector<int32_t> idle(n), deciding;
+  std::iota(idle.begin(), idle.end(), 0);
+  for (double t = 0;;) {
+    deciding.swap(idle);
+    idle.clear();
+    while (!finishes.empty() && finishes.top().first == t) {
+      deciding.push_back(finishes.top().second);
+      finishes.pop();
+    }
+    std::sort(deciding.begin(), deciding.end());
+    for (const int32_t s : deciding) {
       const WorkItem* upcoming = next[s] < fb[s].size() ? &fb[s][next[s]] : nullptr;
       WorkItem pick;
       const bool memory_full = upcoming != nullptr && upcoming->phase == Phase::kForward &&
@@ -86,7 +94,8 @@ std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vec
         pick = {Phase::kWeightGrad, pending_w[s].front(), 0};
         pending_w[s].pop_front();
       } else {
-        continue;  // idle until the next finish makes something ready
+        idle.push_back(s);  // until the next finish makes something ready
+        continue;
       }
       double cost = t_w;
       if (pick.phase == Phase::kForward) {
@@ -100,10 +109,11 @@ std::vector<std::vector<WorkItem>> place_weight_grads(const std::vector<std::vec
       } else {
         --held[s];
       }
-      free_at[s] = t + cost;
       orders[s].push_back(pick);
-      events.push(t + cost);
+      finishes.emplace(t + cost, s);
     }
+    if (finishes.empty()) break;
+    t = finishes.top().first;
   }
   for (int32_t s = 0; s < p; ++s) {
     if (orders[s].size() != 3 * static_cast<size_t>(m)) {
