@@ -108,10 +108,11 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
 
 // What DualPipe's passes outside its overlapped pairs (the warm-up's forwards, the cool-down's
 // backwards) take beyond the slots' pair shares: their all-to-alls under no other pass's compute.
+// None without the overlap, where every pass's slot is its own.
 double unpaired_seconds(const clustersim::ParallelConfig& p, int32_t stage, const SlotTimes& slot) {
-  const auto schedule = workload::pipeline_schedule_of(p);
-  if (schedule != workload::PipelineSchedule::kDualPipe || !p.dualpipe_overlap()) return 0;
-  const auto order = workload::pipeline_orders(schedule, p.pp(), workload::num_microbatches(p),
+  if (!p.dualpipe_overlap()) return 0;
+  const auto order = workload::pipeline_orders(workload::PipelineSchedule::kDualPipe, p.pp(),
+                                               workload::num_microbatches(p),
                                                p.virtual_stages())[static_cast<std::size_t>(stage)];
   int64_t forwards = 0, backwards = 0;  // alone
   for (std::size_t i = 0; i < order.size(); ++i) {
