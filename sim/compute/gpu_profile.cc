@@ -5,6 +5,7 @@
 #include <optional>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "sim/coll/nccl_model.h"
 #include "sim/config/embedded_presets.h"
@@ -16,6 +17,11 @@ namespace cs::compute {
 namespace {
 
 constexpr std::string_view kFolder = "topologies/gpus";
+
+// Bounds far beyond any GPU or server (a petabyte, a petabyte per second), so that a typo fails
+// rather than overflowing the 64-bit byte counts the memory model keeps.
+constexpr double kMaxGb = 1e6;
+constexpr const char* kBeyondAnyServer = "beyond any server (a petabyte, or a petabyte per second)";
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
   config_fail(source, what);
@@ -67,11 +73,15 @@ void validate_hardware(const GpuProfile& p, const std::string& src) {
   if (!p.has_host()) fail(src, "host { ... } must be set (the GPU's usual server)");
   const auto& h = p.host();
   require_int_range(h.gpus_per_node(), 1, 1024, src, "host.gpus_per_node", "GPUs per server");
-  require_positive(h.host_memory_gb(), src, "host.host_memory_gb");
-  require_positive(h.nvme_capacity_gb(), src, "host.nvme_capacity_gb");
-  require_positive(h.pcie_bandwidth_gbytes(), src, "host.pcie_bandwidth_gbytes");
-  require_positive(h.nvme_bandwidth_gbytes(), src, "host.nvme_bandwidth_gbytes");
-  require_positive(h.host_memory_bandwidth_gbytes(), src, "host.host_memory_bandwidth_gbytes");
+  for (const auto& [value, field] :
+       {std::pair{h.host_memory_gb(), "host.host_memory_gb"},
+        {h.nvme_capacity_gb(), "host.nvme_capacity_gb"},
+        {h.pcie_bandwidth_gbytes(), "host.pcie_bandwidth_gbytes"},
+        {h.nvme_bandwidth_gbytes(), "host.nvme_bandwidth_gbytes"},
+        {h.host_memory_bandwidth_gbytes(), "host.host_memory_bandwidth_gbytes"}}) {
+    require_positive(value, src, field);
+    require_range(value, 0, kMaxGb, src, field, kBeyondAnyServer);
+  }
   if (h.has_host_op_time_factor())
     require_range(h.host_op_time_factor(), 0.1, 100, src, "host.host_op_time_factor",
                   "the host's time per PyTorch op against an x86 server CPU's");
@@ -97,6 +107,7 @@ void validate_rates(const GpuProfile& p, const std::string& src) {
     require_range(p.peak_fp4_tflops(), 1e-3, 1e6, src, "peak_fp4_tflops", why);
   require_range(p.peak_fp32_tflops(), 1e-3, 1e6, src, "peak_fp32_tflops", why);
   require_positive(p.hbm_capacity_gb(), src, "hbm_capacity_gb");
+  require_range(p.hbm_capacity_gb(), 0, kMaxGb, src, "hbm_capacity_gb", kBeyondAnyServer);
   require_range(p.hbm_bandwidth_tbps(), 1e-3, 1e4, src, "hbm_bandwidth_tbps", why);
   require_fraction(p.hbm_efficiency(), src, "hbm_efficiency");
   require_non_negative(p.nvlink_bandwidth_gbytes(), src, "nvlink_bandwidth_gbytes");

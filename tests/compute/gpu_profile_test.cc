@@ -283,6 +283,15 @@ TEST(GpuProfile, NonsenseValuesNameTheField) {
             std::string::npos);
   EXPECT_NE(msg_for([](GpuProfile& p) { p.set_peak_bf16_tflops(-1); }).find("peak_bf16_tflops"),
             std::string::npos);
+  // Past a petabyte the capacity no longer fits the memory model's 64-bit byte counts.
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.set_hbm_capacity_gb(1e30);
+            }).find("f: hbm_capacity_gb must be in [0, 1e+06] (is 1e+30)"),
+            std::string::npos);
+  EXPECT_NE(msg_for([](GpuProfile& p) {
+              p.mutable_host()->set_host_memory_gb(1e30);
+            }).find("f: host.host_memory_gb must be in [0, 1e+06]"),
+            std::string::npos);
   EXPECT_NE(msg_for([](GpuProfile& p) {
               p.mutable_clocks()->set_peak_clock_mhz(1000);
               p.mutable_clocks()->set_sustained_clock_mhz(1200);
