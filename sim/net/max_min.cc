@@ -46,6 +46,7 @@ MaxMin::FlowId MaxMin::add_flow(std::span<const LinkId> links, std::span<const d
   share.rate = 0;
   share.num_hops = static_cast<uint32_t>(links.size());
   share.bottleneck = kNone;
+  new_flows_.push_back(f);
   Hop* hop = hops(f);
   for (std::size_t h = 0; h < links.size(); ++h) {
     hop[h].link = links[h];
@@ -108,6 +109,28 @@ void MaxMin::mark_dirty(LinkId l) {
   dirty_links_.push_back(l);
 }
 
+void MaxMin::set_bottleneck(FlowId f, LinkId l) {
+  FlowShare& share = share_[f];
+  FlowSlot& slot = slots_[f];
+  if (share.bottleneck == l) return;
+  if (share.bottleneck != kNone) {
+    if (slot.prev_limited != kNone) {
+      slots_[slot.prev_limited].next_limited = slot.next_limited;
+    } else {
+      links_[share.bottleneck].limited = slot.next_limited;
+    }
+    if (slot.next_limited != kNone) slots_[slot.next_limited].prev_limited = slot.prev_limited;
+  }
+  share.bottleneck = l;
+  slot.prev_limited = kNone;
+  slot.next_limited = kNone;
+  if (l == kNone) return;
+  uint32_t& head = links_[l].limited;
+  slot.next_limited = head;
+  if (head != kNone) slots_[head].prev_limited = f;
+  head = f;
+}
+
 void MaxMin::attach(FlowId f) {
   Hop* hop = hops(f);
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
@@ -121,6 +144,7 @@ void MaxMin::attach(FlowId f) {
 }
 
 void MaxMin::detach(FlowId f, bool mark) {
+  set_bottleneck(f, kNone);
   const Hop* hop = hops(f);
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkState& link = links_[hop[h].link];
@@ -239,12 +263,12 @@ void MaxMin::seed_from_dirty_links() {
   // flows the seed's new rates then disturb.
   for (LinkId l : dirty_links_) {
     tags_[l].dirty = false;
-    for (const LinkEntry& entry : links_[l].flows) {
-      const LinkId bottleneck = share_[entry.flow].bottleneck;
-      if (bottleneck == l || bottleneck == kNone) add_to_set(entry.flow);
-    }
+    for (uint32_t f = links_[l].limited; f != kNone; f = slots_[f].next_limited) add_to_set(f);
   }
   dirty_links_.clear();
+  for (FlowId f : new_flows_)
+    if (has_flow(f) && share_[f].bottleneck == kNone) add_to_set(f);
+  new_flows_.clear();
 }
 
 void MaxMin::collect_component() {
@@ -260,6 +284,7 @@ void MaxMin::collect_component() {
     }
   }
   dirty_links_.clear();
+  new_flows_.clear();  // on the changed links, so in the component
   // Breadth-first over link -> flows -> links, starting from the revisited flows and the tight
   // changed links; comp_links_ doubles as the link queue.
   std::size_t next_flow = 0, next_link = 0;
@@ -293,6 +318,8 @@ void MaxMin::collect_links() {
 
 bool MaxMin::grow_set() {
   grown_.clear();
+  // Every flow is in the set: none is fixed, so none can be left without a valid bottleneck.
+  if (comp_flows_.size() == num_flows_) return false;
   for (std::size_t i = 0; i < comp_links_.size(); ++i) {
     const LinkId l = comp_links_[i];
     const LinkState& link = links_[l];
@@ -384,7 +411,7 @@ void MaxMin::water_fill() {
       FlowShare& frozen = share_[entry.flow];
       if (frozen.mark != epoch_ || frozen.new_rate >= 0) continue;
       frozen.new_rate = share;
-      frozen.bottleneck = l;
+      set_bottleneck(entry.flow, l);
       --unfrozen;
       const Hop* hop = hops(entry.flow);
       for (uint32_t h = 0; h < frozen.num_hops; ++h) {

@@ -102,6 +102,9 @@ class MaxMin {
     LinkId tightest = 0;
     uint32_t hop_capacity = 0;  // hops reserved for this slot in hops_
     uint32_t next_free = kNone;
+    // Neighbours in the list of flows whose bottleneck is the same link (LinkState::limited).
+    uint32_t prev_limited = kNone;
+    uint32_t next_limited = kNone;
   };
   // What a solve reads of every flow on every link it fills, and where its hops are, kept apart
   // from the flow's slot: those reads scatter over the flows, and this way each touches one
@@ -137,6 +140,9 @@ class MaxMin {
     // The most its flows could ever send through it: the sum of weight x (the flow's rate alone,
     // leaving this link out). Below capacity the link can never limit any of them.
     double demand = 0;
+    // The first of the flows whose bottleneck this link is, linked through their slots: what a
+    // change to the link can move, without reading every flow that crosses it.
+    uint32_t limited = kNone;
   };
   // What a solve checks of every link on a flow's route before it reads the link's record, 12
   // bytes a link where the record spans cache lines. `slack` caches slack(link), updated
@@ -179,6 +185,8 @@ class MaxMin {
   // its slot.
   void detach(FlowId f, bool mark);
   void mark_dirty(LinkId l);
+  // Moves flow f to the list of the flows `l` limits (kNone: to none).
+  void set_bottleneck(FlowId f, LinkId l);
 
   // A solve re-solves a set of flows (comp_flows_, marked with epoch_) over their links that can
   // bind (comp_links_, marked with link_epoch_); flows outside the set keep their rates.
@@ -217,6 +225,7 @@ class MaxMin {
   std::vector<LinkState> links_;
   std::vector<LinkTag> tags_;  // by link
   std::vector<LinkId> dirty_links_;
+  std::vector<FlowId> new_flows_;  // added since the last solve (some may be gone again)
   bool incremental_ = true;
   uint32_t epoch_ = 0;
   uint32_t link_epoch_ = 0;
