@@ -27,6 +27,7 @@ seeds_of() {
       echo "$root/tests/trace/regressions"
       [[ $1 == chakra_reader_fuzz ]] && echo "$root/../shared/chakra-traces" ;;
     config_fuzz) echo "$root/workloads" "$root/tests/config/regressions" ;;
+    hardware_fuzz) echo "$root/topologies" "$root/tests/fuzz/regressions" ;;
   esac
 }
 
