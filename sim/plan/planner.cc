@@ -17,6 +17,7 @@
 #include "sim/compute/kernel_cost.h"
 #include "sim/config/field_checks.h"
 #include "sim/core/batch.h"
+#include "sim/net/topology_builder.h"
 #include "sim/plan/nvlink_domain.h"
 #include "sim/report/json.h"
 #include "sim/run/step_simulation.h"
@@ -425,6 +426,16 @@ void refine_leaders(PlanResult& result, const PlanOptions& options, int32_t jobs
   result.refined = static_cast<int64_t>(refine);
 }
 
+// Whether the config's fabric hashes each connection onto its paths (static or multi-flow ECMP,
+// after cluster.load_balancing): collisions only the congestion-aware network sees.
+bool hashes_paths(const RunConfig& config) {
+  const auto& cluster = config.cluster();
+  if (cluster.topology().empty()) return false;
+  auto desc = net::resolve_topology(cluster.topology());
+  net::override_load_balancing(desc, cluster.load_balancing(), "cluster.load_balancing");
+  return desc.load_balancing().mode() != clustersim::LoadBalancing::ADAPTIVE;
+}
+
 }  // namespace
 
 PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
@@ -518,9 +529,13 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
                   c.estimate_s, r.cost.effective_dollars);
     out << buf;
   }
-  if (n > static_cast<std::size_t>(result.refined))
+  if (n > static_cast<std::size_t>(result.refined)) {
     out << "  * analytical network only (congestion-free); raise --refine to rank it with "
            "congestion\n";
+    if (hashes_paths(result.ranked.front().config))
+      out << "    on " << result.ranked.front().config.cluster().topology()
+          << " ECMP hashes connections onto paths; only --refine's runs see the collisions\n";
+  }
   out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";
   out << "\nwhy:\n";
   if (result.ranked.empty()) print_refusals(out, result, options);

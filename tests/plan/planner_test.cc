@@ -208,6 +208,27 @@ TEST(Planner, PlansTheMostServersBelowWhereNoLayoutOnTheCountIsValid) {
   EXPECT_EQ(plan_layouts(base, options(16, 1, 0)).fallback_gpus, 0);
 }
 
+// llama3-24k hashes each connection onto one of its paths (multi-flow ECMP), whose collisions the
+// analytical network does not see: a ranking left unrefined says so there, and not where the
+// fabric's adaptive routing spreads every connection.
+TEST(Planner, AnUnrefinedRankingSaysWhereTheFabricHashesItsPaths) {
+  const auto printed_for = [](const std::vector<std::string>& overrides) {
+    const auto base = small_llama(overrides);
+    const PlanOptions o = options(16, 1, 0);
+    std::ostringstream text;
+    print_plan(text, plan_layouts(base, o), o);
+    return text.str();
+  };
+  const std::string hashed = "ECMP hashes connections onto paths";
+  const std::vector<std::string> on_llama3_24k = {"parallel.global_batch_size=16",
+                                                  "cluster.topology=llama3-24k"};
+  EXPECT_NE(printed_for(on_llama3_24k).find("on llama3-24k " + hashed), std::string::npos);
+  auto adaptive = on_llama3_24k;
+  adaptive.push_back("cluster.load_balancing.mode=ADAPTIVE");
+  EXPECT_EQ(printed_for(adaptive).find(hashed), std::string::npos);
+  EXPECT_EQ(printed_for({"parallel.global_batch_size=16"}).find(hashed), std::string::npos);
+}
+
 TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   PlanOptions o = options(16, 4, 2);
