@@ -426,8 +426,9 @@ void refine_leaders(PlanResult& result, const PlanOptions& options, int32_t jobs
   result.refined = static_cast<int64_t>(refine);
 }
 
-// Whether the config's fabric hashes each connection onto its paths (static or multi-flow ECMP,
-// after cluster.load_balancing): collisions only the congestion-aware network sees.
+// Whether the config's fabric hashes each connection across servers onto its paths (static or
+// multi-flow ECMP, after cluster.load_balancing): collisions only the congestion-aware network
+// sees.
 bool hashes_paths(const RunConfig& config) {
   const auto& cluster = config.cluster();
   if (cluster.topology().empty()) return false;
@@ -532,8 +533,9 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   if (n > static_cast<std::size_t>(result.refined)) {
     out << "  * analytical network only (congestion-free); raise --refine to rank it with "
            "congestion\n";
-    if (hashes_paths(result.ranked.front().config))
-      out << "    on " << result.ranked.front().config.cluster().topology()
+    const Candidate& best = result.ranked.front();
+    if (best.report.gpus > options.gpus_per_node && hashes_paths(best.config))
+      out << "    on " << best.config.cluster().topology()
           << " ECMP hashes connections onto paths; only --refine's runs see the collisions\n";
   }
   out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";

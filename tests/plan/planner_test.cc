@@ -209,12 +209,12 @@ TEST(Planner, PlansTheMostServersBelowWhereNoLayoutOnTheCountIsValid) {
 }
 
 // llama3-24k hashes each connection onto one of its paths (multi-flow ECMP), whose collisions the
-// analytical network does not see: a ranking left unrefined says so there, and not where the
-// fabric's adaptive routing spreads every connection.
+// analytical network does not see: a ranking left unrefined across servers says so there, and not
+// on one server, nor where the fabric's adaptive routing spreads every connection.
 TEST(Planner, AnUnrefinedRankingSaysWhereTheFabricHashesItsPaths) {
-  const auto printed_for = [](const std::vector<std::string>& overrides) {
+  const auto printed_for = [](const std::vector<std::string>& overrides, int32_t gpus = 16) {
     const auto base = small_llama(overrides);
-    const PlanOptions o = options(16, 1, 0);
+    const PlanOptions o = options(gpus, 1, 0);
     std::ostringstream text;
     print_plan(text, plan_layouts(base, o), o);
     return text.str();
@@ -223,6 +223,7 @@ TEST(Planner, AnUnrefinedRankingSaysWhereTheFabricHashesItsPaths) {
   const std::vector<std::string> on_llama3_24k = {"parallel.global_batch_size=16",
                                                   "cluster.topology=llama3-24k"};
   EXPECT_NE(printed_for(on_llama3_24k).find("on llama3-24k " + hashed), std::string::npos);
+  EXPECT_EQ(printed_for(on_llama3_24k, 8).find(hashed), std::string::npos);
   auto adaptive = on_llama3_24k;
   adaptive.push_back("cluster.load_balancing.mode=ADAPTIVE");
   EXPECT_EQ(printed_for(adaptive).find(hashed), std::string::npos);
