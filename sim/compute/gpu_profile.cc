@@ -18,9 +18,6 @@ namespace {
 
 constexpr std::string_view kFolder = "topologies/gpus";
 
-// Bounds far beyond any GPU or server (a petabyte, a petabyte per second), so that a typo fails
-// rather than overflowing the 64-bit byte counts the memory model keeps.
-constexpr double kMaxGb = 1e6;
 constexpr const char* kBeyondAnyServer = "beyond any server (a petabyte, or a petabyte per second)";
 
 [[noreturn]] void fail(const std::string& source, const std::string& what) {
@@ -80,7 +77,7 @@ void validate_hardware(const GpuProfile& p, const std::string& src) {
         {h.nvme_bandwidth_gbytes(), "host.nvme_bandwidth_gbytes"},
         {h.host_memory_bandwidth_gbytes(), "host.host_memory_bandwidth_gbytes"}}) {
     require_positive(value, src, field);
-    require_range(value, 0, kMaxGb, src, field, kBeyondAnyServer);
+    require_range(value, 0, kMaxServerGb, src, field, kBeyondAnyServer);
   }
   if (h.has_host_op_time_factor())
     require_range(h.host_op_time_factor(), 0.1, 100, src, "host.host_op_time_factor",
@@ -107,7 +104,7 @@ void validate_rates(const GpuProfile& p, const std::string& src) {
     require_range(p.peak_fp4_tflops(), 1e-3, 1e6, src, "peak_fp4_tflops", why);
   require_range(p.peak_fp32_tflops(), 1e-3, 1e6, src, "peak_fp32_tflops", why);
   require_positive(p.hbm_capacity_gb(), src, "hbm_capacity_gb");
-  require_range(p.hbm_capacity_gb(), 0, kMaxGb, src, "hbm_capacity_gb", kBeyondAnyServer);
+  require_range(p.hbm_capacity_gb(), 0, kMaxServerGb, src, "hbm_capacity_gb", kBeyondAnyServer);
   require_range(p.hbm_bandwidth_tbps(), 1e-3, 1e4, src, "hbm_bandwidth_tbps", why);
   require_fraction(p.hbm_efficiency(), src, "hbm_efficiency");
   require_non_negative(p.nvlink_bandwidth_gbytes(), src, "nvlink_bandwidth_gbytes");

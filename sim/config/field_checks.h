@@ -20,4 +20,8 @@ void require_range(double v, double lo, double hi, const std::string& source,
 void require_int_range(int64_t v, int64_t lo, int64_t hi, const std::string& source,
                        const std::string& field, const std::string& why = "");
 
+// The most a server's memory, storage or bandwidth figure may be, in GB or GB/s: a petabyte (per
+// second), far beyond any GPU or server, so that a typo fails instead of overflowing byte counts.
+inline constexpr double kMaxServerGb = 1e6;
+
 }  // namespace cs

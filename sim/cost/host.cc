@@ -25,23 +25,18 @@ HostFigures host_figures(const compute::GpuProfile& gpu, const clustersim::Offlo
 }
 
 void validate_offload(const clustersim::OffloadConfig& o, const std::string& source) {
-  // Bounds far beyond any server (a petabyte of memory or storage, a petabyte per second), so
-  // that a typo fails instead of turning into an infinite byte count.
-  constexpr double kMaxGb = 1e6, kMaxGbPerS = 1e6;
   const std::string why = "an unset figure takes the server's default";
-  auto figure = [&](bool set, double v, double max, const char* field) {
+  auto figure = [&](bool set, double v, const char* field) {
     if (set && !(v > 0))
       config_fail(source, std::string("offload.") + field + " must be > 0 (is " + number_text(v) +
                               "); " + why);
-    if (set) require_range(v, 0, max, source, std::string("offload.") + field);
+    if (set) require_range(v, 0, kMaxServerGb, source, std::string("offload.") + field);
   };
-  figure(o.has_host_memory_gb(), o.host_memory_gb(), kMaxGb, "host_memory_gb");
-  figure(o.has_nvme_capacity_gb(), o.nvme_capacity_gb(), kMaxGb, "nvme_capacity_gb");
-  figure(o.has_pcie_bandwidth_gbytes(), o.pcie_bandwidth_gbytes(), kMaxGbPerS,
-         "pcie_bandwidth_gbytes");
-  figure(o.has_nvme_bandwidth_gbytes(), o.nvme_bandwidth_gbytes(), kMaxGbPerS,
-         "nvme_bandwidth_gbytes");
-  figure(o.has_host_memory_bandwidth_gbytes(), o.host_memory_bandwidth_gbytes(), kMaxGbPerS,
+  figure(o.has_host_memory_gb(), o.host_memory_gb(), "host_memory_gb");
+  figure(o.has_nvme_capacity_gb(), o.nvme_capacity_gb(), "nvme_capacity_gb");
+  figure(o.has_pcie_bandwidth_gbytes(), o.pcie_bandwidth_gbytes(), "pcie_bandwidth_gbytes");
+  figure(o.has_nvme_bandwidth_gbytes(), o.nvme_bandwidth_gbytes(), "nvme_bandwidth_gbytes");
+  figure(o.has_host_memory_bandwidth_gbytes(), o.host_memory_bandwidth_gbytes(),
          "host_memory_bandwidth_gbytes");
   if (o.has_gpus_per_node())
     require_int_range(o.gpus_per_node(), 1, 1024, source, "offload.gpus_per_node",
