@@ -64,6 +64,9 @@ constexpr EffectFlag kEffectFlags[] = {
     {"no-trunks", "analytical_oversubscribed_trunks",
      "--network analytical sees no oversubscribed tier: traffic across one drains at its "
      "senders' rate"},
+    {"no-hashed-paths", "analytical_hashed_paths",
+     "--network analytical on an ECMP fabric pools the links above the NICs, as if sprayed: "
+     "connections hashed onto one link no longer share it"},
 };
 
 struct Request {

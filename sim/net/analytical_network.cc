@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <unordered_map>
 #include <utility>
 
 namespace cs::net {
@@ -17,22 +16,61 @@ void AnalyticalNetwork::send(VertexId src, VertexId dst, Bytes bytes, Done done)
   stats_.count(&route, bytes);
   Time arrival = sim_.now();
   if (bytes > 0) {
-    arrival =
-        std::max(sim_.now() + transfer_time(bytes, route.bottleneck), queue_at_ports(route, bytes));
+    arrival = std::max(sim_.now() + transfer_time(bytes, route.bottleneck),
+                       queue_at_ports(src, dst, route, bytes));
   }
   if (done) sim_.schedule_at(arrival + route.latency, std::move(done));
 }
 
+AnalyticalNetwork::AnalyticalNetwork(Simulator& sim, Routing& routing, bool trunks,
+                                     bool hashed_paths)
+    : sim_(sim), routing_(routing), use_trunks_(trunks) {
+  const LoadBalancing& balancing = routing.topology().load_balancing;
+  if (hashed_paths && balancing.mode == LoadBalancingMode::kStaticEcmp) hashed_flows_ = 1;
+  if (hashed_paths && balancing.mode == LoadBalancingMode::kMultiFlowEcmp)
+    hashed_flows_ = std::max(balancing.flows_per_message, 1);
+}
+
 const Trunks& AnalyticalNetwork::trunks() {
-  if (!trunks_) trunks_ = use_trunks_ ? oversubscribed_trunks(routing_.topology()) : Trunks{};
+  // Hashed paths load each switch link on its own: there is no pool to queue at.
+  if (!trunks_)
+    trunks_ =
+        use_trunks_ && hashed_flows_ == 0 ? oversubscribed_trunks(routing_.topology()) : Trunks{};
   return *trunks_;
 }
 
 int64_t AnalyticalNetwork::port_of(LinkId link) {
   const Topology& topology = routing_.topology();
-  if (topology.is_endpoint_link(link)) return link;
+  if (hashed_flows_ > 0 || is_endpoint_port(link)) return link;
   const int32_t trunk = trunks().trunk(link);
   return trunk < 0 ? -1 : static_cast<int64_t>(topology.num_links()) + trunk;
+}
+
+bool AnalyticalNetwork::is_endpoint_port(uint32_t port) {
+  if (endpoint_link_.empty()) {
+    const Topology& topology = routing_.topology();
+    endpoint_link_.resize(topology.num_links());
+    for (LinkId l = 0; l < topology.num_links(); ++l)
+      endpoint_link_[l] = topology.is_endpoint_link(l);
+  }
+  return port < endpoint_link_.size() && endpoint_link_[port];
+}
+
+template <typename Visit>
+void AnalyticalNetwork::for_each_link(VertexId src, VertexId dst, const Route& route,
+                                      Visit&& visit) {
+  if (!spreads(route)) {
+    for (const LinkId l : route.links) visit(l, 1.0);
+    return;
+  }
+  const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
+  auto it = spread_cache_.find(key);
+  if (it == spread_cache_.end() && spread_cache_.size() < kMaxSpreadPairs)
+    it = spread_cache_.emplace(key, spread_paths(routing_, src, dst, hashed_flows_)).first;
+  const SpreadPaths fresh =
+      it == spread_cache_.end() ? spread_paths(routing_, src, dst, hashed_flows_) : SpreadPaths{};
+  const SpreadPaths& spread = it == spread_cache_.end() ? fresh : it->second;
+  for (std::size_t i = 0; i < spread.links.size(); ++i) visit(spread.links[i], spread.weights[i]);
 }
 
 Bandwidth AnalyticalNetwork::port_bandwidth(uint32_t port) const {
@@ -41,35 +79,55 @@ Bandwidth AnalyticalNetwork::port_bandwidth(uint32_t port) const {
                                      : trunks_->bandwidth[port - topology.num_links()];
 }
 
-Time AnalyticalNetwork::queue_at(uint32_t port, double bytes) {
-  if (port_drained_at_.empty())
-    port_drained_at_.assign(routing_.topology().num_links() + trunks().bandwidth.size(), Time{});
-  Time& drained = port_drained_at_[port];
-  drained = std::max(drained, sim_.now()) +
-            transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port));
-  return drained;
+AnalyticalNetwork::Booking AnalyticalNetwork::booking(uint32_t port, double bytes) const {
+  return {port, transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port))};
 }
 
-Time AnalyticalNetwork::queue_at_ports(const Route& route, Bytes bytes) {
+Time AnalyticalNetwork::queue_at(const Booking& booking) {
+  if (port_queues_.empty())
+    port_queues_.resize(routing_.topology().num_links() + trunks().bandwidth.size());
+  PortQueue& queue = port_queues_[booking.port];
+  const Time now = sim_.now();
+  Time waited;
+  if (queue.drained <= now) {
+    queue = {.drained = now, .busy = Time{}, .bookings = 0};  // idle: a new busy period
+  } else {
+    // Shared fairly with the bookings still draining, taken as k equal ones of their busy
+    // period's mean length (k at least one): alongside them it passes its bytes at 1 / (k + 1)
+    // of the rate, so it waits k times its own time, or for the whole backlog if that is less.
+    const Time backlog = queue.drained - now;
+    const __int128 busy = queue.busy.count_ps();
+    const auto k = static_cast<int64_t>(
+        (static_cast<__int128>(backlog.count_ps()) * queue.bookings + busy - 1) / busy);
+    waited = std::min(backlog, booking.own * std::max<int64_t>(k, 1));
+  }
+  queue.drained += booking.own;
+  queue.busy += booking.own;
+  ++queue.bookings;
+  return now + booking.own + waited;
+}
+
+Time AnalyticalNetwork::queue_at_ports(VertexId src, VertexId dst, const Route& route,
+                                       Bytes bytes) {
   Time last = sim_.now();
-  for (const LinkId l : route.links) {
+  for_each_link(src, dst, route, [&](LinkId l, double share) {
     const int64_t port = port_of(l);
     if (port >= 0)
-      last = std::max(last, queue_at(static_cast<uint32_t>(port), static_cast<double>(bytes)));
-  }
+      last = std::max(last, queue_at(booking(static_cast<uint32_t>(port), bytes * share)));
+  });
   return last;
 }
 
 AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges,
                                                            int32_t mirrors) {
   FluidPlan plan;
-  std::unordered_map<uint32_t, double> port_bytes;  // on the GPU and NIC links, and the trunks
   // Runs past the first are its images on other GPUs (send_fluid's mirrors): their endpoint ports
   // are loaded as run 0's are, by this transfer and by every other lane of its phase alike, so
-  // run 0's stand for all in the time and in the ports booked. A trunk carries every run's bytes,
-  // and those of every transfer before it: it is queued on (queue_at), not shared per instant.
+  // run 0's stand for all in the time and in the ports booked. A trunk or a hashed switch link
+  // carries every run's bytes, and those of every transfer before it: it is queued on (queue_at),
+  // not shared per instant.
   const std::size_t run0 = edges.size() / static_cast<std::size_t>(std::max(mirrors, 1));
-  const auto links = static_cast<int64_t>(routing_.topology().num_links());
+  const bool images_queue = !trunks().empty() || hashed_flows_ > 0;
   for (std::size_t i = 0; i < edges.size(); ++i) {
     const FluidEdge& e = edges[i];
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
@@ -77,21 +135,40 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
     plan.traffic.count(&route, bytes);
     plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
-    if (i >= run0 && trunks().empty()) continue;
-    for (const LinkId l : route.links) {
-      const int64_t port = port_of(l);
-      if (port >= 0 && (i < run0 || port >= links))
-        port_bytes[static_cast<uint32_t>(port)] += e.wire_bytes;
+    const bool image = i >= run0;
+    if (image && !images_queue) continue;
+    const auto book = [&](const Route& path, double share) {
+      for (const LinkId l : path.links) {
+        const int64_t port = port_of(l);
+        if (port < 0 || (image && is_endpoint_port(static_cast<uint32_t>(port)))) continue;
+        if (plan_port_bytes_.size() <= static_cast<std::size_t>(port))
+          plan_port_bytes_.resize(static_cast<std::size_t>(port) + 1, 0.0);
+        double& booked = plan_port_bytes_[static_cast<std::size_t>(port)];
+        if (booked == 0) plan_ports_.push_back(static_cast<uint32_t>(port));
+        booked += e.wire_bytes * share;
+      }
+    };
+    // Path by path, unsorted and uncached (a plan is made once): the ports add the shares up.
+    const int32_t paths = spreads(route) ? hashed_flows_ : 1;
+    book(route, 1.0 / paths);
+    for (int32_t k = 1; k < paths; ++k) {
+      routing_.path_links(e.src, e.dst, static_cast<uint64_t>(k), scratch_path_);
+      book(scratch_path_, 1.0 / paths);
     }
   }
-  for (const auto& [port, bytes] : port_bytes) {
-    const auto b = static_cast<Bytes>(std::llround(bytes));
-    plan.slowest = std::max(plan.slowest, transfer_time(b, port_bandwidth(port)));
-    (port < links ? plan.port_bytes : plan.trunk_bytes).emplace_back(port, bytes);
+  // By port, so that the plan (and what it books) does not depend on the edges' order.
+  std::sort(plan_ports_.begin(), plan_ports_.end());
+  for (const uint32_t port : plan_ports_) {
+    double& bytes = plan_port_bytes_[port];
+    plan.slowest = std::max(
+        plan.slowest, transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port)));
+    if (is_endpoint_port(port))
+      plan.port_bytes.emplace_back(port, bytes);
+    else
+      plan.queued.push_back(booking(port, bytes));
+    bytes = 0;
   }
-  // By port, so that the plan (and what it books) does not depend on the hash map's order.
-  std::sort(plan.port_bytes.begin(), plan.port_bytes.end());
-  std::sort(plan.trunk_bytes.begin(), plan.trunk_bytes.end());
+  plan_ports_.clear();
   return plan;
 }
 
@@ -119,19 +196,20 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mir
   const auto planned = [&] {
     return slot && slot->network == slot_id_ && slot->mirrors == mirrors;
   };
-  if (slot && !planned() && fluid_plans_.size() < kMaxFluidPlans) {
+  FluidPlan fresh;
+  if (!planned()) fresh = plan_fluid(edges, mirrors);
+  const std::size_t ports = fresh.port_bytes.size() + fresh.queued.size();
+  if (slot && !planned() && fluid_plan_ports_ + ports <= kMaxFluidPlanPorts) {
     *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
-    fluid_plans_.push_back(plan_fluid(edges, mirrors));
+    fluid_plans_.push_back(std::move(fresh));
+    fluid_plan_ports_ += ports;
   }
   const bool kept = planned();
-  FluidPlan fresh;
-  if (!kept) fresh = plan_fluid(edges, mirrors);
   const FluidPlan& plan = kept ? fluid_plans_[slot->plan] : fresh;
   stats_.add(plan.traffic);
-  Time ports = share_ports_with_this_instant(plan);
-  for (const auto& [port, bytes] : plan.trunk_bytes)
-    ports = std::max(ports, queue_at(port, bytes) - sim_.now());
-  if (done) sim_.schedule_in(std::max(plan.slowest + waits, ports), std::move(done));
+  Time busy = share_ports_with_this_instant(plan);
+  for (const Booking& booking : plan.queued) busy = std::max(busy, queue_at(booking) - sim_.now());
+  if (done) sim_.schedule_in(std::max(plan.slowest + waits, busy), std::move(done));
 }
 
 Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes,

@@ -4,6 +4,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -16,18 +17,23 @@ namespace cs::net {
 
 // A message takes route.latency (latency x hops) plus bytes / route.bottleneck, or longer where
 // its ports are busy: each link that touches a GPU or NIC (Topology::is_endpoint_link, which no
-// routing avoids) drains the bytes of the messages that cross it at its bandwidth, first sent
-// first, and a message has arrived when every such link has passed its bytes on. So no GPU or NIC
+// routing avoids) drains the bytes of the messages that cross it at its bandwidth, sharing it
+// fairly among those queued (queue_at), and a message has arrived when every such link has
+// passed its bytes on. So no GPU or NIC
 // sends or receives faster than its links (eight GPUs' all-to-all or NVLS all-reduce no longer
 // sum every peer's bandwidth), while each port's queue drains on its own, as cut-through
 // switching lets it. The fabric's core, which routing and adaptive spraying keep from binding
 // where it has full bisection, is seen only where a tier is oversubscribed: with `trunks` on,
 // bytes that leave or enter such a tier's switch group queue at its pooled up-links (trunks.h)
 // as at a port, so that traffic across a 1:7 tier drains at a seventh of its senders' rate.
+// Where the fabric hashes connections onto paths instead of spraying them (static or multi-flow
+// ECMP) and `hashed_paths` is on, there is no pool: every switch link is a port, and a message
+// queues its bytes at the links of its hashed paths (a share of them on each of multi-flow
+// ECMP's paths, spread_paths), as the congestion-aware model loads them, so that connections
+// hashed onto one link drain at its rate together.
 class AnalyticalNetwork final : public Network {
  public:
-  AnalyticalNetwork(Simulator& sim, Routing& routing, bool trunks = true)
-      : sim_(sim), routing_(routing), use_trunks_(trunks) {}
+  AnalyticalNetwork(Simulator& sim, Routing& routing, bool trunks = true, bool hashed_paths = true);
 
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
   // Takes its time alone plus `waits`, or longer where its ports are busy. Alone: its slowest
@@ -49,40 +55,77 @@ class AnalyticalNetwork final : public Network {
   const TrafficStats& stats() const override { return stats_; }
 
  private:
-  // What one fluid send takes alone, the bytes it puts on each port (an endpoint link, or a
-  // trunk: port_of) and its traffic.
+  // How long one port takes alone to pass on the bytes booked on it.
+  struct Booking {
+    uint32_t port = 0;
+    Time own;
+  };
+  // What one fluid send takes alone, the bytes it puts on each port (port_of) and its traffic.
   struct FluidPlan {
     Time slowest;
-    std::vector<std::pair<uint32_t, double>> port_bytes;   // endpoint links
-    std::vector<std::pair<uint32_t, double>> trunk_bytes;  // trunks, by port
+    std::vector<std::pair<uint32_t, double>> port_bytes;  // endpoint links, by port
+    std::vector<Booking> queued;                          // trunks or switch links, by port
     TrafficStats traffic;
   };
-  // Ports are the links (by id) and then the trunks; a link's port is its trunk's where it has
-  // one, and none (-1) where it is neither an endpoint link nor in a trunk.
+  // Ports are the links (by id) and then the trunks. An endpoint link is its own port; a switch
+  // link is too where paths are hashed, and otherwise its trunk's, or none (-1).
   int64_t port_of(LinkId link);
+  // Endpoint ports are shared by the fluid transfers of an instant; the others are queued on.
+  bool is_endpoint_port(uint32_t port);
+  // Whether a message on `route` is split over multi-flow ECMP's hashed paths.
+  bool spreads(const Route& route) const {
+    return hashed_flows_ > 1 && route.link_class == LinkClass::kNetwork;
+  }
+  // Calls visit(link, share of the bytes) once for each link the message loads, in link order
+  // where it is spread over hashed paths.
+  template <typename Visit>
+  void for_each_link(VertexId src, VertexId dst, const Route& route, Visit&& visit);
   const Trunks& trunks();
   Bandwidth port_bandwidth(uint32_t port) const;
   FluidPlan plan_fluid(std::span<const FluidEdge> edges, int32_t mirrors);
   // Adds the plan's bytes to the ports of this instant's fluid transfers; returns when the
   // busiest of its ports has passed every byte booked on it at this instant.
   Time share_ports_with_this_instant(const FluidPlan& plan);
-  // Queues `bytes` on the route's ports; returns when the last of them has passed them on.
-  Time queue_at_ports(const Route& route, Bytes bytes);
-  // Queues `bytes` on one port; returns when it has passed them on.
-  Time queue_at(uint32_t port, double bytes);
+  // Queues `bytes` on the ports of the message's links; returns when the last has passed them on.
+  Time queue_at_ports(VertexId src, VertexId dst, const Route& route, Bytes bytes);
+  // Queues `bytes` on one port, which passes on every byte queued at its rate; returns when
+  // these have passed, sharing the port fairly with those still waiting (not first come first
+  // served, so a small message is not held for a large one's whole transfer).
+  Time queue_at(const Booking& booking);
+  Booking booking(uint32_t port, double bytes) const;
 
   Simulator& sim_;
   Routing& routing_;
   bool use_trunks_;
-  std::optional<Trunks> trunks_;  // found on first use
+  // Multi-flow ECMP's paths per message where the fabric hashes and the effect is on; 0: the
+  // fabric is not hashed (adaptive), or the effect is off.
+  int32_t hashed_flows_ = 0;
+  static constexpr std::size_t kMaxSpreadPairs = std::size_t{1} << 16;  // about 30 MB
+  std::unordered_map<uint64_t, SpreadPaths> spread_cache_;              // key: src << 32 | dst
+  std::optional<Trunks> trunks_;                                        // found on first use
   TrafficStats stats_;
-  static constexpr std::size_t kMaxFluidPlans = std::size_t{1} << 20;  // about 100 MB
-  std::vector<FluidPlan> fluid_plans_;                                 // those named by slots
-  std::vector<Time> port_drained_at_;  // per port, when its queued bytes have passed it
+  // Plans are kept up to a bound on their ports (16 bytes each, about 256 MB), as hashed paths
+  // give a data-parallel phase over thousands of servers tens of thousands of switch links.
+  static constexpr std::size_t kMaxFluidPlanPorts = std::size_t{1} << 24;
+  std::vector<FluidPlan> fluid_plans_;  // those named by slots
+  std::size_t fluid_plan_ports_ = 0;    // the ports they hold
+  // Per port: when its queued bytes have passed it, and what its current busy period has queued
+  // (the bookings' own times, summed, and their count).
+  struct PortQueue {
+    Time drained;
+    Time busy;
+    int64_t bookings = 0;
+  };
+  std::vector<PortQueue> port_queues_;
   // Fluid bytes per port sent at `instant_` (the ports touched listed, to clear them after).
   Time instant_ = Time::max();
   std::vector<double> instant_port_bytes_;
   std::vector<uint32_t> instant_ports_;
+  // plan_fluid's bytes per port (zero outside a plan) and the ports it touched.
+  std::vector<double> plan_port_bytes_;
+  std::vector<uint32_t> plan_ports_;
+  Route scratch_path_;
+  std::vector<char> endpoint_link_;  // per link, found on first use
 };
 
 // Communication is free: every message completes at the time it was sent (as a scheduled event,

@@ -119,29 +119,8 @@ Time FlowNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes, 
 const FlowNetwork::PairLinks& FlowNetwork::spread_links(VertexId src, VertexId dst) {
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
   auto [it, fresh] = spread_cache_.try_emplace(key);
-  PairLinks& out = it->second;
-  if (!fresh) return out;
-  const Route& route = routing_.route(src, dst);
-  const int32_t n = balancing_.flows_per_message;
-  std::vector<std::pair<LinkId, int32_t>> through;
-  out.latency = route.latency;
-  for (int32_t k = 0; k < n; ++k) {
-    // Path 0 is the static route (salt 0); the others hash afresh.
-    const Route other = k == 0 ? Route{} : routing_.path(src, dst, static_cast<uint64_t>(k));
-    const Route& path = k == 0 ? route : other;
-    out.latency = std::max(out.latency, path.latency);  // the last byte takes the slowest path
-    for (LinkId l : path.links) through.emplace_back(l, 1);
-  }
-  // Count the paths through each link; sorted by link id, so the order is deterministic.
-  std::sort(through.begin(), through.end());
-  for (std::size_t i = 0; i < through.size();) {
-    std::size_t j = i;
-    while (j < through.size() && through[j].first == through[i].first) ++j;
-    out.links.push_back(through[i].first);
-    out.weights.push_back(static_cast<double>(j - i) / n);
-    i = j;
-  }
-  return out;
+  if (fresh) it->second = spread_paths(routing_, src, dst, balancing_.flows_per_message);
+  return it->second;
 }
 
 LinkId FlowNetwork::allocate_pace_link(double capacity) {

@@ -99,11 +99,7 @@ class FlowNetwork final : public Network {
   // The links a message between one pair of GPUs loads, with the share of its rate each carries
   // (its weight in the solver), and the latency of its slowest path: cached per pair for
   // multi-flow ECMP.
-  struct PairLinks {
-    std::vector<LinkId> links;
-    std::vector<double> weights;
-    Time latency;
-  };
+  using PairLinks = SpreadPaths;
 
   // A fluid transfer's links and the share of its rate each carries, built once per distinct
   // edge list (unless routing is adaptive) since a run sends the same transfers again and again:

@@ -34,7 +34,8 @@ std::unique_ptr<Network> make_network(NetworkMode mode, Simulator& sim, const To
     case NetworkMode::kCongestionAware:
       return std::make_unique<FlowNetwork>(sim, topology, routing);
     case NetworkMode::kAnalytical:
-      return std::make_unique<AnalyticalNetwork>(sim, routing, options.oversubscribed_trunks);
+      return std::make_unique<AnalyticalNetwork>(sim, routing, options.oversubscribed_trunks,
+                                                 options.hashed_paths);
     case NetworkMode::kIdeal:
       return std::make_unique<IdealNetwork>(sim, routing);
   }

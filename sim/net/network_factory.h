@@ -21,6 +21,8 @@ std::string_view to_string(NetworkMode mode);
 struct NetworkOptions {
   // The analytical model queues traffic across an oversubscribed tier at its trunks (trunks.h).
   bool oversubscribed_trunks = true;
+  // On a hashing fabric, the analytical model queues traffic at each link of its hashed paths.
+  bool hashed_paths = true;
   bool operator==(const NetworkOptions&) const = default;
 };
 

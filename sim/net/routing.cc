@@ -371,13 +371,21 @@ Route Routing::compute(VertexId src, VertexId dst, const Choice& choice) const {
   return route;
 }
 
-void Routing::compute(VertexId src, VertexId dst, const Choice& choice, Route& route) const {
+void Routing::path_links(VertexId src, VertexId dst, uint64_t salt, Route& out) const {
+  compute_links(src, dst, Choice{salt, nullptr}, out);
+}
+
+void Routing::compute_links(VertexId src, VertexId dst, const Choice& choice, Route& route) const {
   route.links.clear();
   route.latency = Time{};
   route.bottleneck = Bandwidth{};
   route.link_class = LinkClass::kNvlink;
   if (src == dst) return;
   if (!compute_tiered(src, dst, choice, route)) compute_bfs(src, dst, choice, route);
+}
+
+void Routing::compute(VertexId src, VertexId dst, const Choice& choice, Route& route) const {
+  compute_links(src, dst, choice, route);
   double bottleneck = std::numeric_limits<double>::infinity();
   for (LinkId id : route.links) {
     const LinkInfo& link = topology_.link(id);
@@ -484,6 +492,29 @@ void Routing::compute_bfs(VertexId src, VertexId dst, const Choice& choice, Rout
     route.links.push_back(chosen);
     v = topology_.link_target(chosen);
   }
+}
+
+SpreadPaths spread_paths(Routing& routing, VertexId src, VertexId dst, int32_t flows) {
+  SpreadPaths out;
+  const Route& route = routing.route(src, dst);
+  out.latency = route.latency;
+  std::vector<LinkId> through(route.links);
+  Route other;
+  for (int32_t k = 1; k < flows; ++k) {
+    routing.path(src, dst, static_cast<uint64_t>(k), nullptr, other);
+    out.latency = std::max(out.latency, other.latency);  // the last byte takes the slowest path
+    through.insert(through.end(), other.links.begin(), other.links.end());
+  }
+  // Count the paths through each link; sorted by link id, so the order is deterministic.
+  std::sort(through.begin(), through.end());
+  for (std::size_t i = 0; i < through.size();) {
+    std::size_t j = i;
+    while (j < through.size() && through[j] == through[i]) ++j;
+    out.links.push_back(through[i]);
+    out.weights.push_back(static_cast<double>(j - i) / std::max(flows, 1));
+    i = j;
+  }
+  return out;
 }
 
 }  // namespace cs::net

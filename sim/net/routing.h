@@ -47,6 +47,9 @@ class Routing {
   Route path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load = nullptr) const;
   // The same into `out`, whose link list keeps its capacity: no allocation per message.
   void path(VertexId src, VertexId dst, uint64_t salt, const LinkLoad* load, Route& out) const;
+  // Only the path's links into out.links (its latency, bottleneck and class left unset), for
+  // callers that hash millions of paths and read the links alone.
+  void path_links(VertexId src, VertexId dst, uint64_t salt, Route& out) const;
   std::size_t cached_routes() const { return routes_.size(); }
   const Topology& topology() const { return topology_; }
   // Whether GPU-to-GPU routes take the O(path length) tiered fast path.
@@ -60,6 +63,7 @@ class Routing {
   };
   Route compute(VertexId src, VertexId dst, const Choice& choice) const;
   void compute(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
+  void compute_links(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
   void compute_bfs(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
   bool compute_tiered(VertexId src, VertexId dst, const Choice& choice, Route& route) const;
 
@@ -79,6 +83,16 @@ class Routing {
   std::deque<Route> routes_;  // the cached routes; a deque, so references stay valid
   std::vector<Slot> slots_;   // size a power of two
 };
+
+// The links that a message split evenly over `flows` hashed paths loads (multi-flow ECMP), with
+// the share of its bytes each carries, in link order, and the latency of its slowest path. Path 0
+// is route(src, dst)'s; the others hash every equal-cost choice afresh (salts 1 to flows - 1).
+struct SpreadPaths {
+  std::vector<LinkId> links;
+  std::vector<double> weights;
+  Time latency;
+};
+SpreadPaths spread_paths(Routing& routing, VertexId src, VertexId dst, int32_t flows);
 
 // Deterministic 64-bit mix (splitmix64 finalizer), used for ECMP hashing.
 inline uint64_t mix_hash(uint64_t x) {

@@ -325,7 +325,6 @@ std::vector<VertexId> build_servers(const clustersim::NodeFabric& n, int32_t ser
 struct TierBelow {
   int64_t groups = 0;
   std::vector<VertexId> switches;
-  double down = 0;  // bytes per second
 };
 
 std::vector<VertexId> add_switch_groups(Topology& topo, int32_t& switch_count, int32_t tier,
@@ -369,44 +368,33 @@ TierBelow build_leaves(const clustersim::TieredTopology& t, const std::vector<Ve
                            from_ns(leaf.link_latency_ns()), LinkClass::kNetwork);
     }
   }
-  below.down =
-      static_cast<double>(leaf_size) * nics_per_node * nic.in_bytes_per_s() / leaves_per_group;
   return below;
 }
 
-// Tier k (>= 1): switch groups joining the tier below's groups, and their cables; `below`
-// becomes tier k.
-void build_upper_tier(const clustersim::TieredTopology& t, int k, Bandwidth nic, Topology& topo,
-                      int32_t& switch_count, TierBelow& below) {
+// Tier k (>= 1): switch groups joining the tier below's groups, and their cables (`up`, from
+// tier_uplinks); `below` becomes tier k.
+void build_upper_tier(const clustersim::TieredTopology& t, int k, const TierUplinks& up,
+                      Topology& topo, int32_t& switch_count, TierBelow& below) {
   const auto& child = t.tiers(k - 1);
   const auto& tier = t.tiers(k);
   const int64_t child_groups = below.groups;
   const int64_t groups = (child_groups + tier.group_size() - 1) / tier.group_size();
   const int32_t per_group = tier.switches_per_group();
   std::vector<VertexId> above = add_switch_groups(topo, switch_count, k, groups, per_group);
-  const double over = child.oversubscription() > 0 ? child.oversubscription() : 1.0;
-  const double child_up = below.down / over;  // each child switch's uplink bandwidth
-  // Leaves cable to every switch above them: two leaves of a group meet only through a switch
-  // both reach.
-  const int32_t fan = k == 1 ? per_group
-                             : uplink_fan_out(child_up, nic.in_bytes_per_s(),
-                                              child.switches_per_group(), per_group);
-  const Bandwidth up = Bandwidth::bytes_per_s(child_up / fan);
+  const Bandwidth rate = Bandwidth::bytes_per_s(up.bytes_per_s);
   for (int64_t c = 0; c < child_groups; ++c) {
     const int64_t parent = c / tier.group_size();
     for (int32_t i = 0; i < child.switches_per_group(); ++i) {
       const VertexId from =
           below.switches[static_cast<std::size_t>(c * child.switches_per_group() + i)];
-      for (int32_t j = 0; j < fan; ++j) {
-        const int64_t to = (int64_t{i} * fan + j) % per_group;
-        topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + to)], up,
+      for (int32_t j = 0; j < up.per_switch; ++j) {
+        const int64_t to = (int64_t{i} * up.per_switch + j) % per_group;
+        topo.add_duplex_link(from, above[static_cast<std::size_t>(parent * per_group + to)], rate,
                              from_ns(tier.link_latency_ns()), LinkClass::kNetwork);
       }
     }
   }
   below.groups = groups;
-  below.down =
-      static_cast<double>(tier.group_size()) * child.switches_per_group() * child_up / per_group;
   below.switches = std::move(above);
 }
 
@@ -436,9 +424,10 @@ Topology build_tiered(const clustersim::TieredTopology& t, int64_t gpus) {
   // Tier k joins tier k-1 groups; it is built only while there is more than one switch group
   // below to join (or, above the leaves, more than one leaf in the single leaf group).
   const bool several_leaves = t.tiers(0).switches_per_group() > 1;
+  const std::vector<TierUplinks> uplinks = tier_uplinks(t);
   for (int k = 1; k < t.tiers_size(); ++k) {
     if (below.groups == 1 && !(k == 1 && several_leaves)) break;
-    build_upper_tier(t, k, nic, topo, switch_count, below);
+    build_upper_tier(t, k, uplinks[static_cast<std::size_t>(k - 1)], topo, switch_count, below);
   }
   return topo;
 }
@@ -515,6 +504,32 @@ Topology build_explicit(const clustersim::ExplicitTopology& e) {
 }
 
 }  // namespace
+
+std::vector<TierUplinks> tier_uplinks(const clustersim::TieredTopology& t) {
+  std::vector<TierUplinks> uplinks;
+  if (t.tiers_size() == 0) return uplinks;
+  const auto& n = t.node();
+  const double nic = Bandwidth::gigabits_per_s(n.nic_bandwidth_gbits()).in_bytes_per_s();
+  // Every GPU's NICs, idle ones too, are what the leaf cables are laid for.
+  const double nics_per_node = static_cast<double>(n.gpus_per_node()) * n.nics_per_gpu();
+  // Each switch's bandwidth down, tier by tier.
+  double down = t.tiers(0).group_size() * nics_per_node * nic / t.tiers(0).switches_per_group();
+  for (int k = 1; k < t.tiers_size(); ++k) {
+    const auto& child = t.tiers(k - 1);
+    const auto& tier = t.tiers(k);
+    const int32_t per_group = tier.switches_per_group();
+    const double over = child.oversubscription() > 0 ? child.oversubscription() : 1.0;
+    const double child_up = down / over;  // each child switch's uplink bandwidth
+    // Leaves cable to every switch above them: two leaves of a group meet only through a switch
+    // both reach.
+    const int32_t fan =
+        k == 1 ? per_group : uplink_fan_out(child_up, nic, child.switches_per_group(), per_group);
+    uplinks.push_back({fan, child_up / fan});
+    down =
+        static_cast<double>(tier.group_size()) * child.switches_per_group() * child_up / per_group;
+  }
+  return uplinks;
+}
 
 clustersim::Topology load_topology_text(std::string_view text, const std::string& source_name) {
   clustersim::Topology desc;

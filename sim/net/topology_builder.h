@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "proto/topology.pb.h"
 #include "sim/config/config_error.h"
@@ -49,6 +50,15 @@ int32_t gpus_per_node_in_use(const clustersim::Topology& desc);
 // description is explicit.
 void override_gpus_per_node(clustersim::Topology& desc, int32_t gpus_per_node,
                             const std::string& source);
+
+// The cables up from each switch of tier k - 1 to the switches of its parent group of tier k, as
+// build_topology lays them: how many, and each one's rate (bytes per second).
+struct TierUplinks {
+  int32_t per_switch = 0;
+  double bytes_per_s = 0;
+};
+// Per tier k >= 1 of `t` (element k - 1): its child switches' uplinks.
+std::vector<TierUplinks> tier_uplinks(const clustersim::TieredTopology& t);
 
 // Builds the graph for a run on `num_gpus` GPUs (<= 0: the whole cluster as its tiers describe it,
 // before any growth). A tiered description grows as its `growth` says when its tiers are too

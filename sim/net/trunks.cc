@@ -75,6 +75,28 @@ std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topol
   return domains;
 }
 
+std::vector<HashedTier> hashed_tiers(const clustersim::Topology& description) {
+  std::vector<HashedTier> tiers;
+  if (!description.has_tiered() ||
+      description.load_balancing().mode() == clustersim::LoadBalancing::ADAPTIVE)
+    return tiers;
+  const auto& t = description.tiered();
+  const double nics_per_node =
+      static_cast<double>(t.node().gpus_per_node()) * t.node().nics_per_gpu();
+  const double nic = t.node().nic_bandwidth_gbits() * 1e9 / 8;
+  const std::vector<TierUplinks> uplinks = tier_uplinks(t);
+  int64_t servers = 1;
+  for (std::size_t k = 0; k < uplinks.size(); ++k) {
+    const auto& tier = t.tiers(static_cast<int>(k));
+    servers *= tier.group_size();
+    const int64_t links = int64_t{tier.switches_per_group()} * uplinks[k].per_switch;
+    tiers.push_back({servers * gpus_per_node_in_use(description), links,
+                     static_cast<double>(servers) * nics_per_node * nic /
+                         (static_cast<double>(links) * uplinks[k].bytes_per_s)});
+  }
+  return tiers;
+}
+
 std::vector<TierSpan> tier_spans(const clustersim::Topology& description) {
   std::vector<TierSpan> spans;
   if (!description.has_tiered()) return spans;

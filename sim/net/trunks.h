@@ -35,6 +35,19 @@ struct OversubscribedDomain {
 // `description`'s oversubscribed tiers, lowest first (none for explicit graphs).
 std::vector<OversubscribedDomain> oversubscribed_domains(const clustersim::Topology& description);
 
+// A tier of a fabric that hashes each connection onto its paths (static or multi-flow ECMP), as a
+// topology description gives it: the GPUs (in rank order) under each of its groups, the links up
+// out of each group, over which connections leaving it are hashed, and the ratio of the group's
+// NIC bandwidth to those links' (its oversubscription).
+struct HashedTier {
+  int64_t gpus = 0;
+  int64_t uplinks = 0;
+  double ratio = 1;
+};
+// `description`'s tiers that have a tier above them, lowest first, where its load balancing
+// hashes paths; none for adaptive routing and explicit graphs.
+std::vector<HashedTier> hashed_tiers(const clustersim::Topology& description);
+
 // Every tier as a route between two servers sees it: the GPUs (in rank order) under each of its
 // groups, and the latency of a route whose ends share a group of this tier and none below (up
 // from one GPU through its NIC to a switch of the tier and down to the other).

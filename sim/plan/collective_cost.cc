@@ -1,11 +1,14 @@
 #include "sim/plan/collective_cost.h"
 
 #include <algorithm>
+#include <cmath>
+#include <set>
 
 #include "sim/coll/collective.h"
 #include "sim/compute/gpu_hardware.h"
 #include "sim/compute/gpu_profile.h"
 #include "sim/net/topology_builder.h"
+#include "sim/plan/hash_collisions.h"
 #include "sim/workload/layout_config.h"
 #include "sim/world/world.h"
 
@@ -41,9 +44,18 @@ CollectiveCost::CollectiveCost(const clustersim::RunConfig& config, int32_t gpus
   nic_ = gpu.nic_bandwidth_gbits() * 1e9 / 8;
   nccl_ = coll::NcclTuning(compute::nccl_hardware(gpu), world::nccl_settings(config));
   if (const auto& topology = config.cluster().topology(); !topology.empty()) {
-    const auto description = net::resolve_topology(topology);
+    auto description = net::resolve_topology(topology);
+    net::override_load_balancing(description, config.cluster().load_balancing(),
+                                 "cluster.load_balancing");
     domains_ = net::oversubscribed_domains(description);
     spans_ = net::tier_spans(description);
+    // As the analytical network sees the fabric: its hashed links in place of the trunks.
+    if (config.effects().analytical_hashed_paths()) {
+      hashed_ = net::hashed_tiers(description);
+      const auto& balancing = description.load_balancing();
+      if (balancing.mode() == clustersim::LoadBalancing::MULTI_FLOW_ECMP)
+        flows_per_message_ = std::max(balancing.flows_per_message(), 1);
+    }
   }
   if (config.parallel().ep() > 1) {  // the EP group of rank 0; every group has the same shape
     const auto members =
@@ -110,9 +122,12 @@ double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
   const bool tree =
       choice.algo == coll::NcclAlgo::kTree || choice.algo == coll::NcclAlgo::kNvlsTree;
   const double nic_bytes = tree ? static_cast<double>(op.bytes) * wire.byte_factor : bytes;
-  const double nic_s = nic_bytes / (local * nic_ * wire.net_efficiency) *
-                       fabric_slowdown(op.dim, every_stage, members, choice.algo);
-  const double seconds = std::max(nvlink_s, nic_s) + latency_s(op, choice, n, local);
+  const double nic_s = nic_bytes / (local * nic_ * wire.net_efficiency);
+  // The switch links pass the same wire bytes, queued while the NICs' time and the call's
+  // latency run: the simulated call ends at the later (AnalyticalNetwork::send_fluid).
+  const double fabric_s = nic_s * fabric_slowdown(op.dim, every_stage, members, choice.algo);
+  const double seconds =
+      std::max(std::max(nvlink_s, nic_s) + latency_s(op, choice, n, local), fabric_s);
   if (choice.algo != coll::NcclAlgo::kRing || local < 2) return seconds;
   const int64_t steps = (op.coll_op == coll::Op::kAllReduce ? 2 : 1) * int64_t{n - 1};
   const int64_t waits = (steps + key.window - 1) / key.window;
@@ -142,12 +157,32 @@ double CollectiveCost::latency_s(const workload::Op& op, const coll::NcclChoice&
 
 double CollectiveCost::fabric_slowdown(workload::Dim dim, bool every_stage,
                                        const std::vector<int32_t>& members, coll::NcclAlgo algo) {
-  if (!config_.effects().analytical_oversubscribed_trunks()) return 1;
+  if (hashed_.empty() && !config_.effects().analytical_oversubscribed_trunks()) return 1;
   const auto [it, fresh] = slowdowns_.emplace(std::make_tuple(dim, algo, every_stage), 1.0);
-  if (fresh)
-    for (const auto& d : domains_)
-      it->second = std::max(it->second, leaving_share(members, algo, d.gpus) * d.ratio *
-                                            (every_stage ? 1.0 : own_stage_share(d.gpus)));
+  if (!fresh) return it->second;
+  const auto leaving = [&](int64_t domain_gpus) {
+    return leaving_share(members, algo, domain_gpus) *
+           (every_stage ? 1.0 : own_stage_share(domain_gpus));
+  };
+  if (hashed_.empty()) {
+    for (const auto& d : domains_) it->second = std::max(it->second, leaving(d.gpus) * d.ratio);
+    return it->second;
+  }
+  const int64_t world = workload::layout_of(config_.parallel()).world();
+  for (const auto& tier : hashed_) {
+    // Each GPU of a group whose peer is outside it sends one connection of flows_per_message_
+    // flows up, all hashed over the group's links up; the call ends when the busiest of the
+    // links up and down of the groups its members sit in has drained.
+    const double share = leaving(tier.gpus);
+    if (share <= 0) continue;
+    const auto flows = static_cast<int64_t>(
+        std::llround(static_cast<double>(std::min(tier.gpus, world)) * share * flows_per_message_));
+    std::set<int64_t> groups;
+    for (const int32_t m : members) groups.insert(m / tier.gpus);
+    const double collisions = hashed_busiest_link_factor(
+        flows, tier.uplinks, tier.uplinks * static_cast<int64_t>(groups.size()));
+    it->second = std::max(it->second, share * tier.ratio * collisions);
+  }
   return it->second;
 }
 

@@ -29,13 +29,13 @@ class CollectiveCost {
   // NCCL's calls (all-reduce, all-gather, reduce-scatter): the bytes NCCL's chosen algorithm and
   // protocol put on the wire (LL's flags double them), over NVLink at NCCL's share of it when the
   // group sits in one server, else also over the NICs of its members on a server at NCCL's share
-  // of their rate, slowed where the group's traffic leaves an oversubscribed tier
-  // (fabric_slowdown); plus the latency NCCL's
-  // model charges the call (a ring's per-rank steps: tens of ms over thousands of servers; none
-  // with effects.nccl_step_latency off). A ring over servers of several members takes at least
-  // its NICs' time plus, per message its busiest connection sends at a time, the longest route
-  // between its servers, as the simulated ring does (coll/algorithms/ring.cc, mixed_ring_walk).
-  // Calls of equal group, op, size and concurrency are reckoned once.
+  // of their rate; plus the latency NCCL's model charges the call (a ring's per-rank steps: tens
+  // of ms over thousands of servers; none with effects.nccl_step_latency off); or, where it is
+  // longer, the NICs' time slowed by the switch links the group's traffic leaves its tiers over
+  // (fabric_slowdown), which drain while the latency runs. A ring over servers of several members
+  // takes at least its NICs' time plus, per message its busiest connection sends at a time, the
+  // longest route between its servers, as the simulated ring does (coll/algorithms/ring.cc,
+  // mixed_ring_walk). Calls of equal group, op, size and concurrency are reckoned once.
   //
   // An expert-parallel all-to-all (dispatch or combine: this GPU's T x top_k token copies of h
   // bf16 values): the copies for experts on this GPU stay, those for its server's peers go over
@@ -60,8 +60,10 @@ class CollectiveCost {
   double ring_hop(const workload::Op& op) const;
   // How many times its NICs' time the call takes while the groups making it (every_stage) run
   // one each: what leaves a domain shares the domain's links up, 1 / ratio of its GPUs' NICs (at
-  // least 1), as the analytical network's trunks (net/trunks.h) see it. Reckoned once per group,
-  // algorithm and concurrency.
+  // least 1), as the analytical network's trunks (net/trunks.h) see it. On a fabric that hashes
+  // paths (with effects.analytical_hashed_paths), every tier's links up instead, each loaded by
+  // the flows hashed onto it: the busiest of them, in expectation (hash_collisions.h), as the
+  // analytical network's hashed links see it. Reckoned once per group, algorithm and concurrency.
   double fabric_slowdown(workload::Dim dim, bool every_stage, const std::vector<int32_t>& members,
                          coll::NcclAlgo algo);
   // The share of the first domain of `domain_gpus` GPUs that is rank 0's pipeline stage.
@@ -74,6 +76,8 @@ class CollectiveCost {
   int32_t gpus_per_node_;
   coll::NcclTuning nccl_;
   std::vector<net::OversubscribedDomain> domains_;
+  std::vector<net::HashedTier> hashed_;  // none where paths are sprayed or the effect is off
+  int32_t flows_per_message_ = 1;
   std::vector<net::TierSpan> spans_;
   std::map<workload::Dim, std::vector<int32_t>> members_;
   std::map<std::tuple<workload::Dim, coll::Op, Bytes, bool>, double> seconds_;

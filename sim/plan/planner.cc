@@ -427,11 +427,12 @@ void refine_leaders(PlanResult& result, const PlanOptions& options, int32_t jobs
 }
 
 // Whether the config's fabric hashes each connection across servers onto its paths (static or
-// multi-flow ECMP, after cluster.load_balancing): collisions only the congestion-aware network
-// sees.
-bool hashes_paths(const RunConfig& config) {
+// multi-flow ECMP, after cluster.load_balancing) while the analytical network and the
+// pre-estimate pool its links as if sprayed (effects.analytical_hashed_paths off): collisions
+// that only the congestion-aware network then sees.
+bool misses_hash_collisions(const RunConfig& config) {
   const auto& cluster = config.cluster();
-  if (cluster.topology().empty()) return false;
+  if (cluster.topology().empty() || config.effects().analytical_hashed_paths()) return false;
   auto desc = net::resolve_topology(cluster.topology());
   net::override_load_balancing(desc, cluster.load_balancing(), "cluster.load_balancing");
   return desc.load_balancing().mode() != clustersim::LoadBalancing::ADAPTIVE;
@@ -534,9 +535,10 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
     out << "  * analytical network only (congestion-free); raise --refine to rank it with "
            "congestion\n";
     const Candidate& best = result.ranked.front();
-    if (best.report.gpus > options.gpus_per_node && hashes_paths(best.config))
+    if (best.report.gpus > options.gpus_per_node && misses_hash_collisions(best.config))
       out << "    on " << best.config.cluster().topology()
-          << " ECMP hashes connections onto paths; only --refine's runs see the collisions\n";
+          << " ECMP hashes connections onto paths; with effects.analytical_hashed_paths off "
+             "only --refine's runs see the collisions\n";
   }
   out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";
   out << "\nwhy:\n";

@@ -97,12 +97,14 @@ std::span<const std::string_view> world_effects() {
       "side_stream_contention",    "nvls_tree_channel_ceiling",
       "deepep_kernel_share",       "deepep_token_cost",
       "nvls_loop_pipeline",        "nccl_small_call_channels",
-      "nvls_tree_loop_pipeline",   "analytical_oversubscribed_trunks"};
+      "nvls_tree_loop_pipeline",   "analytical_oversubscribed_trunks",
+      "analytical_hashed_paths"};
   return kNames;
 }
 
 net::NetworkOptions network_options(const clustersim::RunConfig& config) {
-  return {.oversubscribed_trunks = config.effects().analytical_oversubscribed_trunks()};
+  return {.oversubscribed_trunks = config.effects().analytical_oversubscribed_trunks(),
+          .hashed_paths = config.effects().analytical_hashed_paths()};
 }
 
 coll::NcclSettings nccl_settings(const clustersim::RunConfig& config) {

@@ -29,7 +29,8 @@ clustersim::NetworkMode config_network_mode(net::NetworkMode mode);
 
 // The config's NCCL knobs and collective effects (RunConfig.nccl, EffectsConfig 40-59).
 coll::NcclSettings nccl_settings(const clustersim::RunConfig& config);
-// The effects that act inside the network model (analytical_oversubscribed_trunks).
+// The effects that act inside the network model (analytical_oversubscribed_trunks,
+// analytical_hashed_paths).
 net::NetworkOptions network_options(const clustersim::RunConfig& config);
 
 // The EffectsConfig fields a world reads (NCCL's model, the all-to-all wire, interference, the

@@ -370,10 +370,11 @@ TEST(AnalyticalNetwork, AnAllToAllEndsWhenItsBusiestPortHasPassedItsBytes) {
   EXPECT_EQ(end, kLat * 2 + transfer_time(size, kBw) * 2);
 }
 
-// The fabric's core is not seen: flows between different GPUs of two pods share an uplink of a
-// GPU's bandwidth and still each take their lone time.
-TEST(AnalyticalNetwork, IgnoresContentionInTheCore) {
+// A sprayed core is not seen: under adaptive routing, flows between different GPUs of two pods
+// share an uplink of a GPU's bandwidth and still each take their lone time.
+TEST(AnalyticalNetwork, IgnoresContentionInASprayedCore) {
   TwoPods pods(4, kBw, kBw);
+  pods.topo.load_balancing.mode = LoadBalancingMode::kAdaptive;
   Harness h(pods.topo, NetworkMode::kAnalytical);
   const Bytes size = 64 * kMiB;
   std::vector<int> ids;
@@ -381,6 +382,35 @@ TEST(AnalyticalNetwork, IgnoresContentionInTheCore) {
     ids.push_back(h.send_at(Time(), pods.pod[0][i], pods.pod[1][i], size));
   h.sim.run();
   for (int id : ids) EXPECT_EQ(h.t(id), pods.latency * 4 + transfer_time(size, kBw));
+}
+
+// Where paths are hashed (static ECMP, the default), the same flows queue at the one uplink
+// they are all hashed onto: equal messages sent together leave one after another, the last
+// after four lone times.
+TEST(AnalyticalNetwork, HashedFlowsShareTheLinkTheyAreHashedOnto) {
+  TwoPods pods(4, kBw, kBw);
+  Harness h(pods.topo, NetworkMode::kAnalytical);
+  const Bytes size = 64 * kMiB;
+  for (int i = 0; i < 4; ++i) h.send_at(Time(), pods.pod[0][i], pods.pod[1][i], size);
+  h.sim.run();
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(h.t(i), pods.latency * 4 + transfer_time(size, kBw) * (i + 1)) << i;
+}
+
+// A port shares its rate fairly with what is still queued there: a small message sent behind a
+// large one passes its bytes at half the port's rate beside it, not after all of it, and the
+// large one ends as alone (its ending is not revised).
+TEST(AnalyticalNetwork, ASmallMessageIsNotHeldForALargeOnesWholeTransfer) {
+  TwoPods pods(2, kBw, kBw);
+  Harness h(pods.topo, NetworkMode::kAnalytical);
+  const Bytes large = 256 * kMiB;
+  const Bytes small = 1 * kMiB;
+  const int a = h.send_at(Time(), pods.pod[0][0], pods.pod[1][0], large);
+  const int b = h.send_at(Time::ms(1), pods.pod[0][1], pods.pod[1][1], small);
+  h.sim.run();
+  EXPECT_EQ(h.t(a), pods.latency * 4 + transfer_time(large, kBw));
+  const Time b_took = h.t(b) - Time::ms(1) - pods.latency * 4;
+  EXPECT_NEAR(b_took.as_seconds(), 2 * transfer_time(small, kBw).as_seconds(), 1e-9);
 }
 
 // One fluid transfer's edges share the links at their ends (an incast into GPU 2, or GPU 0

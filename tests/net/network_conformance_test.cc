@@ -24,8 +24,8 @@ namespace network_conformance_test {
 // How a model shares a bottleneck among transfers that cross it at once.
 enum class Sharing {
   kFair,    // n equal transfers each get 1/n of it: each takes n times as long as alone
-  kQueued,  // a GPU's or NIC's link passes them on first sent first: the k-th of n equal ones
-            // takes k times as long as alone (AnalyticalNetwork, which does not see the core)
+  kQueued,  // a GPU's or NIC's link passes equal ones on one after another: the k-th of n takes
+            // k times as long as alone (AnalyticalNetwork's ports, queue_at)
   kFree,    // communication takes no time at all (IdealNetwork)
 };
 

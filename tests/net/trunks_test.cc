@@ -84,12 +84,14 @@ TEST(TierSpans, GiveTheRouteLatencyOfTheTierTwoServersShare) {
 }
 
 // When each of `senders` GPUs of the first leaf's has sent `bytes` to its peer on the other leaf
-// at once, as messages or as one fluid transfer, on the analytical network.
-Time all_arrived(const Topology& t, bool trunks, bool fluid, int senders, Bytes bytes) {
+// at once, as messages or as one fluid transfer, on the analytical network; trunks are seen
+// where paths are not hashed (hashed_paths off).
+Time all_arrived(const Topology& t, bool trunks, bool fluid, int senders, Bytes bytes,
+                 bool hashed_paths = false) {
   Simulator sim;
   Routing routing(t);
-  auto net =
-      make_network(NetworkMode::kAnalytical, sim, t, routing, {.oversubscribed_trunks = trunks});
+  auto net = make_network(NetworkMode::kAnalytical, sim, t, routing,
+                          {.oversubscribed_trunks = trunks, .hashed_paths = hashed_paths});
   Time last;
   std::vector<FluidEdge> edges;
   for (int i = 0; i < senders; ++i)
@@ -118,6 +120,18 @@ TEST(AnalyticalTrunks, TrafficAcrossAnOversubscribedTierDrainsAtItsTrunk) {
     // One sender alone fits the trunk.
     EXPECT_NEAR(all_arrived(t, true, fluid, 1, kBytes).as_seconds(), nic_s, 0.01 * nic_s) << fluid;
   }
+}
+
+// Hashed paths load the leaf's one uplink link by link, trunks or not: the same four times.
+TEST(AnalyticalTrunks, HashedPathsSeeTheOversubscribedUplinksThemselves) {
+  const Topology t = two_leaves(4);
+  constexpr Bytes kBytes = 100'000'000;
+  const double nic_s = kBytes / kNicBytesPerS;
+  for (const bool fluid : {false, true})
+    for (const bool trunks : {false, true})
+      EXPECT_NEAR(all_arrived(t, trunks, fluid, 4, kBytes, true).as_seconds(), 4 * nic_s,
+                  0.01 * nic_s)
+          << fluid << trunks;
 }
 
 TEST(AnalyticalTrunks, AFullBisectionFabricIsUnchanged) {

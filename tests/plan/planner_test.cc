@@ -208,10 +208,11 @@ TEST(Planner, PlansTheMostServersBelowWhereNoLayoutOnTheCountIsValid) {
   EXPECT_EQ(plan_layouts(base, options(16, 1, 0)).fallback_gpus, 0);
 }
 
-// llama3-24k hashes each connection onto one of its paths (multi-flow ECMP), whose collisions the
-// analytical network does not see: a ranking left unrefined across servers says so there, and not
-// on one server, nor where the fabric's adaptive routing spreads every connection.
-TEST(Planner, AnUnrefinedRankingSaysWhereTheFabricHashesItsPaths) {
+// llama3-24k hashes each connection onto one of its paths (multi-flow ECMP). With
+// effects.analytical_hashed_paths off, the analytical network and the pre-estimate do not see the
+// collisions: a ranking left unrefined across servers says so there, and not on one server, nor
+// where the fabric's adaptive routing spreads every connection, nor with the effect on.
+TEST(Planner, AnUnrefinedRankingSaysWhereItMissesHashCollisions) {
   const auto printed_for = [](const std::vector<std::string>& overrides, int32_t gpus = 16) {
     const auto base = small_llama(overrides);
     const PlanOptions o = options(gpus, 1, 0);
@@ -220,16 +221,19 @@ TEST(Planner, AnUnrefinedRankingSaysWhereTheFabricHashesItsPaths) {
     return text.str();
   };
   const std::string hashed = "ECMP hashes connections onto paths";
-  const std::vector<std::string> on_llama3_24k = {"parallel.global_batch_size=16",
-                                                  "cluster.topology=llama3-24k"};
-  EXPECT_NE(printed_for(on_llama3_24k).find("on llama3-24k " + hashed), std::string::npos);
-  const std::string one_server = printed_for(on_llama3_24k, 8);
+  const std::vector<std::string> pooled = {"parallel.global_batch_size=16",
+                                           "cluster.topology=llama3-24k",
+                                           "effects.analytical_hashed_paths=false"};
+  EXPECT_NE(printed_for(pooled).find("on llama3-24k " + hashed), std::string::npos);
+  const std::string one_server = printed_for(pooled, 8);
   EXPECT_NE(one_server.find("analytical network only"), std::string::npos) << one_server;
   EXPECT_EQ(one_server.find(hashed), std::string::npos);
-  auto adaptive = on_llama3_24k;
+  auto adaptive = pooled;
   adaptive.push_back("cluster.load_balancing.mode=ADAPTIVE");
   EXPECT_EQ(printed_for(adaptive).find(hashed), std::string::npos);
-  EXPECT_EQ(printed_for({"parallel.global_batch_size=16"}).find(hashed), std::string::npos);
+  EXPECT_EQ(
+      printed_for({"parallel.global_batch_size=16", "cluster.topology=llama3-24k"}).find(hashed),
+      std::string::npos);
 }
 
 TEST(Planner, ProgressCountsEachPassUpToItsTotal) {
@@ -367,9 +371,12 @@ TEST(Planner, EstimateAmortisesTheBubbleOverMoreMicrobatches) {
 
 // llama3-24k's pods of 3,072 GPUs have a seventh of their NICs' rate above them. ZeRO-3 at DP
 // 1,024 gathers every layer by PAT over servers 96 GPUs apart, whose longer steps all leave the
-// pod; the preset's ZeRO-2 over DP 128 runs rings, which leave a pod once a ring.
+// pod; the preset's ZeRO-2 over DP 128 runs rings, which leave a pod once a ring. The links are
+// pooled into trunks here, as if sprayed (analytical_hashed_paths off; StepEstimate tests the
+// hashed links).
 TEST(Planner, EstimateSlowsGathersThatLeaveAnOversubscribedPod) {
   const auto config = [](std::vector<std::string> sets, bool trunks) {
+    sets.push_back("effects.analytical_hashed_paths=false");
     sets.push_back(std::string("effects.analytical_oversubscribed_trunks=") +
                    (trunks ? "true" : "false"));
     return load_run_config("", "llama3-405b", sets).config;
