@@ -65,10 +65,14 @@ void AnalyticalNetwork::for_each_link(VertexId src, VertexId dst, const Route& r
   }
   const uint64_t key = static_cast<uint64_t>(src) << 32 | dst;
   auto it = spread_cache_.find(key);
-  if (it == spread_cache_.end() && spread_cache_.size() < kMaxSpreadPairs)
-    it = spread_cache_.emplace(key, spread_paths(routing_, src, dst, hashed_flows_)).first;
-  const SpreadPaths fresh =
-      it == spread_cache_.end() ? spread_paths(routing_, src, dst, hashed_flows_) : SpreadPaths{};
+  SpreadPaths fresh;
+  if (it == spread_cache_.end()) {
+    fresh = spread_paths(routing_, src, dst, hashed_flows_);
+    if (spread_links_ + fresh.links.size() <= kMaxSpreadLinks) {
+      spread_links_ += fresh.links.size();
+      it = spread_cache_.emplace(key, std::move(fresh)).first;
+    }
+  }
   const SpreadPaths& spread = it == spread_cache_.end() ? fresh : it->second;
   for (std::size_t i = 0; i < spread.links.size(); ++i) visit(spread.links[i], spread.weights[i]);
 }

@@ -100,9 +100,12 @@ class AnalyticalNetwork final : public Network {
   // Multi-flow ECMP's paths per message where the fabric hashes and the effect is on; 0: the
   // fabric is not hashed (adaptive), or the effect is off.
   int32_t hashed_flows_ = 0;
-  static constexpr std::size_t kMaxSpreadPairs = std::size_t{1} << 16;  // about 30 MB
-  std::unordered_map<uint64_t, SpreadPaths> spread_cache_;              // key: src << 32 | dst
-  std::optional<Trunks> trunks_;                                        // found on first use
+  // The spread of each pair that sent messages, kept up to a bound on their links (12 bytes
+  // each, about 50 MB).
+  static constexpr std::size_t kMaxSpreadLinks = std::size_t{1} << 22;
+  std::unordered_map<uint64_t, SpreadPaths> spread_cache_;  // key: src << 32 | dst
+  std::size_t spread_links_ = 0;                            // the links they hold
+  std::optional<Trunks> trunks_;                            // found on first use
   TrafficStats stats_;
   // Plans are kept up to a bound on their ports (16 bytes each, about 256 MB), as hashed paths
   // give a data-parallel phase over thousands of servers tens of thousands of switch links.

@@ -1,13 +1,16 @@
 // Load balancing over equal-cost paths: a static ECMP hash collision halves a flow's rate;
-// multi-flow ECMP and adaptive routing restore it; every mode is deterministic.
+// multi-flow ECMP and adaptive routing restore it, in the congestion-aware and the analytical
+// network alike; every mode is deterministic.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "sim/core/simulator.h"
+#include "sim/net/analytical_network.h"
 #include "sim/net/flow_network.h"
 #include "sim/net/routing.h"
 #include "sim/net/topology_builder.h"
@@ -172,6 +175,38 @@ TEST(LoadBalancing, SixteenFlowsSpreadTheCollisionOverBothSpines) {
   sim.run();
   EXPECT_NEAR(lone.as_seconds(), alone, 1e-6 * alone);
   EXPECT_EQ(net.stats().messages, 1u);
+}
+
+// The analytical network loads the same hashed paths: the static collision's two equal messages
+// leave the shared link one after the other (the second after two lone times), 16 flows a
+// message spread it (under 1.5), a lone message takes its lone time, and adaptive routing's
+// spraying leaves each its lone time.
+TEST(LoadBalancing, TheAnalyticalNetworkSeesTheSameCollisions) {
+  const auto dst = colliding_destinations();
+  const auto arrivals = [&](const Topology& t) {
+    Simulator sim;
+    Routing routing(t);
+    AnalyticalNetwork net(sim, routing);
+    std::vector<Time> done(2, Time::max());
+    net.send(t.gpu(0), t.gpu(dst.first), kSize, [&] { done[0] = sim.now(); });
+    net.send(t.gpu(1), t.gpu(dst.second), kSize, [&] { done[1] = sim.now(); });
+    sim.run();
+    return std::max(done[0], done[1]).as_seconds();
+  };
+  const Topology statically = build_with(clustersim::LoadBalancing::STATIC_ECMP);
+  const double alone = seconds_alone(statically, dst);
+  EXPECT_NEAR(arrivals(statically), 2 * alone, 0.01 * alone);
+  const Topology sixteen = build_with(clustersim::LoadBalancing::MULTI_FLOW_ECMP, 16);
+  EXPECT_GE(arrivals(sixteen), alone * (1 - 1e-6));
+  EXPECT_LT(arrivals(sixteen), 1.5 * alone);
+  EXPECT_NEAR(arrivals(build_with(clustersim::LoadBalancing::ADAPTIVE)), alone, 1e-6 * alone);
+  Simulator sim;
+  Routing routing(sixteen);
+  AnalyticalNetwork net(sim, routing);
+  Time lone = Time::max();
+  net.send(sixteen.gpu(0), sixteen.gpu(dst.first), kSize, [&] { lone = sim.now(); });
+  sim.run();
+  EXPECT_NEAR(lone.as_seconds(), alone, 1e-6 * alone);
 }
 
 TEST(LoadBalancing, EveryModeIsDeterministic) {
