@@ -100,10 +100,12 @@ Time AnalyticalNetwork::queue_at(const Booking& booking) {
     // period's mean length (k at least one): alongside them it passes its bytes at 1 / (k + 1)
     // of the rate, so it waits k times its own time, or for the whole backlog if that is less.
     const Time backlog = queue.drained - now;
+    // In 128 bits: a large booking behind many small ones has k times its time far past 2^63.
     const __int128 busy = queue.busy.count_ps();
-    const auto k = static_cast<int64_t>(
-        (static_cast<__int128>(backlog.count_ps()) * queue.bookings + busy - 1) / busy);
-    waited = std::min(backlog, booking.own * std::max<int64_t>(k, 1));
+    const __int128 k =
+        (static_cast<__int128>(backlog.count_ps()) * queue.bookings + busy - 1) / busy;
+    const __int128 share = static_cast<__int128>(booking.own.count_ps()) * std::max<__int128>(k, 1);
+    waited = share < backlog.count_ps() ? Time::ps(static_cast<int64_t>(share)) : backlog;
   }
   queue.drained += booking.own;
   queue.busy += booking.own;

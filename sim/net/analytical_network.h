@@ -19,10 +19,9 @@ namespace cs::net {
 // its ports are busy: each link that touches a GPU or NIC (Topology::is_endpoint_link, which no
 // routing avoids) drains the bytes of the messages that cross it at its bandwidth, sharing it
 // fairly among those queued (queue_at), and a message has arrived when every such link has
-// passed its bytes on. So no GPU or NIC
-// sends or receives faster than its links (eight GPUs' all-to-all or NVLS all-reduce no longer
-// sum every peer's bandwidth), while each port's queue drains on its own, as cut-through
-// switching lets it. The fabric's core, which routing and adaptive spraying keep from binding
+// passed its bytes on. So no GPU or NIC sends or receives faster than its links (eight GPUs'
+// all-to-all or NVLS all-reduce no longer sum every peer's bandwidth), while each port's queue
+// drains on its own, as cut-through switching lets it. The fabric's core, which routing and adaptive spraying keep from binding
 // where it has full bisection, is seen only where a tier is oversubscribed: with `trunks` on,
 // bytes that leave or enter such a tier's switch group queue at its pooled up-links (trunks.h)
 // as at a port, so that traffic across a 1:7 tier drains at a seventh of its senders' rate.

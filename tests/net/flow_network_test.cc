@@ -413,6 +413,19 @@ TEST(AnalyticalNetwork, ASmallMessageIsNotHeldForALargeOnesWholeTransfer) {
   EXPECT_NEAR(b_took.as_seconds(), 2 * transfer_time(small, kBw).as_seconds(), 1e-9);
 }
 
+// The other way round: a message far larger than the 10,000 tiny ones queued before it waits for
+// them all (its k-fold share of them, 10,000 times its own 2,000 s, would be past 2^63 ps).
+TEST(AnalyticalNetwork, AHugeMessageBehindManyTinyOnesWaitsForThemAll) {
+  Star star(2, kBw, kLat);
+  Harness h(star.topo, NetworkMode::kAnalytical);
+  const Bytes tiny = 1 * kMiB;
+  for (int i = 0; i < 10'000; ++i) h.send_at(Time(), star.gpus[0], star.gpus[1], tiny);
+  const Bytes huge = Bytes{100} << 40;
+  const int last = h.send_at(Time(), star.gpus[0], star.gpus[1], huge);
+  h.sim.run();
+  EXPECT_EQ(h.t(last), kLat * 2 + transfer_time(tiny, kBw) * 10'000 + transfer_time(huge, kBw));
+}
+
 // One fluid transfer's edges share the links at their ends (an incast into GPU 2, or GPU 0
 // sending to two), while edges with disjoint ends each take their lone time; transfers sent at
 // other instants are not seen.
