@@ -124,9 +124,9 @@ Time AnalyticalNetwork::queue_at_ports(VertexId src, VertexId dst, const Route& 
   return last;
 }
 
-AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges,
-                                                           int32_t mirrors) {
-  FluidPlan plan;
+AnalyticalNetwork::PortSums AnalyticalNetwork::sum_ports(std::span<const FluidEdge> edges,
+                                                         int32_t mirrors) {
+  PortSums sums;
   // Runs past the first are its images on other GPUs (send_fluid's mirrors): their endpoint ports
   // are loaded as run 0's are, by this transfer and by every other lane of its phase alike, so
   // run 0's stand for all in the time and in the ports booked. A trunk or a hashed switch link
@@ -139,8 +139,10 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
     if (e.src == e.dst || e.wire_bytes <= 0) continue;
     const Route& route = routing_.route(e.src, e.dst);
     const auto bytes = static_cast<Bytes>(std::llround(e.wire_bytes));
-    plan.traffic.count(&route, bytes);
-    plan.slowest = std::max(plan.slowest, transfer_time(bytes, route.bottleneck));
+    sums.traffic.count(&route, bytes);
+    sums.slowest_edge = std::max(sums.slowest_edge, transfer_time(bytes, route.bottleneck));
+    if (sums.narrowest.in_bytes_per_s() <= 0 || route.bottleneck < sums.narrowest)
+      sums.narrowest = route.bottleneck;
     const bool image = i >= run0;
     if (image && !images_queue) continue;
     const auto book = [&](const Route& path, double share) {
@@ -154,7 +156,7 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
         booked += e.wire_bytes * share;
       }
     };
-    // Path by path, unsorted and uncached (a plan is made once): the ports add the shares up.
+    // Path by path, unsorted: the ports add the shares up.
     const int32_t paths = spreads(route) ? hashed_flows_ : 1;
     book(route, 1.0 / paths);
     for (int32_t k = 1; k < paths; ++k) {
@@ -164,18 +166,87 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
   }
   // By port, so that the plan (and what it books) does not depend on the edges' order.
   std::sort(plan_ports_.begin(), plan_ports_.end());
+  sums.ports.reserve(plan_ports_.size());
   for (const uint32_t port : plan_ports_) {
-    double& bytes = plan_port_bytes_[port];
+    sums.ports.emplace_back(port, plan_port_bytes_[port]);
+    plan_port_bytes_[port] = 0;
+  }
+  plan_ports_.clear();
+  return sums;
+}
+
+AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_from(const PortSums& sums, double scale,
+                                                          Time slowest_edge,
+                                                          const TrafficStats& traffic) {
+  FluidPlan plan;
+  plan.slowest = slowest_edge;
+  plan.traffic = traffic;
+  for (const auto& [port, sum] : sums.ports) {
+    const double bytes = sum * scale;
     plan.slowest = std::max(
         plan.slowest, transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port)));
     if (is_endpoint_port(port))
       plan.port_bytes.emplace_back(port, bytes);
     else
       plan.queued.push_back(booking(port, bytes));
-    bytes = 0;
   }
-  plan_ports_.clear();
   return plan;
+}
+
+AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const FluidEdge> edges,
+                                                           int32_t mirrors) {
+  const double bytes = edges.empty() ? 0 : edges.front().wire_bytes;
+  const bool equal = bytes > 0 && std::all_of(edges.begin(), edges.end(), [&](const FluidEdge& e) {
+                       return e.wire_bytes == bytes;
+                     });
+  if (!equal) {
+    const PortSums sums = sum_ports(edges, mirrors);
+    return plan_from(sums, 1.0, sums.slowest_edge, sums.traffic);
+  }
+  // Every edge alike (a ring's or a PAT phase's lanes): the list's load per byte of an edge,
+  // found once, scaled to this size.
+  const PortSums& unit = unit_sums(edges, mirrors);
+  const auto edge_bytes = static_cast<Bytes>(std::llround(bytes));
+  TrafficStats traffic = unit.traffic;  // counted at one byte an edge
+  for (Bytes& b : traffic.bytes_by_class) b *= edge_bytes;
+  const Time slowest_edge =
+      unit.traffic.messages > 0 ? transfer_time(edge_bytes, unit.narrowest) : Time{};
+  return plan_from(unit, bytes, slowest_edge, traffic);
+}
+
+const AnalyticalNetwork::PortSums& AnalyticalNetwork::unit_sums(std::span<const FluidEdge> edges,
+                                                                int32_t mirrors) {
+  uint64_t hash = static_cast<uint64_t>(mirrors) * 0x9E3779B97F4A7C15ull;
+  for (const FluidEdge& e : edges)
+    hash = (hash ^ (static_cast<uint64_t>(e.src) << 32 | e.dst)) * 0x100000001B3ull;
+  const auto same = [&](const UnitPlan& u) {
+    return u.mirrors == mirrors && u.pairs.size() == edges.size() &&
+           std::equal(edges.begin(), edges.end(), u.pairs.begin(),
+                      [](const FluidEdge& e, uint64_t pair) {
+                        return (static_cast<uint64_t>(e.src) << 32 | e.dst) == pair;
+                      });
+  };
+  auto& bucket = unit_plan_index_[hash];
+  for (const uint32_t index : bucket)
+    if (same(unit_plans_[index])) return unit_plans_[index].sums;
+  UnitPlan unit;
+  unit.mirrors = mirrors;
+  unit.pairs.reserve(edges.size());
+  std::vector<FluidEdge> ones(edges.begin(), edges.end());
+  for (FluidEdge& e : ones) {
+    unit.pairs.push_back(static_cast<uint64_t>(e.src) << 32 | e.dst);
+    e.wire_bytes = 1;
+  }
+  unit.sums = sum_ports(ones, mirrors);
+  const std::size_t size = unit.pairs.size() + unit.sums.ports.size();
+  if (unit_plan_entries_ + size > kMaxUnitPlanEntries) {
+    scratch_unit_ = std::move(unit.sums);
+    return scratch_unit_;
+  }
+  unit_plan_entries_ += size;
+  bucket.push_back(static_cast<uint32_t>(unit_plans_.size()));
+  unit_plans_.push_back(std::move(unit));
+  return unit_plans_.back().sums;
 }
 
 Time AnalyticalNetwork::share_ports_with_this_instant(const FluidPlan& plan) {

@@ -21,15 +21,15 @@ namespace cs::net {
 // fairly among those queued (queue_at), and a message has arrived when every such link has
 // passed its bytes on. So no GPU or NIC sends or receives faster than its links (eight GPUs'
 // all-to-all or NVLS all-reduce no longer sum every peer's bandwidth), while each port's queue
-// drains on its own, as cut-through switching lets it. The fabric's core, which routing and adaptive spraying keep from binding
-// where it has full bisection, is seen only where a tier is oversubscribed: with `trunks` on,
-// bytes that leave or enter such a tier's switch group queue at its pooled up-links (trunks.h)
-// as at a port, so that traffic across a 1:7 tier drains at a seventh of its senders' rate.
-// Where the fabric hashes connections onto paths instead of spraying them (static or multi-flow
-// ECMP) and `hashed_paths` is on, there is no pool: every switch link is a port, and a message
-// queues its bytes at the links of its hashed paths (a share of them on each of multi-flow
-// ECMP's paths, spread_paths), as the congestion-aware model loads them, so that connections
-// hashed onto one link drain at its rate together.
+// drains on its own, as cut-through switching lets it. The fabric's core, which routing and
+// adaptive spraying keep from binding where it has full bisection, is seen only where a tier is
+// oversubscribed: with `trunks` on, bytes that leave or enter such a tier's switch group queue at
+// its pooled up-links (trunks.h) as at a port, so that traffic across a 1:7 tier drains at a
+// seventh of its senders' rate. Where the fabric hashes connections onto paths instead of spraying
+// them (static or multi-flow ECMP) and `hashed_paths` is on, there is no pool: every switch link is
+// a port, and a message queues its bytes at the links of its hashed paths (a share of them on each
+// of multi-flow ECMP's paths, spread_paths), as the congestion-aware model loads them, so that
+// connections hashed onto one link drain at its rate together.
 class AnalyticalNetwork final : public Network {
  public:
   AnalyticalNetwork(Simulator& sim, Routing& routing, bool trunks = true, bool hashed_paths = true);
@@ -81,7 +81,23 @@ class AnalyticalNetwork final : public Network {
   void for_each_link(VertexId src, VertexId dst, const Route& route, Visit&& visit);
   const Trunks& trunks();
   Bandwidth port_bandwidth(uint32_t port) const;
+  // The bytes an edge list puts on each port (by port), its traffic, its slowest edge alone and
+  // the narrowest of its routes.
+  struct PortSums {
+    std::vector<std::pair<uint32_t, double>> ports;
+    TrafficStats traffic;
+    Time slowest_edge;
+    Bandwidth narrowest;
+  };
+  PortSums sum_ports(std::span<const FluidEdge> edges, int32_t mirrors);
+  // The plan of sums whose port bytes are scaled by `scale`.
+  FluidPlan plan_from(const PortSums& sums, double scale, Time slowest_edge,
+                      const TrafficStats& traffic);
   FluidPlan plan_fluid(std::span<const FluidEdge> edges, int32_t mirrors);
+  // The sums of `edges` at one byte an edge, found once per list of pairs and mirror count: a
+  // run sends the same lanes at many sizes (every bucket of a data-parallel reduction), and on
+  // hashed paths walking a list's 16 paths an edge is what costs.
+  const PortSums& unit_sums(std::span<const FluidEdge> edges, int32_t mirrors);
   // Adds the plan's bytes to the ports of this instant's fluid transfers; returns when the
   // busiest of its ports has passed every byte booked on it at this instant.
   Time share_ports_with_this_instant(const FluidPlan& plan);
@@ -111,6 +127,18 @@ class AnalyticalNetwork final : public Network {
   static constexpr std::size_t kMaxFluidPlanPorts = std::size_t{1} << 24;
   std::vector<FluidPlan> fluid_plans_;  // those named by slots
   std::size_t fluid_plan_ports_ = 0;    // the ports they hold
+  // unit_sums' lists, by a hash of their pairs, kept up to a bound on their pairs and ports (about
+  // 200 MB).
+  struct UnitPlan {
+    int32_t mirrors = 0;
+    std::vector<uint64_t> pairs;  // src << 32 | dst of each edge
+    PortSums sums;
+  };
+  static constexpr std::size_t kMaxUnitPlanEntries = std::size_t{1} << 24;
+  std::unordered_map<uint64_t, std::vector<uint32_t>> unit_plan_index_;
+  std::vector<UnitPlan> unit_plans_;
+  std::size_t unit_plan_entries_ = 0;
+  PortSums scratch_unit_;  // a list past the bound
   // Per port: when its queued bytes have passed it, and what its current busy period has queued
   // (the bookings' own times, summed, and their count).
   struct PortQueue {

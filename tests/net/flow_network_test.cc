@@ -222,6 +222,40 @@ TEST(AnalyticalNetwork, AFluidPlanSlotKeepsTheTimeAndTheTraffic) {
   EXPECT_NE(slot.network, 0u);
 }
 
+// The lanes of one list sent at two sizes, each edge alike (the network plans such a list once,
+// per byte, and scales it): each size takes what a fresh network gives it, over its hashed core
+// link too, and its traffic counts its own bytes.
+TEST(AnalyticalNetwork, OneListOfEqualLanesAtSeveralSizesTimesEachAsAlone) {
+  TwoPods pods(4, kBw, kBw);
+  const auto lanes = [&](Bytes size) {
+    std::vector<FluidEdge> edges;
+    for (int i = 0; i < 4; ++i)
+      edges.push_back({pods.pod[0][i], pods.pod[1][i], static_cast<double>(size)});
+    return edges;
+  };
+  const auto time = [&](AnalyticalNetwork& net, Simulator& sim, Bytes size) {
+    const Time start = sim.now();
+    Time end = Time::max();
+    net.send_fluid(
+        lanes(size), 1, Time{}, [&] { end = sim.now(); }, nullptr);
+    sim.run();
+    return end - start;
+  };
+  Simulator sim;
+  Routing routing(pods.topo);
+  AnalyticalNetwork net(sim, routing);
+  for (const Bytes size : {64 * kMiB, 3 * kMiB, 64 * kMiB}) {
+    Simulator fresh_sim;
+    Routing fresh_routing(pods.topo);
+    AnalyticalNetwork fresh(fresh_sim, fresh_routing);
+    const uint64_t before = net.stats().bytes_by_class[static_cast<int>(kNet)];
+    const Time took = time(net, sim, size);
+    EXPECT_EQ(took, time(fresh, fresh_sim, size)) << size;
+    EXPECT_EQ(took, transfer_time(4 * size, kBw)) << size;  // all four on the one core link
+    EXPECT_EQ(net.stats().bytes_by_class[static_cast<int>(kNet)] - before, 4 * size);
+  }
+}
+
 TEST(FlowNetwork, LateJoinerFollowsTheMaxMinTimeline) {
   // A alone for T/2 (half done), then A and B at B/2 each: A finishes T/2 later, at 3T/2, with
   // B half done; B alone again finishes at 2T.
