@@ -81,18 +81,14 @@ std::vector<HashedTier> hashed_tiers(const clustersim::Topology& description) {
       description.load_balancing().mode() == clustersim::LoadBalancing::ADAPTIVE)
     return tiers;
   const auto& t = description.tiered();
-  const double nics_per_node =
-      static_cast<double>(t.node().gpus_per_node()) * t.node().nics_per_gpu();
-  const double nic = t.node().nic_bandwidth_gbits() * 1e9 / 8;
   const std::vector<TierUplinks> uplinks = tier_uplinks(t);
-  int64_t servers = 1;
+  int64_t gpus = gpus_per_node_in_use(description);
+  double ratio = 1;  // each tier's links up carry its links down over its oversubscription
   for (std::size_t k = 0; k < uplinks.size(); ++k) {
     const auto& tier = t.tiers(static_cast<int>(k));
-    servers *= tier.group_size();
-    const int64_t links = int64_t{tier.switches_per_group()} * uplinks[k].per_switch;
-    tiers.push_back({servers * gpus_per_node_in_use(description), links,
-                     static_cast<double>(servers) * nics_per_node * nic /
-                         (static_cast<double>(links) * uplinks[k].bytes_per_s)});
+    gpus *= tier.group_size();
+    ratio *= tier.oversubscription() > 0 ? tier.oversubscription() : 1.0;
+    tiers.push_back({gpus, int64_t{tier.switches_per_group()} * uplinks[k].per_switch, ratio});
   }
   return tiers;
 }
