@@ -104,7 +104,9 @@ void MaxMin::set_alone_rates(FlowId f) {
 
 void MaxMin::mark_dirty(LinkId l) {
   LinkTag& tag = tags_[l];
-  if (tag.dirty) return;
+  // An incremental solve seeds only from the flows a changed link limits, so a link that limits
+  // none need not be listed (most of a flow's hashed links).
+  if (tag.dirty || (incremental_ && links_[l].limited == kNone)) return;
   tag.dirty = true;
   dirty_links_.push_back(l);
 }
@@ -132,15 +134,43 @@ void MaxMin::set_bottleneck(FlowId f, LinkId l) {
 }
 
 void MaxMin::attach(FlowId f) {
+  slots_[f].num_binding = 0;
   Hop* hop = hops(f);
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
-    LinkState& link = links_[hop[h].link];
-    hop[h].pos = static_cast<uint32_t>(link.flows.size());
+    const LinkId l = hop[h].link;
+    LinkState& link = links_[l];
+    const auto pos = static_cast<uint32_t>(link.flows.size());
+    hop[h].pos = pos;
     link.flows.push_back({f, h, hop[h].weight});
-    link.demand += hop[h].weight * demand_of(slots_[f], hop[h].link);
-    tags_[hop[h].link].slack = slack(link, hop[h].link);
-    mark_dirty(hop[h].link);
+    link.demand += hop[h].weight * demand_of(slots_[f], l);
+    mark_dirty(l);
+    update_slack(l);
+    // The hops before h are placed, h and those after it are not: placing h swaps it with the
+    // first hop left slack. The link's entry follows it wherever update_slack moved it.
+    if (!tags_[l].slack) make_binding(f, link.flows[pos].hop);
   }
+}
+
+void MaxMin::update_slack(LinkId l) {
+  const bool slack_now = slack(links_[l], l);
+  if (tags_[l].slack == slack_now) return;
+  tags_[l].slack = slack_now;
+  // A link turned slack stays among its flows' binding hops until a solve next walks them.
+  if (!slack_now)
+    for (const LinkEntry entry : links_[l].flows) make_binding(entry.flow, entry.hop);
+}
+
+void MaxMin::make_binding(FlowId f, uint32_t h) {
+  uint32_t& num_binding = slots_[f].num_binding;
+  if (h >= num_binding) swap_hops(f, h, num_binding++);
+}
+
+void MaxMin::swap_hops(FlowId f, uint32_t a, uint32_t b) {
+  if (a == b) return;
+  Hop* hop = hops(f);
+  std::swap(hop[a], hop[b]);
+  links_[hop[a].link].flows[hop[a].pos].hop = a;
+  links_[hop[b].link].flows[hop[b].pos].hop = b;
 }
 
 void MaxMin::detach(FlowId f, bool mark) {
@@ -155,7 +185,7 @@ void MaxMin::detach(FlowId f, bool mark) {
     // Reset when empty, so rounding cannot build up over a long run.
     link.demand =
         link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(slots_[f], hop[h].link);
-    tags_[hop[h].link].slack = slack(link, hop[h].link);
+    update_slack(hop[h].link);
     if (mark) mark_dirty(hop[h].link);
   }
   --num_flows_;
@@ -297,10 +327,15 @@ void MaxMin::collect_component() {
 
 void MaxMin::add_binding_links(FlowId f) {
   const Hop* hop = hops(f);
-  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+  uint32_t& num_binding = slots_[f].num_binding;
+  for (uint32_t h = 0; h < num_binding;) {
     LinkTag& tag = tags_[hop[h].link];
-    if (tag.mark == link_epoch_ || tag.slack) continue;
-    add_link_to_set(tag, hop[h].link);
+    if (tag.slack) {  // turned slack since the flow was last walked
+      swap_hops(f, h, --num_binding);
+      continue;
+    }
+    if (tag.mark != link_epoch_) add_link_to_set(tag, hop[h].link);
+    ++h;
   }
 }
 
@@ -414,9 +449,9 @@ void MaxMin::water_fill() {
       set_bottleneck(entry.flow, l);
       --unfrozen;
       const Hop* hop = hops(entry.flow);
-      for (uint32_t h = 0; h < frozen.num_hops; ++h) {
+      for (uint32_t h = 0; h < slots_[entry.flow].num_binding; ++h) {
         const LinkTag& tag = tags_[hop[h].link];
-        if (tag.mark != link_epoch_) continue;  // slack: not filled
+        if (tag.mark != link_epoch_) continue;  // not in this round's set
         LinkFill& link = fill_[tag.slot];
         link.residual -= share * hop[h].weight;
         link.unfrozen_weight -= hop[h].weight;

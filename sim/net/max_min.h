@@ -77,7 +77,7 @@ class MaxMin {
   const std::vector<FlowId>& finished() const { return finished_; }
 
   // Off, every solve re-solves the whole component of the changed links. Both give the max-min
-  // allocation; the switch is for tests and benchmarks that compare them.
+  // allocation; the switch is for tests and benchmarks that compare them, set before any flow.
   void set_incremental(bool on) { incremental_ = on; }
   // Cost counters: solves, the flows they revisited in all, and their water-fillings (an
   // incremental solve fills again each time its set grows).
@@ -101,6 +101,10 @@ class MaxMin {
     double alone_second = 0;
     LinkId tightest = 0;
     uint32_t hop_capacity = 0;  // hops reserved for this slot in hops_
+    // The flow's hops over links that can bind come first, among this many: solves walk only
+    // those (a flow standing for thousands of hashed connections crosses tens of thousands of
+    // links, most of them slack). Links that turned slack leave the prefix when a solve walks it.
+    uint32_t num_binding = 0;
     uint32_t next_free = kNone;
     // Neighbours in the list of flows whose bottleneck is the same link (LinkState::limited).
     uint32_t prev_limited = kNone;
@@ -185,6 +189,11 @@ class MaxMin {
   // its slot.
   void detach(FlowId f, bool mark);
   void mark_dirty(LinkId l);
+  // Recomputes link l's slackness after its flows or demand changed; where it can bind now, moves
+  // its flows' hops on it among their binding hops.
+  void update_slack(LinkId l);
+  void make_binding(FlowId f, uint32_t h);
+  void swap_hops(FlowId f, uint32_t a, uint32_t b);
   // Moves flow f to the list of the flows `l` limits (kNone: to none).
   void set_bottleneck(FlowId f, LinkId l);
 
