@@ -83,34 +83,42 @@ Bandwidth AnalyticalNetwork::port_bandwidth(uint32_t port) const {
                                      : trunks_->bandwidth[port - topology.num_links()];
 }
 
-AnalyticalNetwork::Booking AnalyticalNetwork::booking(uint32_t port, double bytes) const {
-  return {port, transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port))};
+Time AnalyticalNetwork::queue_at(uint32_t port, Time own) {
+  Port& state = port_state(port);
+  const Time waited = fair_wait(state, own);
+  enqueue(state, own, 1);
+  return sim_.now() + own + waited;
 }
 
-Time AnalyticalNetwork::queue_at(const Booking& booking) {
-  if (port_queues_.empty())
-    port_queues_.resize(routing_.topology().num_links() + trunks().bandwidth.size());
-  PortQueue& queue = port_queues_[booking.port];
+AnalyticalNetwork::Port& AnalyticalNetwork::port_state(uint32_t port) {
+  if (ports_.empty()) ports_.resize(routing_.topology().num_links() + trunks().bandwidth.size());
+  return ports_[port];
+}
+
+Time AnalyticalNetwork::fair_wait(const Port& port, Time own) const {
   const Time now = sim_.now();
-  Time waited;
-  if (queue.drained <= now) {
-    queue = {.drained = now, .busy = Time{}, .bookings = 0};  // idle: a new busy period
-  } else {
-    // Shared fairly with the bookings still draining, taken as k equal ones of their busy
-    // period's mean length (k at least one): alongside them it passes its bytes at 1 / (k + 1)
-    // of the rate, so it waits k times its own time, or for the whole backlog if that is less.
-    const Time backlog = queue.drained - now;
-    // In 128 bits: a large booking behind many small ones has k times its time far past 2^63.
-    const __int128 busy = queue.busy.count_ps();
-    const __int128 k =
-        (static_cast<__int128>(backlog.count_ps()) * queue.bookings + busy - 1) / busy;
-    const __int128 share = static_cast<__int128>(booking.own.count_ps()) * std::max<__int128>(k, 1);
-    waited = share < backlog.count_ps() ? Time::ps(static_cast<int64_t>(share)) : backlog;
+  if (port.drained <= now) return Time{};
+  // Shared fairly with the bookings still draining, taken as k equal ones of their busy period's
+  // mean length (k at least one): alongside them it passes its bytes at 1 / (k + 1) of the rate,
+  // so it waits k times its own time, or for the whole backlog if that is less.
+  const Time backlog = port.drained - now;
+  // In 128 bits: a large booking behind many small ones has k times its time far past 2^63.
+  const __int128 busy = port.busy.count_ps();
+  const __int128 k = (static_cast<__int128>(backlog.count_ps()) * port.bookings + busy - 1) / busy;
+  const __int128 share = static_cast<__int128>(own.count_ps()) * std::max<__int128>(k, 1);
+  return share < backlog.count_ps() ? Time::ps(static_cast<int64_t>(share)) : backlog;
+}
+
+void AnalyticalNetwork::enqueue(Port& port, Time own, int64_t count) const {
+  const Time now = sim_.now();
+  if (port.drained <= now) {  // idle: a new busy period
+    port.drained = now;
+    port.busy = Time{};
+    port.bookings = 0;
   }
-  queue.drained += booking.own;
-  queue.busy += booking.own;
-  ++queue.bookings;
-  return now + booking.own + waited;
+  port.drained += own;
+  port.busy += own;
+  port.bookings += count;
 }
 
 Time AnalyticalNetwork::queue_at_ports(VertexId src, VertexId dst, const Route& route,
@@ -119,7 +127,9 @@ Time AnalyticalNetwork::queue_at_ports(VertexId src, VertexId dst, const Route& 
   for_each_link(src, dst, route, [&](LinkId l, double share) {
     const int64_t port = port_of(l);
     if (port >= 0)
-      last = std::max(last, queue_at(booking(static_cast<uint32_t>(port), bytes * share)));
+      last = std::max(last, queue_at(static_cast<uint32_t>(port),
+                                     transfer_time(static_cast<Bytes>(std::llround(bytes * share)),
+                                                   port_bandwidth(static_cast<uint32_t>(port)))));
   });
   return last;
 }
@@ -130,8 +140,7 @@ AnalyticalNetwork::PortSums AnalyticalNetwork::sum_ports(std::span<const FluidEd
   // Runs past the first are its images on other GPUs (send_fluid's mirrors): their endpoint ports
   // are loaded as run 0's are, by this transfer and by every other lane of its phase alike, so
   // run 0's stand for all in the time and in the ports booked. A trunk or a hashed switch link
-  // carries every run's bytes, and those of every transfer before it: it is queued on (queue_at),
-  // not shared per instant.
+  // carries every run's bytes, and those of every transfer before it: it is queued on as well.
   const std::size_t run0 = edges.size() / static_cast<std::size_t>(std::max(mirrors, 1));
   const bool images_queue = !trunks().empty() || hashed_flows_ > 0;
   for (std::size_t i = 0; i < edges.size(); ++i) {
@@ -176,19 +185,19 @@ AnalyticalNetwork::PortSums AnalyticalNetwork::sum_ports(std::span<const FluidEd
 }
 
 AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_from(const PortSums& sums, double scale,
-                                                          Time slowest_edge,
+                                                          double reference, Time slowest_edge,
                                                           const TrafficStats& traffic) {
   FluidPlan plan;
   plan.slowest = slowest_edge;
   plan.traffic = traffic;
+  plan.bookings.reserve(sums.ports.size());
   for (const auto& [port, sum] : sums.ports) {
-    const double bytes = sum * scale;
-    plan.slowest = std::max(
-        plan.slowest, transfer_time(static_cast<Bytes>(std::llround(bytes)), port_bandwidth(port)));
-    if (is_endpoint_port(port))
-      plan.port_bytes.emplace_back(port, bytes);
-    else
-      plan.queued.push_back(booking(port, bytes));
+    const Booking& b = plan.bookings.emplace_back(
+        Booking{.port = port,
+                .queued = !is_endpoint_port(port),
+                .weight = sum * scale / reference,
+                .ps_per_weight = reference * 1e12 / port_bandwidth(port).in_bytes_per_s()});
+    plan.slowest = std::max(plan.slowest, b.own());
   }
   return plan;
 }
@@ -200,8 +209,11 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
                        return e.wire_bytes == bytes;
                      });
   if (!equal) {
+    double reference = 0;
+    for (const FluidEdge& e : edges)
+      if (e.src != e.dst) reference = std::max(reference, e.wire_bytes);
     const PortSums sums = sum_ports(edges, mirrors);
-    return plan_from(sums, 1.0, sums.slowest_edge, sums.traffic);
+    return plan_from(sums, 1.0, reference, sums.slowest_edge, sums.traffic);
   }
   // Every edge alike (a ring's or a PAT phase's lanes): the list's load per byte of an edge,
   // found once, scaled to this size.
@@ -211,7 +223,7 @@ AnalyticalNetwork::FluidPlan AnalyticalNetwork::plan_fluid(std::span<const Fluid
   for (Bytes& b : traffic.bytes_by_class) b *= edge_bytes;
   const Time slowest_edge =
       unit.traffic.messages > 0 ? transfer_time(edge_bytes, unit.narrowest) : Time{};
-  return plan_from(unit, bytes, slowest_edge, traffic);
+  return plan_from(unit, bytes, bytes, slowest_edge, traffic);
 }
 
 const AnalyticalNetwork::PortSums& AnalyticalNetwork::unit_sums(std::span<const FluidEdge> edges,
@@ -249,44 +261,71 @@ const AnalyticalNetwork::PortSums& AnalyticalNetwork::unit_sums(std::span<const 
   return unit_plans_.back().sums;
 }
 
-Time AnalyticalNetwork::share_ports_with_this_instant(const FluidPlan& plan) {
-  if (instant_ != sim_.now()) {
-    for (const uint32_t p : instant_ports_) instant_port_bytes_[p] = 0;
-    instant_ports_.clear();
-    instant_ = sim_.now();
-  }
-  Time busiest;
-  for (const auto& [port, bytes] : plan.port_bytes) {
-    if (instant_port_bytes_.size() <= port) instant_port_bytes_.resize(port + 1, 0.0);
-    double& booked = instant_port_bytes_[port];
-    if (booked == 0) instant_ports_.push_back(port);
-    booked += bytes;
-    const auto b = static_cast<Bytes>(std::llround(booked));
-    busiest = std::max(busiest, transfer_time(b, port_bandwidth(port)));
-  }
-  return busiest;
-}
-
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                                    Done done, FluidPlanSlot* slot) {
+  PendingFluid pending{.plan = kOwnPlan, .own_plan = {}, .waits = waits, .done = std::move(done)};
   // A plan holds run 0's ports: a slot sent with other mirrors is planned afresh.
-  const auto planned = [&] {
-    return slot && slot->network == slot_id_ && slot->mirrors == mirrors;
-  };
-  FluidPlan fresh;
-  if (!planned()) fresh = plan_fluid(edges, mirrors);
-  const std::size_t ports = fresh.port_bytes.size() + fresh.queued.size();
-  if (slot && !planned() && fluid_plan_ports_ + ports <= kMaxFluidPlanPorts) {
-    *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
-    fluid_plans_.push_back(std::move(fresh));
-    fluid_plan_ports_ += ports;
+  if (slot && slot->network == slot_id_ && slot->mirrors == mirrors) {
+    pending.plan = slot->plan;
+  } else {
+    pending.own_plan = plan_fluid(edges, mirrors);
+    const std::size_t ports = pending.own_plan.bookings.size();
+    if (slot && fluid_plan_ports_ + ports <= kMaxFluidPlanPorts) {
+      *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
+      pending.plan = slot->plan;
+      fluid_plans_.push_back(std::move(pending.own_plan));
+      fluid_plan_ports_ += ports;
+    }
   }
-  const bool kept = planned();
-  const FluidPlan& plan = kept ? fluid_plans_[slot->plan] : fresh;
-  stats_.add(plan.traffic);
-  Time busy = share_ports_with_this_instant(plan);
-  for (const Booking& booking : plan.queued) busy = std::max(busy, queue_at(booking) - sim_.now());
-  if (done) sim_.schedule_in(std::max(plan.slowest + waits, busy), std::move(done));
+  stats_.add(plan_of(pending).traffic);
+  if (pending_.empty()) sim_.schedule_at(sim_.now(), [this] { settle_instant(); });
+  pending_.push_back(std::move(pending));
+}
+
+void AnalyticalNetwork::settle_instant() {
+  // One transfer alone at its instant (the common case) queues as it is timed; several first sum
+  // what they book on each port.
+  const bool several = pending_.size() > 1;
+  if (several) {
+    for (const PendingFluid& pending : pending_) {
+      for (const Booking& b : plan_of(pending).bookings) {
+        Port& port = port_state(b.port);
+        if (port.instant_count == 0) instant_ports_.push_back(b.port);
+        port.queued = b.queued;
+        port.instant_own += b.own();
+        port.instant_weight += b.weight;
+        ++port.instant_count;
+      }
+    }
+  }
+  for (PendingFluid& pending : pending_) {
+    const FluidPlan& plan = plan_of(pending);
+    Time busy;
+    for (const Booking& b : plan.bookings) {
+      Port& port = port_state(b.port);
+      const Time own = b.own();
+      const Time waited = b.queued ? fair_wait(port, own) : Time{};
+      // Max-min fair, the transfers through the port move at one rate while they share it: this
+      // one's reference bytes at that rate take the port's time for their weights summed, or
+      // less where some end before it, but never longer than the port takes for them all. Equal
+      // transfers end at one instant, to send their next phases together.
+      const Time through =
+          several ? std::min(port.instant_own, b.time_for(port.instant_weight)) : own;
+      busy = std::max(busy, waited + through);
+      if (!several && b.queued) enqueue(port, own, 1);
+    }
+    if (pending.done)
+      sim_.schedule_in(std::max(plan.slowest + pending.waits, busy), std::move(pending.done));
+  }
+  pending_.clear();
+  for (const uint32_t p : instant_ports_) {
+    Port& port = ports_[p];
+    if (port.queued) enqueue(port, port.instant_own, port.instant_count);
+    port.instant_own = Time{};
+    port.instant_weight = 0;
+    port.instant_count = 0;
+  }
+  instant_ports_.clear();
 }
 
 Time AnalyticalNetwork::alone_transfer_time(VertexId src, VertexId dst, double bytes,

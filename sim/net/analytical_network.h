@@ -1,6 +1,7 @@
 // Fast transfer models for sweeps: analytical (alpha-beta per route, busy ports) and ideal.
 #pragma once
 
+#include <cmath>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -37,12 +38,15 @@ class AnalyticalNetwork final : public Network {
   void send(VertexId src, VertexId dst, Bytes bytes, Done done) override;
   // Takes its time alone plus `waits`, or longer where its ports are busy. Alone: its slowest
   // edge, or its busiest endpoint link (one touching a GPU or NIC, Topology::is_endpoint_link,
-  // which no routing avoids) carrying every one of its edges that crosses it. Busy: it ends no
-  // earlier than each of its endpoint links has passed the bytes that it and the fluid transfers
-  // sent before it at the same instant put there, as the lanes of one phase of a fluid collective
-  // (coll/fluid_form.h) run side by side on their servers' ports. Transfers sent at other times,
-  // and the ports' bookings by messages, are not seen. With a slot, the time alone, the bytes per
-  // port and the traffic are worked out once per edge list and mirror count.
+  // which no routing avoids) carrying every one of its edges that crosses it. Busy: the fluid
+  // transfers sent at one instant (the lanes of one phase of a fluid collective, coll/fluid_form.h,
+  // or the phases of many groups' collectives) share each port they cross max-min fairly,
+  // whatever the order they were sent in: at one rate while they share it, so that each ends when
+  // its own bytes have passed at that rate, and none later than the port takes for all of theirs
+  // (equal transfers end together, a small one beside a large one early). Endpoint ports see
+  // only that instant's fluid transfers; queued ports (trunks, hashed switch links) also share
+  // with what earlier transfers and messages left there (queue_at). With a slot, the time alone,
+  // the bytes per port and the traffic are worked out once per edge list and mirror count.
   void send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits, Done done,
                   FluidPlanSlot* slot) override;
   Time path_latency(VertexId src, VertexId dst) override {
@@ -54,16 +58,24 @@ class AnalyticalNetwork final : public Network {
   const TrafficStats& stats() const override { return stats_; }
 
  private:
-  // How long one port takes alone to pass on the bytes booked on it.
+  // What a fluid transfer puts on one port: `weight` bytes per byte it moves (its reference),
+  // which the port passes in `ps_per_weight` x weight picoseconds.
   struct Booking {
     uint32_t port = 0;
-    Time own;
+    bool queued = true;  // not an endpoint port: it keeps a queue across instants
+    double weight = 0;
+    double ps_per_weight = 0;
+    // The port's time alone for this transfer's bytes, and for `weights` x its reference bytes.
+    Time own() const { return time_for(weight); }
+    Time time_for(double weights) const {
+      return Time::ps(Time::checked_ps(std::ceil(weights * ps_per_weight)));
+    }
   };
-  // What one fluid send takes alone, the bytes it puts on each port (port_of) and its traffic.
+  // What one fluid send takes alone, what it books on each port (port_of) and its traffic. It
+  // moves its reference bytes (its largest edge's) as one flow, at one rate on every port.
   struct FluidPlan {
     Time slowest;
-    std::vector<std::pair<uint32_t, double>> port_bytes;  // endpoint links, by port
-    std::vector<Booking> queued;                          // trunks or switch links, by port
+    std::vector<Booking> bookings;  // by port
     TrafficStats traffic;
   };
   // Ports are the links (by id) and then the trunks. An endpoint link is its own port; a switch
@@ -90,24 +102,31 @@ class AnalyticalNetwork final : public Network {
     Bandwidth narrowest;
   };
   PortSums sum_ports(std::span<const FluidEdge> edges, int32_t mirrors);
-  // The plan of sums whose port bytes are scaled by `scale`.
-  FluidPlan plan_from(const PortSums& sums, double scale, Time slowest_edge,
+  // The plan of sums whose port bytes are scaled by `scale`, moving `reference` bytes.
+  FluidPlan plan_from(const PortSums& sums, double scale, double reference, Time slowest_edge,
                       const TrafficStats& traffic);
   FluidPlan plan_fluid(std::span<const FluidEdge> edges, int32_t mirrors);
   // The sums of `edges` at one byte an edge, found once per list of pairs and mirror count: a
   // run sends the same lanes at many sizes (every bucket of a data-parallel reduction), and on
   // hashed paths walking a list's 16 paths an edge is what costs.
   const PortSums& unit_sums(std::span<const FluidEdge> edges, int32_t mirrors);
-  // Adds the plan's bytes to the ports of this instant's fluid transfers; returns when the
-  // busiest of its ports has passed every byte booked on it at this instant.
-  Time share_ports_with_this_instant(const FluidPlan& plan);
+  // Times the fluid transfers sent at this instant, once all are sent (an event at the same
+  // instant): each ends when its ports have passed its bytes beside the others'.
+  void settle_instant();
   // Queues `bytes` on the ports of the message's links; returns when the last has passed them on.
   Time queue_at_ports(VertexId src, VertexId dst, const Route& route, Bytes bytes);
-  // Queues `bytes` on one port, which passes on every byte queued at its rate; returns when
-  // these have passed, sharing the port fairly with those still waiting (not first come first
-  // served, so a small message is not held for a large one's whole transfer).
-  Time queue_at(const Booking& booking);
-  Booking booking(uint32_t port, double bytes) const;
+  // Queues bytes the port takes `own` to pass on; returns when these have passed, sharing the
+  // port fairly with those still waiting (not first come first served, so a small message is not
+  // held for a large one's whole transfer).
+  Time queue_at(uint32_t port, Time own);
+  struct Port;
+  Port& port_state(uint32_t port);
+  // How long a booking of `own` waits behind what is still queued at the port: k x own, for the k
+  // bookings of its busy period's mean length that are still draining, or the whole backlog if
+  // that is less.
+  Time fair_wait(const Port& port, Time own) const;
+  // Adds `count` bookings of `own` seconds in all to the port's queue.
+  void enqueue(Port& port, Time own, int64_t count) const;
 
   Simulator& sim_;
   Routing& routing_;
@@ -139,18 +158,33 @@ class AnalyticalNetwork final : public Network {
   std::vector<UnitPlan> unit_plans_;
   std::size_t unit_plan_entries_ = 0;
   PortSums scratch_unit_;  // a list past the bound
-  // Per port: when its queued bytes have passed it, and what its current busy period has queued
-  // (the bookings' own times, summed, and their count).
-  struct PortQueue {
+  // Per port: when its queued bytes have passed it, what its current busy period has queued
+  // (the bookings' own times, summed, and their count), and what this instant's fluid transfers
+  // book there, not yet queued (their own times and weights, summed, and their count).
+  struct Port {
     Time drained;
     Time busy;
     int64_t bookings = 0;
+    Time instant_own;
+    double instant_weight = 0;
+    int32_t instant_count = 0;
+    bool queued = false;  // set with the instant's bookings
   };
-  std::vector<PortQueue> port_queues_;
-  // Fluid bytes per port sent at `instant_` (the ports touched listed, to clear them after).
-  Time instant_ = Time::max();
-  std::vector<double> instant_port_bytes_;
-  std::vector<uint32_t> instant_ports_;
+  std::vector<Port> ports_;
+  // The fluid transfers sent at this instant and not yet timed: the plan (in fluid_plans_, or
+  // kOwnPlan: its own), the pace and what to call at the end.
+  struct PendingFluid {
+    uint32_t plan = 0;
+    FluidPlan own_plan;
+    Time waits;
+    Done done;
+  };
+  static constexpr uint32_t kOwnPlan = 0xFFFFFFFFu;
+  std::vector<PendingFluid> pending_;
+  const FluidPlan& plan_of(const PendingFluid& pending) const {
+    return pending.plan == kOwnPlan ? pending.own_plan : fluid_plans_[pending.plan];
+  }
+  std::vector<uint32_t> instant_ports_;  // the ports this instant's fluid transfers book
   // plan_fluid's bytes per port (zero outside a plan) and the ports it touched.
   std::vector<double> plan_port_bytes_;
   std::vector<uint32_t> plan_ports_;

@@ -431,6 +431,29 @@ TEST(AnalyticalNetwork, HashedFlowsShareTheLinkTheyAreHashedOnto) {
     EXPECT_EQ(h.t(i), pods.latency * 4 + transfer_time(size, kBw) * (i + 1)) << i;
 }
 
+// Fluid transfers sent at one instant share a hashed link as the congestion-aware model does, at
+// one rate: the same four, sent as fluid transfers (the phases of four groups' collectives), all
+// end after four lone times.
+TEST(AnalyticalNetwork, FluidTransfersSentTogetherEndTogetherOnTheLinkTheyAreHashedOnto) {
+  TwoPods pods(4, kBw, kBw);
+  Simulator sim;
+  Routing routing(pods.topo);
+  AnalyticalNetwork net(sim, routing);
+  const double size = 64.0 * kMiB;
+  std::vector<Time> end(4, Time::max());
+  sim.schedule_at(Time{}, [&] {
+    for (int i = 0; i < 4; ++i) {
+      const std::vector<FluidEdge> edges{{pods.pod[0][i], pods.pod[1][i], size}};
+      net.send_fluid(
+          edges, 1, Time{}, [&end, &sim, i] { end[i] = sim.now(); }, nullptr);
+    }
+  });
+  sim.run();
+  const Time lone = transfer_time(static_cast<Bytes>(size), kBw);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(end[i], end[0]) << i;
+  EXPECT_NEAR(end[0].as_seconds(), 4 * lone.as_seconds(), 1e-11);
+}
+
 // A port shares its rate fairly with what is still queued there: a small message sent behind a
 // large one passes its bytes at half the port's rate beside it, not after all of it, and the
 // large one ends as alone (its ending is not revised).
@@ -486,45 +509,60 @@ TEST(AnalyticalNetwork, AFluidTransfersEdgesShareTheirEndpointLinks) {
             transfer_time(static_cast<Bytes>(2 * size), kBw));
 }
 
-// Fluid transfers sent at one instant (the lanes of one phase of a fluid collective) share
-// their endpoint links as one transfer's edges do: the first sent takes its lone time, each
-// later one that crosses the same port ends once the port has passed every byte before its own,
-// and one whose ports are its own keeps its lone time. A transfer already paced past that (its
-// waits) keeps its pace.
-TEST(AnalyticalNetwork, FluidTransfersSentAtOneInstantShareTheirEndpointLinks) {
+// Fluid transfers sent at one instant (the lanes of one phase of a fluid collective, or one phase
+// of many groups' collectives) share each port fairly, whatever order they were sent in: two of
+// equal bytes through one port both end once it has passed both; one whose ports are its own
+// keeps its lone time; a small one beside a large one ends at its fair share (twice its own time
+// with two), the large one once the port has passed both. A transfer paced past that (its waits)
+// keeps its pace, and a transfer sent a moment later sees none of them.
+TEST(AnalyticalNetwork, FluidTransfersSentAtOneInstantShareTheirPortsFairly) {
   Star star(5, kBw, kLat);
-  Simulator sim;
-  Routing routing(star.topo);
-  AnalyticalNetwork net(sim, routing);
   const auto& g = star.gpus;
   const double size = 64.0 * kMiB;
   const Time lone = transfer_time(static_cast<Bytes>(size), kBw);
-  std::vector<Time> end(4, Time::max());
-  const auto send = [&](std::vector<FluidEdge> edges, Time waits, int i) {
-    net.send_fluid(
-        edges, 1, waits, [&end, &sim, i] { end[i] = sim.now(); }, nullptr);
+  struct Send {
+    std::vector<FluidEdge> edges;
+    Time waits;
   };
-  sim.schedule_at(Time::us(1), [&] {
-    send({{g[0], g[1], size}}, Time{}, 0);
-    send({{g[0], g[2], size}}, Time{}, 1);    // GPU 0's port again: after the first
-    send({{g[3], g[4], size}}, Time{}, 2);    // ports of its own
-    send({{g[2], g[1], size}}, lone * 5, 3);  // into GPU 1 after the first, but paced slower
-  });
-  sim.run();
-  EXPECT_EQ(end[0] - Time::us(1), lone);
-  EXPECT_EQ(end[1] - Time::us(1), transfer_time(static_cast<Bytes>(2 * size), kBw));
-  EXPECT_EQ(end[2] - Time::us(1), lone);
-  EXPECT_EQ(end[3] - Time::us(1), lone * 6);
-  // Sent a moment later, the same transfer sees none of them.
-  Time later = Time::max();
-  const std::vector<FluidEdge> again{{g[0], g[1], size}};
-  sim.schedule_at(sim.now(), [&] {
+  const std::vector<Send> sends{
+      {{{g[0], g[1], size}}, Time{}},
+      {{{g[0], g[2], size}}, Time{}},    // GPU 0's port again
+      {{{g[3], g[4], size}}, Time{}},    // ports of its own
+      {{{g[2], g[1], size}}, lone * 5},  // into GPU 1 beside the first, but paced slower
+      {{{g[4], g[3], size / 4}}, Time{}},
+      {{{g[4], g[0], size}}, Time{}},  // GPU 4's port beside the quarter-size one
+  };
+  const auto ends_sent_in = [&](const std::vector<int>& order) {
+    Simulator sim;
+    Routing routing(star.topo);
+    AnalyticalNetwork net(sim, routing);
+    std::vector<Time> end(sends.size(), Time::max());
+    sim.schedule_at(Time::us(1), [&] {
+      for (const int i : order)
+        net.send_fluid(
+            sends[i].edges, 1, sends[i].waits,
+            [&end, &sim, i] { end[i] = sim.now() - Time::us(1); }, nullptr);
+    });
+    sim.run();
+    // Sent a moment later, a transfer through GPU 0's port sees none of them.
+    Time later = Time::max();
+    const std::vector<FluidEdge> again{{g[0], g[1], size}};
+    const Time start = sim.now();
     net.send_fluid(
         again, 1, Time{}, [&] { later = sim.now(); }, nullptr);
-  });
-  const Time start = sim.now();
-  sim.run();
-  EXPECT_EQ(later - start, lone);
+    sim.run();
+    EXPECT_EQ(later - start, lone);
+    return end;
+  };
+  const std::vector<Time> end = ends_sent_in({0, 1, 2, 3, 4, 5});
+  const Time quarter = transfer_time(static_cast<Bytes>(size / 4), kBw);
+  EXPECT_EQ(end[0], lone * 2);
+  EXPECT_EQ(end[1], lone * 2);
+  EXPECT_EQ(end[2], lone);
+  EXPECT_EQ(end[3], lone * 6);
+  EXPECT_EQ(end[4], quarter * 2);
+  EXPECT_EQ(end[5], lone + quarter);
+  EXPECT_EQ(ends_sent_in({5, 4, 3, 2, 1, 0}), end);
 }
 
 TEST(IdealNetwork, CommunicationIsFreeButCounted) {
