@@ -134,43 +134,15 @@ void MaxMin::set_bottleneck(FlowId f, LinkId l) {
 }
 
 void MaxMin::attach(FlowId f) {
-  slots_[f].num_binding = 0;
   Hop* hop = hops(f);
   for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
-    const LinkId l = hop[h].link;
-    LinkState& link = links_[l];
-    const auto pos = static_cast<uint32_t>(link.flows.size());
-    hop[h].pos = pos;
+    LinkState& link = links_[hop[h].link];
+    hop[h].pos = static_cast<uint32_t>(link.flows.size());
     link.flows.push_back({f, h, hop[h].weight});
-    link.demand += hop[h].weight * demand_of(slots_[f], l);
-    mark_dirty(l);
-    update_slack(l);
-    // The hops before h are placed, h and those after it are not: placing h swaps it with the
-    // first hop left slack. The link's entry follows it wherever update_slack moved it.
-    if (!tags_[l].slack) make_binding(f, link.flows[pos].hop);
+    link.demand += hop[h].weight * demand_of(slots_[f], hop[h].link);
+    tags_[hop[h].link].slack = slack(link, hop[h].link);
+    mark_dirty(hop[h].link);
   }
-}
-
-void MaxMin::update_slack(LinkId l) {
-  const bool slack_now = slack(links_[l], l);
-  if (tags_[l].slack == slack_now) return;
-  tags_[l].slack = slack_now;
-  // A link turned slack stays among its flows' binding hops until a solve next walks them.
-  if (!slack_now)
-    for (const LinkEntry entry : links_[l].flows) make_binding(entry.flow, entry.hop);
-}
-
-void MaxMin::make_binding(FlowId f, uint32_t h) {
-  uint32_t& num_binding = slots_[f].num_binding;
-  if (h >= num_binding) swap_hops(f, h, num_binding++);
-}
-
-void MaxMin::swap_hops(FlowId f, uint32_t a, uint32_t b) {
-  if (a == b) return;
-  Hop* hop = hops(f);
-  std::swap(hop[a], hop[b]);
-  links_[hop[a].link].flows[hop[a].pos].hop = a;
-  links_[hop[b].link].flows[hop[b].pos].hop = b;
 }
 
 void MaxMin::detach(FlowId f, bool mark) {
@@ -185,7 +157,7 @@ void MaxMin::detach(FlowId f, bool mark) {
     // Reset when empty, so rounding cannot build up over a long run.
     link.demand =
         link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(slots_[f], hop[h].link);
-    update_slack(hop[h].link);
+    tags_[hop[h].link].slack = slack(link, hop[h].link);
     if (mark) mark_dirty(hop[h].link);
   }
   --num_flows_;
@@ -225,6 +197,7 @@ void MaxMin::solve(Progress& progress) {
   next_epochs();
   comp_flows_.clear();
   comp_links_.clear();
+  fill_hops_.clear();
   finished_.clear();
   if (incremental_) {
     seed_from_dirty_links();
@@ -327,16 +300,15 @@ void MaxMin::collect_component() {
 
 void MaxMin::add_binding_links(FlowId f) {
   const Hop* hop = hops(f);
-  uint32_t& num_binding = slots_[f].num_binding;
-  for (uint32_t h = 0; h < num_binding;) {
+  FlowSlot& slot = slots_[f];
+  slot.fill_begin = static_cast<uint32_t>(fill_hops_.size());
+  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
     LinkTag& tag = tags_[hop[h].link];
-    if (tag.slack) {  // turned slack since the flow was last walked
-      swap_hops(f, h, --num_binding);
-      continue;
-    }
+    if (tag.slack) continue;
     if (tag.mark != link_epoch_) add_link_to_set(tag, hop[h].link);
-    ++h;
+    fill_hops_.push_back({tag.slot, hop[h].weight});
   }
+  slot.fill_end = static_cast<uint32_t>(fill_hops_.size());
 }
 
 void MaxMin::add_link_to_set(LinkTag& tag, LinkId l) {
@@ -348,6 +320,7 @@ void MaxMin::add_link_to_set(LinkTag& tag, LinkId l) {
 void MaxMin::collect_links() {
   next_link_epoch();
   comp_links_.clear();
+  fill_hops_.clear();
   for (FlowId f : comp_flows_) add_binding_links(f);
 }
 
@@ -448,13 +421,11 @@ void MaxMin::water_fill() {
       frozen.new_rate = share;
       set_bottleneck(entry.flow, l);
       --unfrozen;
-      const Hop* hop = hops(entry.flow);
-      for (uint32_t h = 0; h < slots_[entry.flow].num_binding; ++h) {
-        const LinkTag& tag = tags_[hop[h].link];
-        if (tag.mark != link_epoch_) continue;  // not in this round's set
-        LinkFill& link = fill_[tag.slot];
-        link.residual -= share * hop[h].weight;
-        link.unfrozen_weight -= hop[h].weight;
+      const FlowSlot& slot = slots_[entry.flow];
+      for (uint32_t i = slot.fill_begin; i < slot.fill_end; ++i) {
+        LinkFill& link = fill_[fill_hops_[i].slot];
+        link.residual -= share * fill_hops_[i].weight;
+        link.unfrozen_weight -= fill_hops_[i].weight;
         --link.unfrozen;
       }
     }

@@ -101,10 +101,9 @@ class MaxMin {
     double alone_second = 0;
     LinkId tightest = 0;
     uint32_t hop_capacity = 0;  // hops reserved for this slot in hops_
-    // The flow's hops over links that can bind come first, among this many: solves walk only
-    // those (a flow standing for thousands of hashed connections crosses tens of thousands of
-    // links, most of them slack). Links that turned slack leave the prefix when a solve walks it.
-    uint32_t num_binding = 0;
+    // Where the solve round's list of the flow's links that can bind lies in fill_hops_.
+    uint32_t fill_begin = 0;
+    uint32_t fill_end = 0;
     uint32_t next_free = kNone;
     // Neighbours in the list of flows whose bottleneck is the same link (LinkState::limited).
     uint32_t prev_limited = kNone;
@@ -189,11 +188,6 @@ class MaxMin {
   // its slot.
   void detach(FlowId f, bool mark);
   void mark_dirty(LinkId l);
-  // Recomputes link l's slackness after its flows or demand changed; where it can bind now, moves
-  // its flows' hops on it among their binding hops.
-  void update_slack(LinkId l);
-  void make_binding(FlowId f, uint32_t h);
-  void swap_hops(FlowId f, uint32_t a, uint32_t b);
   // Moves flow f to the list of the flows `l` limits (kNone: to none).
   void set_bottleneck(FlowId f, LinkId l);
 
@@ -203,7 +197,8 @@ class MaxMin {
   void add_to_set(FlowId f);
   void next_epochs();
   void next_link_epoch();
-  // Adds flow f's links that can bind and are not yet in comp_links_.
+  // Adds flow f's links that can bind and are not yet in comp_links_, and lists all its links
+  // that can bind in fill_hops_.
   void add_binding_links(FlowId f);
   // Marks link l as the next of comp_links_.
   void add_link_to_set(LinkTag& tag, LinkId l);
@@ -243,6 +238,14 @@ class MaxMin {
   std::vector<FlowId> comp_flows_;
   std::vector<LinkId> comp_links_;
   std::vector<LinkFill> fill_;  // by index in comp_links_
+  // Each set flow's links that can bind, by index in comp_links_, with its weight on each: what
+  // freezing it charges, without walking its other hops (a flow standing for thousands of hashed
+  // connections crosses tens of thousands of links, most of them slack).
+  struct FillHop {
+    uint32_t slot;
+    double weight;
+  };
+  std::vector<FillHop> fill_hops_;
   std::vector<FlowId> done_;
   std::vector<FlowId> grown_;
   std::vector<FlowId> changed_;
