@@ -141,7 +141,7 @@ class AnalyticalNetwork final : public Network {
   std::size_t spread_links_ = 0;                            // the links they hold
   std::optional<Trunks> trunks_;                            // found on first use
   TrafficStats stats_;
-  // Plans are kept up to a bound on their ports (16 bytes each, about 256 MB), as hashed paths
+  // Plans are kept up to a bound on their ports (24 bytes each, about 400 MB), as hashed paths
   // give a data-parallel phase over thousands of servers tens of thousands of switch links.
   static constexpr std::size_t kMaxFluidPlanPorts = std::size_t{1} << 24;
   std::vector<FluidPlan> fluid_plans_;  // those named by slots
