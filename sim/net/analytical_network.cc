@@ -291,7 +291,6 @@ void AnalyticalNetwork::settle_instant() {
       for (const Booking& b : plan_of(pending).bookings) {
         Port& port = port_state(b.port);
         if (port.instant_count == 0) instant_ports_.push_back(b.port);
-        port.queued = b.queued;
         port.instant_own += b.own();
         port.instant_weight += b.weight;
         ++port.instant_count;
@@ -320,7 +319,7 @@ void AnalyticalNetwork::settle_instant() {
   pending_.clear();
   for (const uint32_t p : instant_ports_) {
     Port& port = ports_[p];
-    if (port.queued) enqueue(port, port.instant_own, port.instant_count);
+    if (!is_endpoint_port(p)) enqueue(port, port.instant_own, port.instant_count);
     port.instant_own = Time{};
     port.instant_weight = 0;
     port.instant_count = 0;

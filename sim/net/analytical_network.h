@@ -168,7 +168,6 @@ class AnalyticalNetwork final : public Network {
     Time instant_own;
     double instant_weight = 0;
     int32_t instant_count = 0;
-    bool queued = false;  // set with the instant's bookings
   };
   std::vector<Port> ports_;
   // The fluid transfers sent at this instant and not yet timed: the plan (in fluid_plans_, or

@@ -197,7 +197,6 @@ void MaxMin::solve(Progress& progress) {
   next_epochs();
   comp_flows_.clear();
   comp_links_.clear();
-  fill_hops_.clear();
   finished_.clear();
   if (incremental_) {
     seed_from_dirty_links();
@@ -275,6 +274,7 @@ void MaxMin::seed_from_dirty_links() {
 }
 
 void MaxMin::collect_component() {
+  fill_hops_.clear();
   // A changed link's flows are revisited even when it is slack now: it may have limited them
   // before the change. Only links that can limit someone are filled and crossed.
   for (LinkId l : dirty_links_) {
