@@ -68,14 +68,19 @@ CollectiveCost::CollectiveCost(const clustersim::RunConfig& config, int32_t gpus
   }
 }
 
-double CollectiveCost::seconds(const workload::Op& op, bool every_stage) {
+double CollectiveCost::seconds(const workload::Op& op, double stages_at_once) {
   if (op.dim == workload::Dim::kEp)
     // The token-count all-gather before a dispatch is a few KB: its latency.
     return op.coll_op == coll::Op::kAllToAll ? all_to_all(op) : 5e-6;
   if (!coll::nccl_tuned(op.coll_op)) return ring_hop(op);
-  const auto key = std::make_tuple(op.dim, op.coll_op, op.bytes, every_stage);
+  const auto key = std::make_tuple(op.dim, op.coll_op, op.bytes, stages_at_once);
   if (const auto it = seconds_.find(key); it != seconds_.end()) return it->second;
-  return seconds_[key] = nccl_call(op, every_stage, members(op.dim));
+  return seconds_[key] = nccl_call(op, stages_at_once, members(op.dim));
+}
+
+bool CollectiveCost::fabric_shared() const {
+  return !hashed_.empty() ||
+         (config_.effects().analytical_oversubscribed_trunks() && !domains_.empty());
 }
 
 bool CollectiveCost::within_server(workload::Dim dim) {
@@ -103,7 +108,7 @@ double CollectiveCost::ring_hop(const workload::Op& op) const {
   return 5e-6 + static_cast<double>(op.bytes) / (in_server ? nvlink_ : nic_);
 }
 
-double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
+double CollectiveCost::nccl_call(const workload::Op& op, double stages_at_once,
                                  const std::vector<int32_t>& members) {
   const auto n = static_cast<int32_t>(members.size());
   if (n < 2) return 0;
@@ -125,7 +130,7 @@ double CollectiveCost::nccl_call(const workload::Op& op, bool every_stage,
   const double nic_s = nic_bytes / (local * nic_ * wire.net_efficiency);
   // The switch links pass the same wire bytes, queued while the NICs' time and the call's
   // latency run: the simulated call ends at the later (AnalyticalNetwork::send_fluid).
-  const double fabric_s = nic_s * fabric_slowdown(op.dim, every_stage, members, choice.algo);
+  const double fabric_s = nic_s * fabric_slowdown(op.dim, stages_at_once, members, choice.algo);
   const double seconds =
       std::max(std::max(nvlink_s, nic_s) + latency_s(op, choice, n, local), fabric_s);
   if (choice.algo != coll::NcclAlgo::kRing || local < 2) return seconds;
@@ -155,9 +160,17 @@ double CollectiveCost::latency_s(const workload::Op& op, const coll::NcclChoice&
          coll::model_latency_us(op.coll_op, choice.algo, choice.protocol, nccl_.graph(n, local));
 }
 
-double CollectiveCost::fabric_slowdown(workload::Dim dim, bool every_stage,
+double CollectiveCost::fabric_slowdown(workload::Dim dim, double stages_at_once,
                                        const std::vector<int32_t>& members, coll::NcclAlgo algo) {
-  if (hashed_.empty() && !config_.effects().analytical_oversubscribed_trunks()) return 1;
+  const double own = stage_slowdown(dim, false, members, algo);
+  if (stages_at_once <= 0) return own;
+  const double every = stage_slowdown(dim, true, members, algo);
+  return own + (every - own) * std::min(stages_at_once, 1.0);
+}
+
+double CollectiveCost::stage_slowdown(workload::Dim dim, bool every_stage,
+                                      const std::vector<int32_t>& members, coll::NcclAlgo algo) {
+  if (!fabric_shared()) return 1;
   const auto [it, fresh] = slowdowns_.emplace(std::make_tuple(dim, algo, every_stage), 1.0);
   if (!fresh) return it->second;
   const auto leaving = [&](int64_t domain_gpus) {

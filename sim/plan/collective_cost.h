@@ -22,9 +22,11 @@ class CollectiveCost {
   CollectiveCost(const clustersim::RunConfig& config, int32_t gpus_per_node);
 
   // Seconds of the collective `op` over its group of rank 0 (every group has the same shape).
-  // `every_stage`: every pipeline stage's groups make the call at once (a microbatch's ZeRO-3
-  // gathers, the gather after the optimizer), else only those of one stage (the distributed
-  // optimizer's gathers at the step's start).
+  // `stages_at_once`: the share of the other pipeline stages whose groups make such calls at the
+  // same time: 1 where every stage does at once (the gather after the optimizer), 0 where only
+  // this stage's do (the distributed optimizer's gathers at the step's start), and the share of
+  // the time the other stages' data-parallel streams are busy for calls inside the pipeline's
+  // passes (a microbatch's ZeRO-3 gathers), which the stages make at different times.
   //
   // NCCL's calls (all-reduce, all-gather, reduce-scatter): the bytes NCCL's chosen algorithm and
   // protocol put on the wire (LL's flags double them), over NVLink at NCCL's share of it when the
@@ -43,13 +45,17 @@ class CollectiveCost {
   // out, so this is an upper bound when model.moe.max_nodes_per_token is set). A ring hop of a
   // TP or CP exchange overlapped with its GEMM or attention: over NVLink while the TP x CP group
   // fits in a server.
-  double seconds(const workload::Op& op, bool every_stage);
+  double seconds(const workload::Op& op, double stages_at_once);
+  // Whether calls share switch links with other groups' (hashed or oversubscribed), so that their
+  // seconds depend on `stages_at_once`.
+  bool fabric_shared() const;
   // Whether rank 0's group of `dim` sits in one server.
   bool within_server(workload::Dim dim);
 
  private:
   const std::vector<int32_t>& members(workload::Dim dim);
-  double nccl_call(const workload::Op& op, bool every_stage, const std::vector<int32_t>& members);
+  double nccl_call(const workload::Op& op, double stages_at_once,
+                   const std::vector<int32_t>& members);
   // The latency NCCL's model charges the call.
   double latency_s(const workload::Op& op, const coll::NcclChoice& choice, int32_t n,
                    int32_t local) const;
@@ -58,14 +64,19 @@ class CollectiveCost {
   double longest_ring_route_s(const std::vector<int32_t>& members) const;
   double all_to_all(const workload::Op& op) const;
   double ring_hop(const workload::Op& op) const;
+  // How many times its NICs' time the call takes while a share `stages_at_once` of the other
+  // stages' groups make it too: between stage_slowdown's figures for this stage's groups alone and
+  // for every stage's, in proportion.
+  double fabric_slowdown(workload::Dim dim, double stages_at_once,
+                         const std::vector<int32_t>& members, coll::NcclAlgo algo);
   // How many times its NICs' time the call takes while the groups making it (every_stage) run
   // one each: what leaves a domain shares the domain's links up, 1 / ratio of its GPUs' NICs (at
   // least 1), as the analytical network's trunks (net/trunks.h) see it. On a fabric that hashes
   // paths (with effects.analytical_hashed_paths), every tier's links up instead, each loaded by
   // the flows hashed onto it: the busiest of them, in expectation (hash_collisions.h), as the
   // analytical network's hashed links see it. Reckoned once per group, algorithm and concurrency.
-  double fabric_slowdown(workload::Dim dim, bool every_stage, const std::vector<int32_t>& members,
-                         coll::NcclAlgo algo);
+  double stage_slowdown(workload::Dim dim, bool every_stage, const std::vector<int32_t>& members,
+                        coll::NcclAlgo algo);
   // The share of the first domain of `domain_gpus` GPUs that is rank 0's pipeline stage.
   double own_stage_share(int64_t domain_gpus) const;
 
@@ -80,7 +91,7 @@ class CollectiveCost {
   int32_t flows_per_message_ = 1;
   std::vector<net::TierSpan> spans_;
   std::map<workload::Dim, std::vector<int32_t>> members_;
-  std::map<std::tuple<workload::Dim, coll::Op, Bytes, bool>, double> seconds_;
+  std::map<std::tuple<workload::Dim, coll::Op, Bytes, double>, double> seconds_;
   std::map<std::tuple<workload::Dim, coll::NcclAlgo, bool>, double> slowdowns_;
 };
 

@@ -50,6 +50,10 @@ double StreamReplay::run_pair(const workload::PhaseOps& forward, const workload:
   return free_[0] - start;
 }
 
+double StreamReplay::streams_ahead() const {
+  return *std::max_element(free_.begin(), free_.end()) - free_[0];
+}
+
 StreamReplay::Cursor StreamReplay::cursor(const workload::PhaseOps& phase, double start) const {
   Cursor c;
   c.phase = &phase;
@@ -74,9 +78,10 @@ void StreamReplay::place_next(Cursor& c, bool overlapped) {
 }
 
 double StreamReplay::place(const workload::Op& op, workload::Stream stream, double ready) {
-  const double seconds = op.kind == workload::OpKind::kCompute      ? compute_seconds(work_, op)
-                         : op.kind == workload::OpKind::kCollective ? comm_.seconds(op, true)
-                                                                    : 0.0;
+  const double seconds = op.kind == workload::OpKind::kCompute ? compute_seconds(work_, op)
+                         : op.kind == workload::OpKind::kCollective
+                             ? comm_.seconds(op, stages_at_once_)
+                             : 0.0;
   double& free = free_[static_cast<std::size_t>(stream)];
   const double begin = std::max(free, ready);
   free = begin + seconds;

@@ -20,12 +20,13 @@ double compute_seconds(const workload::StageWork& work, const workload::Op& op);
 // the next (a backward's last reductions hold up the next forward's first gather). Each phase
 // starts when the compute stream is free, as the step's next item follows the last one's last
 // compute op. Compute kernels beside communication in flight run longer (`interference`), the
-// phase's kernels' extra seconds added at its end.
+// phase's kernels' extra seconds added at its end. Collectives are charged with a share
+// `stages_at_once` of the other stages making theirs at the same time (CollectiveCost::seconds).
 class StreamReplay {
  public:
   StreamReplay(const workload::StageWork& work, CollectiveCost& comm,
-               const ComputeInterference& interference)
-      : work_(work), comm_(comm), interference_(interference) {}
+               const ComputeInterference& interference, double stages_at_once)
+      : work_(work), comm_(comm), interference_(interference), stages_at_once_(stages_at_once) {}
 
   // Runs `phase`, then `syncs` (each after its op of the phase) on the DP stream; returns the
   // compute stream's seconds for it.
@@ -37,6 +38,8 @@ class StreamReplay {
   // stream's seconds for the pair.
   double run_pair(const workload::PhaseOps& forward, const workload::PhaseOps& backward,
                   const workload::PhaseOps& weight, const std::vector<workload::GradSync>& syncs);
+  // How long the other streams run on past the compute stream's last op (a pass's reductions).
+  double streams_ahead() const;
 
  private:
   // One phase's ops as they are placed.
@@ -60,6 +63,7 @@ class StreamReplay {
   const workload::StageWork& work_;
   CollectiveCost& comm_;
   const ComputeInterference& interference_;
+  double stages_at_once_;
   std::array<double, workload::kNumStreams> free_{};
   std::vector<KernelSpan> kernels_;  // the phase's compute-stream kernels
   std::vector<CommSpan> spans_;      // communication that may overlap them

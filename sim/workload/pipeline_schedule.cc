@@ -206,7 +206,8 @@ double analytic_bubble_fraction(PipelineSchedule schedule, int32_t stages, int32
 
 double replayed_span(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
                      double t_b, double t_w,
-                     const std::function<double(int32_t stage, const WorkItem& item)>& cost) {
+                     const std::function<double(int32_t stage, const WorkItem& item,
+                                                const WorkItem* previous)>& cost) {
   const auto all = pipeline_orders(schedule, p, m, v, t_f, t_b, t_w);
   // When each item ended, by chunk (stage s, chunk c: s * v + c), phase and microbatch; infinite
   // until it has run. Flat, as the planner replays every layout it ranks.
@@ -247,7 +248,8 @@ double replayed_span(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v,
         const WorkItem& item = all[s][next[s]];
         const double ready = ready_at(s, item);
         if (ready == kNotYet) break;
-        free_at[s] = std::max(free_at[s], ready) + cost(s, item);
+        free_at[s] = std::max(free_at[s], ready) +
+                     cost(s, item, next[s] > 0 ? &all[s][next[s] - 1] : nullptr);
         done[slot({s, item.chunk}, item.phase, item.microbatch)] = free_at[s];
       }
     }
@@ -261,7 +263,7 @@ double replayed_span(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v,
 double replay_idle(PipelineSchedule schedule, int32_t p, int32_t m, int32_t v, double t_f,
                    double t_b, double t_w) {
   const double t_back = schedule_info(schedule).splits_backward ? t_b : t_b + t_w;
-  const auto uniform = [&](int32_t, const WorkItem& item) {
+  const auto uniform = [&](int32_t, const WorkItem& item, const WorkItem*) {
     return item.phase == Phase::kForward ? t_f : item.phase == Phase::kBackward ? t_back : t_w;
   };
   const double work = static_cast<double>(chunk_passes(schedule, v)) * m * (t_f + t_b + t_w);

@@ -123,12 +123,14 @@ int32_t peak_in_flight(const std::vector<WorkItem>& order);
 int32_t peak_held_activations(const std::vector<WorkItem>& order);
 
 // The orders of `schedule` (pipeline_orders under the stage-uniform costs t_f, t_b, t_w) run with
-// each item taking cost(stage, item) once its input is ready (the previous piece's forward, the
-// next piece's backward, its own B for a W; communication free): the seconds until every stage is
-// done. What the planner's estimate runs where stages or chunks differ.
+// each item taking cost(stage, item, the item its stage ran before it or null) once its input is
+// ready (the previous piece's forward, the next piece's backward, its own B for a W;
+// communication free): the seconds until every stage is done. What the planner's estimate runs
+// where stages, chunks or what a stage's streams carry from one item into the next differ.
 double replayed_span(PipelineSchedule schedule, int32_t stages, int32_t microbatches,
                      int32_t virtual_stages, double t_f, double t_b, double t_w,
-                     const std::function<double(int32_t stage, const WorkItem& item)>& cost);
+                     const std::function<double(int32_t stage, const WorkItem& item,
+                                                const WorkItem* previous)>& cost);
 
 // The textbook share of a step each stage spends idle, with stage-uniform costs and free
 // communication (returns 0 for p = 1); t_b is the full backward for a schedule that does not

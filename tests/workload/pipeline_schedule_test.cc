@@ -127,14 +127,28 @@ TEST(PipelineSchedule, GpipeAndOneFOneBBubbleIsTextbook) {
 // F1 [8, 11], B1 [11, 15]; stage 0's B0 [8, 10], B1 [15, 17]. The span runs every item at its own
 // stage's cost, where a uniform cost of the stages' mean (2 and 3) gives 15.
 TEST(PipelineSchedule, ReplayedSpanRunsEachStageAtItsOwnCost) {
-  const auto cost = [](int32_t stage, const WorkItem& item) {
+  const auto cost = [](int32_t stage, const WorkItem& item, const WorkItem*) {
     return item.phase == Phase::kForward ? (stage == 0 ? 1.0 : 3.0) : (stage == 0 ? 2.0 : 4.0);
   };
   EXPECT_DOUBLE_EQ(replayed_span(PipelineSchedule::kOneFOneB, 2, 2, 1, 2, 3, 1, cost), 17);
-  const auto mean = [](int32_t, const WorkItem& item) {
+  const auto mean = [](int32_t, const WorkItem& item, const WorkItem*) {
     return item.phase == Phase::kForward ? 2.0 : 3.0;
   };
   EXPECT_DOUBLE_EQ(replayed_span(PipelineSchedule::kOneFOneB, 2, 2, 1, 2, 3, 1, mean), 15);
+}
+
+// The same two stages, where a forward right after a backward takes 1 s more (the backward's
+// reductions still hold a stream the forward needs): of the four forwards only stage 1's F1
+// follows a backward (its B0), so F1 ends at 12 and B1 at 16; stage 0's B1, ready then, ends at
+// 18.
+TEST(PipelineSchedule, ReplayedSpanChargesAnItemAfterTheItemBeforeIt) {
+  const auto cost = [](int32_t stage, const WorkItem& item, const WorkItem* previous) {
+    const double after_backward =
+        previous != nullptr && previous->phase == Phase::kBackward ? 1.0 : 0.0;
+    return item.phase == Phase::kForward ? (stage == 0 ? 1.0 : 3.0) + after_backward
+                                         : (stage == 0 ? 2.0 : 4.0);
+  };
+  EXPECT_DOUBLE_EQ(replayed_span(PipelineSchedule::kOneFOneB, 2, 2, 1, 2, 3, 1, cost), 18);
 }
 
 TEST(PipelineSchedule, InterleavedBubbleShrinksByV) {
