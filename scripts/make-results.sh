@@ -3,7 +3,7 @@
 # collective tables, the lesson's pipeline sweep, the Llama 3 steps, timelines and every plot.
 # BIN=path/to/clustersim overrides the binary; SKIP_405B=1 skips the Llama 3 405B step and
 # SKIP_SCALING=1 the scaling curve (results/scaling.md, about 5 minutes), SKIP_PLAN=1 the planner's
-# estimate table (results/plan_estimate.md, about 6 minutes).
+# estimate table (results/plan_estimate.md, about 12 minutes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${BIN:-build/clustersim}
@@ -180,7 +180,7 @@ done
 "$py" scripts/effects_table.py "$bin" results/effects.md
 # --- each software stack on one FSDP layout of Llama 3 8B and 70B (about 3 minutes) -------------
 "$py" scripts/stacks_table.py "$bin" results/stacks.md
-# --- the planner's pre-estimate against the steps it ranks (about 6 minutes) ---------------------
+# --- the planner's pre-estimate against the steps it ranks (about 12 minutes) --------------------
 if [ "${SKIP_PLAN:-0}" != 1 ]; then
   "$py" scripts/plan_estimate_table.py "$bin" results/plan_estimate.md
 fi
