@@ -266,8 +266,9 @@ def memory(config=None, *, preset=None, set=None, hf_config=None, **options):
 def plan(config=None, *, preset=None, set=None, hf_config=None, **options):
     """The ranked layouts (``clustersim plan``, e.g. ``gpus=64``; without it, on the GPUs of the
     config's own layout), or with ``min_gpus=True`` the fewest GPUs that hold the model
-    (``gpus`` 0 when none up to ``max_gpus`` does). A plan with no layout to rank raises
-    ``Error`` with the CLI's why, the report in ``error.report``."""
+    (``gpus`` 0 when none up to ``max_gpus`` does). With ``simulate=0`` the ranking is the
+    pre-estimate's alone (each entry ``simulated`` False, with ``estimate_s``). A plan with no
+    layout to rank raises ``Error`` with the CLI's why, the report in ``error.report``."""
     return _call("plan", config, _with(options, preset=preset, set=set, hf_config=hf_config))
 
 

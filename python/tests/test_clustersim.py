@@ -151,6 +151,16 @@ def test_plan_ranks_layouts(tmp_path):
     assert times and times == sorted(times)
 
 
+def test_plan_with_simulate_zero_ranks_by_the_estimate_alone(tmp_path):
+    ours = clustersim.plan(preset="llama3-405b", gpus=16384, simulate=0, top=3)
+    theirs = cli_json(tmp_path, "plan", "--preset", "llama3-405b", "--gpus", "16384",
+                      "--simulate", "0", "--top", "3")
+    assert ours == theirs and ours["simulated"] == 0
+    estimates = [c["estimate_s"] for c in ours["ranked"]]
+    assert len(estimates) == 3 and estimates == sorted(estimates)
+    assert not any(c["simulated"] or "iteration_time_s" in c for c in ours["ranked"])
+
+
 def test_software_stack_is_a_set_field_and_the_report_names_it(tmp_path):
     fsdp = {**SMALL, "parallel.tp": 1, "parallel.dp": 8, "parallel.zero_stage": 3,
             "parallel.sequence_parallel": False, "parallel.global_batch_size": 8}

@@ -218,7 +218,7 @@ void add_plan_options(po::options_description& opts, PlanArgs& a) {
       ("objective", po::value(&a.objective), "time (fastest step) or cost (cheapest run; also "
        "tries N/2 and N/4 GPUs)")
       ("top", po::value(&a.top), "candidates to print (default 5)")
-      ("simulate", po::value(&a.simulate), "candidates to simulate (default 12)")
+      ("simulate", po::value(&a.simulate), "candidates to simulate (default 12; 0: rank by the estimate alone)")
       ("refine", po::value(&a.refine), "leaders re-run congestion-aware and ranked by it "
        "(default 5; 0: analytical ranking only)")
       ("jobs", po::value(&a.jobs), "simulation threads (default: hardware threads)")
@@ -390,7 +390,8 @@ int plan_command(const std::vector<std::string>& args, CommandIo& given_io) {
       "ranks the rest by an analytical estimate, simulates the best --simulate of them in\n"
       "parallel threads on the congestion-free analytical network, runs the best --refine of\n"
       "those again on the congestion-aware network and ranks them by it, and prints the top\n"
-      "ones with why they win or lose.\n"
+      "ones with why they win or lose. With --simulate 0 the ranking is the estimate's alone,\n"
+      "in seconds at any scale.\n"
       "With --stacks, every layout is tried under each software stack named.\n"
       "Where no layout on N GPUs is valid (1,000 GPUs for a batch of 1,024 sequences), it\n"
       "plans on the most whole servers below N (at most 64 fewer, at least N/2) that have\n"

@@ -231,8 +231,7 @@ std::string invalid_text(const std::map<std::string, int64_t>& invalid) {
   return s;
 }
 
-// Why the ranking is empty: no valid layout, none that fits (with the smallest that does not),
-// or none simulated.
+// Why the ranking is empty: no valid layout, or none that fits (with the smallest that does not).
 void print_refusals(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
   const Refusals& r = result.refused;
   int64_t invalid = 0;
@@ -250,12 +249,6 @@ void print_refusals(std::ostream& out, const PlanResult& result, const PlanOptio
       const auto error = r.invalid_error.find(by_count(r.invalid).front().first);
       if (error != r.invalid_error.end()) out << "  the first of them: " << error->second << "\n";
     }
-    return;
-  }
-  if (result.fitting > 0) {
-    std::snprintf(buf, sizeof buf, "  %lld layouts fit but none was simulated (--simulate %d)\n",
-                  static_cast<long long>(result.fitting), options.simulate);
-    out << buf;
     return;
   }
   if (r.over_hbm > 0) {
@@ -342,9 +335,10 @@ std::vector<Candidate> fitting_candidates(const RunConfig& base, const PlanOptio
   return fitting;
 }
 
-// Keeps the best options.simulate candidates by the analytical estimate (in dollars when the
-// objective is cost: time x GPUs), best first.
-void keep_best_estimates(std::vector<Candidate>& fitting, const PlanOptions& options) {
+// Keeps the best `keep` candidates by the analytical estimate (in dollars when the objective is
+// cost: time x GPUs), best first.
+void keep_best_estimates(std::vector<Candidate>& fitting, const PlanOptions& options,
+                         int64_t keep) {
   auto pre = [&](const Candidate& c) {
     const auto& p = c.config.parallel();
     const auto g = static_cast<double>(workload::world_of(workload::dim_sizes(p)));
@@ -352,7 +346,7 @@ void keep_best_estimates(std::vector<Candidate>& fitting, const PlanOptions& opt
   };
   std::sort(fitting.begin(), fitting.end(),
             [&](const Candidate& a, const Candidate& b) { return pre(a) < pre(b); });
-  if (static_cast<int64_t>(fitting.size()) > options.simulate) fitting.resize(options.simulate);
+  if (static_cast<int64_t>(fitting.size()) > keep) fitting.resize(static_cast<std::size_t>(keep));
 }
 
 // Reports that a pass (search, then refine) of `total` candidates starts.
@@ -445,7 +439,16 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   PlanResult result;
   std::vector<Candidate> fitting = fitting_candidates(base, options, result);
   result.fitting = static_cast<int64_t>(fitting.size());
-  keep_best_estimates(fitting, options);
+  const auto seconds_since_start = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  };
+  if (options.simulate == 0) {  // the pre-estimate's ranking, which every rank computes alike
+    keep_best_estimates(fitting, options, std::max(options.top, 1));
+    if (options.rank == 0) result.ranked = std::move(fitting);
+    result.wall_s = seconds_since_start();
+    return result;
+  }
+  keep_best_estimates(fitting, options, options.simulate);
 
   const int32_t jobs =
       options.jobs > 0 ? options.jobs
@@ -461,8 +464,7 @@ PlanResult plan_layouts(const RunConfig& base, const PlanOptions& options) {
   sort_by_objective(result.ranked.begin(), result.ranked.end(), options.objective);
   for (auto& c : result.ranked) c.search_iteration_time_s = c.report.iteration_time_s;
   refine_leaders(result, options, jobs);
-  result.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
+  result.wall_s = seconds_since_start();
   return result;
 }
 
@@ -501,6 +503,21 @@ MinGpus find_min_gpus(const RunConfig& base, int64_t max_gpus, int32_t gpus_per_
   return out;
 }
 
+namespace {
+
+// A ranked layout that was not simulated (--simulate 0): its GPUs, its memory and its estimate.
+std::string estimated_row(std::size_t i, const Candidate& c) {
+  char buf[512];
+  std::snprintf(
+      buf, sizeof buf, "  %-3zu %-62s %6lld %9s %10s %6s %7s %8.1f %9.3f %11s\n", i + 1,
+      short_layout(c.config).c_str(),
+      static_cast<long long>(workload::world_of(workload::dim_sizes(c.config.parallel()))), "-",
+      "-", "-", "-", c.fit.peak / 1e9, c.estimate_s, "-");
+  return buf;
+}
+
+}  // namespace
+
 void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& options) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
@@ -520,9 +537,14 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
   std::snprintf(buf, sizeof buf, "  %-3s %-62s %6s %9s %10s %6s %7s %8s %9s %11s\n", "#", "layout",
                 "GPUs", "step s", "analyt. s", "MFU", "bubble", "mem GB", "est. s", "run $ *");
   out << buf;
+  const bool simulated = !result.ranked.empty() && result.ranked.front().simulated;
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
     const auto& r = c.report;
+    if (!c.simulated) {
+      out << estimated_row(i, c);
+      continue;
+    }
     // A step without congestion is marked: only the refined leaders have one with it.
     std::snprintf(buf, sizeof buf,
                   "  %-3zu %-62s %6d %8.3f%s %10.3f %5.1f%% %6.1f%% %8.1f %9.3f %11.4g\n", i + 1,
@@ -531,7 +553,10 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
                   c.estimate_s, r.cost.effective_dollars);
     out << buf;
   }
-  if (n > static_cast<std::size_t>(result.refined)) {
+  if (!simulated && n > 0)
+    out << "  - not simulated (--simulate 0): ranked by the analytical pre-estimate alone; "
+           "--simulate N simulates the best N\n";
+  if (simulated && n > static_cast<std::size_t>(result.refined)) {
     out << "  * analytical network only (congestion-free); raise --refine to rank it with "
            "congestion\n";
     const Candidate& best = result.ranked.front();
@@ -540,16 +565,24 @@ void print_plan(std::ostream& out, const PlanResult& result, const PlanOptions& 
           << " ECMP hashes connections onto paths; with effects.analytical_hashed_paths off "
              "only --refine's runs see the collisions\n";
   }
-  out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` (goodput)\n";
+  if (simulated || n == 0)
+    out << "  run $ *: with the interruptions, checkpoints and restarts of `reliability` "
+           "(goodput)\n";
   out << "\nwhy:\n";
   if (result.ranked.empty()) print_refusals(out, result, options);
   for (std::size_t i = 0; i < n; ++i) {
     const Candidate& c = result.ranked[i];
-    out << "  #" << i + 1 << ": " << why(c, result.ranked.front()) << '\n';
+    if (c.simulated) {
+      out << "  #" << i + 1 << ": " << why(c, result.ranked.front()) << '\n';
+    } else {
+      std::snprintf(buf, sizeof buf, "  #%zu: estimated %.3f s; headroom %.1f GB\n", i + 1,
+                    c.estimate_s, (c.fit.capacity - c.fit.peak) / 1e9);
+      out << buf;
+    }
     const std::string domain = nvlink_domain_line(c.config, options.gpus_per_node);
     if (!domain.empty()) out << "      NVLink domain: " << domain << '\n';
   }
-  if (!result.ranked.empty()) {
+  if (simulated) {
     const auto& c = result.ranked.front().report.cost;
     std::snprintf(buf, sizeof buf,
                   "\nbest: %.3g tokens in %.1f days, %.3g GPU-hours, $%.4g at $%.2f per GPU-hour; "
@@ -582,7 +615,13 @@ report::Json candidate_json(const Candidate& c, int32_t gpus_per_node) {
   j["zero_stage"] = p.zero_stage();
   j["recompute"] = clustersim::ParallelConfig::Recompute_Name(p.recompute());
   j["software_stack"] = workload::stack_label(c.config);
-  report::add_json(j, candidate_fields(), c);
+  j["simulated"] = c.simulated;
+  if (c.simulated) {
+    report::add_json(j, candidate_fields(), c);
+  } else {  // --simulate 0: what the ranking read, the fit and the pre-estimate
+    j["peak_memory_gb"] = c.fit.peak / 1e9;
+    j["estimate_s"] = c.estimate_s;
+  }
   const std::string domain = nvlink_domain_line(c.config, gpus_per_node);
   if (!domain.empty()) j["nvlink_domain"] = domain;
   return j;

@@ -30,8 +30,10 @@ struct PlanOptions {
   int32_t gpus_per_node = 8;
   Objective objective = Objective::kTime;
   int32_t top = 5;
-  int32_t simulate = 12;  // candidates simulated, best first by the analytical pre-estimate
-  int32_t jobs = 0;       // threads; 0: hardware concurrency
+  // Candidates simulated, best first by the analytical pre-estimate; 0: none, and the ranking is
+  // the pre-estimate's best `top`, unsimulated (every layout in seconds, at any scale).
+  int32_t simulate = 12;
+  int32_t jobs = 0;  // threads; 0: hardware concurrency
   // The search simulates with network = ANALYTICAL (congestion-free, ~10x fewer events); then
   // the best `refine` of them run again on the congestion-aware network and are ranked by that
   // (0: keep the analytical ranking).
@@ -92,7 +94,8 @@ struct PlanResult {
   // divides): the most GPUs below it, whole servers and at least half, that have one, planned
   // instead. 0: the count asked for was planned.
   int64_t fallback_gpus = 0;
-  std::vector<Candidate> ranked;  // simulated candidates, best first by the objective
+  // Simulated candidates, best first by the objective; with simulate 0, the pre-estimate's best.
+  std::vector<Candidate> ranked;
   Refusals refused;
   double wall_s = 0;
 };

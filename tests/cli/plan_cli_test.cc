@@ -98,13 +98,25 @@ TEST(CliPlan, LargeClustersBoundTheDefaultSimulationsAndSaySo) {
       run_cli({"plan", "--preset", "llama3.2-1b", "--gpus", "98304", "--simulate", "0"});
   EXPECT_NE(big.out.find("bounded at 98304 GPUs"), std::string::npos) << big.out;
   EXPECT_NE(big.out.find("--refine 0 (default 5)"), std::string::npos) << big.out;
-  EXPECT_EQ(big.out.find("--simulate"), big.out.find("--simulate 0)"));  // only in the why
+  EXPECT_EQ(big.out.find("--simulate"), big.out.find("--simulate 0)"));  // not among the bounded
   const auto given = run_cli(
       {"plan", "--preset", "llama3.2-1b", "--gpus", "98304", "--simulate", "0", "--refine", "5"});
   EXPECT_EQ(given.out.find("bounded"), std::string::npos) << given.out;
   const auto small =
       run_cli({"plan", "--preset", "llama3.2-1b", "--gpus", "16384", "--simulate", "0"});
   EXPECT_EQ(small.out.find("bounded"), std::string::npos) << small.out;
+}
+
+// --simulate 0 ranks by the pre-estimate alone: the table, the reasons and the run lines, no step,
+// and exit 0 (it once printed an empty table and exited 3).
+TEST(CliPlan, SimulateZeroRanksByTheEstimateAlone) {
+  const auto r = run_cli(
+      {"plan", "--preset", "llama3-405b", "--gpus", "16384", "--simulate", "0", "--top", "3"});
+  ASSERT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("not simulated (--simulate 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  #3: estimated "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  #3  clustersim run --preset llama3-405b"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("  #4"), std::string::npos) << r.out;
 }
 
 TEST(CliPlan, RankOrderPinsEveryCandidate) {

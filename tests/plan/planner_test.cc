@@ -134,6 +134,33 @@ TEST(Planner, RanksFittingSimulatedCandidatesBestFirst) {
             std::string::npos);
 }
 
+// --simulate 0: the ranking is the pre-estimate's best `top`, none simulated, in the order the
+// estimate (and, without simulation, nothing else) gives; the JSON says so and has no step.
+TEST(Planner, RanksByThePreEstimateAloneWhenNoneIsSimulated) {
+  auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
+  PlanOptions o = options(16, 0, 0);
+  o.top = 3;
+  const PlanResult r = plan_layouts(base, o);
+  EXPECT_EQ(r.simulated, 0);
+  ASSERT_GT(r.fitting, 3);
+  ASSERT_EQ(r.ranked.size(), 3u);
+  for (std::size_t i = 0; i < r.ranked.size(); ++i) {
+    EXPECT_FALSE(r.ranked[i].simulated);
+    EXPECT_TRUE(r.ranked[i].fit.fits);
+    EXPECT_GT(r.ranked[i].estimate_s, 0);
+    if (i) {
+      EXPECT_LE(r.ranked[i - 1].estimate_s, r.ranked[i].estimate_s);
+    }
+  }
+  std::ostringstream json, text;
+  write_plan_json(json, r, o);
+  EXPECT_NE(json.str().find("\"simulated\": false"), std::string::npos) << json.str();
+  EXPECT_NE(json.str().find("\"estimate_s\""), std::string::npos);
+  EXPECT_EQ(json.str().find("\"iteration_time_s\""), std::string::npos);
+  print_plan(text, r, o);
+  EXPECT_NE(text.str().find("not simulated (--simulate 0)"), std::string::npos) << text.str();
+}
+
 TEST(Planner, SearchesSoftwareStacksOnlyWhenAsked) {
   auto base = small_llama({"parallel.global_batch_size=16", "cluster.gpu=h100"});
   auto stacks_of = [](const LayoutSearch& s) {
