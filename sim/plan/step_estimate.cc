@@ -83,14 +83,12 @@ double dp_collective_seconds(const workload::ChunkWork& chunk,
   return s;
 }
 
-// PassesAfter for a chunk whose passes' seconds in the steady state are `steady`: each pass
-// replayed after each, from idle streams.
-PassesAfter passes_after(const workload::StageWork& work, const workload::ChunkWork& chunk,
+// Fills `after` with each of the chunk's passes replayed after each, from idle streams (a pass
+// the chunk does not have keeps what `after` held).
+void replay_passes_after(const workload::StageWork& work, const workload::ChunkWork& chunk,
                          const std::vector<workload::GradSync>& syncs, CollectiveCost& comm,
                          const ComputeInterference& interference, double stages_at_once,
-                         const Passes& steady) {
-  PassesAfter after;
-  after.fill(steady);
+                         PassesAfter& after) {
   const bool split = !chunk.weight_grad.ops.empty();
   const std::array<const workload::PhaseOps*, 3> ops{&chunk.forward, &chunk.backward,
                                                      &chunk.weight_grad};
@@ -108,7 +106,6 @@ PassesAfter passes_after(const workload::StageWork& work, const workload::ChunkW
       after[before][pass] = run(replay, pass);
     }
   }
-  return after;
 }
 
 SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageWork& work,
@@ -151,8 +148,7 @@ SlotTimes slot_times(const clustersim::ParallelConfig& p, const workload::StageW
     // Where no data-parallel collective runs in the passes, none carries into the next.
     auto& after = t.after_pass.emplace_back();
     after.fill(t.by_chunk.back());
-    if (dp > 0)
-      after = passes_after(work, chunk, syncs, comm, interference, stages_at_once, after[kFirst]);
+    if (dp > 0) replay_passes_after(work, chunk, syncs, comm, interference, stages_at_once, after);
     if (paired) {
       forward = pair * f / std::max(f + b + w, 1e-12);
       filling = backward = pair - forward;
