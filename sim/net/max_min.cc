@@ -46,6 +46,7 @@ MaxMin::FlowId MaxMin::add_flow(std::span<const LinkId> links, std::span<const d
   share.rate = 0;
   share.num_hops = static_cast<uint32_t>(links.size());
   share.bottleneck = kNone;
+  slots_[f].binding_known = false;
   new_flows_.push_back(f);
   Hop* hop = hops(f);
   for (std::size_t h = 0; h < links.size(); ++h) {
@@ -71,6 +72,7 @@ MaxMin::FlowId MaxMin::allocate_flow() {
   }
   slots_.emplace_back();
   share_.emplace_back();
+  binding_hops_.emplace_back();
   return static_cast<FlowId>(slots_.size() - 1);
 }
 
@@ -111,6 +113,55 @@ void MaxMin::mark_dirty(LinkId l) {
   dirty_links_.push_back(l);
 }
 
+void MaxMin::update_slack(LinkId l) {
+  const LinkState& link = links_[l];
+  LinkTag& tag = tags_[l];
+  const bool now = slack(link, l);
+  if (now == tag.slack) return;
+  tag.slack = now;
+  if (now) return;
+  for (const LinkEntry& entry : link.flows) {
+    FlowSlot& slot = slots_[entry.flow];
+    Hop& hop = hops(entry.flow)[entry.hop];
+    if (!slot.binding_known || hop.listed) continue;
+    hop.listed = 1;
+    binding_hops_[entry.flow].push_back(entry.hop);
+  }
+}
+
+const std::vector<uint32_t>& MaxMin::binding_hops(FlowId f) {
+  FlowSlot& slot = slots_[f];
+  Hop* hop = hops(f);
+  std::vector<uint32_t>& binding = binding_hops_[f];
+  if (!slot.binding_known) {
+    binding.clear();
+    for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+      hop[h].listed = !tags_[hop[h].link].slack;
+      if (hop[h].listed) binding.push_back(h);
+    }
+    slot.binding_known = true;
+    slot.binding_sorted = static_cast<uint32_t>(binding.size());
+    slot.binding_stale = 0;
+    return binding;
+  }
+  // Hops that joined since the last read: in order, merged into the rest.
+  if (slot.binding_sorted < binding.size()) {
+    const auto joined = binding.begin() + slot.binding_sorted;
+    std::sort(joined, binding.end());
+    std::inplace_merge(binding.begin(), joined, binding.end());
+  }
+  // Links that turned slack since stay listed; once they are most of the list, it drops them.
+  if (2 * slot.binding_stale > binding.size()) {
+    std::erase_if(binding, [&](uint32_t h) {
+      const bool gone = tags_[hop[h].link].slack;
+      if (gone) hop[h].listed = 0;
+      return gone;
+    });
+  }
+  slot.binding_sorted = static_cast<uint32_t>(binding.size());
+  return binding;
+}
+
 void MaxMin::set_bottleneck(FlowId f, LinkId l) {
   FlowShare& share = share_[f];
   FlowSlot& slot = slots_[f];
@@ -140,7 +191,7 @@ void MaxMin::attach(FlowId f) {
     hop[h].pos = static_cast<uint32_t>(link.flows.size());
     link.flows.push_back({f, h, hop[h].weight});
     link.demand += hop[h].weight * demand_of(slots_[f], hop[h].link);
-    tags_[hop[h].link].slack = slack(link, hop[h].link);
+    update_slack(hop[h].link);
     mark_dirty(hop[h].link);
   }
 }
@@ -157,7 +208,7 @@ void MaxMin::detach(FlowId f, bool mark) {
     // Reset when empty, so rounding cannot build up over a long run.
     link.demand =
         link.flows.empty() ? 0 : link.demand - hop[h].weight * demand_of(slots_[f], hop[h].link);
-    tags_[hop[h].link].slack = slack(link, hop[h].link);
+    update_slack(hop[h].link);
     if (mark) mark_dirty(hop[h].link);
   }
   --num_flows_;
@@ -302,12 +353,17 @@ void MaxMin::add_binding_links(FlowId f) {
   const Hop* hop = hops(f);
   FlowSlot& slot = slots_[f];
   slot.fill_begin = static_cast<uint32_t>(fill_hops_.size());
-  for (uint32_t h = 0; h < share_[f].num_hops; ++h) {
+  uint32_t stale = 0;
+  for (const uint32_t h : binding_hops(f)) {
     LinkTag& tag = tags_[hop[h].link];
-    if (tag.slack) continue;
+    if (tag.slack) {
+      ++stale;
+      continue;
+    }
     if (tag.mark != link_epoch_) add_link_to_set(tag, hop[h].link);
     fill_hops_.push_back({tag.slot, hop[h].weight});
   }
+  slot.binding_stale = stale;
   slot.fill_end = static_cast<uint32_t>(fill_hops_.size());
 }
 

@@ -104,6 +104,12 @@ class MaxMin {
     // Where the solve round's list of the flow's links that can bind lies in fill_hops_.
     uint32_t fill_begin = 0;
     uint32_t fill_end = 0;
+    // binding_hops_[flow]: whether it is kept up to date (else it is rebuilt when next read),
+    // how much of it is in hop order (hops that joined since come after), and how many of its
+    // hops' links were slack when last read.
+    bool binding_known = false;
+    uint32_t binding_sorted = 0;
+    uint32_t binding_stale = 0;
     uint32_t next_free = kNone;
     // Neighbours in the list of flows whose bottleneck is the same link (LinkState::limited).
     uint32_t prev_limited = kNone;
@@ -126,7 +132,8 @@ class MaxMin {
   // contiguous memory. `pos` is the flow's index in the link's list.
   struct Hop {
     LinkId link;
-    uint32_t pos;
+    uint32_t pos : 31;
+    uint32_t listed : 1;  // in the flow's binding_hops_ list
     double weight;
   };
   // One flow crossing a link: `hop` is the link's index on the flow's route, so that a
@@ -188,6 +195,11 @@ class MaxMin {
   // its slot.
   void detach(FlowId f, bool mark);
   void mark_dirty(LinkId l);
+  // Recomputes whether link l is slack; a link that turns tight joins its flows' lists of
+  // binding hops (one that turns slack stays listed, and is skipped, until the list is compacted).
+  void update_slack(LinkId l);
+  // Flow f's hops whose links can bind, in hop order.
+  const std::vector<uint32_t>& binding_hops(FlowId f);
   // Moves flow f to the list of the flows `l` limits (kNone: to none).
   void set_bottleneck(FlowId f, LinkId l);
 
@@ -246,6 +258,11 @@ class MaxMin {
     double weight;
   };
   std::vector<FillHop> fill_hops_;
+  // By flow: the indices of its hops whose links can bind (not slack), and perhaps some whose
+  // links have turned slack since. A flow standing for thousands of hashed connections crosses
+  // tens of thousands of links, a few percent of them tight, and every solve that takes it in
+  // reads this list rather than all its hops. Kept across slot reuse for its capacity.
+  std::vector<std::vector<uint32_t>> binding_hops_;
   std::vector<FlowId> done_;
   std::vector<FlowId> grown_;
   std::vector<FlowId> changed_;

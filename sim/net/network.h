@@ -54,6 +54,9 @@ struct FluidPlanSlot {
   uint64_t network = 0;  // the id of the network that filled it; 0: empty
   uint32_t plan = 0;
   int32_t mirrors = 0;
+  // Of the plan's place in a network that may give it to another plan later: a slot whose
+  // generation is out of date names a plan the network no longer keeps.
+  uint32_t generation = 0;
 };
 
 class Network {

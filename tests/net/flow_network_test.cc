@@ -176,6 +176,37 @@ TEST(FlowNetwork, AFluidPlanSlotReusesOnlyItsOwnNetworksPlan) {
   EXPECT_NE(slot.network, filled_by_a);
 }
 
+// Past their room, kept plans give way to new ones least recently sent first: a transfer sent
+// again and again stays planned once, and a slot whose plan was given away is planned afresh.
+TEST(FlowNetwork, KeptFluidPlansGiveWayLeastRecentlySentFirst) {
+  Star star(4, kBw, kLat);
+  const double size = 64.0 * kMiB;
+  Simulator sim;
+  Routing routing(star.topo);
+  FlowNetwork net(sim, star.topo, routing);
+  net.set_fluid_plan_room(6);  // two plans of one edge over two links
+  auto send = [&](int from, FluidPlanSlot& slot) {
+    const std::vector<FluidEdge> edge{{star.gpus[from], star.gpus[from + 1], size}};
+    const Time start = sim.now();
+    Time end = Time::max();
+    net.send_fluid(
+        edge, 1, Time{}, [&] { end = sim.now(); }, &slot);
+    sim.run();
+    return end - start;
+  };
+  FluidPlanSlot a, b, c;
+  send(0, a);
+  send(1, b);
+  for (int i = 0; i < 3; ++i) send(2, c);  // takes a's room, then is sent as kept
+  EXPECT_EQ(net.fluid_plans_built(), 3u);
+  const uint32_t given_away = a.generation;
+  EXPECT_EQ(send(0, a), transfer_time(static_cast<Bytes>(size), kBw));
+  EXPECT_EQ(net.fluid_plans_built(), 4u);
+  EXPECT_NE(a.generation, given_away);
+  send(2, c);  // still kept: b made room for a
+  EXPECT_EQ(net.fluid_plans_built(), 4u);
+}
+
 // Mirrors promise that every run is an image of run 0; when run 0 moves nothing of its own, all
 // of an image's links (each touches a GPU here) are left out and the flow would cross no link:
 // the transfer then ends after its waits instead of never.
