@@ -238,9 +238,7 @@ const AnalyticalNetwork::PortSums& AnalyticalNetwork::unit_sums(std::span<const 
                         return (static_cast<uint64_t>(e.src) << 32 | e.dst) == pair;
                       });
   };
-  auto& bucket = unit_plan_index_[hash];
-  for (const uint32_t index : bucket)
-    if (same(unit_plans_[index])) return unit_plans_[index].sums;
+  if (const auto index = unit_plans_.find(hash, same)) return unit_plans_[*index].sums;
   UnitPlan unit;
   unit.mirrors = mirrors;
   unit.pairs.reserve(edges.size());
@@ -250,31 +248,29 @@ const AnalyticalNetwork::PortSums& AnalyticalNetwork::unit_sums(std::span<const 
     e.wire_bytes = 1;
   }
   unit.sums = sum_ports(ones, mirrors);
-  const std::size_t size = unit.pairs.size() + unit.sums.ports.size();
-  if (unit_plan_entries_ + size > kMaxUnitPlanEntries) {
-    scratch_unit_ = std::move(unit.sums);
-    return scratch_unit_;
-  }
-  unit_plan_entries_ += size;
-  bucket.push_back(static_cast<uint32_t>(unit_plans_.size()));
-  unit_plans_.push_back(std::move(unit));
-  return unit_plans_.back().sums;
+  if (const auto index = unit_plans_.keep(hash, unit, unit.pairs.size() + unit.sums.ports.size()))
+    return unit_plans_[*index].sums;
+  scratch_unit_ = std::move(unit.sums);
+  return scratch_unit_;
 }
 
 void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mirrors, Time waits,
                                    Done done, FluidPlanSlot* slot) {
   PendingFluid pending{.plan = kOwnPlan, .own_plan = {}, .waits = waits, .done = std::move(done)};
+  // The plans this instant's transfers use are read when it settles: none may make room.
+  if (pending_.empty()) instant_mark_ = fluid_plans_.mark();
   // A plan holds run 0's ports: a slot sent with other mirrors is planned afresh.
-  if (slot && slot->network == slot_id_ && slot->mirrors == mirrors) {
+  if (slot && slot->network == slot_id_ && slot->mirrors == mirrors &&
+      fluid_plans_.at(slot->plan, slot->generation)) {
     pending.plan = slot->plan;
   } else {
     pending.own_plan = plan_fluid(edges, mirrors);
     const std::size_t ports = pending.own_plan.bookings.size();
-    if (slot && fluid_plan_ports_ + ports <= kMaxFluidPlanPorts) {
-      *slot = {slot_id_, static_cast<uint32_t>(fluid_plans_.size()), mirrors};
-      pending.plan = slot->plan;
-      fluid_plans_.push_back(std::move(pending.own_plan));
-      fluid_plan_ports_ += ports;
+    if (slot) {
+      if (const auto index = fluid_plans_.keep(0, pending.own_plan, ports, instant_mark_)) {
+        *slot = {slot_id_, *index, mirrors, fluid_plans_.generation(*index)};
+        pending.plan = *index;
+      }
     }
   }
   stats_.add(plan_of(pending).traffic);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "sim/core/simulator.h"
+#include "sim/net/kept_plans.h"
 #include "sim/net/network.h"
 #include "sim/net/routing.h"
 #include "sim/net/trunks.h"
@@ -56,6 +57,8 @@ class AnalyticalNetwork final : public Network {
   Time alone_transfer_time(VertexId src, VertexId dst, double bytes, int32_t sharing) override;
   std::string_view name() const override { return "analytical"; }
   const TrafficStats& stats() const override { return stats_; }
+  // The room slots' plans share, in ports (kMaxFluidPlanPorts unless a test sets less).
+  void set_fluid_plan_room(std::size_t ports) { fluid_plans_.set_room(ports); }
 
  private:
   // What a fluid transfer puts on one port: `weight` bytes per byte it moves (its reference),
@@ -141,11 +144,12 @@ class AnalyticalNetwork final : public Network {
   std::size_t spread_links_ = 0;                            // the links they hold
   std::optional<Trunks> trunks_;                            // found on first use
   TrafficStats stats_;
-  // Plans are kept up to a bound on their ports (24 bytes each, about 400 MB), as hashed paths
-  // give a data-parallel phase over thousands of servers tens of thousands of switch links.
+  // Plans named by slots, kept up to a bound on their ports (24 bytes each, about 400 MB), as
+  // hashed paths give a data-parallel phase over thousands of servers tens of thousands of switch
+  // links.
   static constexpr std::size_t kMaxFluidPlanPorts = std::size_t{1} << 24;
-  std::vector<FluidPlan> fluid_plans_;  // those named by slots
-  std::size_t fluid_plan_ports_ = 0;    // the ports they hold
+  KeptPlans<FluidPlan> fluid_plans_{kMaxFluidPlanPorts};
+  uint64_t instant_mark_ = 0;  // fluid_plans_.mark() at this instant's first transfer
   // unit_sums' lists, by a hash of their pairs, kept up to a bound on their pairs and ports (about
   // 200 MB).
   struct UnitPlan {
@@ -154,9 +158,7 @@ class AnalyticalNetwork final : public Network {
     PortSums sums;
   };
   static constexpr std::size_t kMaxUnitPlanEntries = std::size_t{1} << 24;
-  std::unordered_map<uint64_t, std::vector<uint32_t>> unit_plan_index_;
-  std::vector<UnitPlan> unit_plans_;
-  std::size_t unit_plan_entries_ = 0;
+  KeptPlans<UnitPlan> unit_plans_{kMaxUnitPlanEntries};
   PortSums scratch_unit_;  // a list past the bound
   // Per port: when its queued bytes have passed it, what its current busy period has queued
   // (the bookings' own times, summed, and their count), and what this instant's fluid transfers

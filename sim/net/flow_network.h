@@ -2,7 +2,6 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -11,6 +10,7 @@
 
 #include "sim/core/simulator.h"
 #include "sim/core/units.h"
+#include "sim/net/kept_plans.h"
 #include "sim/net/max_min.h"
 #include "sim/net/network.h"
 #include "sim/net/routing.h"
@@ -80,7 +80,7 @@ class FlowNetwork final : public Network {
   // by a kept plan, and the room kept plans share (in edges plus links; kMaxFluidPlanEntries
   // unless a test sets less).
   uint64_t fluid_plans_built() const { return fluid_plans_built_; }
-  void set_fluid_plan_room(std::size_t entries) { fluid_plan_room_ = entries; }
+  void set_fluid_plan_room(std::size_t entries) { fluid_plans_.set_room(entries); }
 
  private:
   static constexpr uint32_t kNone = MaxMin::kNone;
@@ -110,10 +110,6 @@ class FlowNetwork final : public Network {
   // edge list (unless routing is adaptive) since a run sends the same transfers again and again:
   // a folded pipeline transfer has one edge per represented rank.
   struct FluidPlan {
-    // Bumped whenever a kept plan's place is given to another (FluidPlanSlot::generation).
-    uint32_t generation = 0;
-    uint64_t last_used = 0;  // plan_clock_ at its last send; 0 while not kept
-    uint64_t hash = 0;       // of its edges: its bucket in fluid_plan_index_
     std::vector<FluidEdge> edges;
     int32_t mirrors = 1;
     double reference = 0;  // bytes of the largest edge: what the flow moves
@@ -130,23 +126,13 @@ class FlowNetwork final : public Network {
     };
     std::vector<AdaptiveEdge> adaptive;
   };
-  // At most this many edges and links are kept in reusable plans (about 16 bytes each); past it
-  // the plans sent least recently make room. A run at 100,000 GPUs has about a thousand plans of
-  // tens of thousands of entries each, five of them sent a thousand times a step and most ten
-  // times or once: keeping the first ones planned filled the room with the once-sent.
+  // At most this many edges and links are kept in reusable plans (about 16 bytes each).
   static constexpr std::size_t kMaxFluidPlanEntries = std::size_t{1} << 24;
-  static std::size_t plan_entries(const FluidPlan& plan) {
-    return plan.edges.size() + plan.links.size();
-  }
   // The plan for `edges`: the one `slot` names when this network filled it for these mirrors
   // and still keeps it, else a kept one with equal edges, else a new one (kept, and named in
   // `slot`, unless it alone needs more than the room).
   const FluidPlan& fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors,
                               FluidPlanSlot* slot);
-  // Kept plan `index`, marked as sent now.
-  const FluidPlan& used(uint32_t index);
-  // Frees the kept plan sent least recently; its place goes to the next plan kept.
-  void forget_least_recent_plan();
   FluidPlan build_fluid_plan(std::span<const FluidEdge> edges, int32_t mirrors);
   // `base` with its adaptive edges routed by the present load (in scratch_plan_).
   const FluidPlan& with_adaptive_paths(const FluidPlan& base);
@@ -249,15 +235,10 @@ class FlowNetwork final : public Network {
   bool recompute_pending_ = false;
   std::vector<std::pair<uint32_t, Time>> moved_;  // flows whose rate changed, new finish times
   std::vector<double> unit_weights_;              // all 1, for single-path flows
-  std::vector<double> link_share_;     // scratch by link: a fluid flow's share, 0 when untouched
-  std::deque<FluidPlan> fluid_plans_;  // kept plans (stable addresses)
-  std::unordered_map<uint64_t, std::vector<uint32_t>> fluid_plan_index_;  // by hash of the edges
-  std::size_t fluid_plan_entries_ = 0;
-  std::size_t fluid_plan_room_ = kMaxFluidPlanEntries;
+  std::vector<double> link_share_;  // scratch by link: a fluid flow's share, 0 when untouched
+  KeptPlans<FluidPlan> fluid_plans_{kMaxFluidPlanEntries};  // filed by a hash of their edges
   uint64_t fluid_plans_built_ = 0;
-  std::vector<uint32_t> free_plans_;  // indices in fluid_plans_ of plans forgotten
-  uint64_t plan_clock_ = 0;           // counts sends of kept plans
-  FluidPlan scratch_plan_;            // a plan not kept
+  FluidPlan scratch_plan_;  // a plan not kept
   std::vector<LinkId> merged_links_;
   std::vector<double> merged_weights_;
 };

@@ -40,9 +40,8 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
   auto kept = [&](const FluidPlan& plan) -> const FluidPlan& {
     return plan.adaptive.empty() ? plan : with_adaptive_paths(plan);
   };
-  if (slot && slot->network == slot_id_ && slot->mirrors == mirrors &&
-      fluid_plans_[slot->plan].generation == slot->generation)
-    return kept(used(slot->plan));
+  if (slot && slot->network == slot_id_ && slot->mirrors == mirrors)
+    if (const FluidPlan* plan = fluid_plans_.at(slot->plan, slot->generation)) return kept(*plan);
   uint64_t hash = static_cast<uint64_t>(mirrors) * 0x9E3779B97F4A7C15ull;
   for (const FluidEdge& e : edges) {
     uint64_t bits;
@@ -58,60 +57,20 @@ const FlowNetwork::FluidPlan& FlowNetwork::fluid_plan(std::span<const FluidEdge>
                       });
   };
   auto remembered = [&](uint32_t index) -> const FluidPlan& {
-    if (slot) *slot = {slot_id_, index, mirrors, fluid_plans_[index].generation};
-    return kept(used(index));
+    if (slot) *slot = {slot_id_, index, mirrors, fluid_plans_.generation(index)};
+    return kept(fluid_plans_[index]);
   };
-  for (const uint32_t index : fluid_plan_index_[hash])
-    if (same(fluid_plans_[index])) return remembered(index);
+  if (const auto index = fluid_plans_.find(hash, same)) return remembered(*index);
   FluidPlan plan = build_fluid_plan(edges, mirrors);
   ++fluid_plans_built_;
-  const std::size_t size = plan_entries(plan);
-  if (size > fluid_plan_room_) {
-    if (plan.adaptive.empty()) {
-      scratch_plan_ = std::move(plan);
-      return scratch_plan_;
-    }
-    const FluidPlan base = std::move(plan);
-    return with_adaptive_paths(base);
+  if (const auto index = fluid_plans_.keep(hash, plan, plan.edges.size() + plan.links.size()))
+    return remembered(*index);
+  if (plan.adaptive.empty()) {
+    scratch_plan_ = std::move(plan);
+    return scratch_plan_;
   }
-  while (fluid_plan_entries_ + size > fluid_plan_room_) forget_least_recent_plan();
-  fluid_plan_entries_ += size;
-  plan.hash = hash;
-  uint32_t index = static_cast<uint32_t>(fluid_plans_.size());
-  if (free_plans_.empty()) {
-    fluid_plans_.push_back(std::move(plan));
-  } else {
-    index = free_plans_.back();
-    free_plans_.pop_back();
-    plan.generation = fluid_plans_[index].generation;
-    fluid_plans_[index] = std::move(plan);
-  }
-  fluid_plan_index_[hash].push_back(index);
-  return remembered(index);
-}
-
-const FlowNetwork::FluidPlan& FlowNetwork::used(uint32_t index) {
-  FluidPlan& plan = fluid_plans_[index];
-  plan.last_used = ++plan_clock_;
-  return plan;
-}
-
-void FlowNetwork::forget_least_recent_plan() {
-  uint32_t oldest = kNone;
-  for (uint32_t i = 0; i < fluid_plans_.size(); ++i)
-    if (fluid_plans_[i].last_used > 0 &&
-        (oldest == kNone || fluid_plans_[i].last_used < fluid_plans_[oldest].last_used))
-      oldest = i;
-  FluidPlan& plan = fluid_plans_[oldest];
-  const auto bucket = fluid_plan_index_.find(plan.hash);
-  std::erase(bucket->second, oldest);
-  if (bucket->second.empty()) fluid_plan_index_.erase(bucket);
-  fluid_plan_entries_ -= plan_entries(plan);
-  // A new generation: the slots that name this index name a plan that is gone.
-  const uint32_t next = plan.generation + 1;
-  plan = FluidPlan{};
-  plan.generation = next;
-  free_plans_.push_back(oldest);
+  const FluidPlan base = std::move(plan);
+  return with_adaptive_paths(base);
 }
 
 const FlowNetwork::FluidPlan& FlowNetwork::with_adaptive_paths(const FluidPlan& base) {

@@ -253,6 +253,38 @@ TEST(AnalyticalNetwork, AFluidPlanSlotKeepsTheTimeAndTheTraffic) {
   EXPECT_NE(slot.network, 0u);
 }
 
+// With room for one plan, a transfer sent at the same instant as a kept one does not take its
+// room (the kept plan is read when the instant settles): it goes unkept, and takes the room at a
+// later instant. Each times as alone, kept or not.
+TEST(AnalyticalNetwork, APlanInUseAtThisInstantKeepsItsRoom) {
+  Star star(4, kBw, kLat);
+  const double size = 64.0 * kMiB;
+  const std::vector<FluidEdge> first{{star.gpus[0], star.gpus[1], size}};
+  const std::vector<FluidEdge> second{{star.gpus[2], star.gpus[3], size}};
+  Simulator sim;
+  Routing routing(star.topo);
+  AnalyticalNetwork net(sim, routing);
+  net.set_fluid_plan_room(2);  // the two ports of one edge
+  FluidPlanSlot a, b;
+  Time end_a = Time::max(), end_b = Time::max();
+  net.send_fluid(
+      first, 1, Time{}, [&] { end_a = sim.now(); }, &a);
+  net.send_fluid(
+      second, 1, Time{}, [&] { end_b = sim.now(); }, &b);
+  sim.run();
+  const Time alone = transfer_time(static_cast<Bytes>(size), kBw);
+  EXPECT_EQ(end_a, alone);
+  EXPECT_EQ(end_b, alone);
+  EXPECT_NE(a.network, 0u);
+  EXPECT_EQ(b.network, 0u);
+  const Time start = sim.now();
+  net.send_fluid(
+      second, 1, Time{}, [&] { end_b = sim.now(); }, &b);
+  sim.run();
+  EXPECT_EQ(end_b - start, alone);
+  EXPECT_NE(b.network, 0u);
+}
+
 // The lanes of one list sent at two sizes, each edge alike (the network plans such a list once,
 // per byte, and scales it): each size takes what a fresh network gives it, over its hashed core
 // link too, and its traffic counts its own bytes.
