@@ -267,7 +267,8 @@ void AnalyticalNetwork::send_fluid(std::span<const FluidEdge> edges, int32_t mir
     pending.own_plan = plan_fluid(edges, mirrors);
     const std::size_t ports = pending.own_plan.bookings.size();
     if (slot) {
-      if (const auto index = fluid_plans_.keep(0, pending.own_plan, ports, instant_mark_)) {
+      if (const auto index =
+              fluid_plans_.keep(std::nullopt, pending.own_plan, ports, instant_mark_)) {
         *slot = {slot_id_, *index, mirrors, fluid_plans_.generation(*index)};
         pending.plan = *index;
       }

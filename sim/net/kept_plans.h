@@ -25,7 +25,6 @@ class KeptPlans {
 
   // Entries (the caller's measure of a plan's size) that kept plans may hold in all.
   void set_room(std::size_t room) { room_ = room; }
-  std::size_t room() const { return room_; }
 
   // The plan at `index` if it is still of `generation`, marked used; else null.
   const Plan* at(uint32_t index, uint32_t generation) {
@@ -45,11 +44,12 @@ class KeptPlans {
       }
     return std::nullopt;
   }
-  // Keeps `plan` of `entries` under `hash` (moving it in), making room by forgetting the plans
-  // used least recently, but none used at or after `pinned_from` (a mark() taken earlier: those
-  // may still be read). Returns its index, or nothing, leaving `plan` as it was, when it cannot
-  // be kept: more than the room alone, or the room held by pinned plans.
-  std::optional<uint32_t> keep(uint64_t hash, Plan& plan, std::size_t entries,
+  // Keeps `plan` of `entries` (moving it in), filed under `hash` where it has one (find() looks
+  // plans up by it; one only ever named by its index needs none), making room by forgetting the
+  // plans used least recently, but none used at or after `pinned_from` (a mark() taken earlier:
+  // those may still be read). Returns its index, or nothing, leaving `plan` as it was, when it
+  // cannot be kept: more than the room alone, or the room held by pinned plans.
+  std::optional<uint32_t> keep(std::optional<uint64_t> hash, Plan& plan, std::size_t entries,
                                uint64_t pinned_from = ~uint64_t{0}) {
     if (entries > room_) return std::nullopt;
     while (held_ + entries > room_)
@@ -67,7 +67,7 @@ class KeptPlans {
     place.entries = entries;
     place.kept = true;
     held_ += entries;
-    by_hash_[hash].push_back(index);
+    if (hash) by_hash_[*hash].push_back(index);
     used(index);
     return index;
   }
@@ -77,44 +77,57 @@ class KeptPlans {
   uint64_t mark() const { return clock_ + 1; }
 
  private:
+  static constexpr uint32_t kNone = ~uint32_t{0};
   struct Place {
     Plan plan;
-    uint64_t hash = 0;
+    std::optional<uint64_t> hash;
     uint64_t last_used = 0;
     std::size_t entries = 0;
     uint32_t generation = 0;
     bool kept = false;
+    // Neighbours in the list of kept plans from least to most recently used.
+    uint32_t older = kNone;
+    uint32_t newer = kNone;
   };
 
-  const Plan& used(uint32_t index) {
-    places_[index].last_used = ++clock_;
-    return places_[index].plan;
+  void unlink(uint32_t index) {
+    Place& p = places_[index];
+    (p.older == kNone ? oldest_ : places_[p.older].newer) = p.newer;
+    (p.newer == kNone ? newest_ : places_[p.newer].older) = p.older;
+    p.older = p.newer = kNone;
   }
-  // A linear scan: kept plans number in the thousands, and each was costly to build.
+  const Plan& used(uint32_t index) {
+    Place& p = places_[index];
+    if (p.last_used > 0) unlink(index);
+    p.last_used = ++clock_;
+    p.older = newest_;
+    (newest_ == kNone ? oldest_ : places_[newest_].newer) = index;
+    newest_ = index;
+    return p.plan;
+  }
   bool forget_least_recent(uint64_t pinned_from) {
-    std::optional<uint32_t> oldest;
-    for (uint32_t i = 0; i < places_.size(); ++i) {
-      const Place& p = places_[i];
-      if (p.kept && p.last_used < pinned_from &&
-          (!oldest || p.last_used < places_[*oldest].last_used))
-        oldest = i;
+    if (oldest_ == kNone || places_[oldest_].last_used >= pinned_from) return false;
+    const uint32_t index = oldest_;
+    unlink(index);
+    Place& place = places_[index];
+    if (place.hash) {
+      const auto bucket = by_hash_.find(*place.hash);
+      std::erase(bucket->second, index);
+      if (bucket->second.empty()) by_hash_.erase(bucket);
     }
-    if (!oldest) return false;
-    Place& place = places_[*oldest];
-    const auto bucket = by_hash_.find(place.hash);
-    std::erase(bucket->second, *oldest);
-    if (bucket->second.empty()) by_hash_.erase(bucket);
     held_ -= place.entries;
     const uint32_t next = place.generation + 1;
     place = Place{};
     place.generation = next;
-    free_.push_back(*oldest);
+    free_.push_back(index);
     return true;
   }
 
   std::deque<Place> places_;  // a deque: a plan handed out stays where it is as others are kept
   std::unordered_map<uint64_t, std::vector<uint32_t>> by_hash_;
   std::vector<uint32_t> free_;  // places forgotten, given to the next plans kept
+  uint32_t oldest_ = kNone;     // the ends of the list of kept plans by use
+  uint32_t newest_ = kNone;
   std::size_t held_ = 0;
   std::size_t room_;
   uint64_t clock_ = 0;

@@ -3,8 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <list>
+#include <random>
 #include <string>
+#include <utility>
 
 namespace cs::net {
 namespace {
@@ -65,6 +69,39 @@ TEST(KeptPlans, PlansUsedSinceTheMarkArePinned) {
   EXPECT_EQ(c, "cccc");
   EXPECT_EQ(*plans.at(a, plans.generation(a)), "aaaa");
   EXPECT_TRUE(plans.keep(3, c, c.size()).has_value());  // without the pin, a gives way
+}
+
+// Random uses and new plans against a plain list from least to most recently used.
+TEST(KeptPlans, KeepsWhatAListOfUsesKeeps) {
+  Plans plans(20);
+  std::list<std::pair<uint64_t, std::size_t>> reference;  // (hash, entries), oldest first
+  std::size_t held = 0;
+  std::mt19937 rng(11);
+  for (uint64_t hash = 1; hash <= 300; ++hash) {
+    if (!reference.empty() && rng() % 2 == 0) {  // use a kept plan again
+      auto it = reference.begin();
+      std::advance(it, rng() % reference.size());
+      const uint64_t again = it->first;
+      ASSERT_TRUE(plans.find(again, [](const std::string&) { return true; }).has_value());
+      reference.splice(reference.end(), reference, it);
+    }
+    const std::size_t entries = 1 + rng() % 5;
+    while (held + entries > 20) {
+      held -= reference.front().second;
+      reference.pop_front();
+    }
+    keep(plans, hash, std::string(entries, 'x'));
+    reference.emplace_back(hash, entries);
+    held += entries;
+    for (uint64_t h = 1; h <= hash; ++h) {
+      const bool kept = std::any_of(reference.begin(), reference.end(),
+                                    [&](const auto& r) { return r.first == h; });
+      // find() marks what it finds as used: look only at what is gone, which it does not touch.
+      if (!kept) {
+        ASSERT_FALSE(plans.find(h, [](const std::string&) { return true; })) << h;
+      }
+    }
+  }
 }
 
 }  // namespace
