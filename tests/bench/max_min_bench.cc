@@ -96,5 +96,38 @@ BENCHMARK(BM_FlowsOverHashedSharedLinks)
     ->Args({32, 100'000, 50'000})
     ->Unit(benchmark::kMillisecond);
 
+// As BM_FlowsOverHashedSharedLinks, but every flow also crosses one link that binds them all at
+// an eighth of the switch links' rate (the groups' phases behind the ports they share): most
+// switch links can then bind none of their flows, and each solve revisits every flow to read the
+// few it can bind (MaxMin keeps each flow's list of them).
+void BM_HashedFlowsBehindOneSharedLink(benchmark::State& state) {
+  const auto flows = static_cast<std::size_t>(state.range(0));
+  const auto pool = static_cast<std::size_t>(state.range(1));
+  const auto per_flow = static_cast<std::size_t>(state.range(2));
+  MaxMin solver;
+  const LinkId shared = solver.add_link(50e9 / 8);
+  for (std::size_t l = 0; l < pool; ++l) solver.add_link(50e9);
+  std::mt19937_64 rng(7);
+  std::vector<LinkId> all(pool);
+  std::iota(all.begin(), all.end(), shared + 1);
+  std::vector<std::vector<LinkId>> links(flows);
+  std::vector<std::vector<double>> weights(flows);
+  for (std::size_t f = 0; f < flows; ++f) {
+    for (std::size_t i = 0; i < per_flow; ++i) std::swap(all[i], all[i + rng() % (pool - i)]);
+    links[f].assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(per_flow));
+    std::sort(links[f].begin(), links[f].end());
+    links[f].insert(links[f].begin(), shared);
+    weights[f].push_back(1.0);
+    for (std::size_t i = 0; i < per_flow; ++i)
+      weights[f].push_back(static_cast<double>(1 + rng() % 13) / 16);
+  }
+  replace_one_flow_per_solve(
+      state, solver, links,
+      [&](std::size_t f) -> const std::vector<double>& { return weights[f]; });
+}
+BENCHMARK(BM_HashedFlowsBehindOneSharedLink)
+    ->Args({16, 100'000, 20'000})
+    ->Unit(benchmark::kMillisecond);
+
 }  // namespace
 }  // namespace cs::net
